@@ -1,0 +1,238 @@
+"""Stage 4, infer attributes (NNVM's InferShape/InferType, in spirit): for every op of the
+Program, whether its rows are nodes, nothing (parameters, shapes: rendered inline), a tuple of
+node tensors, or the graph; and for node tensors their trailing shape and dtype.
+
+Shapes come from running the traced module once on a small probe graph; input widths are read
+from the modules that first consume each input, or given with --feat-dims."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import dgl
+import torch
+import torch.fx as fx
+
+from gnn_codegen.errors import FeatDimsError, UnsupportedOperationError, internal
+from gnn_codegen.ir import Op, Program, Ref
+from gnn_codegen.rowwise import DIM_MODULES, RESHAPES, is_rowwise
+from gnn_codegen.simplify import DST_COUNT_METHODS
+from gnn_codegen.trace import Traced
+
+Rows = Literal["node", "none", "tuple", "graph", "inline"]
+PROBE_NODES = 29  # prime, so that no shape in a model coincides with it by accident
+
+_WIDTH_ATTRIBUTES = ("_in_src_feats", "_in_feats", "in_feats", "in_size", "in_channels", "in_dim")
+_PASS_THROUGH = frozenset({"relu", "elu", "leaky_relu", "gelu", "tanh", "sigmoid", "float", "contiguous"})
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    rows: Rows
+    shape: tuple[int, ...] = ()  # trailing shape (after the row dimension) of a node tensor
+    dtype: str = ""  # e.g. "torch.float32"
+
+
+@dataclass(frozen=True)
+class Attributes:
+    info: tuple[tuple[str, TensorInfo], ...]
+    input_shapes: tuple[tuple[str, tuple[int, ...]], ...]
+
+    def __getitem__(self, name: str) -> TensorInfo:
+        return dict(self.info)[name]
+
+    def as_dict(self) -> dict[str, TensorInfo]:
+        return dict(self.info)
+
+
+def probe_graph(num_nodes: int = PROBE_NODES, seed: int = 0) -> dgl.DGLGraph:
+    """A small random graph with a self-loop on every node (no zero in-degree errors)."""
+    gen = torch.Generator().manual_seed(seed)
+    src = torch.randint(0, num_nodes, (3 * num_nodes,), generator=gen)
+    dst = torch.randint(0, num_nodes, (3 * num_nodes,), generator=gen)
+    loops = torch.arange(num_nodes)
+    return dgl.graph((torch.cat([src, loops]), torch.cat([dst, loops])), num_nodes=num_nodes)
+
+
+def _module_width(module: torch.nn.Module) -> int | None:
+    for attr in _WIDTH_ATTRIBUTES:
+        value = getattr(module, attr, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    for cls, attr in ((torch.nn.Linear, "in_features"), (torch.nn.BatchNorm1d, "num_features")):
+        if isinstance(module, cls):
+            return int(getattr(module, attr))
+    if isinstance(module, torch.nn.LayerNorm):
+        return int(module.normalized_shape[-1])
+    for sub in module.modules():  # e.g. GINConv(apply_func=MLP): the MLP's first Linear
+        if sub is not module and isinstance(sub, torch.nn.Linear):
+            return int(sub.in_features)
+    return None
+
+
+def infer_input_shapes(program: Program, model: torch.nn.Module,
+                       given: dict[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
+    users = program.consumers()
+    shapes: dict[str, tuple[int, ...]] = {}
+    for name in program.inputs:
+        target = program.op(name).target
+        if target in given:
+            shapes[name] = given[target]
+            continue
+        frontier, seen, width = [name], set(), None
+        while frontier and width is None:
+            current = frontier.pop(0)
+            for user_name in users[current]:
+                if user_name in seen:
+                    continue
+                seen.add(user_name)
+                user = program.op(user_name)
+                if user.kind in ("mp", "module"):
+                    width = _module_width(model.get_submodule(user.target))
+                elif user.target.rsplit(".", 1)[-1] in _PASS_THROUGH:
+                    frontier.append(user_name)
+                if width is not None:
+                    break
+        if width is None:
+            raise FeatDimsError(
+                f"cannot tell the width of forward's input '{target}' from the module that consumes "
+                f"it. Give it with --feat-dims {target}=WIDTH (e.g. --feat-dims {target}=128)."
+            )
+        shapes[name] = (width,)
+    return shapes
+
+
+class _Recorder(fx.Interpreter):
+    def __init__(self, gm: fx.GraphModule):
+        super().__init__(gm)
+        self.values: dict[str, Any] = {}
+
+    def run_node(self, n: fx.Node) -> Any:
+        result = super().run_node(n)
+        self.values[n.name] = result
+        return result
+
+
+def _probe_values(traced: Traced, program: Program, shapes: dict[str, tuple[int, ...]]) -> dict[str, Any]:
+    gen = torch.Generator().manual_seed(0)
+    g = probe_graph()
+    by_target = {program.op(n).target: n for n in program.inputs}
+    args = []
+    for node in traced.graph_module.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        if node.target == traced.graph_arg:
+            args.append(g)
+        elif node.target in by_target:
+            args.append(torch.randn((PROBE_NODES, *shapes[by_target[node.target]]), generator=gen))
+        else:
+            args.append(node.args[0] if node.args else None)
+    recorder = _Recorder(traced.graph_module)
+    with torch.no_grad():
+        try:
+            recorder.run(*args)
+        except Exception as exc:
+            raise UnsupportedOperationError(
+                f"running forward on a small probe graph with inputs of widths "
+                f"{ {program.op(n).target: s for n, s in shapes.items()} } failed with "
+                f"{type(exc).__name__}: {exc}. If an input width is wrong, give it with "
+                "--feat-dims NAME=WIDTH."
+            ) from None
+    return recorder.values
+
+
+def _describe(op: Op) -> str:
+    if op.kind == "module":
+        return f"self.{op.target} ({op.class_name})"
+    if op.kind == "method":
+        return f".{op.target}(...)"
+    return f"{op.target}(...)"
+
+
+def _refuse(op: Op, why: str) -> UnsupportedOperationError:
+    where = op.location or "forward"
+    return UnsupportedOperationError(
+        f"{where}: {_describe(op)} {why}. Layer-wise inference computes everything outside "
+        "message-passing modules on one batch of nodes at a time, so only operations that treat "
+        "each node's row on its own can be placed there. Move this computation into a "
+        "message-passing module, or, if it does treat rows independently, mark its module with "
+        "--leaf NAME."
+    )
+
+
+def infer_attributes(traced: Traced, program: Program, model: torch.nn.Module,
+                     given: dict[str, tuple[int, ...]] | None = None,
+                     leaves: frozenset[str] = frozenset()) -> Attributes:
+    shapes = infer_input_shapes(program, model, given or {})
+    values = _probe_values(traced, program, shapes)
+    info: dict[str, TensorInfo] = {}
+    for op in program.ops:
+        value = values.get(op.name)
+        if op.kind == "graph":
+            info[op.name] = TensorInfo("graph")
+            continue
+        if op.kind == "input":
+            info[op.name] = TensorInfo("node", tuple(value.shape[1:]), str(value.dtype))
+            continue
+        arg_rows = [info[r].rows for r in op.refs()]
+        if "graph" in arg_rows and op.kind != "mp":
+            if op.kind == "method" and op.target in DST_COUNT_METHODS:
+                why = ("counts the block's destination nodes outside a slice `h[:n]`; only that "
+                       "slicing idiom is understood")
+            else:
+                why = "reads the graph's data or structure outside a message-passing module"
+            raise _refuse(op, why)
+        node_like = op.kind == "mp" or any(r in ("node", "tuple") for r in arg_rows)
+        if not node_like:
+            info[op.name] = TensorInfo("inline")
+            continue
+        if isinstance(value, torch.Tensor):
+            if op.kind != "mp":
+                _check_rowwise(op, program, info, values, model, leaves)
+            if value.dim() == 0 or value.shape[0] != PROBE_NODES:
+                raise _refuse(op, f"returns {tuple(value.shape)} rows from node rows")
+            info[op.name] = TensorInfo("node", tuple(value.shape[1:]), str(value.dtype))
+        elif isinstance(value, (tuple, list)) and value and all(isinstance(v, torch.Tensor) for v in value):
+            if op.kind not in ("mp", "module") and not (op.kind == "function" and op.target == "operator.getitem"):
+                _check_rowwise(op, program, info, values, model, leaves)
+            info[op.name] = TensorInfo("tuple")
+        elif isinstance(value, (int, torch.Size, tuple)) or value is None:
+            info[op.name] = TensorInfo("inline")
+        else:
+            raise _refuse(op, f"returns a {type(value).__name__}")
+    for name in program.output_refs():
+        if info[name].rows != "node":
+            raise internal(f"forward's output {name} is not indexed by nodes")
+    return Attributes(tuple(info.items()), tuple(shapes.items()))
+
+
+def _check_rowwise(op: Op, program: Program, info: dict[str, TensorInfo], values: dict[str, Any],
+                   model: torch.nn.Module, leaves: frozenset[str]) -> None:
+    first_node = next(r for r in op.refs() if info[r].rows in ("node", "tuple"))
+    first_value = values[first_node]
+    ndim = first_value.dim() if isinstance(first_value, torch.Tensor) else 2
+    if op.kind == "module":
+        if op.class_name in leaves:
+            return
+        module_dim = getattr(model.get_submodule(op.target), "dim", None)
+        if op.class_name in DIM_MODULES and op.class_name in ("Flatten", "Unflatten"):
+            module_dim = getattr(model.get_submodule(op.target), "start_dim", module_dim)
+        if not is_rowwise(op, ndim, module_dim):
+            raise _refuse(op, "is not known to treat each node's row on its own")
+        return
+    name = op.target.rsplit(".", 1)[-1]
+    if name == "getitem" and info[first_node].rows == "tuple":
+        return
+    if name in RESHAPES:
+        out = values[op.name]
+        sizes = op.args[1:] if len(op.args) > 1 else ()
+        if sizes and isinstance(sizes[0], (tuple, list)):
+            sizes = tuple(sizes[0])
+        first = sizes[0] if sizes else None
+        keeps = first == -1 or (isinstance(first, Ref) and info[first.name].rows == "inline")
+        if keeps and isinstance(out, torch.Tensor) and out.dim() > 0 and out.shape[0] == first_value.shape[0]:
+            return
+        raise _refuse(op, "reshapes across the row dimension (write it as .view(-1, ...) or .flatten(1))")
+    if not is_rowwise(op, ndim):
+        raise _refuse(op, "mixes the rows of different nodes (or is not known to keep them apart)")

@@ -1,0 +1,54 @@
+"""Errors: one class per user mistake, each carrying a one-paragraph message for the CLI."""
+
+from __future__ import annotations
+
+
+class GnnCodegenError(Exception):
+    """A problem with the user's input: the CLI prints the message (no traceback) and exits 2."""
+
+    exit_code = 2
+
+
+class TargetError(GnnCodegenError):
+    """FILE:NAME does not name an importable file and a class or factory in it."""
+
+
+class InitError(GnnCodegenError):
+    """--init is not a JSON object, or the constructor rejected it."""
+
+
+class FeatDimsError(GnnCodegenError):
+    """Input widths could not be read from the model and were not given with --feat-dims."""
+
+
+class DataDependentControlFlowError(GnnCodegenError):
+    """forward branches or loops on tensor values, which a layer-wise loop cannot reproduce."""
+
+
+class UnsupportedModuleError(GnnCodegenError):
+    """A message-passing module whose result on a 1-hop block differs from the full graph."""
+
+
+class UnsupportedOperationError(GnnCodegenError):
+    """An operation that mixes rows of different nodes outside message passing, or reads the graph."""
+
+
+class TraceFailedError(GnnCodegenError):
+    """torch.fx could not trace forward for a reason other than control flow."""
+
+
+class CheckFailedError(GnnCodegenError):
+    """--check found that the generated inference differs from the full-graph forward."""
+
+    exit_code = 1
+
+
+class InternalError(Exception):
+    """A bug in gnn-codegen itself, never the user's fault."""
+
+
+def internal(message: str) -> InternalError:
+    return InternalError(
+        f"internal error: {message}. This is a bug in gnn-codegen; please report it with the "
+        "model file and the command you ran."
+    )

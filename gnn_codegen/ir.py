@@ -1,0 +1,102 @@
+"""The torch-free program every pass after tracing works on: ops in topological order that refer
+to each other by name. Frozen values only; a pass returns a new Program."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterator, Literal
+
+OpKind = Literal["input", "graph", "mp", "module", "function", "method", "attr"]
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A use of another op's value inside an op's arguments."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class MessagePassing:
+    """Facts about one message-passing call (from known_modules)."""
+
+    class_name: str
+    source_out_degree_power: float | None = None
+    verified: bool = True
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str
+    kind: OpKind
+    # module path ("layers.0"), Python expression of a function ("F.relu", "operator.add"),
+    # method name ("flatten") or attribute path ("bias"); empty for inputs and the graph.
+    target: str = ""
+    args: tuple[Any, ...] = ()
+    kwargs: tuple[tuple[str, Any], ...] = ()
+    location: str = ""  # "file.py:12: h = conv(g, h)" for messages, when known
+    mp: MessagePassing | None = None
+    class_name: str = ""  # for module calls: the module's class, for comments and rules
+
+    def refs(self) -> Iterator[str]:
+        yield from iter_refs(self.args)
+        yield from iter_refs(tuple(v for _, v in self.kwargs))
+
+
+@dataclass(frozen=True)
+class Program:
+    ops: tuple[Op, ...]
+    graph: str  # name of the graph op
+    inputs: tuple[str, ...]  # tensor inputs of forward, in order
+    output: Any  # Ref, or a tuple/list structure of Refs
+    blocks_style: bool = False
+    num_blocks: int = 1
+    by_name: dict[str, Op] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "by_name", {op.name: op for op in self.ops})
+
+    def op(self, name: str) -> Op:
+        return self.by_name[name]
+
+    def with_ops(self, ops: tuple[Op, ...], output: Any = None) -> "Program":
+        return replace(self, ops=ops, output=self.output if output is None else output)
+
+    def consumers(self) -> dict[str, list[str]]:
+        users: dict[str, list[str]] = {op.name: [] for op in self.ops}
+        for op in self.ops:
+            for r in op.refs():
+                if op.name not in users[r]:
+                    users[r].append(op.name)
+        return users
+
+    def output_refs(self) -> list[str]:
+        return list(iter_refs(self.output))
+
+
+def iter_refs(value: Any) -> Iterator[str]:
+    if isinstance(value, Ref):
+        yield value.name
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            yield from iter_refs(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from iter_refs(v)
+    elif isinstance(value, slice):
+        yield from iter_refs((value.start, value.stop, value.step))
+
+
+def map_refs(value: Any, fn: Any) -> Any:
+    """Rebuild `value` with every Ref replaced by fn(ref)."""
+    if isinstance(value, Ref):
+        return fn(value)
+    if isinstance(value, tuple):
+        return tuple(map_refs(v, fn) for v in value)
+    if isinstance(value, list):
+        return [map_refs(v, fn) for v in value]
+    if isinstance(value, dict):
+        return {k: map_refs(v, fn) for k, v in value.items()}
+    if isinstance(value, slice):
+        return slice(map_refs(value.start, fn), map_refs(value.stop, fn), map_refs(value.step, fn))
+    return value

@@ -1,0 +1,102 @@
+"""The table of message-passing modules: which are exact on a 1-hop block, which need the full
+graph's statistics, and which are refused — consulted by trace (leaves) and lower (per-call facts).
+
+A 1-hop block holds every in-edge of its destination nodes, so anything computed from destination
+in-degrees or in-neighbourhoods is exact. What a module reads about its *source* nodes' other edges
+is not; each entry below is pinned against the full-graph forward by tests/test_known_modules.py.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+
+import torch
+
+# dgl.nn convolutions verified exact on a 1-hop block (tests/test_known_modules.py).
+EXACT = frozenset({"SAGEConv", "GATConv", "GATv2Conv", "GINConv", "GINEConv", "DotGatConv", "EdgeConv"})
+
+# Modules that propagate over several hops inside one call: a 1-hop block cannot feed them.
+MULTI_HOP = {
+    "APPNPConv": "propagates k hops internally (personalised PageRank)",
+    "TAGConv": "sums k hops of propagation internally",
+    "ChebConv": "applies a k-order Chebyshev polynomial of the Laplacian (k hops) internally",
+    "GatedGraphConv": "runs n_steps rounds of message passing internally",
+    "SGConv": "propagates k hops internally and normalises source rows by their in-degrees",
+    "GCN2Conv": "normalises by source degrees and mixes in initial features in ways not yet verified on blocks",
+}
+
+DENSE = frozenset({"DenseGraphConv", "DenseSAGEConv", "DenseChebConv"})
+
+# Graph-level readouts: their output has one row per graph, not per node.
+READOUT_MODULE = "dgl.nn.pytorch.glob"
+
+# Method names whose presence in a user module's forward marks it as message passing.
+_MP_MARKERS = (
+    "update_all", "apply_edges", "multi_update_all", "send_and_recv", "pull(", "push(",
+    "srcdata", "dstdata", "edata", "ndata", "edge_softmax", "local_scope", "in_degrees", "out_degrees",
+)
+
+
+@dataclass(frozen=True)
+class MessagePassingFacts:
+    """What the generated code must do around one message-passing call."""
+
+    class_name: str
+    # GraphConv(norm='both'|'left') divides source rows by out_degree ** power; on a block that
+    # degree is truncated, so the generated code rescales source rows to the full graph's.
+    source_out_degree_power: float | None = None
+    verified: bool = True
+
+
+def is_dgl_module(module: torch.nn.Module) -> bool:
+    return type(module).__module__.startswith("dgl.nn.")
+
+
+def is_dgl_conv(module: torch.nn.Module) -> bool:
+    return type(module).__module__.startswith("dgl.nn.pytorch.conv")
+
+
+def forward_reads_graph(module: torch.nn.Module) -> bool:
+    """A user module is message passing when its forward touches graph data or messages."""
+    try:
+        source = inspect.getsource(type(module).forward)
+    except (OSError, TypeError):
+        return False
+    return any(marker in source for marker in _MP_MARKERS)
+
+
+def is_message_passing(module: torch.nn.Module, forced: frozenset[str] = frozenset()) -> bool:
+    cls = type(module)
+    if cls.__name__ in forced:
+        return True
+    if is_dgl_conv(module) or cls.__module__.startswith(READOUT_MODULE):
+        return True
+    if cls.__module__.startswith("torch.nn") or is_dgl_module(module):
+        return False
+    return forward_reads_graph(module)
+
+
+def facts_for(module: torch.nn.Module) -> MessagePassingFacts:
+    """Per-call facts, or None when the module is refused (the caller raises with context)."""
+    name = type(module).__name__
+    if name == "GraphConv" and is_dgl_conv(module):
+        norm = getattr(module, "_norm", "both")
+        power = {"both": 0.5, "left": 1.0}.get(norm)
+        return MessagePassingFacts(name, source_out_degree_power=power)
+    return MessagePassingFacts(name, verified=name in EXACT or not is_dgl_module(module))
+
+
+def refusal_reason(module: torch.nn.Module) -> str | None:
+    """Why this message-passing module cannot run layer-wise on 1-hop blocks, or None."""
+    cls = type(module)
+    name = cls.__name__
+    if cls.__module__.startswith(READOUT_MODULE):
+        return "is a graph-level readout (one row per graph, not per node)"
+    if not is_dgl_module(module):
+        return None
+    if name in DENSE:
+        return "works on a dense adjacency matrix, not on a DGL graph"
+    if name in MULTI_HOP:
+        return MULTI_HOP[name]
+    return None

@@ -1,0 +1,149 @@
+"""Stage 1, load: `FILE:NAME` and --init JSON into the model instance and its file's source."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import json
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from gnn_codegen.errors import InitError, TargetError
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    target: str  # FILE:NAME exactly as the user wrote it (goes into the generated header)
+    path: Path
+    class_name: str  # the nn.Module subclass the generated module re-defines
+    source: str
+    module: ModuleType
+    model: torch.nn.Module
+    init: tuple[tuple[str, Any], ...]
+
+
+def parse_target(target: str) -> tuple[Path, str]:
+    file_part, sep, name = target.rpartition(":")
+    if not sep or not file_part or not name.isidentifier():
+        raise TargetError(
+            f"'{target}' is not of the form FILE:NAME. Name the model file and the class (or "
+            "factory function) in it, for example `gnn-codegen models/sage.py:SAGE -o out.py`."
+        )
+    path = Path(file_part)
+    if not path.is_file():
+        raise TargetError(f"model file '{file_part}' (from '{target}') does not exist or is not a file.")
+    if path.suffix != ".py":
+        raise TargetError(f"model file '{file_part}' is not a Python (.py) file.")
+    return path, name
+
+
+def parse_init(init_json: str | None) -> dict[str, Any]:
+    if init_json is None:
+        return {}
+    try:
+        value = json.loads(init_json)
+    except json.JSONDecodeError as exc:
+        raise InitError(
+            f"--init is not valid JSON ({exc.msg} at character {exc.pos}): {init_json!r}. Give the "
+            "constructor's keyword arguments as a JSON object, e.g. --init '{\"in_size\": 128}'."
+        ) from None
+    if not isinstance(value, dict):
+        raise InitError(
+            f"--init must be a JSON object of keyword arguments, got {type(value).__name__}: "
+            f"{init_json!r}. For example --init '{{\"in_size\": 128, \"hid_size\": 64}}'."
+        )
+    return value
+
+
+def _import_file(path: Path) -> ModuleType:
+    # The user's file may import siblings (`from layers import MyConv`), so its folder goes first
+    # on sys.path while it is imported, as it would when the user runs it as a script.
+    module_name = f"_gnn_codegen_user_{abs(hash(str(path.resolve())))}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise TargetError(f"cannot import '{path}' as a Python module.")
+    module = importlib.util.module_from_spec(spec)
+    folder = str(path.resolve().parent)
+    sys.path.insert(0, folder)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except SystemExit:
+        raise TargetError(
+            f"importing '{path}' called sys.exit(). Put the training script under "
+            "`if __name__ == \"__main__\":` so that importing the file only defines the model."
+        ) from None
+    except Exception as exc:
+        raise TargetError(
+            f"importing '{path}' raised {type(exc).__name__}: {exc} ({_user_frame(exc, path)}). "
+            "The file must import cleanly; keep training code under `if __name__ == \"__main__\":`."
+        ) from None
+    finally:
+        sys.path.remove(folder)
+    return module
+
+
+def _user_frame(exc: BaseException, path: Path) -> str:
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == path.resolve()]
+    if not frames:
+        return f"in {path}"
+    return f"{path}:{frames[-1].lineno}: {(frames[-1].line or '').strip()}"
+
+
+def load(target: str, init_json: str | None = None) -> LoadedModel:
+    path, name = parse_target(target)
+    init = parse_init(init_json)
+    module = _import_file(path)
+    obj = getattr(module, name, None)
+    if obj is None:
+        found = sorted(
+            n for n, v in vars(module).items()
+            if inspect.isclass(v) and issubclass(v, torch.nn.Module) and v.__module__ == module.__name__
+        )
+        raise TargetError(
+            f"'{path}' defines no '{name}'. Model classes defined there: {', '.join(found) or 'none'}."
+        )
+    if not callable(obj):
+        raise TargetError(f"'{name}' in '{path}' is a {type(obj).__name__}, not a class or a factory function.")
+    try:
+        model = obj(**init)
+    except TypeError as exc:
+        raise InitError(
+            f"building {name}(**init) from '{path}' failed: {exc}. Pass the constructor's keyword "
+            f"arguments with --init, e.g. --init '{{\"in_size\": 128}}'; signature: {name}{_signature(obj)}."
+        ) from None
+    except Exception as exc:
+        raise InitError(f"building {name} from '{path}' raised {type(exc).__name__}: {exc} ({_user_frame(exc, path)}).") from None
+    if not isinstance(model, torch.nn.Module):
+        raise TargetError(
+            f"'{name}' in '{path}' returned a {type(model).__name__}, not a torch.nn.Module. NAME must "
+            "be an nn.Module class or a function that returns one."
+        )
+    cls = type(model)
+    if cls.__module__ != module.__name__:
+        raise TargetError(
+            f"{name}() returned a {cls.__qualname__} defined in {cls.__module__}, not in '{path}'. "
+            "The generated module re-defines the model class, so the class must be written in the file you name."
+        )
+    return LoadedModel(
+        target=target,
+        path=path,
+        class_name=cls.__name__,
+        source=path.read_text(),
+        module=module,
+        model=model,
+        init=tuple(init.items()),
+    )
+
+
+def _signature(obj: Any) -> str:
+    try:
+        return str(inspect.signature(obj))
+    except (TypeError, ValueError):
+        return "(...)"

@@ -1,0 +1,139 @@
+"""Lower: the traced fx GraphModule into the torch-free Program (ir.py), resolving how each
+function is spelled in the user's file and which module calls are message passing."""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+import operator
+import re
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable
+
+import torch
+import torch.fx as fx
+
+from gnn_codegen.errors import UnsupportedModuleError, internal
+from gnn_codegen.ir import MessagePassing, Op, Program, Ref
+from gnn_codegen.known_modules import facts_for, is_message_passing, refusal_reason
+from gnn_codegen.trace import Traced
+
+_TORCH_NAMESPACES: tuple[tuple[str, ModuleType], ...] = (
+    ("torch.nn.functional", torch.nn.functional),
+    ("torch", torch),
+)
+
+
+def user_location(node: fx.Node, path: Path) -> str:
+    """The innermost frame of the user's file in the node's recorded stack trace."""
+    trace = node.stack_trace or ""
+    frames = re.findall(r'File "([^"]+)", line (\d+), in \w+\n\s*(.*)', trace)
+    for filename, line, code in reversed(frames):
+        if Path(filename).resolve() == path.resolve():
+            return f"{path}:{line}: {code.strip()}"
+    return ""
+
+
+def function_expression(fn: Callable[..., Any], namespace: dict[str, Any]) -> str:
+    """How the user's file spells `fn`: `F.relu`, `torch.cat`, `relu`, or `operator.add`."""
+    if getattr(operator, getattr(fn, "__name__", ""), None) is fn:
+        return f"operator.{fn.__name__}"
+    if getattr(builtins, getattr(fn, "__name__", ""), None) is fn:
+        return fn.__name__
+    for name, value in namespace.items():
+        if value is fn and not name.startswith("_"):
+            return name
+    fn_name = getattr(fn, "__name__", None)
+    if fn_name:
+        for alias, value in sorted(namespace.items(), key=lambda kv: len(kv[0])):
+            if isinstance(value, ModuleType) and getattr(value, fn_name, None) is fn:
+                return f"{alias}.{fn_name}"
+        for qualified, module in _TORCH_NAMESPACES:
+            if getattr(module, fn_name, None) is fn:
+                return f"{qualified}.{fn_name}"
+    raise internal(f"cannot spell function {fn!r} in generated code")
+
+
+def _without_defaults(fn: Any, kwargs: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
+    """fx records `F.relu(h)` as `F.relu(h, inplace=False)`; drop what equals the default."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return kwargs
+    return tuple(
+        (k, v) for k, v in kwargs
+        if not (k in params and type(v) is type(params[k].default) and v == params[k].default)
+    )
+
+
+def _convert(value: Any) -> Any:
+    if isinstance(value, fx.Node):
+        return Ref(value.name)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_convert(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _convert(v) for k, v in value.items()}
+    if isinstance(value, slice):
+        return slice(_convert(value.start), _convert(value.stop), _convert(value.step))
+    return value
+
+
+def lower(traced: Traced, namespace: dict[str, Any], path: Path,
+          forced_mp: frozenset[str] = frozenset()) -> Program:
+    gm = traced.graph_module
+    modules = dict(gm.named_modules())
+    ops: list[Op] = []
+    output: Any = None
+    for node in gm.graph.nodes:
+        location = user_location(node, path)
+        args, kwargs = _convert(node.args), tuple((k, _convert(v)) for k, v in node.kwargs.items())
+        if node.op == "placeholder":
+            if node.target == traced.graph_arg:
+                ops.append(Op(node.name, "graph"))
+            elif node.target in traced.inputs:
+                ops.append(Op(node.name, "input", target=str(node.target)))
+            # other placeholders are parameters traced at their default value: nothing uses them
+        elif node.op == "output":
+            output = args[0]
+        elif node.op == "get_attr":
+            ops.append(Op(node.name, "attr", target=str(node.target), location=location))
+        elif node.op == "call_module":
+            module = modules[str(node.target)]
+            cls = type(module).__name__
+            if is_message_passing(module, forced_mp):
+                reason = refusal_reason(module)
+                if reason:
+                    raise UnsupportedModuleError(
+                        f"{location or 'forward'}: self.{node.target} is a {cls}, which {reason}; "
+                        "layer-wise inference feeds each message-passing call a 1-hop block, so its "
+                        "result would differ from the full-graph forward. Replace it with one "
+                        "single-hop convolution per layer (e.g. GraphConv, SAGEConv), or evaluate "
+                        "this model with a full-graph forward."
+                    )
+                facts = facts_for(module)
+                mp = MessagePassing(cls, facts.source_out_degree_power, facts.verified)
+                ops.append(Op(node.name, "mp", str(node.target), args, kwargs, location, mp, cls))
+            else:
+                ops.append(Op(node.name, "module", str(node.target), args, kwargs, location, None, cls))
+        elif node.op == "call_function" and getattr(node.target, "__module__", "").startswith("torch.fx"):
+            continue  # fx's own guards for arguments traced at their default value
+        elif node.op == "call_function":
+            expr = function_expression(node.target, namespace)  # type: ignore[arg-type]
+            kwargs = _without_defaults(node.target, kwargs)
+            ops.append(Op(node.name, "function", expr, args, kwargs, location))
+        elif node.op == "call_method":
+            ops.append(Op(node.name, "method", str(node.target), args, kwargs, location))
+        else:
+            raise internal(f"unexpected fx node kind {node.op}")
+    graph_names = [op.name for op in ops if op.kind == "graph"]
+    if not graph_names:
+        raise internal("graph placeholder lost while lowering")
+    return Program(
+        ops=tuple(ops),
+        graph=graph_names[0],
+        inputs=tuple(op.name for op in ops if op.kind == "input"),
+        output=output,
+        blocks_style=traced.blocks_style,
+        num_blocks=traced.num_blocks,
+    )

@@ -1,0 +1,98 @@
+"""The one place that knows the order of the stages: load -> trace -> lower -> simplify ->
+infer attributes -> cut and plan -> render -> splice -> format."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, field
+
+from gnn_codegen.attributes import Attributes, infer_attributes
+from gnn_codegen.errors import FeatDimsError
+from gnn_codegen.format import format_source
+from gnn_codegen.ir import Program
+from gnn_codegen.load import LoadedModel, load
+from gnn_codegen.lower import lower
+from gnn_codegen.plan import Plan, build_plan
+from gnn_codegen.render import render
+from gnn_codegen.simplify import simplify
+from gnn_codegen.splice import splice
+from gnn_codegen.trace import trace
+
+VERSION = "0.1.0"
+
+
+@dataclass(frozen=True)
+class GenerateOptions:
+    init: str | None = None  # JSON object of constructor keyword arguments
+    output: str = "inference.py"  # only for the "regenerate with" line of the header
+    feat_dims: str | None = None  # "x=602,w=1"
+    leaves: tuple[str, ...] = ()  # class names to keep as row-wise leaves
+    mp_modules: tuple[str, ...] = ()  # class names to treat as message passing
+
+
+@dataclass(frozen=True)
+class Generated:
+    source: str
+    loaded: LoadedModel
+    program: Program
+    attributes: Attributes
+    plan: Plan
+    warnings: tuple[str, ...] = field(default=())
+
+
+def parse_feat_dims(spec: str | None) -> dict[str, tuple[int, ...]]:
+    if not spec:
+        return {}
+    dims: dict[str, tuple[int, ...]] = {}
+    for item in spec.split(","):
+        name, sep, value = item.partition("=")
+        try:
+            shape = tuple(int(v) for v in value.split("x"))
+        except ValueError:
+            shape = ()
+        if not sep or not name.strip().isidentifier() or not shape or min(shape) < 1:
+            raise FeatDimsError(
+                f"--feat-dims item '{item}' is not NAME=WIDTH; write e.g. --feat-dims x=602,w=1 "
+                "(a multi-dimensional row is written 4x16)."
+            )
+        dims[name.strip()] = shape
+    return dims
+
+
+def regenerate_command(target: str, options: GenerateOptions) -> str:
+    parts = ["gnn-codegen", target, "-o", options.output]
+    if options.init is not None:
+        parts += ["--init", json.dumps(json.loads(options.init), separators=(", ", ": "))]
+    if options.feat_dims:
+        parts += ["--feat-dims", options.feat_dims]
+    for leaf in options.leaves:
+        parts += ["--leaf", leaf]
+    for mp in options.mp_modules:
+        parts += ["--mp-module", mp]
+    return shlex.join(parts)
+
+
+def generate_all(target: str, options: GenerateOptions = GenerateOptions()) -> Generated:
+    loaded = load(target, options.init)
+    leaves, forced_mp = frozenset(options.leaves), frozenset(options.mp_modules)
+    traced = trace(loaded.model, loaded.path, leaves, forced_mp)
+    namespace = vars(loaded.module)
+    program = simplify(lower(traced, namespace, loaded.path, forced_mp))
+    attrs = infer_attributes(traced, program, loaded.model, parse_feat_dims(options.feat_dims), leaves)
+    plan = build_plan(program, attrs)
+    warnings = tuple(
+        f"{op.location or 'forward'}: self.{op.target} is a {op.mp.class_name}, which gnn-codegen "
+        "has not verified on 1-hop blocks; run with --check to compare against the full-graph forward."
+        for op in program.ops if op.mp is not None and not op.mp.verified
+    )
+    reserved = {n for n in namespace if not n.startswith("__")}
+    header = {"version": VERSION, "target": target, "command": regenerate_command(target, options)}
+    rendered = render(program, attrs, plan, reserved, header)
+    source = splice(loaded.source, loaded.class_name, rendered.method, rendered.helpers, rendered.header)
+    return Generated(format_source(source), loaded, program, attrs, plan, warnings)
+
+
+def generate(target: str, options: GenerateOptions = GenerateOptions()) -> str:
+    """The generated module's source for the model at `target` ("path/model.py:Name")."""
+    return generate_all(target, options).source

@@ -1,0 +1,162 @@
+"""Stage 5b, plan (mechanism): apply a Placement to the Program. For every stage: the ops it
+runs and the row space of each (source rows of the block, or its destination rows), the stored
+tensors it loads and in which rows, the ones it writes, and the buffers it can free after."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from gnn_codegen.attributes import Attributes
+from gnn_codegen.cut import CutNode, Placement, place_asap
+from gnn_codegen.errors import UnsupportedOperationError, internal
+from gnn_codegen.ir import Op, Program, Ref, iter_refs
+
+Space = Literal["src", "dst"]
+
+
+@dataclass(frozen=True)
+class PlacedOp:
+    name: str
+    space: Space
+
+
+@dataclass(frozen=True)
+class Stage:
+    index: int
+    ops: tuple[PlacedOp, ...]
+    loads: tuple[tuple[str, Space], ...]  # (stored value, rows it is read at)
+    stores: tuple[str, ...]  # values computed here that later stages or the caller need
+    frees: tuple[str, ...]  # stored values no later stage reads
+
+
+@dataclass(frozen=True)
+class Stored:
+    value: str
+    shape: tuple[int, ...]
+    dtype: str
+    stage: int  # 0: a forward input, passed in by the caller
+
+
+@dataclass(frozen=True)
+class Plan:
+    stages: tuple[Stage, ...]
+    stored: tuple[Stored, ...]
+    outputs: tuple[str, ...]
+
+
+def inline_ops(program: Program, attrs: Attributes) -> frozenset[str]:
+    info = attrs.as_dict()
+    return frozenset(op.name for op in program.ops if info[op.name].rows in ("inline",))
+
+
+def value_deps(program: Program, inline: frozenset[str], refs: Any) -> tuple[str, ...]:
+    """The non-inline ops that `refs` reads, looking through inline expressions."""
+    seen: list[str] = []
+
+    def visit(name: str) -> None:
+        op = program.op(name)
+        if op.kind == "graph":
+            return
+        if name in inline:
+            for r in op.refs():
+                visit(r)
+        elif name not in seen:
+            seen.append(name)
+
+    for name in iter_refs(refs):
+        visit(name)
+    return tuple(seen)
+
+
+def cut_graph(program: Program, inline: frozenset[str]) -> tuple[CutNode, ...]:
+    nodes = []
+    for op in program.ops:
+        if op.kind == "graph" or op.name in inline:
+            continue
+        deps = value_deps(program, inline, (op.args, tuple(v for _, v in op.kwargs)))
+        nodes.append(CutNode(op.name, deps, is_mp=op.kind == "mp", is_input=op.kind == "input"))
+    return tuple(nodes)
+
+
+def mp_feature_spaces(op: Op) -> list[tuple[Any, Space]]:
+    """The feature arguments of a message-passing call and the rows each is read at."""
+    if len(op.args) < 2:
+        raise UnsupportedOperationError(
+            f"{op.location or 'forward'}: self.{op.target} is called without node features; "
+            "call it as module(graph, features)."
+        )
+    extra = list(iter_refs((op.args[2:], tuple(v for _, v in op.kwargs))))
+    if extra:
+        raise UnsupportedOperationError(
+            f"{op.location or 'forward'}: self.{op.target} ({op.class_name}) receives tensors beyond "
+            "its node features (edge weights or edge features); those are not supported yet. "
+            "Remove them, or track the issue on extra message-passing inputs."
+        )
+    feats = op.args[1]
+    if isinstance(feats, (tuple, list)) and len(feats) == 2:
+        return [(feats[0], "src"), (feats[1], "dst")]
+    return [(feats, "src")]
+
+
+def build_plan(program: Program, attrs: Attributes, placement: Placement | None = None) -> Plan:
+    inline = inline_ops(program, attrs)
+    nodes = cut_graph(program, inline)
+    if not any(n.is_mp for n in nodes):
+        raise UnsupportedOperationError(
+            "forward calls no message-passing module on its graph, so there is nothing to run "
+            "layer-wise. gnn-codegen expects dgl.nn convolutions (or modules that call "
+            "update_all/apply_edges) applied to the graph argument."
+        )
+    placement = placement or place_asap(nodes)
+    stage_of = dict(placement.stage)
+    deps = {n.name: n.deps for n in nodes}
+    outputs = tuple(dict.fromkeys(program.output_refs()))
+    stages = []
+    for k in range(1, placement.num_stages + 1):
+        members = [n.name for n in nodes if stage_of[n.name] == k and not n.is_input]
+        space: dict[str, Space] = {}
+        needs: dict[str, set[Space]] = {}
+        for name in reversed(members):
+            op = program.op(name)
+            if op.kind == "mp":
+                space[name] = "dst"
+                for refs, sp in mp_feature_spaces(op):
+                    for d in value_deps(program, inline, refs):
+                        needs.setdefault(d, set()).add(sp)
+            else:
+                space[name] = "src" if "src" in needs.get(name, set()) else "dst"
+                for d in deps[name]:
+                    needs.setdefault(d, set()).add(space[name])
+        for name in members:
+            for d in deps[name]:
+                if d in space and space[d] == "dst" and space[name] == "src":
+                    raise internal(f"{name} needs source rows of {d}, computed on destination rows")
+        loads = tuple(
+            (d, sp) for d in needs if d not in space for sp in ("src", "dst") if sp in needs[d]
+        )
+        later = {d for n in nodes if stage_of[n.name] > k for d in n.deps}
+        stores = tuple(m for m in members if m in later or m in outputs)
+        stages.append(Stage(k, tuple(PlacedOp(m, space[m]) for m in members), loads, stores, ()))
+    stages = _with_frees(stages, outputs, stage_of)
+    info = attrs.as_dict()
+    stored = tuple(
+        Stored(name, info[name].shape, info[name].dtype, stage_of[name])
+        for name in dict.fromkeys([n for s in stages for n, _ in s.loads] + [n for s in stages for n in s.stores])
+    )
+    return Plan(tuple(stages), stored, outputs)
+
+
+def _with_frees(stages: list[Stage], outputs: tuple[str, ...], stage_of: dict[str, int]) -> list[Stage]:
+    last_use: dict[str, int] = {}
+    for s in stages:
+        for name, _ in s.loads:
+            last_use[name] = s.index
+    result = []
+    for s in stages:
+        frees = tuple(
+            n for n, last in last_use.items()
+            if last == s.index and n not in outputs and stage_of[n] > 0
+        )
+        result.append(Stage(s.index, s.ops, s.loads, s.stores, frees))
+    return result

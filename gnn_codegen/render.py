@@ -1,0 +1,323 @@
+"""Stage 6, render: the Plan into Python source through the Jinja templates in templates/.
+This module decides every name and every line; the templates only print them."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from gnn_codegen.attributes import Attributes
+from gnn_codegen.errors import internal
+from gnn_codegen.ir import Op, Program, Ref, iter_refs
+from gnn_codegen.names import NameAllocator
+from gnn_codegen.plan import Plan, Space, Stage, inline_ops, mp_feature_spaces, value_deps
+from gnn_codegen.templating import render_template
+
+_BINARY = {
+    "add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%", "pow": "**",
+    "matmul": "@", "and_": "&", "or_": "|", "xor": "^", "lt": "<", "le": "<=", "gt": ">",
+    "ge": ">=", "eq": "==", "ne": "!=", "iadd": "+", "isub": "-", "imul": "*", "itruediv": "/",
+}
+_UNARY = {"neg": "-", "pos": "+", "invert": "~"}
+
+
+@dataclass(frozen=True)
+class HelperNames:
+    blocks: str
+    rescale: str | None
+
+
+@dataclass(frozen=True)
+class Rendered:
+    header: str
+    helpers: str
+    method: str
+
+
+@dataclass(frozen=True)
+class _Code:
+    text: str
+    atom: bool = True  # safe as an operand or a receiver without parentheses
+
+
+def module_path(target: str) -> str:
+    """`layers.0.lin` -> `self.layers[0].lin`."""
+    out = "self"
+    for part in target.split("."):
+        if part.isdigit():
+            out += f"[{part}]"
+        elif part.isidentifier():
+            out += f".{part}"
+        else:
+            out += f"[{part!r}]"
+    return out
+
+
+def constant(value: Any) -> str:
+    if isinstance(value, float) and (math.isinf(value) or math.isnan(value)):
+        return f'float("{value}")'
+    if value is Ellipsis:
+        return "..."
+    if isinstance(value, (torch.dtype, torch.memory_format, torch.layout)):
+        return str(value)
+    if isinstance(value, torch.device):
+        return f'torch.device("{value}")'
+    if isinstance(value, (bool, int, float, str, type(None))):
+        return repr(value)
+    raise internal(f"cannot write constant {value!r} of type {type(value).__name__}")
+
+
+class _StageWriter:
+    """Writes one stage's loop body: loads, one line per op, stores."""
+
+    def __init__(self, r: "_Renderer", stage: Stage):
+        self.r, self.stage = r, stage
+        self.space = {p.name: p.space for p in stage.ops}
+        self.names = r.globals.child()
+        self.local: dict[tuple[str, Space], str] = {}  # (value, rows) -> local name
+        self.lines: list[str] = []
+
+    # -- expressions ---------------------------------------------------------------------------
+    def value(self, name: str, need: Space) -> _Code:
+        op = self.r.program.op(name)
+        if op.kind == "graph":
+            return _Code("block")
+        if name in self.r.inline:
+            return self.op_expression(op, need)
+        if (name, need) in self.local:
+            return _Code(self.local[(name, need)])
+        if need == "dst" and (name, "src") in self.local:
+            return _Code(f"{self.local[(name, 'src')]}[: block.num_dst_nodes()]")
+        raise internal(f"{name} is not available on {need} rows in stage {self.stage.index}")
+
+    def arg(self, value: Any, need: Space, in_index: bool = False) -> _Code:
+        if isinstance(value, Ref):
+            return self.value(value.name, need)
+        if isinstance(value, slice) and in_index:
+            parts = [self.arg(v, need).text if v is not None else "" for v in (value.start, value.stop, value.step)]
+            return _Code(":".join(parts[:2]) + (f":{parts[2]}" if parts[2] else ""))
+        if isinstance(value, slice):
+            return _Code(f"slice({', '.join(self.arg(v, need).text for v in (value.start, value.stop, value.step))})")
+        if isinstance(value, tuple):
+            items = [self.arg(v, need, in_index).text for v in value]
+            if in_index:
+                return _Code(", ".join(items))
+            return _Code(f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})")
+        if isinstance(value, list):
+            return _Code(f"[{', '.join(self.arg(v, need).text for v in value)}]")
+        text = constant(value)
+        return _Code(text, atom=not text.startswith("-"))
+
+    def call_args(self, op: Op, need: Space, skip: int = 0) -> str:
+        parts = [self.arg(a, need).text for a in op.args[skip:]]
+        parts += [f"{k}={self.arg(v, need).text}" for k, v in op.kwargs]
+        return ", ".join(parts)
+
+    @staticmethod
+    def operand(code: _Code) -> str:
+        return code.text if code.atom else f"({code.text})"
+
+    def op_expression(self, op: Op, need: Space) -> _Code:
+        if op.kind == "attr":
+            return _Code(module_path(op.target))
+        if op.kind == "module":
+            return _Code(f"{module_path(op.target)}({self.call_args(op, need)})")
+        if op.kind == "mp":
+            return _Code(f"{module_path(op.target)}({self.mp_args(op)})")
+        if op.kind == "method":
+            receiver = self.operand(self.arg(op.args[0], need))
+            return _Code(f"{receiver}.{op.target}({self.call_args(op, need, skip=1)})")
+        if op.kind == "function":
+            return self.function_expression(op, need)
+        raise internal(f"cannot render op kind {op.kind}")
+
+    def function_expression(self, op: Op, need: Space) -> _Code:
+        module, _, name = op.target.rpartition(".")
+        if module == "operator" and name in _BINARY and len(op.args) == 2:
+            a, b = (self.operand(self.arg(x, need)) for x in op.args)
+            return _Code(f"{a} {_BINARY[name]} {b}", atom=False)
+        if module == "operator" and name in _UNARY:
+            return _Code(f"{_UNARY[name]}{self.operand(self.arg(op.args[0], need))}", atom=False)
+        if module == "operator" and name == "getitem":
+            receiver = self.operand(self.arg(op.args[0], need))
+            return _Code(f"{receiver}[{self.arg(op.args[1], need, in_index=True).text}]")
+        if op.target == "getattr" and len(op.args) == 2 and isinstance(op.args[1], str):
+            return _Code(f"{self.operand(self.arg(op.args[0], need))}.{op.args[1]}")
+        if module == "operator":
+            raise internal(f"cannot render operator.{name}")
+        return _Code(f"{op.target}({self.call_args(op, need)})")
+
+    def mp_args(self, op: Op) -> str:
+        rows = []
+        for value, space in mp_feature_spaces(op):
+            code = self.arg(value, space).text
+            power = op.mp.source_out_degree_power if op.mp else None
+            if space == "src" and power is not None:
+                code = f"{self.r.helper_names.rescale}({code}, block, out_degrees[input_nodes], {power})"
+            rows.append(code)
+        features = rows[0] if len(rows) == 1 else f"({', '.join(rows)})"
+        extra = [self.arg(a, "src").text for a in op.args[2:]]
+        extra += [f"{k}={self.arg(v, 'src').text}" for k, v in op.kwargs]
+        return ", ".join(["block", features, *extra])
+
+    # -- statements ----------------------------------------------------------------------------
+    def primary_input(self, op: Op) -> tuple[str, Space] | None:
+        if op.kind == "mp":
+            first, space = mp_feature_spaces(op)[0]
+            deps = value_deps(self.r.program, self.r.inline, first)
+            return (deps[0], space) if deps and isinstance(first, Ref) else None
+        if not op.args or not isinstance(op.args[0], Ref) or op.args[0].name in self.r.inline:
+            return None
+        return op.args[0].name, self.space[op.name]
+
+    def write(self) -> list[str]:
+        program, uses = self.r.program, Counter[str]()
+        for placed in self.stage.ops:
+            for d in value_deps(program, self.r.inline, program.op(placed.name).args) + value_deps(
+                program, self.r.inline, tuple(v for _, v in program.op(placed.name).kwargs)
+            ):
+                uses[d] += 1
+        for name in self.stage.stores:
+            uses[name] += 1
+        self.lines.append("block = block.to(device)")
+        first_src = True
+        for name, space in self.stage.loads:
+            buffer = self.r.buffer[name]
+            if space == "src":
+                local = self.names.take("h" if first_src else f"{buffer}_src")
+                first_src = False
+                self.lines.append(f"{local} = {buffer}[input_nodes].to(device)")
+            else:
+                local = self.names.take(f"{buffer}_dst")
+                self.lines.append(f"{local} = {buffer}[start:end].to(device)")
+            self.local[(name, space)] = local
+        for placed in self.stage.ops:
+            op = program.op(placed.name)
+            expression = self.op_expression(op, placed.space).text
+            primary = self.primary_input(op)
+            # `h = f(h)` when f is the only reader of h, as a person writes a chain of layers
+            same_rows = op.kind == "mp" or primary is not None and primary[1] == placed.space
+            if primary and primary in self.local and uses[primary[0]] == 1 and same_rows:
+                target = self.local[primary]
+            else:
+                target = self.names.take("h" if op.kind == "mp" else self.r.base_name(op))
+            self.lines.append(f"{target} = {expression}")
+            self.local[(op.name, placed.space)] = target
+        for name in self.stage.stores:
+            self.lines.append(f"{self.r.buffer[name]}[start:end] = {self.value(name, 'dst').text}.cpu()")
+        return self.lines
+
+
+class _Renderer:
+    def __init__(self, program: Program, attrs: Attributes, plan: Plan, reserved: set[str]):
+        self.program, self.attrs, self.plan = program, attrs, plan
+        self.inline = inline_ops(program, attrs)
+        self.globals = NameAllocator(reserved)
+        needs_rescale = any(op.mp and op.mp.source_out_degree_power is not None for op in program.ops)
+        self.helper_names = HelperNames(
+            blocks=self.globals.take("_full_neighbour_blocks"),
+            rescale=self.globals.take("_rescale_to_full_out_degrees") if needs_rescale else None,
+        )
+        self.params = [self.globals.take("g")]
+        self.params += [self.globals.take(program.op(n).target) for n in program.inputs]
+        self.params += [self.globals.take("batch_size"), self.globals.take("device")]
+        for fixed in ("start", "end", "block", "input_nodes", "num_nodes", "out_degrees"):
+            if fixed in self.globals.taken:
+                raise internal(f"generated code needs the name '{fixed}', which the model uses")
+            self.globals.take(fixed)
+        self.buffer = {n: p for n, p in zip(program.inputs, self.params[1:])}
+        self._name_buffers()
+
+    def base_name(self, op: Op) -> str:
+        if op.kind == "module":
+            last = op.target.rsplit(".", 1)[-1]
+            return last if last.isidentifier() else op.class_name.lower()
+        return op.name
+
+    def _name_buffers(self) -> None:
+        outputs = self.plan.outputs
+        for stage in self.plan.stages:
+            inner = [s for s in stage.stores if s not in outputs]
+            for name in stage.stores:
+                if name in outputs:
+                    base = "out" if len(outputs) == 1 else f"out_{self.base_name(self.program.op(name))}"
+                elif len(inner) == 1:
+                    base = f"h{stage.index}"
+                else:
+                    base = self.base_name(self.program.op(name))
+                self.buffer[name] = self.globals.take(base)
+
+    def describe_stage(self, stage: Stage) -> list[str]:
+        mps = [self.program.op(p.name) for p in stage.ops if self.program.op(p.name).kind == "mp"]
+        what = ", ".join(f"{module_path(op.target)} ({op.class_name})" for op in mps)
+        lines = [f"Layer {stage.index} of {len(self.plan.stages)}: {what}."]
+        info = self.attrs.as_dict()
+        for name in stage.stores:
+            shape = info[name].shape
+            width = " x ".join(str(s) for s in shape) or "1"
+            lines.append(f"Writes {self.buffer[name]}: {width} {info[name].dtype.replace('torch.', '')} per node.")
+        return lines
+
+    def allocation(self, name: str) -> str:
+        info = self.attrs[name]
+        dims = ", ".join(["num_nodes", *(str(s) for s in info.shape)])
+        dtype = "" if info.dtype == "torch.float32" else f", dtype={info.dtype}"
+        return f"{self.buffer[name]} = torch.empty({dims}{dtype})"
+
+    def result(self, value: Any) -> str:
+        if isinstance(value, Ref):
+            return self.buffer[value.name]
+        if isinstance(value, tuple):
+            return ", ".join(self.result(v) for v in value) + ("," if len(value) == 1 else "")
+        if isinstance(value, list):
+            return "[" + ", ".join(self.result(v) for v in value) + "]"
+        raise internal(f"cannot return {value!r}")
+
+    def method(self, blocks_call: str) -> str:
+        stages = []
+        for stage in self.plan.stages:
+            stages.append({
+                "comment": self.describe_stage(stage),
+                "before": [self.allocation(n) for n in stage.stores],
+                "body": _StageWriter(self, stage).write(),
+                "after": [f"del {', '.join(self.buffer[n] for n in stage.frees)}"] if stage.frees else [],
+            })
+        preamble = ["num_nodes = g.num_nodes()"]
+        if self.helper_names.rescale:
+            preamble.append("out_degrees = g.out_degrees()  # GraphConv's norm reads full-graph source degrees")
+        return render_template(
+            "inference.py.j2",
+            params=self.params,
+            docstring=self.docstring(),
+            preamble=preamble,
+            stages=stages,
+            loop_targets="start, end, block, input_nodes",
+            loop_iterable=blocks_call,
+            result=self.result(self.program.output),
+        )
+
+    def docstring(self) -> list[str]:
+        p = self.program
+        call_graph = f"[g] * {p.num_blocks}" if p.blocks_style else "g"
+        inputs = ", ".join([call_graph] + [p.op(n).target for n in p.inputs])
+        return [
+            "Full-neighbour inference, one layer at a time over batches of destination nodes.",
+            "",
+            f"Equals `self.forward({inputs})` in eval mode, while only one batch's block and rows",
+            "are on `device` at a time. Inputs stay where they are; results are on the CPU.",
+        ]
+
+
+def render(program: Program, attrs: Attributes, plan: Plan, reserved: set[str],
+           header: dict[str, str]) -> Rendered:
+    r = _Renderer(program, attrs, plan, reserved)
+    blocks_call = f"{r.helper_names.blocks}(g, batch_size)"
+    return Rendered(
+        header=render_template("header.py.j2", **header),
+        helpers=render_template("helpers.py.j2", names=r.helper_names),
+        method=r.method(blocks_call),
+    )

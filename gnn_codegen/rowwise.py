@@ -1,0 +1,87 @@
+"""The table of operations that keep rows independent: each output row depends only on the same
+row of its node-indexed inputs. Only such operations may run outside message passing, because a
+layer-wise loop computes them on a batch of rows at a time. Consulted by attributes.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gnn_codegen.ir import Op, Ref
+
+ROWWISE_MODULES = frozenset({
+    "Linear", "Bilinear", "LazyLinear", "Embedding",
+    "ReLU", "ReLU6", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "LeakyReLU", "PReLU", "RReLU",
+    "Hardtanh", "Sigmoid", "Tanh", "Softplus", "Softsign", "Hardswish", "Hardsigmoid", "LogSigmoid",
+    "Tanhshrink", "Softshrink", "Hardshrink", "Threshold", "GLU",
+    "BatchNorm1d", "LayerNorm", "RMSNorm", "Identity",
+})
+# Modules whose `dim` attribute must not be the row dimension.
+DIM_MODULES = frozenset({"Softmax", "LogSoftmax", "Softmin", "Flatten", "Unflatten", "GLU"})
+
+ELEMENTWISE = frozenset({
+    "relu", "relu_", "relu6", "elu", "selu", "celu", "gelu", "silu", "mish", "leaky_relu", "prelu",
+    "rrelu", "hardtanh", "sigmoid", "tanh", "softplus", "softsign", "hardswish", "hardsigmoid",
+    "logsigmoid", "tanhshrink", "softshrink", "hardshrink", "threshold", "linear", "bilinear",
+    "layer_norm", "abs", "exp", "log", "log1p", "sqrt", "rsqrt", "pow", "clamp", "clip", "neg",
+    "reciprocal", "sign", "square", "sin", "cos", "maximum", "minimum", "where", "float", "double",
+    "half", "to", "contiguous", "clone", "detach", "type_as", "add", "sub", "mul", "div", "true_divide",
+    "floordiv", "truediv", "pos", "matmul", "mm", "addmm", "iadd", "imul", "isub", "itruediv",
+    "add_", "mul_", "sub_", "div_", "sigmoid_", "tanh_",
+})
+# name -> (index of the dim positional argument, its keyword, default dim)
+DIM_ARGUMENT = {
+    "softmax": (1, "dim", None), "log_softmax": (1, "dim", None), "normalize": (2, "dim", 1),
+    "glu": (1, "dim", -1), "cat": (1, "dim", 0), "concat": (1, "dim", 0), "concatenate": (1, "dim", 0),
+    "stack": (1, "dim", 0), "mean": (1, "dim", None), "sum": (1, "dim", None), "max": (1, "dim", None),
+    "min": (1, "dim", None), "amax": (1, "dim", None), "amin": (1, "dim", None),
+    "prod": (1, "dim", None), "logsumexp": (1, "dim", None), "squeeze": (1, "dim", None),
+    "unsqueeze": (1, "dim", None), "flatten": (1, "start_dim", 0), "split": (2, "dim", 0),
+    "chunk": (2, "dim", 0), "unbind": (1, "dim", 0), "norm": (2, "dim", None),
+}
+RESHAPES = frozenset({"view", "reshape"})
+
+
+def _dim(op: Op) -> Any:
+    name = op.target.rsplit(".", 1)[-1]
+    position, keyword, default = DIM_ARGUMENT[name]
+    kwargs = dict(op.kwargs)
+    if keyword in kwargs:
+        return kwargs[keyword]
+    if len(op.args) > position:
+        return op.args[position]
+    return default
+
+
+def _touches_rows(dim: Any, ndim: int) -> bool:
+    dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+    return any(d is None or (isinstance(d, int) and d % max(ndim, 1) == 0) for d in dims)
+
+
+def is_rowwise(op: Op, ndim: int, module_dim: Any = None) -> bool:
+    """Whether `op` keeps node rows independent; ndim is that of its first node-indexed input
+    (plus one for torch.stack, which adds a dimension)."""
+    if op.kind == "module":
+        if op.class_name in DIM_MODULES:
+            return not _touches_rows(module_dim, ndim)
+        return op.class_name in ROWWISE_MODULES
+    name = op.target.rsplit(".", 1)[-1]
+    if name in ELEMENTWISE:
+        return True
+    if name in DIM_ARGUMENT:
+        return not _touches_rows(_dim(op), ndim + (name == "stack"))
+    if name == "getitem" and len(op.args) == 2:
+        return _index_keeps_rows(op.args[1], ndim)
+    return False
+
+
+def _index_keeps_rows(index: Any, ndim: int) -> bool:
+    if index is Ellipsis:
+        return True
+    if not isinstance(index, tuple) or not index:
+        return False
+    first = index[0]
+    if isinstance(first, slice) and first == slice(None):
+        return not any(isinstance(i, Ref) for i in index)
+    if first is Ellipsis:
+        return len(index) - 1 < ndim
+    return False

@@ -1,0 +1,79 @@
+"""Stage 3, simplify (NNVM's SimplifyInference, in spirit): drop what is the identity in eval
+mode, read every `h[:block.num_dst_nodes()]` as `h` (on the full graph it is), remove dead ops."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gnn_codegen.ir import Op, Program, Ref, map_refs
+
+# nn modules that are the identity in eval mode.
+_IDENTITY_MODULES = frozenset({"Dropout", "Dropout1d", "AlphaDropout", "FeatureAlphaDropout", "Identity"})
+_DROPOUT_FUNCTIONS = ("dropout", "alpha_dropout", "feature_alpha_dropout")
+# Graph methods that count destination nodes: on the full graph every node is a destination.
+DST_COUNT_METHODS = frozenset({"num_dst_nodes", "number_of_dst_nodes"})
+
+
+def _is_dropout_call(op: Op) -> bool:
+    if op.kind != "function" or not op.target.rsplit(".", 1)[-1] in _DROPOUT_FUNCTIONS:
+        return False
+    kwargs = dict(op.kwargs)
+    training = kwargs.get("training", op.args[2] if len(op.args) > 2 else True)
+    return training is False
+
+
+def _is_dst_count(op: Op, program: Program) -> bool:
+    return op.kind == "method" and op.target in DST_COUNT_METHODS and op.args == (Ref(program.graph),)
+
+
+def _is_prefix_slice(op: Op, program: Program) -> bool:
+    """`h[:block.num_dst_nodes()]` (or `[0:n]`, or `[:n, ...]`) with n counting destinations."""
+    if op.kind != "function" or op.target != "operator.getitem" or len(op.args) != 2:
+        return False
+    index = op.args[1]
+    if isinstance(index, tuple) and index and all(i == slice(None) or i is Ellipsis for i in index[1:]):
+        index = index[0]
+    if not isinstance(index, slice) or index.start not in (None, 0) or index.step not in (None, 1):
+        return False
+    stop = index.stop
+    return isinstance(stop, Ref) and _is_dst_count(program.op(stop.name), program)
+
+
+def _alias_source(op: Op, program: Program) -> Any:
+    """The Ref this op is an alias of in eval mode on the full graph, or None."""
+    if op.kind == "module" and op.class_name in _IDENTITY_MODULES:
+        return op.args[0]
+    if _is_dropout_call(op):
+        return op.args[0] if op.args else dict(op.kwargs)["input"]
+    if _is_prefix_slice(op, program):
+        return op.args[0]
+    return None
+
+
+def remove_dead(program: Program) -> Program:
+    live = set(program.output_refs()) | {program.graph} | set(program.inputs)
+    for op in reversed(program.ops):
+        if op.name in live:
+            live.update(op.refs())
+    return program.with_ops(tuple(op for op in program.ops if op.name in live))
+
+
+def simplify(program: Program) -> Program:
+    aliases: dict[str, Any] = {}
+
+    def resolve(ref: Ref) -> Any:
+        return aliases.get(ref.name, ref)
+
+    ops: list[Op] = []
+    current = program
+    for op in program.ops:
+        op = Op(op.name, op.kind, op.target, map_refs(op.args, resolve),
+                tuple((k, map_refs(v, resolve)) for k, v in op.kwargs), op.location, op.mp, op.class_name)
+        source = _alias_source(op, current)
+        if source is not None:
+            aliases[op.name] = source
+            continue
+        ops.append(op)
+        current = current.with_ops(tuple(ops))
+    output = map_refs(program.output, resolve)
+    return remove_dead(program.with_ops(tuple(ops), output=output))

@@ -1,0 +1,154 @@
+"""Stage 7, splice: the user's file and the rendered code into the output module. libcst keeps
+the user's class as written (plus the generated method) and the top-level statements it needs —
+imports, helper classes and functions, constants — and drops the rest (training loops, scripts,
+the `__main__` block)."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+import libcst as cst
+
+from gnn_codegen.errors import internal
+
+# Names the generated code reads that a plain import provides when the user's file lacks it.
+_IMPORTS = {"torch": "import torch", "dgl": "import dgl"}
+
+
+@dataclass(frozen=True)
+class _TopLevel:
+    node: cst.CSTNode
+    defines: frozenset[str]
+    reads: frozenset[str]
+    is_import: bool
+
+
+class _NameCollector(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+
+def _reads(node: cst.CSTNode) -> frozenset[str]:
+    collector = _NameCollector()
+    node.visit(collector)
+    return frozenset(collector.names)
+
+
+def _import_binding(alias: cst.ImportAlias, from_import: bool) -> str:
+    if alias.asname is not None:
+        return cst.ensure_type(alias.asname.name, cst.Name).value
+    dotted = cst.Module([]).code_for_node(alias.name)
+    return dotted if from_import else dotted.split(".")[0]
+
+
+def _assigned_names(node: cst.CSTNode) -> frozenset[str]:
+    names: set[str] = set()
+    for target in _assign_targets(node):
+        names |= _reads(target)
+    return frozenset(names)
+
+
+def _assign_targets(node: cst.CSTNode) -> list[cst.CSTNode]:
+    if isinstance(node, cst.SimpleStatementLine):
+        targets: list[cst.CSTNode] = []
+        for small in node.body:
+            if isinstance(small, cst.Assign):
+                targets += [t.target for t in small.targets]
+            elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
+                targets.append(small.target)
+        return targets
+    return []
+
+
+def _is_main_guard(node: cst.CSTNode) -> bool:
+    if not isinstance(node, cst.If):
+        return False
+    test = cst.Module([]).code_for_node(node.test).replace("'", '"').replace(" ", "")
+    return test in ('__name__=="__main__"', '"__main__"==__name__')
+
+
+def _classify(node: cst.CSTNode) -> _TopLevel | None:
+    if isinstance(node, (cst.ClassDef, cst.FunctionDef)):
+        return _TopLevel(node, frozenset({node.name.value}), _reads(node), False)
+    if isinstance(node, cst.SimpleStatementLine):
+        first = node.body[0]
+        if isinstance(first, (cst.Import, cst.ImportFrom)):
+            from_import = isinstance(first, cst.ImportFrom)
+            if from_import and isinstance(first.names, cst.ImportStar):
+                return _TopLevel(node, frozenset({"*"}), frozenset(), True)
+            names = frozenset(_import_binding(a, from_import) for a in first.names)  # type: ignore[union-attr]
+            return _TopLevel(node, names, frozenset(), True)
+        defines = _assigned_names(node)
+        return _TopLevel(node, defines, _reads(node) - defines, False) if defines else None
+    if _is_main_guard(node):
+        return None
+    if isinstance(node, (cst.If, cst.Try, cst.With)):
+        # e.g. `try: import x except ImportError: x = None`: keep when it binds a needed name.
+        return _TopLevel(node, _reads(node), _reads(node), False)
+    return None
+
+
+def _trim_import(node: cst.SimpleStatementLine, needed: set[str]) -> cst.SimpleStatementLine:
+    statement = node.body[0]
+    if isinstance(statement, cst.ImportFrom) and statement.module and cst.Module([]).code_for_node(
+        statement.module
+    ) == "__future__":
+        return node
+    if not isinstance(statement, (cst.Import, cst.ImportFrom)) or isinstance(statement.names, cst.ImportStar):
+        return node
+    from_import = isinstance(statement, cst.ImportFrom)
+    kept = [a for a in statement.names if _import_binding(a, from_import) in needed]
+    kept = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in kept]
+    return node.with_changes(body=[statement.with_changes(names=kept)])
+
+
+def _is_future(item: _TopLevel) -> bool:
+    return item.is_import and "__future__" in cst.Module([]).code_for_node(item.node)
+
+
+def splice(source: str, class_name: str, method: str, helpers: str, header: str) -> str:
+    module = cst.parse_module(source)
+    items = [c for c in (_classify(s) for s in module.body) if c is not None]
+    target = [i for i in items if isinstance(i.node, cst.ClassDef) and class_name in i.defines]
+    if not target:
+        raise internal(f"class {class_name} not found at the top level of its file")
+    generated_reads = _reads(cst.parse_module(method)) | _reads(cst.parse_module(helpers))
+    needed = set(target[-1].reads) | set(generated_reads)
+    keep: set[int] = {id(target[-1].node)}
+    changed = True
+    while changed:  # the closure of what the class and the generated code read
+        changed = False
+        for item in items:
+            if id(item.node) not in keep and (item.defines & needed or _is_future(item)):
+                keep.add(id(item.node))
+                needed |= item.reads
+                changed = True
+    bound = set().union(*(i.defines for i in items if id(i.node) in keep))
+    missing = [_IMPORTS[n] for n in _IMPORTS if n in generated_reads and n not in bound]
+
+    method_def = cst.parse_module(method).body[0]
+    body: list[cst.CSTNode] = []
+    last_import = -1
+    for item in items:
+        if id(item.node) not in keep:
+            continue
+        node = item.node
+        if item.is_import:
+            node = _trim_import(cst.ensure_type(node, cst.SimpleStatementLine), needed)
+            last_import = len(body)
+        if node is target[-1].node:
+            cls = cst.ensure_type(node, cst.ClassDef)
+            block = cst.ensure_type(cls.body, cst.IndentedBlock)
+            node = cls.with_changes(body=block.with_changes(body=[*block.body, method_def]))
+        body.append(node)
+    extra = [cst.parse_statement(line) for line in missing]
+    helper_nodes = list(cst.parse_module(helpers).body)
+    insert_at = last_import + 1
+    body = body[:insert_at] + extra + helper_nodes + body[insert_at:]
+    code = header + "\n" + cst.Module(body=body).code
+    ast.parse(code)  # a bug of ours must not produce a module that does not parse
+    return code

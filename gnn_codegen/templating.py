@@ -1,0 +1,36 @@
+"""The Jinja environment for templates/: found inside the installed package (the wheel ships
+them as gnn_codegen/templates) or, in a source checkout, at the repository's top level."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from gnn_codegen.errors import internal
+
+
+def templates_dir() -> Path:
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "templates", here.parent / "templates"):
+        if (candidate / "inference.py.j2").is_file():
+            return candidate
+    raise internal(f"templates not found next to {here}")
+
+
+@lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir())),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+
+
+def render_template(name: str, **context: Any) -> str:
+    return environment().get_template(name).render(**context)

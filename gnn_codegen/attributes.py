@@ -136,7 +136,8 @@ def _probe_values(traced: Traced, program: Program, shapes: dict[str, tuple[int,
             raise UnsupportedOperationError(
                 f"running forward on a small probe graph with inputs of widths "
                 f"{ {program.op(n).target: s for n, s in shapes.items()} } failed with "
-                f"{type(exc).__name__}: {exc}. If an input width is wrong, give it with "
+                f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}. If an "
+                "input width is wrong, give it with "
                 "--feat-dims NAME=WIDTH."
             ) from None
     return recorder.values
@@ -164,6 +165,11 @@ def _refuse(op: Op, why: str) -> UnsupportedOperationError:
 def infer_attributes(traced: Traced, program: Program, model: torch.nn.Module,
                      given: dict[str, tuple[int, ...]] | None = None,
                      leaves: frozenset[str] = frozenset()) -> Attributes:
+    from gnn_codegen.plan import mp_feature_spaces  # refuses what the plan cannot place
+
+    for op in program.ops:
+        if op.kind == "mp":
+            mp_feature_spaces(op)
     shapes = infer_input_shapes(program, model, given or {})
     values = _probe_values(traced, program, shapes)
     info: dict[str, TensorInfo] = {}

@@ -34,7 +34,7 @@ class Op:
     target: str = ""
     args: tuple[Any, ...] = ()
     kwargs: tuple[tuple[str, Any], ...] = ()
-    location: str = ""  # "file.py:12: h = conv(g, h)" for messages, when known
+    location: str = ""  # "file.py:12 (`h = conv(g, h)`)" for messages, when known
     mp: MessagePassing | None = None
     class_name: str = ""  # for module calls: the module's class, for comments and rules
 

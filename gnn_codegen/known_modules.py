@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 
 # dgl.nn convolutions verified exact on a 1-hop block (tests/test_known_modules.py).
-EXACT = frozenset({"SAGEConv", "GATConv", "GATv2Conv", "GINConv", "GINEConv", "DotGatConv", "EdgeConv"})
+EXACT = frozenset({"SAGEConv", "GATConv", "GATv2Conv", "GINConv", "DotGatConv", "EdgeConv"})
 
 # Modules that propagate over several hops inside one call: a 1-hop block cannot feed them.
 MULTI_HOP = {
@@ -87,16 +87,26 @@ def facts_for(module: torch.nn.Module) -> MessagePassingFacts:
     return MessagePassingFacts(name, verified=name in EXACT or not is_dgl_module(module))
 
 
-def refusal_reason(module: torch.nn.Module) -> str | None:
-    """Why this message-passing module cannot run layer-wise on 1-hop blocks, or None."""
+_SINGLE_HOP = (
+    "Write the propagation as one single-hop convolution per layer (GraphConv, SAGEConv, ...), "
+    "or evaluate this model with its full-graph forward."
+)
+
+
+def refusal_reason(module: torch.nn.Module) -> tuple[str, str] | None:
+    """Why this message-passing module cannot run layer-wise on 1-hop blocks, and the way out."""
     cls = type(module)
     name = cls.__name__
     if cls.__module__.startswith(READOUT_MODULE):
-        return "is a graph-level readout (one row per graph, not per node)"
+        return (
+            "is a graph-level readout (one row per graph, not per node)",
+            "Generate inference for the node-level part of the model and apply the readout to "
+            "the node embeddings that `inference` returns.",
+        )
     if not is_dgl_module(module):
         return None
     if name in DENSE:
-        return "works on a dense adjacency matrix, not on a DGL graph"
+        return "works on a dense adjacency matrix, not on a DGL graph", _SINGLE_HOP
     if name in MULTI_HOP:
-        return MULTI_HOP[name]
+        return MULTI_HOP[name], _SINGLE_HOP
     return None

@@ -93,7 +93,7 @@ def _user_frame(exc: BaseException, path: Path) -> str:
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == path.resolve()]
     if not frames:
         return f"in {path}"
-    return f"{path}:{frames[-1].lineno}: {(frames[-1].line or '').strip()}"
+    return f"{path}:{frames[-1].lineno} (`{(frames[-1].line or '').strip()}`)"
 
 
 def load(target: str, init_json: str | None = None) -> LoadedModel:

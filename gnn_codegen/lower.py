@@ -31,7 +31,7 @@ def user_location(node: fx.Node, path: Path) -> str:
     frames = re.findall(r'File "([^"]+)", line (\d+), in \w+\n\s*(.*)', trace)
     for filename, line, code in reversed(frames):
         if Path(filename).resolve() == path.resolve():
-            return f"{path}:{line}: {code.strip()}"
+            return f"{path}:{line} (`{code.strip()}`)"
     return ""
 
 
@@ -102,14 +102,12 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
             module = modules[str(node.target)]
             cls = type(module).__name__
             if is_message_passing(module, forced_mp):
-                reason = refusal_reason(module)
-                if reason:
+                refusal = refusal_reason(module)
+                if refusal:
+                    reason, way_out = refusal
                     raise UnsupportedModuleError(
-                        f"{location or 'forward'}: self.{node.target} is a {cls}, which {reason}; "
-                        "layer-wise inference feeds each message-passing call a 1-hop block, so its "
-                        "result would differ from the full-graph forward. Replace it with one "
-                        "single-hop convolution per layer (e.g. GraphConv, SAGEConv), or evaluate "
-                        "this model with a full-graph forward."
+                        f"{location or 'forward'}: self.{node.target} ({cls}) {reason}, so it cannot "
+                        f"run on the 1-hop blocks of layer-wise inference. {way_out}"
                     )
                 facts = facts_for(module)
                 mp = MessagePassing(cls, facts.source_out_degree_power, facts.verified)

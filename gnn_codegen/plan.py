@@ -90,8 +90,8 @@ def mp_feature_spaces(op: Op) -> list[tuple[Any, Space]]:
     if extra:
         raise UnsupportedOperationError(
             f"{op.location or 'forward'}: self.{op.target} ({op.class_name}) receives tensors beyond "
-            "its node features (edge weights or edge features); those are not supported yet. "
-            "Remove them, or track the issue on extra message-passing inputs."
+            "its node features (edge weights or edge features), which gnn-codegen does not support "
+            "yet. Leave them out of forward, or evaluate this model with its full-graph forward."
         )
     feats = op.args[1]
     if isinstance(feats, (tuple, list)) and len(feats) == 2:

@@ -90,7 +90,7 @@ def _count_mp_modules(model: torch.nn.Module, forced_mp: frozenset[str]) -> int:
 def _user_location(tb: Any, path: Path) -> str | None:
     for frame in reversed(traceback.extract_tb(tb)):
         if Path(frame.filename).resolve() == path.resolve():
-            return f"{path}:{frame.lineno}: {(frame.line or '').strip()}"
+            return f"{path}:{frame.lineno} (`{(frame.line or '').strip()}`)"
     return None
 
 

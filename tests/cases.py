@@ -1,0 +1,55 @@
+"""The cases in generated_examples/: each folder holds model.py, case.json (target, init and
+options) and generated.py, the expected output. Shared by the tests and update_goldens."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from gnn_codegen.pipeline import GenerateOptions, Generated, generate_all
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "generated_examples"
+UPDATE_COMMAND = "python -m tests.update_goldens"
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    folder: Path
+    target: str  # relative to the repository root, as the header's command shows it
+    options: GenerateOptions
+
+    @property
+    def golden(self) -> Path:
+        return self.folder / "generated.py"
+
+
+def load_case(folder: Path) -> Case:
+    spec = json.loads((folder / "case.json").read_text())
+    rel = folder.relative_to(REPO).as_posix()
+    options = GenerateOptions(
+        init=json.dumps(spec["init"]) if "init" in spec else None,
+        output=f"{rel}/generated.py",
+        feat_dims=spec.get("feat_dims"),
+        leaves=tuple(spec.get("leaves", ())),
+        mp_modules=tuple(spec.get("mp_modules", ())),
+    )
+    return Case(folder.name, folder, f"{rel}/{spec['target']}", options)
+
+
+def all_cases() -> list[Case]:
+    return [load_case(f) for f in sorted(EXAMPLES.iterdir()) if (f / "case.json").is_file()]
+
+
+def generate_case(case: Case) -> Generated:
+    """Generate from the repository root, so the header's command is the same everywhere."""
+    import os
+
+    previous = os.getcwd()
+    os.chdir(REPO)
+    try:
+        return generate_all(case.target, case.options)
+    finally:
+        os.chdir(previous)

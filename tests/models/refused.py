@@ -1,0 +1,76 @@
+"""Models gnn-codegen must refuse, each for one reason (tests/test_refusals.py)."""
+
+import dgl.nn as dglnn
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class MultiHop(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 4)
+        self.prop = dglnn.APPNPConv(k=3, alpha=0.1)
+
+    def forward(self, g, x):
+        return self.prop(g, self.lin(x))
+
+
+class ControlFlow(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = dglnn.SAGEConv(8, 4, "mean")
+
+    def forward(self, g, x):
+        h = self.conv(g, x)
+        if h.sum() > 0:
+            h = F.relu(h)
+        return h
+
+
+class GraphData(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = dglnn.SAGEConv(8, 4, "mean")
+
+    def forward(self, g, x):
+        h = self.conv(g, x)
+        return h * g.in_degrees().unsqueeze(-1)
+
+
+class MixesRows(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = dglnn.SAGEConv(8, 4, "mean")
+
+    def forward(self, g, x):
+        h = self.conv(g, x)
+        return h - h.mean(0)
+
+
+class NoMessagePassing(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 4)
+
+    def forward(self, g, x):
+        return self.lin(x)
+
+
+class Readout(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = dglnn.SAGEConv(8, 4, "mean")
+        self.pool = dglnn.SumPooling()
+
+    def forward(self, g, x):
+        return self.pool(g, self.conv(g, x))
+
+
+class EdgeWeights(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = dglnn.GraphConv(8, 4)
+
+    def forward(self, g, x, w):
+        return self.conv(g, x, edge_weight=w)

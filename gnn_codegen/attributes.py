@@ -16,7 +16,7 @@ import torch.fx as fx
 
 from gnn_codegen.errors import FeatDimsError, UnsupportedOperationError, internal
 from gnn_codegen.ir import Op, Program, Ref
-from gnn_codegen.rowwise import DIM_MODULES, RESHAPES, is_rowwise
+from gnn_codegen.rowwise import DIM_MODULES, RESHAPES, is_rowwise, is_rowwise_module
 from gnn_codegen.simplify import DST_COUNT_METHODS
 from gnn_codegen.trace import Traced
 
@@ -220,6 +220,8 @@ def _check_rowwise(op: Op, program: Program, info: dict[str, TensorInfo], values
     ndim = first_value.dim() if isinstance(first_value, torch.Tensor) else 2
     if op.kind == "module":
         if op.class_name in leaves:
+            return
+        if op.class_name == "Sequential" and is_rowwise_module(model.get_submodule(op.target)):
             return
         module_dim = getattr(model.get_submodule(op.target), "dim", None)
         if op.class_name in DIM_MODULES and op.class_name in ("Flatten", "Unflatten"):

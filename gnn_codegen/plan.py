@@ -132,8 +132,11 @@ def build_plan(program: Program, attrs: Attributes, placement: Placement | None 
             for d in deps[name]:
                 if d in space and space[d] == "dst" and space[name] == "src":
                     raise internal(f"{name} needs source rows of {d}, computed on destination rows")
+        # Source rows start with the destination rows, so a value loaded on source rows gives
+        # its destination rows as a slice instead of a second host-to-device copy.
         loads = tuple(
-            (d, sp) for d in needs if d not in space for sp in ("src", "dst") if sp in needs[d]
+            (d, sp) for d in needs if d not in space for sp in ("src", "dst")
+            if sp in needs[d] and not (sp == "dst" and "src" in needs[d])
         )
         later = {d for n in nodes if stage_of[n.name] > k for d in n.deps}
         stores = tuple(m for m in members if m in later or m in outputs)

@@ -188,7 +188,7 @@ class _StageWriter:
         for name, space in self.stage.loads:
             buffer = self.r.buffer[name]
             if space == "src":
-                local = self.names.take("h" if first_src else f"{buffer}_src")
+                local = self.names.take(self.r.hidden if first_src else f"{buffer}_src")
                 first_src = False
                 self.lines.append(f"{local} = {buffer}[input_nodes].to(device)")
             else:
@@ -204,7 +204,7 @@ class _StageWriter:
             if primary and primary in self.local and uses[primary[0]] == 1 and same_rows:
                 target = self.local[primary]
             else:
-                target = self.names.take("h" if op.kind == "mp" else self.r.base_name(op))
+                target = self.names.take(self.r.hidden if op.kind == "mp" else self.r.base_name(op))
             self.lines.append(f"{target} = {expression}")
             self.local[(op.name, placed.space)] = target
         for name in self.stage.stores:
@@ -230,6 +230,8 @@ class _Renderer:
                 raise internal(f"generated code needs the name '{fixed}', which the model uses")
             self.globals.take(fixed)
         self.buffer = {n: p for n, p in zip(program.inputs, self.params[1:])}
+        # the name a person gives the running hidden state, unless the model's input has it
+        self.hidden = next(n for n in ("h", "hidden", "z", "h_") if n not in self.globals.taken)
         self._name_buffers()
 
     def base_name(self, op: Op) -> str:
@@ -288,7 +290,8 @@ class _Renderer:
             })
         preamble = ["num_nodes = g.num_nodes()"]
         if self.helper_names.rescale:
-            preamble.append("out_degrees = g.out_degrees()  # GraphConv's norm reads full-graph source degrees")
+            preamble.append("# GraphConv's norm reads source out-degrees, which must be the full graph's")
+            preamble.append("out_degrees = g.out_degrees()")
         return render_template(
             "inference.py.j2",
             params=self.params,

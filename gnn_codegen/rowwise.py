@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
+
 from gnn_codegen.ir import Op, Ref
 
 ROWWISE_MODULES = frozenset({
@@ -85,3 +87,18 @@ def _index_keeps_rows(index: Any, ndim: int) -> bool:
     if first is Ellipsis:
         return len(index) - 1 < ndim
     return False
+
+
+_EVAL_IDENTITY = frozenset({"Dropout", "Dropout1d", "AlphaDropout", "FeatureAlphaDropout", "Identity"})
+
+
+def is_rowwise_module(module: torch.nn.Module) -> bool:
+    """A torch.nn module (or an nn.Sequential of them) that treats each row on its own in eval
+    mode. Such a Sequential stays one call, `h = self.head(h)`, in the generated code."""
+    name = type(module).__name__
+    if isinstance(module, torch.nn.Sequential):
+        return all(is_rowwise_module(child) for child in module.children())
+    if name in DIM_MODULES:
+        dim = getattr(module, "start_dim", getattr(module, "dim", None))
+        return isinstance(dim, int) and (dim > 0 or dim == -1)
+    return name in ROWWISE_MODULES or name in _EVAL_IDENTITY

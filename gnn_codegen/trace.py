@@ -14,6 +14,7 @@ import torch.fx as fx
 
 from gnn_codegen.errors import DataDependentControlFlowError, TraceFailedError
 from gnn_codegen.known_modules import is_message_passing
+from gnn_codegen.rowwise import is_rowwise_module
 
 GRAPH_PARAM_NAMES = ("g", "graph", "blocks", "mfgs", "block", "mfg", "graphs", "subgraphs")
 
@@ -61,6 +62,8 @@ class _Tracer(fx.Tracer):
     def is_leaf_module(self, m: torch.nn.Module, module_qualified_name: str) -> bool:
         if type(m).__name__ in self.forced_leaves or is_message_passing(m, self.forced_mp):
             return True
+        if isinstance(m, torch.nn.Sequential) and len(m) and is_rowwise_module(m):
+            return True  # keep `self.head(h)` as the user wrote it
         return super().is_leaf_module(m, module_qualified_name)
 
     def proxy(self, node: fx.Node) -> fx.Proxy:

@@ -15,13 +15,15 @@ import torch
 import torch.fx as fx
 
 from gnn_codegen.errors import FeatDimsError, UnsupportedOperationError, internal
-from gnn_codegen.ir import Op, Program, Ref
+from gnn_codegen.ir import Op, Program, Ref, iter_refs
 from gnn_codegen.rowwise import DIM_MODULES, RESHAPES, is_rowwise, is_rowwise_module
 from gnn_codegen.simplify import DST_COUNT_METHODS
 from gnn_codegen.trace import Traced
 
-Rows = Literal["node", "none", "tuple", "graph", "inline"]
-PROBE_NODES = 29  # prime, so that no shape in a model coincides with it by accident
+Rows = Literal["node", "edge", "none", "tuple", "graph", "inline"]
+# Primes, so that no width in a model coincides with a row count by accident.
+PROBE_NODES = 29
+PROBE_EDGES = 113
 
 _WIDTH_ATTRIBUTES = ("_in_src_feats", "_in_feats", "in_feats", "in_size", "in_channels", "in_dim")
 _PASS_THROUGH = frozenset({"relu", "elu", "leaky_relu", "gelu", "tanh", "sigmoid", "float", "contiguous"})
@@ -35,9 +37,27 @@ class TensorInfo:
 
 
 @dataclass(frozen=True)
+class InputSpec:
+    """One of forward's tensor inputs: indexed by nodes or by edges, its trailing shape, dtype."""
+
+    name: str  # op name
+    param: str  # forward's parameter name
+    rows: Literal["node", "edge"]
+    shape: tuple[int, ...]
+    dtype: str = "torch.float32"
+    high: int = 0  # integer inputs (edge types) take values in [0, high)
+
+    def example(self, num_nodes: int, num_edges: int, generator: torch.Generator) -> torch.Tensor:
+        rows = num_nodes if self.rows == "node" else num_edges
+        if self.dtype == "torch.int64":
+            return torch.randint(0, self.high, (rows, *self.shape), generator=generator)
+        return torch.randn((rows, *self.shape), generator=generator)
+
+
+@dataclass(frozen=True)
 class Attributes:
     info: tuple[tuple[str, TensorInfo], ...]
-    input_shapes: tuple[tuple[str, tuple[int, ...]], ...]
+    inputs: tuple[InputSpec, ...]
 
     def __getitem__(self, name: str) -> TensorInfo:
         return dict(self.info)[name]
@@ -46,16 +66,21 @@ class Attributes:
         return dict(self.info)
 
 
-def probe_graph(num_nodes: int = PROBE_NODES, seed: int = 0) -> dgl.DGLGraph:
+def probe_graph(num_nodes: int = PROBE_NODES, num_edges: int = PROBE_EDGES, seed: int = 0) -> dgl.DGLGraph:
     """A small random graph with a self-loop on every node (no zero in-degree errors)."""
     gen = torch.Generator().manual_seed(seed)
-    src = torch.randint(0, num_nodes, (3 * num_nodes,), generator=gen)
-    dst = torch.randint(0, num_nodes, (3 * num_nodes,), generator=gen)
+    src = torch.randint(0, num_nodes, (num_edges - num_nodes,), generator=gen)
+    dst = torch.randint(0, num_nodes, (num_edges - num_nodes,), generator=gen)
     loops = torch.arange(num_nodes)
     return dgl.graph((torch.cat([src, loops]), torch.cat([dst, loops])), num_nodes=num_nodes)
 
 
 def _module_width(module: torch.nn.Module) -> int | None:
+    width = _declared_width(module)
+    return width if width else None  # 0: a lazy module that has not seen an input yet
+
+
+def _declared_width(module: torch.nn.Module) -> int | None:
     for attr in _WIDTH_ATTRIBUTES:
         value = getattr(module, attr, None)
         if isinstance(value, int) and not isinstance(value, bool):
@@ -71,14 +96,74 @@ def _module_width(module: torch.nn.Module) -> int | None:
     return None
 
 
-def infer_input_shapes(program: Program, model: torch.nn.Module,
-                       given: dict[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
+def _refuse_graph_access(program: Program) -> None:
+    """Before running anything: graph data or structure read outside message passing."""
+    graph = program.graph
+    for op in program.ops:
+        if op.kind in ("mp", "graph") or graph not in op.refs():
+            continue
+        if op.kind == "method" and op.target in DST_COUNT_METHODS:
+            why = ("counts the block's destination nodes outside a slice `h[:n]`; only that "
+                   "slicing idiom is understood")
+        else:
+            why = "reads the graph's data or structure outside a message-passing module"
+        raise _refuse(op, why)
+
+
+def edge_values(program: Program) -> frozenset[str]:
+    """Values indexed by edges: what message-passing calls take beyond their node features
+    (edge weights, edge features, edge types), and what those are computed from."""
+    from gnn_codegen.plan import mp_feature_spaces
+
+    edges: set[str] = set()
+    for op in reversed(program.ops):
+        if op.kind == "mp":
+            edges.update(r for value, space in mp_feature_spaces(op) if space == "edge" for r in iter_refs(value))
+        elif op.name in edges:
+            edges.update(r for r in op.refs() if program.op(r).kind not in ("attr", "graph"))
+    return frozenset(edges)
+
+
+def _edge_input_spec(program: Program, model: torch.nn.Module, name: str) -> InputSpec | None:
+    """Shape and dtype of an edge input, from the message-passing call that reads it."""
+    param = program.op(name).target
+    for op in program.ops:
+        if op.kind != "mp":
+            continue
+        module = model.get_submodule(op.target)
+        keyed = [(i + 2, v) for i, v in enumerate(op.args[2:])] + list(op.kwargs)
+        for key, value in keyed:
+            if name not in iter_refs(value):
+                continue
+            if key == "edge_weight":
+                return InputSpec(name, param, "edge", ())
+            if hasattr(module, "num_rels") and key in (2, "etypes"):
+                return InputSpec(name, param, "edge", (), "torch.int64", int(module.num_rels))
+            width = getattr(module, "_in_edge_feats", None)
+            edge_func = getattr(module, "edge_func", None)
+            if width is None and isinstance(edge_func, torch.nn.Module):
+                width = _module_width(edge_func)
+            if width is None and key in (2, "edge_feat"):
+                width = _module_width(module)  # GINEConv: edge features as wide as node features
+            if isinstance(width, int):
+                return InputSpec(name, param, "edge", (width,))
+    return None
+
+
+def infer_inputs(program: Program, model: torch.nn.Module,
+                 given: dict[str, tuple[int, ...]]) -> tuple[InputSpec, ...]:
     users = program.consumers()
-    shapes: dict[str, tuple[int, ...]] = {}
+    edges = edge_values(program)
+    specs: list[InputSpec] = []
     for name in program.inputs:
         target = program.op(name).target
+        rows: Literal["node", "edge"] = "edge" if name in edges else "node"
         if target in given:
-            shapes[name] = given[target]
+            specs.append(InputSpec(name, target, rows, given[target]))
+            continue
+        spec = _edge_input_spec(program, model, name) if rows == "edge" else None
+        if spec is not None:
+            specs.append(spec)
             continue
         frontier, seen, width = [name], set(), None
         while frontier and width is None:
@@ -88,19 +173,20 @@ def infer_input_shapes(program: Program, model: torch.nn.Module,
                     continue
                 seen.add(user_name)
                 user = program.op(user_name)
-                if user.kind in ("mp", "module"):
+                if user.kind == "module" or (user.kind == "mp" and rows == "node"):
                     width = _module_width(model.get_submodule(user.target))
                 elif user.target.rsplit(".", 1)[-1] in _PASS_THROUGH:
                     frontier.append(user_name)
                 if width is not None:
                     break
         if width is None:
+            kind = "edge input" if rows == "edge" else "input"
             raise FeatDimsError(
-                f"cannot tell the width of forward's input '{target}' from the module that consumes "
+                f"cannot tell the width of forward's {kind} '{target}' from the module that consumes "
                 f"it. Give it with --feat-dims {target}=WIDTH (e.g. --feat-dims {target}=128)."
             )
-        shapes[name] = (width,)
-    return shapes
+        specs.append(InputSpec(name, target, rows, (width,)))
+    return tuple(specs)
 
 
 class _Recorder(fx.Interpreter):
@@ -114,10 +200,10 @@ class _Recorder(fx.Interpreter):
         return result
 
 
-def _probe_values(traced: Traced, program: Program, shapes: dict[str, tuple[int, ...]]) -> dict[str, Any]:
+def _probe_values(traced: Traced, program: Program, inputs: tuple[InputSpec, ...]) -> dict[str, Any]:
     gen = torch.Generator().manual_seed(0)
     g = probe_graph()
-    by_target = {program.op(n).target: n for n in program.inputs}
+    by_target = {spec.param: spec for spec in inputs}
     args = []
     for node in traced.graph_module.graph.nodes:
         if node.op != "placeholder":
@@ -125,7 +211,7 @@ def _probe_values(traced: Traced, program: Program, shapes: dict[str, tuple[int,
         if node.target == traced.graph_arg:
             args.append(g)
         elif node.target in by_target:
-            args.append(torch.randn((PROBE_NODES, *shapes[by_target[node.target]]), generator=gen))
+            args.append(by_target[node.target].example(PROBE_NODES, PROBE_EDGES, gen))
         else:
             args.append(node.args[0] if node.args else None)
     recorder = _Recorder(traced.graph_module)
@@ -135,7 +221,7 @@ def _probe_values(traced: Traced, program: Program, shapes: dict[str, tuple[int,
         except Exception as exc:
             raise UnsupportedOperationError(
                 f"running forward on a small probe graph with inputs of widths "
-                f"{ {program.op(n).target: s for n, s in shapes.items()} } failed with "
+                f"{ {s.param: s.shape for s in inputs} } failed with "
                 f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}. If an "
                 "input width is wrong, give it with "
                 "--feat-dims NAME=WIDTH."
@@ -170,8 +256,10 @@ def infer_attributes(traced: Traced, program: Program, model: torch.nn.Module,
     for op in program.ops:
         if op.kind == "mp":
             mp_feature_spaces(op)
-    shapes = infer_input_shapes(program, model, given or {})
-    values = _probe_values(traced, program, shapes)
+    _refuse_graph_access(program)
+    inputs = infer_inputs(program, model, given or {})
+    values = _probe_values(traced, program, inputs)
+    specs = {s.name: s for s in inputs}
     info: dict[str, TensorInfo] = {}
     for op in program.ops:
         value = values.get(op.name)
@@ -179,43 +267,39 @@ def infer_attributes(traced: Traced, program: Program, model: torch.nn.Module,
             info[op.name] = TensorInfo("graph")
             continue
         if op.kind == "input":
-            info[op.name] = TensorInfo("node", tuple(value.shape[1:]), str(value.dtype))
+            info[op.name] = TensorInfo(specs[op.name].rows, tuple(value.shape[1:]), str(value.dtype))
             continue
         arg_rows = [info[r].rows for r in op.refs()]
-        if "graph" in arg_rows and op.kind != "mp":
-            if op.kind == "method" and op.target in DST_COUNT_METHODS:
-                why = ("counts the block's destination nodes outside a slice `h[:n]`; only that "
-                       "slicing idiom is understood")
-            else:
-                why = "reads the graph's data or structure outside a message-passing module"
-            raise _refuse(op, why)
-        node_like = op.kind == "mp" or any(r in ("node", "tuple") for r in arg_rows)
+        node_like = op.kind == "mp" or any(r in ("node", "edge", "tuple") for r in arg_rows)
         if not node_like:
             info[op.name] = TensorInfo("inline")
             continue
         if isinstance(value, torch.Tensor):
             if op.kind != "mp":
                 _check_rowwise(op, program, info, values, model, leaves)
-            if value.dim() == 0 or value.shape[0] != PROBE_NODES:
+            if value.dim() == 0 or value.shape[0] not in (PROBE_NODES, PROBE_EDGES):
                 raise _refuse(op, f"returns {tuple(value.shape)} rows from node rows")
-            info[op.name] = TensorInfo("node", tuple(value.shape[1:]), str(value.dtype))
+            rows: Rows = "node" if value.shape[0] == PROBE_NODES else "edge"
+            if op.kind != "mp" and any(r in ("node", "edge") and r != rows for r in arg_rows):
+                raise _refuse(op, "combines node rows with edge rows")
+            info[op.name] = TensorInfo(rows, tuple(value.shape[1:]), str(value.dtype))
         elif isinstance(value, (tuple, list)) and value and all(isinstance(v, torch.Tensor) for v in value):
             if op.kind not in ("mp", "module") and not (op.kind == "function" and op.target == "operator.getitem"):
                 _check_rowwise(op, program, info, values, model, leaves)
-            info[op.name] = TensorInfo("tuple")
+            info[op.name] = TensorInfo("tuple", (len(value),))  # shape holds the tuple's length
         elif isinstance(value, (int, torch.Size, tuple)) or value is None:
             info[op.name] = TensorInfo("inline")
         else:
             raise _refuse(op, f"returns a {type(value).__name__}")
     for name in program.output_refs():
-        if info[name].rows != "node":
-            raise internal(f"forward's output {name} is not indexed by nodes")
-    return Attributes(tuple(info.items()), tuple(shapes.items()))
+        if info[name].rows not in ("node", "edge"):
+            raise internal(f"forward's output {name} is not indexed by nodes or edges")
+    return Attributes(tuple(info.items()), inputs)
 
 
 def _check_rowwise(op: Op, program: Program, info: dict[str, TensorInfo], values: dict[str, Any],
                    model: torch.nn.Module, leaves: frozenset[str]) -> None:
-    first_node = next(r for r in op.refs() if info[r].rows in ("node", "tuple"))
+    first_node = next(r for r in op.refs() if info[r].rows in ("node", "edge", "tuple"))
     first_value = values[first_node]
     ndim = first_value.dim() if isinstance(first_value, torch.Tensor) else 2
     if op.kind == "module":

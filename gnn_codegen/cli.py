@@ -11,7 +11,7 @@ import textwrap
 import traceback
 from pathlib import Path
 
-from gnn_codegen.errors import CheckFailedError, GnnCodegenError, InternalError
+from gnn_codegen.errors import CheckFailedError, GnnCodegenError, InternalError, TargetError
 from gnn_codegen.pipeline import VERSION, GenerateOptions, generate_all
 
 
@@ -59,6 +59,13 @@ def run(argv: list[str]) -> int:
         leaves=tuple(args.leaf),
         mp_modules=tuple(args.mp_module),
     )
+    if args.output != "-" and ":" in args.target:
+        model_file = Path(args.target.rpartition(":")[0])
+        if model_file.exists() and Path(args.output).resolve() == model_file.resolve():
+            raise TargetError(
+                f"-o {args.output} is the model file itself; writing there would replace your model. "
+                "Choose another output path, e.g. -o inference.py."
+            )
     generated = generate_all(args.target, options)
     for warning in generated.warnings:
         print(_paragraph("warning", warning), file=sys.stderr)

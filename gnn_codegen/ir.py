@@ -23,6 +23,7 @@ class MessagePassing:
     class_name: str
     source_out_degree_power: float | None = None
     verified: bool = True
+    needs_pair: bool = False  # call with (src rows, dst rows), see known_modules.NEEDS_PAIR
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,8 @@ class Op:
     location: str = ""  # "file.py:12 (`h = conv(g, h)`)" for messages, when known
     mp: MessagePassing | None = None
     class_name: str = ""  # for module calls: the module's class, for comments and rules
+    accessor: str = ""  # for modules and attributes: how Python reaches it, `self.convs["0"]`
+    var: str = ""  # the variable the user's line assigns this value to (`h1 = ...`), if any
 
     def refs(self) -> Iterator[str]:
         yield from iter_refs(self.args)

@@ -14,7 +14,12 @@ from dataclasses import dataclass
 import torch
 
 # dgl.nn convolutions verified exact on a 1-hop block (tests/test_known_modules.py).
-EXACT = frozenset({"SAGEConv", "GATConv", "GATv2Conv", "GINConv", "DotGatConv", "EdgeConv"})
+EXACT = frozenset({
+    "SAGEConv", "GATConv", "GATv2Conv", "GINConv", "GINEConv", "DotGatConv", "EdgeConv", "EGATConv",
+})
+# Convolutions that, given one node tensor, use it as destination rows too instead of slicing
+# a block's destination prefix: on a block they must be called with (src rows, dst rows).
+NEEDS_PAIR = frozenset({"EGATConv"})
 
 # Modules that propagate over several hops inside one call: a 1-hop block cannot feed them.
 MULTI_HOP = {
@@ -47,6 +52,7 @@ class MessagePassingFacts:
     # degree is truncated, so the generated code rescales source rows to the full graph's.
     source_out_degree_power: float | None = None
     verified: bool = True
+    needs_pair: bool = False
 
 
 def is_dgl_module(module: torch.nn.Module) -> bool:
@@ -84,7 +90,8 @@ def facts_for(module: torch.nn.Module) -> MessagePassingFacts:
         norm = getattr(module, "_norm", "both")
         power = {"both": 0.5, "left": 1.0}.get(norm)
         return MessagePassingFacts(name, source_out_degree_power=power)
-    return MessagePassingFacts(name, verified=name in EXACT or not is_dgl_module(module))
+    # A user's own message-passing module is assumed exact on blocks; --check is how to prove it.
+    return MessagePassingFacts(name, verified=name in EXACT, needs_pair=name in NEEDS_PAIR and is_dgl_conv(module))
 
 
 _SINGLE_HOP = (

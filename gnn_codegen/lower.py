@@ -7,6 +7,7 @@ import builtins
 import inspect
 import operator
 import re
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
@@ -55,6 +56,43 @@ def function_expression(fn: Callable[..., Any], namespace: dict[str, Any]) -> st
     raise internal(f"cannot spell function {fn!r} in generated code")
 
 
+def accessor(root: torch.nn.Module, target: str) -> str:
+    """How the user's code reaches a submodule or attribute: `self.layers[0]`,
+    `self.convs["in"]` (a ModuleDict key), `self.encoder.lin.weight`."""
+    out, current = "self", root
+    for part in target.split("."):
+        if isinstance(current, (torch.nn.ModuleList, torch.nn.Sequential)) and part.isdigit():
+            out += f"[{part}]"
+        elif isinstance(current, torch.nn.ModuleDict) or not part.isidentifier():
+            out += f'["{part}"]'
+        else:
+            out += f".{part}"
+        current = getattr(current, part)
+    return out
+
+
+_ASSIGNMENT = re.compile(r"\(`([A-Za-z_]\w*)\s*(?:[-+*/@]?=)(?!=)")
+_UNPACKING = re.compile(r"\(`\(?([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)+)\)?\s*=(?!=)")
+
+
+def _with_user_variables(ops: list[Op]) -> list[Op]:
+    """Name each value after the variable its source line assigns (`h1 = F.relu(...)` names the
+    relu), so that generated names are the user's. The value a line assigns is the last op
+    of a run of ops from that line."""
+    named = []
+    for i, op in enumerate(ops):
+        last_of_line = i + 1 == len(ops) or ops[i + 1].location != op.location
+        match = _ASSIGNMENT.search(op.location) if op.location and last_of_line else None
+        unpacked = _UNPACKING.search(op.location) if op.location else None
+        index = op.args[1] if op.target == "operator.getitem" and len(op.args) == 2 else None
+        if unpacked and isinstance(index, int):  # `h, e = conv(g, h, e)`: name each element
+            targets = [t.strip() for t in unpacked.group(1).split(",")]
+            named.append(replace(op, var=targets[index]) if index < len(targets) else op)
+        else:
+            named.append(replace(op, var=match.group(1)) if match else op)
+    return named
+
+
 def _without_defaults(fn: Any, kwargs: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
     """fx records `F.relu(h)` as `F.relu(h, inplace=False)`; drop what equals the default."""
     try:
@@ -97,7 +135,8 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
         elif node.op == "output":
             output = args[0]
         elif node.op == "get_attr":
-            ops.append(Op(node.name, "attr", target=str(node.target), location=location))
+            ops.append(Op(node.name, "attr", target=str(node.target), location=location,
+                          accessor=accessor(traced.model, str(node.target))))
         elif node.op == "call_module":
             module = modules[str(node.target)]
             cls = type(module).__name__
@@ -110,10 +149,12 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
                         f"run on the 1-hop blocks of layer-wise inference. {way_out}"
                     )
                 facts = facts_for(module)
-                mp = MessagePassing(cls, facts.source_out_degree_power, facts.verified)
-                ops.append(Op(node.name, "mp", str(node.target), args, kwargs, location, mp, cls))
+                mp = MessagePassing(cls, facts.source_out_degree_power, facts.verified, facts.needs_pair)
+                ops.append(Op(node.name, "mp", str(node.target), args, kwargs, location, mp, cls,
+                              accessor(traced.model, str(node.target))))
             else:
-                ops.append(Op(node.name, "module", str(node.target), args, kwargs, location, None, cls))
+                ops.append(Op(node.name, "module", str(node.target), args, kwargs, location, None, cls,
+                              accessor(traced.model, str(node.target))))
         elif node.op == "call_function" and getattr(node.target, "__module__", "").startswith("torch.fx"):
             continue  # fx's own guards for arguments traced at their default value
         elif node.op == "call_function":
@@ -124,6 +165,7 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
             ops.append(Op(node.name, "method", str(node.target), args, kwargs, location))
         else:
             raise internal(f"unexpected fx node kind {node.op}")
+    ops = _with_user_variables(ops)
     graph_names = [op.name for op in ops if op.kind == "graph"]
     if not graph_names:
         raise internal("graph placeholder lost while lowering")

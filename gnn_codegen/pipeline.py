@@ -82,8 +82,9 @@ def generate_all(target: str, options: GenerateOptions = GenerateOptions()) -> G
     attrs = infer_attributes(traced, program, loaded.model, parse_feat_dims(options.feat_dims), leaves)
     plan = build_plan(program, attrs)
     warnings = tuple(
-        f"{op.location or 'forward'}: self.{op.target} is a {op.mp.class_name}, which gnn-codegen "
-        "has not verified on 1-hop blocks; run with --check to compare against the full-graph forward."
+        f"{op.location or 'forward'}: {op.accessor} ({op.mp.class_name}) is not in gnn-codegen's "
+        "table of modules verified on 1-hop blocks; it is assumed exact, which holds unless it "
+        "reads its source nodes' other edges (e.g. out-degrees). Run with --check to prove it."
         for op in program.ops if op.mp is not None and not op.mp.verified
     )
     reserved = {n for n in namespace if not n.startswith("__")}

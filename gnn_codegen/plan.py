@@ -12,7 +12,9 @@ from gnn_codegen.cut import CutNode, Placement, place_asap
 from gnn_codegen.errors import UnsupportedOperationError, internal
 from gnn_codegen.ir import Op, Program, Ref, iter_refs
 
-Space = Literal["src", "dst"]
+# Rows a value is computed on inside a batch: the block's source nodes (destinations first),
+# its destination nodes, or its edges (every in-edge of the destinations).
+Space = Literal["src", "dst", "edge"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,7 @@ class Stored:
     shape: tuple[int, ...]
     dtype: str
     stage: int  # 0: a forward input, passed in by the caller
+    rows: Literal["node", "edge"] = "node"
 
 
 @dataclass(frozen=True)
@@ -80,23 +83,24 @@ def cut_graph(program: Program, inline: frozenset[str]) -> tuple[CutNode, ...]:
 
 
 def mp_feature_spaces(op: Op) -> list[tuple[Any, Space]]:
-    """The feature arguments of a message-passing call and the rows each is read at."""
+    """The tensor arguments of a message-passing call and the rows each is read at: node
+    features on source rows (a pair: source and destination rows); every tensor after them
+    (edge weights, edge features, edge types) on the block's edges."""
     if len(op.args) < 2:
         raise UnsupportedOperationError(
             f"{op.location or 'forward'}: self.{op.target} is called without node features; "
             "call it as module(graph, features)."
         )
-    extra = list(iter_refs((op.args[2:], tuple(v for _, v in op.kwargs))))
-    if extra:
-        raise UnsupportedOperationError(
-            f"{op.location or 'forward'}: self.{op.target} ({op.class_name}) receives tensors beyond "
-            "its node features (edge weights or edge features), which gnn-codegen does not support "
-            "yet. Leave them out of forward, or evaluate this model with its full-graph forward."
-        )
     feats = op.args[1]
     if isinstance(feats, (tuple, list)) and len(feats) == 2:
-        return [(feats[0], "src"), (feats[1], "dst")]
-    return [(feats, "src")]
+        spaces: list[tuple[Any, Space]] = [(feats[0], "src"), (feats[1], "dst")]
+    elif op.mp is not None and op.mp.needs_pair:
+        spaces = [(feats, "src"), (feats, "dst")]
+    else:
+        spaces = [(feats, "src")]
+    extra = [a for a in op.args[2:] if any(True for _ in iter_refs(a))]
+    extra += [v for _, v in op.kwargs if any(True for _ in iter_refs(v))]
+    return spaces + [(value, "edge") for value in extra]
 
 
 def build_plan(program: Program, attrs: Attributes, placement: Placement | None = None) -> Plan:
@@ -112,6 +116,7 @@ def build_plan(program: Program, attrs: Attributes, placement: Placement | None 
     stage_of = dict(placement.stage)
     deps = {n.name: n.deps for n in nodes}
     outputs = tuple(dict.fromkeys(program.output_refs()))
+    info = attrs.as_dict()
     stages = []
     for k in range(1, placement.num_stages + 1):
         members = [n.name for n in nodes if stage_of[n.name] == k and not n.is_input]
@@ -125,7 +130,10 @@ def build_plan(program: Program, attrs: Attributes, placement: Placement | None 
                     for d in value_deps(program, inline, refs):
                         needs.setdefault(d, set()).add(sp)
             else:
-                space[name] = "src" if "src" in needs.get(name, set()) else "dst"
+                if info[name].rows == "edge":
+                    space[name] = "edge"
+                else:
+                    space[name] = "src" if "src" in needs.get(name, set()) else "dst"
                 for d in deps[name]:
                     needs.setdefault(d, set()).add(space[name])
         for name in members:
@@ -135,16 +143,16 @@ def build_plan(program: Program, attrs: Attributes, placement: Placement | None 
         # Source rows start with the destination rows, so a value loaded on source rows gives
         # its destination rows as a slice instead of a second host-to-device copy.
         loads = tuple(
-            (d, sp) for d in needs if d not in space for sp in ("src", "dst")
+            (d, sp) for d in needs if d not in space for sp in ("src", "dst", "edge")
             if sp in needs[d] and not (sp == "dst" and "src" in needs[d])
         )
         later = {d for n in nodes if stage_of[n.name] > k for d in n.deps}
         stores = tuple(m for m in members if m in later or m in outputs)
         stages.append(Stage(k, tuple(PlacedOp(m, space[m]) for m in members), loads, stores, ()))
     stages = _with_frees(stages, outputs, stage_of)
-    info = attrs.as_dict()
     stored = tuple(
-        Stored(name, info[name].shape, info[name].dtype, stage_of[name])
+        Stored(name, info[name].shape, info[name].dtype, stage_of[name],
+               "edge" if info[name].rows == "edge" else "node")
         for name in dict.fromkeys([n for s in stages for n, _ in s.loads] + [n for s in stages for n in s.stores])
     )
     return Plan(tuple(stages), stored, outputs)

@@ -44,19 +44,6 @@ class _Code:
     atom: bool = True  # safe as an operand or a receiver without parentheses
 
 
-def module_path(target: str) -> str:
-    """`layers.0.lin` -> `self.layers[0].lin`."""
-    out = "self"
-    for part in target.split("."):
-        if part.isdigit():
-            out += f"[{part}]"
-        elif part.isidentifier():
-            out += f".{part}"
-        else:
-            out += f"[{part!r}]"
-    return out
-
-
 def constant(value: Any) -> str:
     if isinstance(value, float) and (math.isinf(value) or math.isnan(value)):
         return f'float("{value}")'
@@ -90,6 +77,9 @@ class _StageWriter:
             return self.op_expression(op, need)
         if (name, need) in self.local:
             return _Code(self.local[(name, need)])
+        if self.r.attrs[name].rows == "tuple":
+            # e.g. GATConv(get_attention=True) -> (node rows, edge rows): indexing picks the rows
+            return _Code(next(local for (value, _), local in self.local.items() if value == name))
         if need == "dst" and (name, "src") in self.local:
             return _Code(f"{self.local[(name, 'src')]}[: block.num_dst_nodes()]")
         raise internal(f"{name} is not available on {need} rows in stage {self.stage.index}")
@@ -123,11 +113,11 @@ class _StageWriter:
 
     def op_expression(self, op: Op, need: Space) -> _Code:
         if op.kind == "attr":
-            return _Code(module_path(op.target))
+            return _Code(op.accessor)
         if op.kind == "module":
-            return _Code(f"{module_path(op.target)}({self.call_args(op, need)})")
+            return _Code(f"{op.accessor}({self.call_args(op, need)})")
         if op.kind == "mp":
-            return _Code(f"{module_path(op.target)}({self.mp_args(op)})")
+            return _Code(f"{op.accessor}({self.mp_args(op)})")
         if op.kind == "method":
             receiver = self.operand(self.arg(op.args[0], need))
             return _Code(f"{receiver}.{op.target}({self.call_args(op, need, skip=1)})")
@@ -154,14 +144,16 @@ class _StageWriter:
     def mp_args(self, op: Op) -> str:
         rows = []
         for value, space in mp_feature_spaces(op):
+            if space == "edge":
+                continue  # edge tensors stay in their own argument positions, below
             code = self.arg(value, space).text
             power = op.mp.source_out_degree_power if op.mp else None
             if space == "src" and power is not None:
                 code = f"{self.r.helper_names.rescale}({code}, block, out_degrees[input_nodes], {power})"
             rows.append(code)
         features = rows[0] if len(rows) == 1 else f"({', '.join(rows)})"
-        extra = [self.arg(a, "src").text for a in op.args[2:]]
-        extra += [f"{k}={self.arg(v, 'src').text}" for k, v in op.kwargs]
+        extra = [self.arg(a, "edge").text for a in op.args[2:]]
+        extra += [f"{k}={self.arg(v, 'edge').text}" for k, v in op.kwargs]
         return ", ".join(["block", features, *extra])
 
     # -- statements ----------------------------------------------------------------------------
@@ -183,11 +175,17 @@ class _StageWriter:
                 uses[d] += 1
         for name in self.stage.stores:
             uses[name] += 1
+        if self.uses_edges():
+            # edge rows are gathered by the full graph's edge IDs, on the graph's device
+            self.lines.append("edge_ids = block.edata[dgl.EID]")
         self.lines.append("block = block.to(device)")
         first_src = True
-        for name, space in self.stage.loads:
+        for name, space in sorted(self.stage.loads, key=lambda load: load[1] != "edge"):
             buffer = self.r.buffer[name]
-            if space == "src":
+            if space == "edge":
+                local = self.names.take(f"{buffer}_e")
+                self.lines.append(f"{local} = {buffer}[edge_ids].to(device)")
+            elif space == "src":
                 local = self.names.take(self.r.hidden if first_src else f"{buffer}_src")
                 first_src = False
                 self.lines.append(f"{local} = {buffer}[input_nodes].to(device)")
@@ -195,27 +193,72 @@ class _StageWriter:
                 local = self.names.take(f"{buffer}_dst")
                 self.lines.append(f"{local} = {buffer}[start:end].to(device)")
             self.local[(name, space)] = local
+        unpacked = self.unpackings()
         for placed in self.stage.ops:
             op = program.op(placed.name)
+            if placed.name in unpacked.values():
+                continue  # an element of a tuple unpacked where the tuple was computed
             expression = self.op_expression(op, placed.space).text
+            elements = [e for e in (unpacked.get((op.name, i)) for i in range(len(unpacked))) if e]
+            if elements:
+                names = []
+                primary = self.primary_input(op)
+                free = self.local.get(primary) if primary and uses[primary[0]] == 1 else None
+                for element in elements:
+                    element_op = program.op(element)
+                    if free and element_op.var == free:  # `h, e = conv(block, h, e)`
+                        name, free = free, None
+                    else:
+                        name = self.names.take(element_op.var or self.r.base_name(element_op))
+                    self.local[(element, self.space[element])] = name
+                    names.append(name)
+                self.lines.append(f"{', '.join(names)} = {expression}")
+                continue
             primary = self.primary_input(op)
             # `h = f(h)` when f is the only reader of h, as a person writes a chain of layers
             same_rows = op.kind == "mp" or primary is not None and primary[1] == placed.space
-            if primary and primary in self.local and uses[primary[0]] == 1 and same_rows:
+            own_name = bool(op.var) and op.var not in self.r.generic
+            if primary and primary in self.local and uses[primary[0]] == 1 and same_rows and not own_name:
                 target = self.local[primary]
             else:
-                target = self.names.take(self.r.hidden if op.kind == "mp" else self.r.base_name(op))
+                named = self.r.user_name(op)
+                target = self.names.take(named or (self.r.hidden if op.kind == "mp" else self.r.base_name(op)))
             self.lines.append(f"{target} = {expression}")
             self.local[(op.name, placed.space)] = target
         for name in self.stage.stores:
-            self.lines.append(f"{self.r.buffer[name]}[start:end] = {self.value(name, 'dst').text}.cpu()")
+            if self.space[name] == "edge":
+                self.lines.append(f"{self.r.buffer[name]}[edge_ids] = {self.value(name, 'edge').text}.cpu()")
+            else:
+                self.lines.append(f"{self.r.buffer[name]}[start:end] = {self.value(name, 'dst').text}.cpu()")
         return self.lines
+
+    def unpackings(self) -> dict[tuple[str, int], str]:
+        """(tuple value, index) -> element op, for tuples whose every element is taken by
+        `t[i]` in this stage and nothing else reads: written `a, b = f(...)` as people do."""
+        program, result = self.r.program, {}
+        members = {p.name for p in self.stage.ops}
+        users = self.r.users
+        for placed in self.stage.ops:
+            info = self.r.attrs[placed.name]
+            if info.rows != "tuple" or placed.name in self.stage.stores:
+                continue
+            readers = [program.op(u) for u in users[placed.name]]
+            indices = [r.args[1] if r.target == "operator.getitem" and len(r.args) == 2 else None for r in readers]
+            if all(r.name in members for r in readers) and sorted(i for i in indices if isinstance(i, int)) == list(range(info.shape[0])) and len(indices) == info.shape[0]:
+                result.update({(placed.name, i): r.name for r, i in zip(readers, indices)})
+        return result
+
+    def uses_edges(self) -> bool:
+        return any(space == "edge" for _, space in self.stage.loads) or any(
+            self.space[name] == "edge" for name in self.stage.stores
+        )
 
 
 class _Renderer:
     def __init__(self, program: Program, attrs: Attributes, plan: Plan, reserved: set[str]):
         self.program, self.attrs, self.plan = program, attrs, plan
         self.inline = inline_ops(program, attrs)
+        self.users = program.consumers()
         self.globals = NameAllocator(reserved)
         needs_rescale = any(op.mp and op.mp.source_out_degree_power is not None for op in program.ops)
         self.helper_names = HelperNames(
@@ -225,16 +268,32 @@ class _Renderer:
         self.params = [self.globals.take("g")]
         self.params += [self.globals.take(program.op(n).target) for n in program.inputs]
         self.params += [self.globals.take("batch_size"), self.globals.take("device")]
-        for fixed in ("start", "end", "block", "input_nodes", "num_nodes", "out_degrees"):
+        for fixed in ("start", "end", "block", "input_nodes", "num_nodes", "out_degrees", "edge_ids", "num_edges"):
             if fixed in self.globals.taken:
                 raise internal(f"generated code needs the name '{fixed}', which the model uses")
             self.globals.take(fixed)
         self.buffer = {n: p for n, p in zip(program.inputs, self.params[1:])}
         # the name a person gives the running hidden state, unless the model's input has it
         self.hidden = next(n for n in ("h", "hidden", "z", "h_") if n not in self.globals.taken)
+        # names too generic to tell stored tensors apart: those get h1, h2, ... instead
+        self.generic = {"h", "x", "out", "hidden", "feat", "feats", "inputs", "z", *self.params}
         self._name_buffers()
 
+    def user_name(self, op: Op) -> str | None:
+        """The user's variable for this value, or for the value it was computed from."""
+        for _ in range(8):
+            if op.var and op.var not in self.generic:
+                return op.var
+            first = next(iter(op.refs()), None)
+            if first is None or op.kind == "mp":
+                return None
+            op = self.program.op(first)
+        return None
+
     def base_name(self, op: Op) -> str:
+        named = self.user_name(op)
+        if named:
+            return named
         if op.kind == "module":
             last = op.target.rsplit(".", 1)[-1]
             return last if last.isidentifier() else op.class_name.lower()
@@ -243,30 +302,32 @@ class _Renderer:
     def _name_buffers(self) -> None:
         outputs = self.plan.outputs
         for stage in self.plan.stages:
-            inner = [s for s in stage.stores if s not in outputs]
             for name in stage.stores:
-                if name in outputs:
-                    base = "out" if len(outputs) == 1 else f"out_{self.base_name(self.program.op(name))}"
-                elif len(inner) == 1:
-                    base = f"h{stage.index}"
+                op = self.program.op(name)
+                if op.var and op.var not in self.generic:
+                    base = op.var
+                elif name in outputs:
+                    base = "out" if len(outputs) == 1 else f"out{outputs.index(name)}"
                 else:
-                    base = self.base_name(self.program.op(name))
+                    base = f"{'e' if self.attrs[name].rows == 'edge' else 'h'}{stage.index}"
                 self.buffer[name] = self.globals.take(base)
 
     def describe_stage(self, stage: Stage) -> list[str]:
         mps = [self.program.op(p.name) for p in stage.ops if self.program.op(p.name).kind == "mp"]
-        what = ", ".join(f"{module_path(op.target)} ({op.class_name})" for op in mps)
+        what = ", ".join(f"{op.accessor} ({op.class_name})" for op in mps)
         lines = [f"Layer {stage.index} of {len(self.plan.stages)}: {what}."]
         info = self.attrs.as_dict()
         for name in stage.stores:
             shape = info[name].shape
             width = " x ".join(str(s) for s in shape) or "1"
-            lines.append(f"Writes {self.buffer[name]}: {width} {info[name].dtype.replace('torch.', '')} per node.")
+            per = "edge" if info[name].rows == "edge" else "node"
+            lines.append(f"Writes {self.buffer[name]}: {width} {info[name].dtype.replace('torch.', '')} per {per}.")
         return lines
 
     def allocation(self, name: str) -> str:
         info = self.attrs[name]
-        dims = ", ".join(["num_nodes", *(str(s) for s in info.shape)])
+        rows = "num_edges" if info.rows == "edge" else "num_nodes"
+        dims = ", ".join([rows, *(str(s) for s in info.shape)])
         dtype = "" if info.dtype == "torch.float32" else f", dtype={info.dtype}"
         return f"{self.buffer[name]} = torch.empty({dims}{dtype})"
 
@@ -289,6 +350,8 @@ class _Renderer:
                 "after": [f"del {', '.join(self.buffer[n] for n in stage.frees)}"] if stage.frees else [],
             })
         preamble = ["num_nodes = g.num_nodes()"]
+        if any(s.rows == "edge" and s.stage > 0 for s in self.plan.stored):
+            preamble.append("num_edges = g.num_edges()")
         if self.helper_names.rescale:
             preamble.append("# GraphConv's norm reads source out-degrees, which must be the full graph's")
             preamble.append("out_degrees = g.out_degrees()")
@@ -311,7 +374,8 @@ class _Renderer:
             "Full-neighbour inference, one layer at a time over batches of destination nodes.",
             "",
             f"Equals `self.forward({inputs})` in eval mode, while only one batch's block and rows",
-            "are on `device` at a time. Inputs stay where they are; results are on the CPU.",
+            "are on `device` at a time. g and the inputs stay where they are (on the CPU, typically);",
+            "the results are on the CPU.",
         ]
 
 

@@ -4,6 +4,7 @@ are leaves and whose graph argument is one placeholder, whatever the forward's s
 from __future__ import annotations
 
 import inspect
+import keyword
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ GRAPH_PARAM_NAMES = ("g", "graph", "blocks", "mfgs", "block", "mfg", "graphs", "
 
 @dataclass(frozen=True)
 class Traced:
+    model: torch.nn.Module  # the user's instance (its containers keep their types, unlike fx's copy)
     graph_module: fx.GraphModule
     graph_arg: str  # name of forward's graph (or list-of-blocks) parameter
     inputs: tuple[str, ...]  # forward's tensor parameters after the graph, in order
@@ -29,15 +31,18 @@ class Traced:
 
 
 class _BlockListProxy(fx.Proxy):
-    """The graph placeholder, which also behaves as a list of `num_blocks` copies of itself, so
-    `zip(self.layers, blocks)`, `blocks[i]`, `blocks[-1]` and `len(blocks)` trace to the one graph."""
+    """The graph placeholder, which also behaves as a list of `num_blocks` blocks, so
+    `zip(self.layers, blocks)`, `blocks[i]`, `blocks[-1]` and `len(blocks)` trace to the one graph.
+    Each position is its own proxy object, so `block is blocks[-1]` stays true only for the last."""
 
     num_blocks = 1
     used_as_list = False
 
     def _as_list(self) -> list[fx.Proxy]:
         type(self).used_as_list = True
-        return [self] * type(self).num_blocks
+        if "_items" not in self.__dict__:
+            self.__dict__["_items"] = [fx.Proxy(self.node, self.tracer) for _ in range(type(self).num_blocks)]
+        return list(self.__dict__["_items"])
 
     def __iter__(self) -> Any:
         return iter(self._as_list())
@@ -130,6 +135,13 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
         graph = tracer.trace(model, concrete_args=defaults or None)
     except fx.proxy.TraceError as exc:
         where = _user_location(exc.__traceback__, path) or f"{name}.forward"
+        if "control flow" in str(exc) and not _raised_in_user_file(exc.__traceback__, path):
+            raise TraceFailedError(
+                f"{where}: this line calls library code that inspects the graph or a tensor while "
+                "tracing (graph changes such as dgl.add_self_loop(g) do this). forward may only "
+                "call message-passing modules on the graph and row-wise tensor operations: change "
+                "the graph before calling the model (and pass the changed graph to `inference`)."
+            ) from None
         if "control flow" in str(exc):
             raise DataDependentControlFlowError(
                 f"{where}: forward branches or loops on a tensor's value, which depends on the data "
@@ -144,9 +156,27 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
             f"{where}: tracing forward with torch.fx failed with {type(exc).__name__}: {exc}. "
             "forward may only call message-passing modules on the graph and tensor operations on "
             "features; graph mutation, graph data access (g.ndata, g.in_degrees()) and Python code "
-            "that inspects tensor values cannot be turned into layer-wise inference."
+            "that inspects tensor values cannot be turned into layer-wise inference. Message "
+            "passing written inline (g.update_all, g.local_scope()) works when moved into its own "
+            "nn.Module whose forward takes (graph, features)."
         ) from None
-    return fx.GraphModule(model, graph, name), proxy_cls.used_as_list
+    try:
+        return fx.GraphModule(model, graph, name), proxy_cls.used_as_list
+    except SyntaxError:
+        bad = [n.target for n in graph.nodes if n.op in ("call_module", "get_attr")
+               and any(keyword.iskeyword(part) for part in str(n.target).split("."))]
+        raise TraceFailedError(
+            f"{name}: submodule or attribute name {bad[0] if bad else '?'} contains a Python keyword "
+            "(e.g. a ModuleDict key 'in' or 'class'), which generated code cannot spell as an "
+            "attribute. Rename the key."
+        ) from None
+
+
+def _raised_in_user_file(tb: Any, path: Path) -> bool:
+    frames = traceback.extract_tb(tb)
+    user = [i for i, f in enumerate(frames) if Path(f.filename).resolve() == path.resolve()]
+    # fx's own frames sit on top of the user's when the user's code branches on a proxy
+    return bool(user) and all("torch/fx" in f.filename for f in frames[user[-1] + 1:])
 
 
 def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset(),
@@ -162,11 +192,25 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
         )
     inputs = tuple(p.name for p in params[1:] if p.default is inspect.Parameter.empty)
     num_blocks = _count_mp_modules(model, forced_mp)
-    gm, blocks_style = _trace_once(model, graph_arg, num_blocks, path, leaves, forced_mp)
+    try:
+        gm, blocks_style = _trace_once(model, graph_arg, num_blocks, path, leaves, forced_mp)
+    except TraceFailedError as first_error:
+        # A blocks-style forward may consume fewer blocks than there are message-passing modules
+        # (one is unused, or two share a depth): try the other counts before giving up.
+        for other in range(1, num_blocks + 1):
+            try:
+                gm, blocks_style = _trace_once(model, graph_arg, other, path, leaves, forced_mp)
+            except TraceFailedError:
+                continue
+            if _mp_depth(gm, forced_mp) == other:
+                num_blocks = other
+                break
+        else:
+            raise first_error
     depth = _mp_depth(gm, forced_mp)
     if blocks_style and depth != num_blocks and depth > 0:
         # Two convolutions at one depth (or one conv called per block): the forward consumes
         # `depth` blocks, not one per module, so trace again with that many.
         num_blocks = depth
         gm, blocks_style = _trace_once(model, graph_arg, num_blocks, path, leaves, forced_mp)
-    return Traced(gm, graph_arg, inputs, blocks_style, num_blocks if blocks_style else 1)
+    return Traced(model, gm, graph_arg, inputs, blocks_style, num_blocks if blocks_style else 1)

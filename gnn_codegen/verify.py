@@ -73,31 +73,35 @@ def perturb(model: torch.nn.Module, seed: int = 0) -> None:
 
 def import_source(source: str, model_dir: Path, name: str = "generated_inference") -> ModuleType:
     """Import generated source as a module (its folder beside the model's, for local imports)."""
-    folder = Path(tempfile.mkdtemp(prefix="gnn_codegen_check_"))
-    path = folder / f"{name}.py"
-    path.write_text(source)
-    module_name = f"_gnn_codegen_generated_{abs(hash(source))}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(model_dir.resolve()))
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(model_dir.resolve()))
+    with tempfile.TemporaryDirectory(prefix="gnn_codegen_check_") as folder:
+        path = Path(folder) / f"{name}.py"
+        path.write_text(source)
+        module_name = f"_gnn_codegen_generated_{abs(hash(source))}"
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.path.insert(0, str(model_dir.resolve()))
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            sys.path.remove(str(model_dir.resolve()))
     return module
 
 
 def full_graph_forward(model: torch.nn.Module, generated: Generated, g: dgl.DGLGraph,
                        inputs: list[torch.Tensor]) -> Any:
-    graph_arg: Any = [g] * generated.program.num_blocks if generated.program.blocks_style else g
+    # distinct graph objects over the same structure: `block is blocks[-1]` must mean what it says
+    blocks = [g.local_var() for _ in range(generated.program.num_blocks)]
+    graph_arg: Any = blocks if generated.program.blocks_style else g
     with torch.no_grad():
         return model(graph_arg, *inputs)
 
 
-def make_inputs(generated: Generated, num_nodes: int, seed: int) -> list[torch.Tensor]:
+def make_inputs(generated: Generated, num_nodes: int, seed: int, num_edges: int | None = None) -> list[torch.Tensor]:
+    """Seeded random inputs for forward: node inputs get num_nodes rows, edge inputs num_edges."""
     gen = torch.Generator().manual_seed(seed + 1)
-    return [torch.randn((num_nodes, *shape), generator=gen) for _, shape in generated.attributes.input_shapes]
+    edges = num_nodes if num_edges is None else num_edges
+    return [spec.example(num_nodes, edges, gen) for spec in generated.attributes.inputs]
 
 
 def generated_model(generated: Generated, module: ModuleType) -> torch.nn.Module:
@@ -135,14 +139,15 @@ def check(generated: Generated, num_nodes: int = 1000, seed: int = 0,
     reference.eval()
     module = import_source(generated.source, generated.loaded.path.parent)
     model = generated_model(generated, module)
-    inputs = make_inputs(generated, num_nodes, seed)
     g = random_graph(num_nodes, seed=seed, zero_in_degree=True)
+    inputs = make_inputs(generated, num_nodes, seed, g.num_edges())
     try:
         full_graph_forward(reference, generated, g, inputs)
     except dgl.DGLError as exc:
         if "in-degree" not in str(exc):
             raise
         g = random_graph(num_nodes, seed=seed, zero_in_degree=False)  # the model refuses them
+        inputs = make_inputs(generated, num_nodes, seed, g.num_edges())
     zero_in = int((g.in_degrees() == 0).sum())
     started = time.perf_counter()
     expected = full_graph_forward(reference, generated, g, inputs)

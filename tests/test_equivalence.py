@@ -26,13 +26,14 @@ def test_inference_equals_full_graph_forward(case: Case, seed: int) -> None:
     perturb(reference, seed)
     reference.eval()
     model = generated_model(generated, import_source(generated.source, generated.loaded.path.parent))
-    inputs = make_inputs(generated, NUM_NODES, seed)
     g = random_graph(NUM_NODES, seed=seed, zero_in_degree=True)
+    inputs = make_inputs(generated, NUM_NODES, seed, g.num_edges())
     try:
         expected = full_graph_forward(reference, generated, g, inputs)
     except Exception as exc:  # the model itself refuses zero-in-degree nodes (GATConv's default)
         assert "in-degree" in str(exc)
         g = random_graph(NUM_NODES, seed=seed, zero_in_degree=False)
+        inputs = make_inputs(generated, NUM_NODES, seed, g.num_edges())
         expected = full_graph_forward(reference, generated, g, inputs)
     for batch_size in (1, 7, 64, NUM_NODES, NUM_NODES + 50):
         actual = model.inference(g, *inputs, batch_size=batch_size, device="cpu")

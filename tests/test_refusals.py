@@ -66,13 +66,6 @@ EXPECTED = {
         'the node-level part of the model and apply the readout to the node embeddings '
         'that `inference` returns.'
     ),
-    "EdgeWeights": (
-        errors.UnsupportedOperationError,
-        'tests/models/refused.py:76 (`return self.conv(g, x, edge_weight=w)`): self.conv '
-        '(GraphConv) receives tensors beyond its node features (edge weights or edge '
-        'features), which gnn-codegen does not support yet. Leave them out of forward, or '
-        'evaluate this model with its full-graph forward.'
-    ),
 }
 
 

@@ -15,12 +15,15 @@ import torch.nn.functional as F
 def _full_neighbour_blocks(g, batch_size):
     """Contiguous batches of destination nodes, in node order, each with the block of all its
     in-edges (every in-neighbour, no sampling): yields (start, end, block, input_nodes), where
-    input_nodes are the block's source nodes, its destination nodes first.
+    input_nodes are the block's source nodes, its destination nodes first, and
+    block.edata[dgl.EID] are the IDs in g of the block's edges.
     """
     nodes = torch.arange(g.num_nodes(), dtype=g.idtype, device=g.device)
     for start in range(0, g.num_nodes(), batch_size):
         dst = nodes[start : start + batch_size]
-        block = dgl.to_block(dgl.in_subgraph(g, dst), dst)
+        in_edges = dgl.in_subgraph(g, dst)
+        block = dgl.to_block(in_edges, dst)
+        block.edata[dgl.EID] = in_edges.edata[dgl.EID][block.edata[dgl.EID]]
         yield start, start + len(dst), block, block.srcdata[dgl.NID]
 
 
@@ -68,7 +71,8 @@ class MixedGNN(nn.Module):
         """Full-neighbour inference, one layer at a time over batches of destination nodes.
 
         Equals `self.forward(g, x)` in eval mode, while only one batch's block and rows
-        are on `device` at a time. Inputs stay where they are; results are on the CPU.
+        are on `device` at a time. g and the inputs stay where they are (on the CPU, typically);
+        the results are on the CPU.
         """
         self.eval()  # the result equals forward() in eval mode: no dropout, running BatchNorm stats
         num_nodes = g.num_nodes()

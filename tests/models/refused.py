@@ -65,12 +65,3 @@ class Readout(nn.Module):
 
     def forward(self, g, x):
         return self.pool(g, self.conv(g, x))
-
-
-class EdgeWeights(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = dglnn.GraphConv(8, 4)
-
-    def forward(self, g, x, w):
-        return self.conv(g, x, edge_weight=w)

@@ -16,6 +16,7 @@ import torch.fx as fx
 
 from gnn_codegen.errors import FeatDimsError, UnsupportedOperationError, internal
 from gnn_codegen.ir import Op, Program, Ref, iter_refs
+from gnn_codegen.known_modules import is_dgl_module
 from gnn_codegen.rowwise import DIM_MODULES, RESHAPES, is_rowwise, is_rowwise_module
 from gnn_codegen.simplify import DST_COUNT_METHODS
 from gnn_codegen.trace import Traced
@@ -26,7 +27,10 @@ PROBE_NODES = 29
 PROBE_EDGES = 113
 
 _WIDTH_ATTRIBUTES = ("_in_src_feats", "_in_feats", "in_feats", "in_size", "in_channels", "in_dim")
-_PASS_THROUGH = frozenset({"relu", "elu", "leaky_relu", "gelu", "tanh", "sigmoid", "float", "contiguous"})
+# Ops whose output is as wide as their input: a width found past them is the input's.
+_PASS_THROUGH = frozenset({
+    "relu", "elu", "leaky_relu", "gelu", "tanh", "sigmoid", "float", "contiguous", "add", "sub", "mul",
+})
 
 
 @dataclass(frozen=True)
@@ -90,9 +94,12 @@ def _declared_width(module: torch.nn.Module) -> int | None:
             return int(getattr(module, attr))
     if isinstance(module, torch.nn.LayerNorm):
         return int(module.normalized_shape[-1])
-    for sub in module.modules():  # e.g. GINConv(apply_func=MLP): the MLP's first Linear
-        if sub is not module and isinstance(sub, torch.nn.Linear):
-            return int(sub.in_features)
+    # GINConv(apply_func=MLP), nn.Sequential: the first Linear inside reads the input. A user's
+    # own module may first concatenate or project, so its Linears say nothing reliable.
+    if is_dgl_module(module) or isinstance(module, torch.nn.Sequential):
+        for sub in module.modules():
+            if sub is not module and isinstance(sub, torch.nn.Linear):
+                return int(sub.in_features)
     return None
 
 
@@ -137,8 +144,10 @@ def _edge_input_spec(program: Program, model: torch.nn.Module, name: str) -> Inp
                 continue
             if key == "edge_weight":
                 return InputSpec(name, param, "edge", ())
-            if hasattr(module, "num_rels") and key in (2, "etypes"):
-                return InputSpec(name, param, "edge", (), "torch.int64", int(module.num_rels))
+            # RelGraphConv's edge types index its TypedLinear's relation weights
+            num_rels = getattr(module, "num_rels", None) or getattr(getattr(module, "linear_r", None), "num_types", None)
+            if num_rels and key in (2, "etypes"):
+                return InputSpec(name, param, "edge", (), "torch.int64", int(num_rels))
             width = getattr(module, "_in_edge_feats", None)
             edge_func = getattr(module, "edge_func", None)
             if width is None and isinstance(edge_func, torch.nn.Module):

@@ -221,8 +221,8 @@ class _StageWriter:
             if primary and primary in self.local and uses[primary[0]] == 1 and same_rows and not own_name:
                 target = self.local[primary]
             else:
-                named = self.r.user_name(op)
-                target = self.names.take(named or (self.r.hidden if op.kind == "mp" else self.r.base_name(op)))
+                base = self.r.hidden if op.kind == "mp" and not op.var else self.r.base_name(op)
+                target = self.names.take(base)
             self.lines.append(f"{target} = {expression}")
             self.local[(op.name, placed.space)] = target
         for name in self.stage.stores:
@@ -279,21 +279,10 @@ class _Renderer:
         self.generic = {"h", "x", "out", "hidden", "feat", "feats", "inputs", "z", *self.params}
         self._name_buffers()
 
-    def user_name(self, op: Op) -> str | None:
-        """The user's variable for this value, or for the value it was computed from."""
-        for _ in range(8):
-            if op.var and op.var not in self.generic:
-                return op.var
-            first = next(iter(op.refs()), None)
-            if first is None or op.kind == "mp":
-                return None
-            op = self.program.op(first)
-        return None
-
     def base_name(self, op: Op) -> str:
-        named = self.user_name(op)
-        if named:
-            return named
+        """A local's name: the user's variable for the value, else what computes it."""
+        if op.var:
+            return op.var
         if op.kind == "module":
             last = op.target.rsplit(".", 1)[-1]
             return last if last.isidentifier() else op.class_name.lower()

@@ -16,6 +16,9 @@ ROWWISE_MODULES = frozenset({
     "Hardtanh", "Sigmoid", "Tanh", "Softplus", "Softsign", "Hardswish", "Hardsigmoid", "LogSigmoid",
     "Tanhshrink", "Softshrink", "Hardshrink", "Threshold", "GLU",
     "BatchNorm1d", "LayerNorm", "RMSNorm", "Identity",
+    # dgl.nn.JumpingKnowledge combines each node's layer outputs (cat, max, or an LSTM over the
+    # layers with nodes as the batch): row-wise in every mode, so it stays one call.
+    "JumpingKnowledge",
 })
 # Modules whose `dim` attribute must not be the row dimension.
 DIM_MODULES = frozenset({"Softmax", "LogSoftmax", "Softmin", "Flatten", "Unflatten", "GLU"})

@@ -69,6 +69,8 @@ class _Tracer(fx.Tracer):
             return True
         if isinstance(m, torch.nn.Sequential) and len(m) and is_rowwise_module(m):
             return True  # keep `self.head(h)` as the user wrote it
+        if type(m).__name__ == "JumpingKnowledge" and type(m).__module__.startswith("dgl.nn"):
+            return True
         return super().is_leaf_module(m, module_qualified_name)
 
     def proxy(self, node: fx.Node) -> fx.Proxy:

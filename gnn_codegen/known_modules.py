@@ -35,6 +35,8 @@ DENSE = frozenset({"DenseGraphConv", "DenseSAGEConv", "DenseChebConv"})
 
 # Graph-level readouts: their output has one row per graph, not per node.
 READOUT_MODULE = "dgl.nn.pytorch.glob"
+# Modules over heterogeneous graphs (several node and edge types), not supported yet.
+HETERO_MODULE = "dgl.nn.pytorch.hetero"
 
 # Method names whose presence in a user module's forward marks it as message passing.
 _MP_MARKERS = (
@@ -76,7 +78,7 @@ def is_message_passing(module: torch.nn.Module, forced: frozenset[str] = frozens
     cls = type(module)
     if cls.__name__ in forced:
         return True
-    if is_dgl_conv(module) or cls.__module__.startswith(READOUT_MODULE):
+    if is_dgl_conv(module) or cls.__module__.startswith((READOUT_MODULE, HETERO_MODULE)):
         return True
     if cls.__module__.startswith("torch.nn") or is_dgl_module(module):
         return False
@@ -109,6 +111,14 @@ def refusal_reason(module: torch.nn.Module) -> tuple[str, str] | None:
             "is a graph-level readout (one row per graph, not per node)",
             "Generate inference for the node-level part of the model and apply the readout to "
             "the node embeddings that `inference` returns.",
+        )
+    if cls.__module__.startswith(HETERO_MODULE):
+        return (
+            "works on a heterogeneous graph (several node and edge types), which gnn-codegen "
+            "does not support yet",
+            "Convert the graph with dgl.to_homogeneous and write the layers as homogeneous "
+            "convolutions (RelGraphConv with etypes for relation-specific weights), or evaluate "
+            "this model with its full-graph forward.",
         )
     if not is_dgl_module(module):
         return None

@@ -3,6 +3,7 @@ mode, read every `h[:block.num_dst_nodes()]` as `h` (on the full graph it is), r
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from gnn_codegen.ir import Op, Program, Ref, map_refs
@@ -50,6 +51,18 @@ def _alias_source(op: Op, program: Program) -> Any:
     return None
 
 
+def _single_features(op: Op) -> Op:
+    """`conv(block, (h, h[:num_dst]))` reads as `conv(g, (h, h))`; a verified dgl.nn conv takes
+    the destination prefix of a block itself, so it is `conv(block, h)`, as a full-graph forward
+    writes it — both styles then generate the same code."""
+    if op.kind != "mp" or op.mp is None or not op.mp.verified or op.mp.needs_pair or len(op.args) < 2:
+        return op
+    feats = op.args[1]
+    if isinstance(feats, (tuple, list)) and len(feats) == 2 and feats[0] == feats[1]:
+        return replace(op, args=(op.args[0], feats[0], *op.args[2:]))
+    return op
+
+
 def remove_dead(program: Program) -> Program:
     live = set(program.output_refs()) | {program.graph} | set(program.inputs)
     for op in reversed(program.ops):
@@ -75,5 +88,6 @@ def simplify(program: Program) -> Program:
             continue
         ops.append(op)
         current = current.with_ops(tuple(ops))
+    ops = [_single_features(op) for op in ops]
     output = map_refs(program.output, resolve)
     return remove_dead(program.with_ops(tuple(ops), output=output))

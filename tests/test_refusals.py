@@ -66,6 +66,24 @@ EXPECTED = {
         'the node-level part of the model and apply the readout to the node embeddings '
         'that `inference` returns.'
     ),
+    "DenseAdjacency": (
+        errors.UnsupportedModuleError,
+        'tests/models/refused.py:76 (`return self.conv(g.adj().to_dense(), x)`): '
+        'self.conv (DenseGraphConv) works on a dense adjacency matrix, not on a DGL '
+        'graph, so it cannot run on the 1-hop blocks of layer-wise inference. Write the '
+        'propagation as one single-hop convolution per layer (GraphConv, SAGEConv, ...), '
+        'or evaluate this model with its full-graph forward.'
+    ),
+    "Heterogeneous": (
+        errors.UnsupportedModuleError,
+        'tests/models/refused.py:85 (`return self.conv(g, {"user": x, "item": '
+        'x})["user"]`): self.conv (HeteroGraphConv) works on a heterogeneous graph '
+        '(several node and edge types), which gnn-codegen does not support yet, so it '
+        'cannot run on the 1-hop blocks of layer-wise inference. Convert the graph with '
+        'dgl.to_homogeneous and write the layers as homogeneous convolutions '
+        '(RelGraphConv with etypes for relation-specific weights), or evaluate this model '
+        'with its full-graph forward.'
+    ),
 }
 
 

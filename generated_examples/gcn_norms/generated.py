@@ -87,12 +87,7 @@ class MixedNormGCN(nn.Module):
             h = x[input_nodes].to(device)
             h = self.convs[0](
                 block,
-                (
-                    _rescale_to_full_out_degrees(
-                        h, block, out_degrees[input_nodes], 1.0
-                    ),
-                    h[: block.num_dst_nodes()],
-                ),
+                _rescale_to_full_out_degrees(h, block, out_degrees[input_nodes], 1.0),
             )
             h = self.norms[0](h)
             h = F.relu(h)
@@ -105,7 +100,7 @@ class MixedNormGCN(nn.Module):
         for start, end, block, input_nodes in _full_neighbour_blocks(g, batch_size):
             block = block.to(device)
             h = h1[input_nodes].to(device)
-            h = self.convs[1](block, (h, h[: block.num_dst_nodes()]))
+            h = self.convs[1](block, h)
             h = self.norms[1](h)
             h = F.relu(h)
             h = self.projs[1](h)
@@ -118,7 +113,7 @@ class MixedNormGCN(nn.Module):
         for start, end, block, input_nodes in _full_neighbour_blocks(g, batch_size):
             block = block.to(device)
             h = h2[input_nodes].to(device)
-            h = self.convs[2](block, (h, h[: block.num_dst_nodes()]))
+            h = self.convs[2](block, h)
             out[start:end] = h.cpu()
         del h2
         return out

@@ -67,7 +67,7 @@ class SAGEVariants(nn.Module):
         for start, end, block, input_nodes in _full_neighbour_blocks(g, batch_size):
             block = block.to(device)
             h = x[input_nodes].to(device)
-            h = self.layers[0](block, (h, h[: block.num_dst_nodes()]))
+            h = self.layers[0](block, h)
             h = self.activation(h)
             h1[start:end] = h.cpu()
 
@@ -77,7 +77,7 @@ class SAGEVariants(nn.Module):
         for start, end, block, input_nodes in _full_neighbour_blocks(g, batch_size):
             block = block.to(device)
             h = h1[input_nodes].to(device)
-            h = self.layers[1](block, (h, h[: block.num_dst_nodes()]))
+            h = self.layers[1](block, h)
             h = self.activation(h)
             h2[start:end] = h.cpu()
         del h1
@@ -88,7 +88,7 @@ class SAGEVariants(nn.Module):
         for start, end, block, input_nodes in _full_neighbour_blocks(g, batch_size):
             block = block.to(device)
             h = h2[input_nodes].to(device)
-            h = self.layers[2](block, (h, h[: block.num_dst_nodes()]))
+            h = self.layers[2](block, h)
             h = self.activation(h)
             h3[start:end] = h.cpu()
         del h2
@@ -99,7 +99,7 @@ class SAGEVariants(nn.Module):
         for start, end, block, input_nodes in _full_neighbour_blocks(g, batch_size):
             block = block.to(device)
             h = h3[input_nodes].to(device)
-            h = self.layers[3](block, (h, h[: block.num_dst_nodes()]))
+            h = self.layers[3](block, h)
             out[start:end] = h.cpu()
         del h3
         return out

@@ -65,3 +65,21 @@ class Readout(nn.Module):
 
     def forward(self, g, x):
         return self.pool(g, self.conv(g, x))
+
+
+class DenseAdjacency(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = dglnn.DenseGraphConv(8, 4)
+
+    def forward(self, g, x):
+        return self.conv(g.adj().to_dense(), x)
+
+
+class Heterogeneous(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = dglnn.HeteroGraphConv({"follows": dglnn.GraphConv(8, 4), "buys": dglnn.GraphConv(8, 4)})
+
+    def forward(self, g, x):
+        return self.conv(g, {"user": x, "item": x})["user"]

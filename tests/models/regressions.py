@@ -1,0 +1,78 @@
+"""Named regression cases for layer-wise inference (tests/test_regressions.py): each class is a
+minimised model from a failure the differential test (tests/test_differential.py) found or from a
+hazard it draws only rarely. Its docstring says what went wrong or what it guards. A class that
+still fails sets XFAIL = "<what fails>".
+"""
+
+import dgl.nn as dglnn
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class NamesLikeTheLoop(nn.Module):
+    """forward assigns the names the generated loops use (block, start, end, input_nodes,
+    num_nodes): the generated code must rename its own variables, not shadow the user's."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = dglnn.SAGEConv(6, 8, "mean")
+        self.conv2 = dglnn.GraphConv(8, 5, allow_zero_in_degree=True)
+
+    def forward(self, g, x):
+        block = F.relu(self.conv1(g, x))
+        start = block * 2
+        input_nodes = self.conv2(g, start)
+        num_nodes = input_nodes + 1
+        end = torch.tanh(num_nodes)
+        return end
+
+
+class SamePairInBlocks(nn.Module):
+    """Blocks style `conv(block, (h, h[:block.num_dst_nodes()]))` reads as `conv(g, (h, h))` on
+    the full graph; the pair must collapse to one tensor (sliced per block by the conv), also
+    when the pair's tensor is read again by a residual add at the next depth."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = dglnn.SAGEConv(6, 6, "pool")
+        self.conv2 = dglnn.GINConv(nn.Linear(6, 6), "max")
+
+    def forward(self, blocks, x):
+        h = self.conv1(blocks[0], (x, x[: blocks[0].num_dst_nodes()]))
+        h = h + x[: blocks[0].num_dst_nodes()]
+        out = self.conv2(blocks[1], (h, h[: blocks[1].num_dst_nodes()]))
+        return out + h[: blocks[1].num_dst_nodes()]
+
+
+class SkipAcrossTwoDepths(nn.Module):
+    """A value of depth 0 (the encoded input) read at depth 3, and the embedding of depth 1
+    returned beside the logits: the stored encoder rows must live until layer 3 and the
+    depth-1 buffer until the end, no longer."""
+
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Linear(7, 5)
+        self.convs = nn.ModuleList([dglnn.GATConv(5, 5, 1, allow_zero_in_degree=True) for _ in range(3)])
+        self.skip = nn.Linear(5, 5)
+
+    def forward(self, g, x):
+        x0 = F.relu(self.encoder(x))
+        h1 = self.convs[0](g, x0).mean(1)
+        h2 = self.convs[1](g, F.elu(h1)).mean(1)
+        h3 = self.convs[2](g, h2).mean(1) + self.skip(x0)
+        return h3, h1
+
+
+class EdgeWeightsInTwoLayers(nn.Module):
+    """One edge input read by convolutions of two depths: it is gathered per block through the
+    block's edge IDs in each layer, and stays a parameter of inference in forward's order."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = dglnn.GraphConv(6, 8, norm="both", allow_zero_in_degree=True)
+        self.conv2 = dglnn.SAGEConv(8, 4, "mean")
+
+    def forward(self, g, x, w):
+        h = F.relu(self.conv1(g, x, edge_weight=w))
+        return self.conv2(g, h, edge_weight=w)

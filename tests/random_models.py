@@ -1,0 +1,343 @@
+"""Random GNN models for the differential test (tests/test_differential.py).
+
+`model_specs()` is a hypothesis strategy that draws a `ModelSpec`: a small straight-line program
+(every line `hN = <piece>(earlier values)`, value 0 being the input `x`) built only of pieces that
+gnn-codegen is meant to support:
+
+* 1-3 message-passing depths, each with 1-2 convolutions: dglnn.SAGEConv (mean / gcn / pool),
+  dglnn.GraphConv (norm both / left / right / none, allow_zero_in_degree=True), dglnn.GATConv
+  (1-3 heads, allow_zero_in_degree=True, heads then `.flatten(1)` or `.mean(1)`),
+  dglnn.GINConv(nn.Linear(...), sum / mean / max, learn_eps or not); two convolutions at one
+  depth (reading the same value, or two values of the same depth) are summed or concatenated;
+* between layers (and optionally before the first one): F.relu / torch.tanh / F.elu,
+  nn.Linear, nn.BatchNorm1d, nn.LayerNorm, nn.Dropout or F.dropout(..., training=self.training);
+* in the full-graph style, an optional per-edge input `w` (forward(self, g, x, w)) passed as
+  `edge_weight=w` to some SAGEConv / GraphConv / GINConv layers;
+* an optional input encoder (Linear + ReLU) and an optional decoder MLP;
+* residual adds of equal-width values of different depths (`h + conv(g, h)`), or through a
+  Linear projection (`conv(g, h) + self.skipN(x)`); jumping knowledge (concatenation of several
+  depths' outputs along the last dimension, then a Linear); optionally a tuple (logits, embedding).
+
+`render_model_source(spec)` writes a spec as a model file defining `RandomModel(nn.Module)`, with
+`forward(self, g, x)` on the full graph, or `forward(self, blocks, x)` in the sampled-blocks style
+(`blocks[i]` per depth, sometimes `(h, h[:blocks[i].num_dst_nodes()])` pairs, and rows of earlier
+depths sliced to the current block's destination nodes where they meet later ones).
+
+The spec is made of frozen dataclasses of plain values, so hypothesis shrinks it through its
+draws and a failing example prints as a readable value; the test also notes the rendered source.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from hypothesis import strategies as st
+
+CONV_KINDS = ("SAGEConv", "GraphConv", "GATConv", "GINConv")
+SAGE_AGGREGATORS = ("mean", "gcn", "pool")
+GRAPHCONV_NORMS = ("both", "left", "right", "none")
+GIN_AGGREGATORS = ("sum", "mean", "max")
+ACTIVATIONS = {"relu": "F.relu", "tanh": "torch.tanh", "elu": "F.elu"}
+BETWEEN = ("act", "linear", "batchnorm", "layernorm", "dropout")
+MIN_WIDTH, MAX_WIDTH = 4, 12
+# Variable names forward may assign (besides h1, h2, ...): generic ones, ones the generated code
+# uses itself (buffers, loop variables, inference's parameters), and `x`, which is reassigned.
+VARIABLES = (
+    "h", "x", "out", "emb", "z", "hidden", "feat", "rst", "logits", "h1", "h2", "h3", "h_dst",
+    "out0", "out1", "e", "block", "start", "end", "input_nodes", "num_nodes", "out_degrees",
+    "edge_ids", "num_edges", "batch_size", "device",
+)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One line of forward, `h{index} = ...`, reading earlier values (0 is the input x)."""
+
+    op: str  # conv | act | linear | batchnorm | layernorm | dropout | add | cat
+    inputs: tuple[int, ...]
+    width: int  # width of the result (for GATConv: after flatten / mean over heads)
+    kind: str = ""  # conv: class name; act: relu|tanh|elu; dropout: module|functional; cat: dim
+    option: str = ""  # SAGEConv aggregator, GraphConv norm, GINConv aggregator, GATConv reduce
+    heads: int = 1  # GATConv
+    pair: bool = False  # blocks style: conv(block, (h, h[:block.num_dst_nodes()]))
+    learn_eps: bool = False  # GINConv
+    edge_weight: bool = False  # conv(g, h, edge_weight=w), w the model's per-edge input
+    var: str = ""  # the variable forward assigns it to ("" or taken: h{index}), see VARIABLES
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    style: str  # "full": forward(self, g, x); "blocks": forward(self, blocks, x)
+    in_width: int
+    steps: tuple[Step, ...]
+    outputs: tuple[int, ...]  # one value, or (logits, embedding)
+    edge_weights: bool = False  # full style only: forward(self, g, x, w), w one weight per edge
+
+    def width(self, value: int) -> int:
+        return self.in_width if value == 0 else self.steps[value - 1].width
+
+
+# --- drawing ------------------------------------------------------------------------------------
+
+widths = st.integers(MIN_WIDTH, MAX_WIDTH)
+
+
+class _Builder:
+    def __init__(self, draw: st.DrawFn, in_width: int):
+        self.draw = draw
+        self.in_width = in_width
+        self.steps: list[Step] = []
+        self.depth = [0]  # message-passing depth of every value
+
+    def width(self, value: int) -> int:
+        return self.in_width if value == 0 else self.steps[value - 1].width
+
+    def add(self, step: Step) -> int:
+        if self.draw(st.booleans()):
+            step = replace(step, var=self.draw(st.sampled_from(VARIABLES)))
+        self.steps.append(step)
+        self.depth.append(max(self.depth[i] for i in step.inputs) + (step.op == "conv"))
+        return len(self.steps)
+
+
+def _divisors(n: int, limit: int = 3) -> list[int]:
+    return [h for h in range(1, limit + 1) if n % h == 0]
+
+
+def _draw_conv(draw: st.DrawFn, b: _Builder, source: int, style: str, target: int | None,
+               edge_weights: bool = False) -> int:
+    """A convolution reading `source`; its result has width `target` when one is given. With
+    edge_weights, convolutions that accept `edge_weight=` may be drawn to take the model's w."""
+    kind = draw(st.sampled_from(CONV_KINDS))
+    pair = style == "blocks" and draw(st.booleans())
+    if target is None and draw(st.booleans()):
+        target = b.width(source)  # keep the width, so residuals can add it
+    if kind == "GATConv":
+        reduce = draw(st.sampled_from(("flatten", "mean")))
+        if target is None:
+            heads = draw(st.integers(1, 3))
+            per_head = draw(st.integers(2, MAX_WIDTH // heads)) if reduce == "flatten" else draw(widths)
+            width = per_head * heads if reduce == "flatten" else per_head
+        else:
+            heads = draw(st.sampled_from(_divisors(target))) if reduce == "flatten" else draw(st.integers(1, 3))
+            width = target
+        return b.add(Step("conv", (source,), width, kind, reduce, heads=heads, pair=pair))
+    width = draw(widths) if target is None else target
+    weighted = edge_weights and draw(st.booleans())
+    if kind == "SAGEConv":
+        option = draw(st.sampled_from(SAGE_AGGREGATORS))
+        return b.add(Step("conv", (source,), width, kind, option, pair=pair, edge_weight=weighted))
+    if kind == "GraphConv":
+        option = draw(st.sampled_from(GRAPHCONV_NORMS))
+        return b.add(Step("conv", (source,), width, kind, option, pair=pair, edge_weight=weighted))
+    option = draw(st.sampled_from(GIN_AGGREGATORS))
+    learn_eps = draw(st.booleans())
+    return b.add(Step("conv", (source,), width, kind, option, pair=pair, learn_eps=learn_eps,
+                      edge_weight=weighted))
+
+
+def _draw_between(draw: st.DrawFn, b: _Builder, value: int) -> int:
+    piece = draw(st.sampled_from(BETWEEN))
+    width = b.width(value)
+    if piece == "act":
+        return b.add(Step("act", (value,), width, draw(st.sampled_from(tuple(ACTIVATIONS)))))
+    if piece == "linear":
+        return b.add(Step("linear", (value,), draw(widths)))
+    if piece == "dropout":
+        return b.add(Step("dropout", (value,), width, draw(st.sampled_from(("module", "functional")))))
+    return b.add(Step(piece, (value,), width))
+
+
+def _ordered(draw: st.DrawFn, a: int, b: int) -> tuple[int, int]:
+    """(a, b), or (b, a): `conv(g, h) + h` and `h + conv(g, h)` are both written."""
+    return (b, a) if draw(st.booleans()) else (a, b)
+
+
+@st.composite
+def model_specs(draw: st.DrawFn) -> ModelSpec:
+    style = draw(st.sampled_from(("full", "blocks")))
+    edge_weights = style == "full" and draw(st.booleans())
+    b = _Builder(draw, draw(widths))
+    h = 0
+    if draw(st.booleans()):  # input encoder: Linear + ReLU
+        h = b.add(Step("linear", (h,), draw(widths)))
+        h = b.add(Step("act", (h,), b.width(h), "relu"))
+    for _ in range(draw(st.integers(0, 2)) if draw(st.booleans()) else 0):  # e.g. input dropout
+        h = _draw_between(draw, b, h)
+    depth_outputs: list[int] = []
+    num_depths = draw(st.integers(1, 3))
+    for d in range(num_depths):
+        source = h
+        first = _draw_conv(draw, b, source, style, None, edge_weights)
+        h = first
+        if draw(st.booleans()):  # a second convolution at this depth
+            # it reads the same value, or another of the same depth (say, before an activation)
+            same_depth = [v for v in range(len(b.steps) + 1) if b.depth[v] == b.depth[source]]
+            source2 = draw(st.sampled_from(same_depth[::-1]))
+            combine = draw(st.sampled_from(("add", "cat")))
+            if combine == "add":
+                second = _draw_conv(draw, b, source2, style, b.width(first), edge_weights)
+                h = b.add(Step("add", _ordered(draw, first, second), b.width(first)))
+            else:
+                second = _draw_conv(draw, b, source2, style, None, edge_weights)
+                dim = draw(st.sampled_from(("-1", "1")))
+                parts = _ordered(draw, first, second)
+                h = b.add(Step("cat", parts, b.width(first) + b.width(second), dim))
+        residual = draw(st.sampled_from(("none", "add", "skip")))
+        earlier = [v for v in range(len(b.steps) + 1) if b.depth[v] < b.depth[h]]
+        if residual == "add":
+            same = [v for v in earlier if b.width(v) == b.width(h)]
+            if same:
+                other = draw(st.sampled_from(same[::-1]))  # the latest first: `h + conv(g, h)`
+                h = b.add(Step("add", _ordered(draw, h, other), b.width(h)))
+            else:
+                residual = "skip"
+        if residual == "skip":
+            other = draw(st.sampled_from(earlier[::-1]))
+            skip = b.add(Step("linear", (other,), b.width(h)))
+            h = b.add(Step("add", _ordered(draw, h, skip), b.width(h)))
+        for _ in range(draw(st.integers(0, 3))):
+            h = _draw_between(draw, b, h)
+        depth_outputs.append(h)
+    if len(depth_outputs) >= 2 and draw(st.booleans()):  # jumping knowledge
+        chosen = [v for v in depth_outputs[:-1] if draw(st.booleans())] or depth_outputs[:1]
+        parts = (*chosen, depth_outputs[-1])
+        cat = b.add(Step("cat", parts, sum(b.width(v) for v in parts), draw(st.sampled_from(("-1", "1")))))
+        h = b.add(Step("linear", (cat,), draw(widths)))
+    if draw(st.booleans()):  # decoder MLP
+        h = b.add(Step("linear", (h,), draw(widths)))
+        h = b.add(Step("act", (h,), b.width(h), draw(st.sampled_from(tuple(ACTIVATIONS)))))
+        h = b.add(Step("linear", (h,), draw(widths)))
+    outputs: tuple[int, ...] = (h,)
+    if draw(st.booleans()):  # (logits, embedding)
+        embeddings = [v for v in range(1, len(b.steps) + 1) if v != h]
+        if embeddings:
+            outputs = (h, draw(st.sampled_from(embeddings[::-1])))
+    edge_weights = any(step.edge_weight for step in b.steps)
+    return ModelSpec(style, b.in_width, tuple(b.steps), outputs, edge_weights)
+
+
+# --- rendering ----------------------------------------------------------------------------------
+
+_HEADER = '''"""A random model drawn by tests/random_models.py."""
+
+import dgl.nn as dglnn
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class RandomModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+'''
+
+
+def _module_name(step: Step, index: int) -> str:
+    prefix = {"conv": "conv", "linear": "lin", "batchnorm": "bn", "layernorm": "ln", "dropout": "drop"}
+    return f"{prefix[step.op]}{index}"
+
+
+def _constructor(spec: ModelSpec, step: Step) -> str | None:
+    w_in = spec.width(step.inputs[0])
+    if step.op == "conv":
+        if step.kind == "SAGEConv":
+            return f'dglnn.SAGEConv({w_in}, {step.width}, "{step.option}")'
+        if step.kind == "GraphConv":
+            return f'dglnn.GraphConv({w_in}, {step.width}, norm="{step.option}", allow_zero_in_degree=True)'
+        if step.kind == "GATConv":
+            per_head = step.width // step.heads if step.option == "flatten" else step.width
+            return f"dglnn.GATConv({w_in}, {per_head}, {step.heads}, allow_zero_in_degree=True)"
+        eps = ", learn_eps=True" if step.learn_eps else ""
+        return f'dglnn.GINConv(nn.Linear({w_in}, {step.width}), "{step.option}"{eps})'
+    if step.op == "linear":
+        return f"nn.Linear({w_in}, {step.width})"
+    if step.op == "batchnorm":
+        return f"nn.BatchNorm1d({w_in})"
+    if step.op == "layernorm":
+        return f"nn.LayerNorm({w_in})"
+    if step.op == "dropout" and step.kind == "module":
+        return "nn.Dropout(0.5)"
+    return None
+
+
+def _value_depths(spec: ModelSpec) -> list[int]:
+    depth = [0]
+    for step in spec.steps:
+        depth.append(max(depth[i] for i in step.inputs) + (step.op == "conv"))
+    return depth
+
+
+def _variable_names(spec: ModelSpec) -> list[str]:
+    """The variable holding each value: its step's `var` unless that would overwrite a value
+    still to be read, then h{index} (or h{index}_, ...) under the same rule."""
+    graph = "blocks" if spec.style == "blocks" else "g"
+    last_read = {0: 0}
+    for index, step in enumerate(spec.steps, start=1):
+        for v in step.inputs:
+            last_read[v] = index
+    for v in spec.outputs:
+        last_read[v] = len(spec.steps) + 1
+    holder: dict[str, int] = {"x": 0}  # variable -> the value it holds now
+    names = ["x"]
+    for index, step in enumerate(spec.steps, start=1):
+        candidates = [step.var] if step.var else []
+        candidates += [f"h{index}" + "_" * k for k in range(len(spec.steps) + 2)]
+        for var in candidates:
+            if var != graph and last_read.get(holder.get(var, -1), 0) <= index:
+                break
+        holder[var] = index
+        names.append(var)
+    return names
+
+
+def render_model_source(spec: ModelSpec) -> str:
+    blocks = spec.style == "blocks"
+    depth = _value_depths(spec)
+    lines = [_HEADER.rstrip("\n")]
+    for index, step in enumerate(spec.steps, start=1):
+        ctor = _constructor(spec, step)
+        if ctor is not None:
+            lines.append(f"        self.{_module_name(step, index)} = {ctor}")
+    graph = "blocks" if blocks else "g"
+    weights = ", w" if spec.edge_weights else ""
+    lines += ["", f"    def forward(self, {graph}, x{weights}):"]
+
+    names = _variable_names(spec)
+
+    def name(value: int) -> str:
+        return names[value]
+
+    def rows(value: int, at_depth: int) -> str:
+        """`value` on the rows of a value of depth `at_depth` (blocks: a destination prefix)."""
+        if not blocks or depth[value] == at_depth:
+            return name(value)
+        return f"{name(value)}[: blocks[{at_depth - 1}].num_dst_nodes()]"
+
+    for index, step in enumerate(spec.steps, start=1):
+        args = step.inputs
+        module = f"self.{_module_name(step, index)}" if _constructor(spec, step) else ""
+        if step.op == "conv":
+            source = name(args[0])
+            block = f"blocks[{depth[args[0]]}]" if blocks else "g"
+            feats = f"({source}, {source}[: {block}.num_dst_nodes()])" if step.pair else source
+            weight = ", edge_weight=w" if step.edge_weight else ""
+            expr = f"{module}({block}, {feats}{weight})"
+            if step.kind == "GATConv":
+                expr += ".flatten(1)" if step.option == "flatten" else ".mean(1)"
+        elif step.op == "act":
+            expr = f"{ACTIVATIONS[step.kind]}({name(args[0])})"
+        elif step.op == "dropout" and step.kind == "functional":
+            expr = f"F.dropout({name(args[0])}, p=0.5, training=self.training)"
+        elif step.op in ("linear", "batchnorm", "layernorm", "dropout"):
+            expr = f"{module}({name(args[0])})"
+        elif step.op == "add":
+            expr = " + ".join(rows(v, depth[index]) for v in args)
+        elif step.op == "cat":
+            expr = f"torch.cat([{', '.join(rows(v, depth[index]) for v in args)}], dim={step.kind})"
+        else:
+            raise ValueError(f"unknown step {step}")
+        lines.append(f"        {name(index)} = {expr}")
+    result = [rows(v, max(depth[o] for o in spec.outputs)) for v in spec.outputs]
+    lines.append(f"        return {', '.join(result)}")
+    return "\n".join(lines) + "\n"

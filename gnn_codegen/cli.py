@@ -4,6 +4,7 @@ optionally --check it; user mistakes become one paragraph and a non-zero exit, n
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import tempfile
@@ -11,7 +12,9 @@ import textwrap
 import traceback
 from pathlib import Path
 
-from gnn_codegen.errors import CheckFailedError, GnnCodegenError, InternalError, TargetError
+from gnn_codegen.cut import DEFAULT_FANOUT
+from gnn_codegen.errors import CheckFailedError, GnnCodegenError, InternalError, OptionsError, TargetError
+from gnn_codegen.explain import DEFAULT_NODES, explain_data, explain_dot, explain_json, explain_text, render_dot
 from gnn_codegen.pipeline import VERSION, GenerateOptions, generate_all
 
 
@@ -22,13 +25,20 @@ def build_parser() -> argparse.ArgumentParser:
         "the model's class plus an `inference(self, g, x, batch_size, device)` method.",
     )
     parser.add_argument("target", metavar="FILE:NAME", help="model file and the nn.Module class (or factory function) in it")
-    parser.add_argument("-o", "--output", required=True, help="where to write the generated module ('-' for stdout)")
+    parser.add_argument("-o", "--output", help="where to write the generated module ('-' for stdout); optional with --explain")
     parser.add_argument("--init", metavar="JSON", help="constructor keyword arguments as a JSON object")
     parser.add_argument("--check", action="store_true", help="compare the generated inference with the full-graph forward on a random graph")
     parser.add_argument("--check-nodes", type=int, default=1000, metavar="N", help="nodes of the --check graph (default 1000)")
     parser.add_argument("--feat-dims", metavar="NAME=WIDTH,...", help="widths of forward's inputs when the model does not reveal them, e.g. x=602")
     parser.add_argument("--leaf", action="append", default=[], metavar="CLASS", help="treat modules of this class as row-wise leaves (repeatable)")
     parser.add_argument("--mp-module", action="append", default=[], metavar="CLASS", help="treat modules of this class as message passing (repeatable)")
+    parser.add_argument("--fanout", type=float, default=DEFAULT_FANOUT, metavar="F",
+                        help=f"cost model: source rows a layer gathers per stored row, and edges per node (default {DEFAULT_FANOUT:g})")
+    parser.add_argument("--simple-cut", action="store_true", help="cut right after each message-passing layer instead of the cheapest placement")
+    parser.add_argument("--explain", action="store_true", help="print the plan: stages, stored tensors and their bytes, the cost against the simple rule")
+    parser.add_argument("--json", action="store_true", help="with --explain: print the plan as JSON (schema in gnn_codegen/explain.py)")
+    parser.add_argument("--dot", metavar="FILE", help="with --explain: write the traced graph coloured by stage as Graphviz DOT (and SVG/PNG beside it when `dot` is installed)")
+    parser.add_argument("--nodes", type=int, default=DEFAULT_NODES, metavar="N", help=f"with --explain: node count for the byte totals (default {DEFAULT_NODES:,})")
     parser.add_argument("--version", action="version", version=f"gnn-codegen {VERSION}")
     return parser
 
@@ -52,14 +62,17 @@ def _paragraph(prefix: str, message: str) -> str:
 
 def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    _check_options(args)
     options = GenerateOptions(
         init=args.init,
-        output=args.output,
+        output=args.output or "inference.py",
         feat_dims=args.feat_dims,
         leaves=tuple(args.leaf),
         mp_modules=tuple(args.mp_module),
+        fanout=args.fanout,
+        optimize=not args.simple_cut,
     )
-    if args.output != "-" and ":" in args.target:
+    if args.output not in (None, "-") and ":" in args.target:
         model_file = Path(args.target.rpartition(":")[0])
         if model_file.exists() and Path(args.output).resolve() == model_file.resolve():
             raise TargetError(
@@ -69,6 +82,8 @@ def run(argv: list[str]) -> int:
     generated = generate_all(args.target, options)
     for warning in generated.warnings:
         print(_paragraph("warning", warning), file=sys.stderr)
+    if args.explain:
+        _explain(generated, args)
     if args.check:
         from gnn_codegen.verify import check  # imports the generated module: only when asked
 
@@ -88,12 +103,39 @@ def run(argv: list[str]) -> int:
                 "usual cause (see the warnings above); please report the model if none was printed."
             )
         print(f"check: OK (atol={result.atol}, rtol={result.rtol})", file=sys.stderr)
+    if args.output is None:
+        return 0  # --explain only
     if args.output == "-":
         sys.stdout.write(generated.source)
     else:
         write_atomically(Path(args.output), generated.source)
         print(f"wrote {args.output}", file=sys.stderr)
     return 0
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    if args.output is None and not args.explain:
+        raise OptionsError("no output file: give -o OUT (or -o - for stdout), or --explain to only print the plan.")
+    if (args.json or args.dot) and not args.explain:
+        raise OptionsError("--json and --dot describe the plan that --explain prints; add --explain.")
+    if args.explain and args.output == "-" and not args.dot:
+        raise OptionsError("--explain prints the plan on stdout, where -o - would also write the module; "
+                           "write the module to a file with -o OUT.")
+    if not args.fanout >= 1 or math.isinf(args.fanout):
+        raise OptionsError(f"--fanout {args.fanout:g}: a layer gathers at least one source row per stored row; give a number >= 1.")
+    if args.nodes < 1:
+        raise OptionsError(f"--nodes {args.nodes}: give the number of nodes of your graph (>= 1).")
+
+
+def _explain(generated, args: argparse.Namespace) -> None:
+    data = explain_data(generated, args.nodes)
+    sys.stdout.write(explain_json(data) if args.json else explain_text(data))
+    if args.dot:
+        path = Path(args.dot)
+        write_atomically(path, explain_dot(generated, data))
+        pictures = render_dot(path)
+        wrote = ", ".join(str(p) for p in [path, *pictures])
+        print(f"wrote {wrote}" + ("" if pictures else " (install Graphviz's `dot` to render it)"), file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:

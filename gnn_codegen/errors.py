@@ -17,6 +17,10 @@ class InitError(GnnCodegenError):
     """--init is not a JSON object, or the constructor rejected it."""
 
 
+class OptionsError(GnnCodegenError):
+    """Command-line options that contradict each other or are out of range."""
+
+
 class FeatDimsError(GnnCodegenError):
     """Input widths could not be read from the model and were not given with --feat-dims."""
 

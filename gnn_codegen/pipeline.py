@@ -8,6 +8,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from gnn_codegen.attributes import Attributes, infer_attributes
+from gnn_codegen.cut import DEFAULT_FANOUT, SEARCH_LIMIT
 from gnn_codegen.errors import FeatDimsError
 from gnn_codegen.format import format_source
 from gnn_codegen.ir import Program
@@ -29,6 +30,8 @@ class GenerateOptions:
     feat_dims: str | None = None  # "x=602,w=1"
     leaves: tuple[str, ...] = ()  # class names to keep as row-wise leaves
     mp_modules: tuple[str, ...] = ()  # class names to treat as message passing
+    fanout: float = DEFAULT_FANOUT  # cost model: source rows gathered per stored row (cut.py)
+    optimize: bool = True  # False: the simple rule, a cut right after each message-passing op
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,8 @@ class Generated:
     attributes: Attributes
     plan: Plan
     warnings: tuple[str, ...] = field(default=())
+    target: str = ""
+    buffers: tuple[tuple[str, str], ...] = ()  # value -> its name in the generated code
 
 
 def parse_feat_dims(spec: str | None) -> dict[str, tuple[int, ...]]:
@@ -70,6 +75,10 @@ def regenerate_command(target: str, options: GenerateOptions) -> str:
         parts += ["--leaf", leaf]
     for mp in options.mp_modules:
         parts += ["--mp-module", mp]
+    if options.fanout != DEFAULT_FANOUT:
+        parts += ["--fanout", f"{options.fanout:g}"]
+    if not options.optimize:
+        parts += ["--simple-cut"]
     return shlex.join(parts)
 
 
@@ -80,18 +89,24 @@ def generate_all(target: str, options: GenerateOptions = GenerateOptions()) -> G
     namespace = vars(loaded.module)
     program = simplify(lower(traced, namespace, loaded.path, forced_mp))
     attrs = infer_attributes(traced, program, loaded.model, parse_feat_dims(options.feat_dims), leaves)
-    plan = build_plan(program, attrs)
+    plan = build_plan(program, attrs, options.fanout, options.optimize)
     warnings = tuple(
         f"{op.location or 'forward'}: {op.accessor} ({op.mp.class_name}) is not in gnn-codegen's "
         "table of modules verified on 1-hop blocks; it is assumed exact, which holds unless it "
         "reads its source nodes' other edges (e.g. out-degrees). Run with --check to prove it."
         for op in program.ops if op.mp is not None and not op.mp.verified
     )
+    if options.optimize and not plan.cut.placement.optimal:
+        warnings += (
+            "the search for the cheapest placement of the ops between layers stopped after "
+            f"{SEARCH_LIMIT} partial placements; the generated code follows the cheapest one found, "
+            "which is exact but may store more bytes than necessary (see --explain).",
+        )
     reserved = {n for n in namespace if not n.startswith("__")}
     header = {"version": VERSION, "target": target, "command": regenerate_command(target, options)}
     rendered = render(program, attrs, plan, reserved, header)
     source = splice(loaded.source, loaded.class_name, rendered.method, rendered.helpers, rendered.header)
-    return Generated(format_source(source), loaded, program, attrs, plan, warnings)
+    return Generated(format_source(source), loaded, program, attrs, plan, warnings, target, rendered.buffers)
 
 
 def generate(target: str, options: GenerateOptions = GenerateOptions()) -> str:

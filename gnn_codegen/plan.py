@@ -7,13 +7,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import math
+
+import torch
+
 from gnn_codegen.attributes import Attributes
-from gnn_codegen.cut import CutNode, Placement, place_asap
+from gnn_codegen.cut import DEFAULT_FANOUT, Cost, CutNode, Placement, evaluate, place_asap, place_optimal
 from gnn_codegen.errors import UnsupportedOperationError, internal
 from gnn_codegen.ir import Op, Program, Ref, iter_refs
 
 # Rows a value is computed on inside a batch: the block's source nodes (destinations first),
-# its destination nodes, or its edges (every in-edge of the destinations).
+# its destination nodes, or its edges (every in-edge of the destinations). The prologue (stage
+# 0) has no blocks: its batches are node ranges, written as destination rows.
 Space = Literal["src", "dst", "edge"]
 
 
@@ -37,8 +42,20 @@ class Stored:
     value: str
     shape: tuple[int, ...]
     dtype: str
-    stage: int  # 0: a forward input, passed in by the caller
+    stage: int  # 0: a forward input (passed in by the caller), or computed in the prologue
     rows: Literal["node", "edge"] = "node"
+
+
+@dataclass(frozen=True)
+class Cut:
+    """The placement the plan follows, the simple rule's for comparison, and both costs."""
+
+    nodes: tuple[CutNode, ...]
+    placement: Placement
+    simple: Placement
+    cost: Cost
+    simple_cost: Cost
+    fanout: float
 
 
 @dataclass(frozen=True)
@@ -46,6 +63,7 @@ class Plan:
     stages: tuple[Stage, ...]
     stored: tuple[Stored, ...]
     outputs: tuple[str, ...]
+    cut: Cut
 
 
 def inline_ops(program: Program, attrs: Attributes) -> frozenset[str]:
@@ -72,14 +90,50 @@ def value_deps(program: Program, inline: frozenset[str], refs: Any) -> tuple[str
     return tuple(seen)
 
 
-def cut_graph(program: Program, inline: frozenset[str]) -> tuple[CutNode, ...]:
+def dtype_size(dtype: str) -> int:
+    return torch.empty((), dtype=getattr(torch, dtype.replace("torch.", ""))).element_size()
+
+
+def cut_graph(program: Program, inline: frozenset[str], attrs: Attributes) -> tuple[CutNode, ...]:
+    """The torch-free dependency graph cut.py places, with what its cost model needs: bytes
+    per row of every value, and the rows each message-passing op reads its inputs at."""
+    info = attrs.as_dict()
+    outputs = set(program.output_refs())
     nodes = []
     for op in program.ops:
         if op.kind == "graph" or op.name in inline:
             continue
         deps = value_deps(program, inline, (op.args, tuple(v for _, v in op.kwargs)))
-        nodes.append(CutNode(op.name, deps, is_mp=op.kind == "mp", is_input=op.kind == "input"))
+        value = info[op.name]
+        if value.rows in ("node", "edge"):
+            row_bytes: int | None = math.prod(value.shape) * dtype_size(value.dtype)
+        else:
+            row_bytes = None  # a tuple: its elements are stored, never the tuple
+        roles: dict[str, list[str]] = {}
+        if op.kind == "mp":
+            for refs, space in mp_feature_spaces(op):
+                for d in value_deps(program, inline, refs):
+                    roles.setdefault(d, []).append(space)
+        reads_graph = program.graph in _direct_and_inline_refs(program, inline, op)
+        nodes.append(CutNode(
+            op.name, deps, is_mp=op.kind == "mp", is_input=op.kind == "input", row_bytes=row_bytes,
+            rows="tuple" if value.rows == "tuple" else "edge" if value.rows == "edge" else "node",
+            roles=tuple((d, tuple(r)) for d, r in roles.items()), is_output=op.name in outputs,
+            reads_graph=reads_graph,
+        ))
     return tuple(nodes)
+
+
+def _direct_and_inline_refs(program: Program, inline: frozenset[str], op: Op) -> set[str]:
+    refs, todo = set(), list(op.refs())
+    while todo:
+        name = todo.pop()
+        if name in refs:
+            continue
+        refs.add(name)
+        if name in inline:
+            todo.extend(program.op(name).refs())
+    return refs
 
 
 def mp_feature_spaces(op: Op) -> list[tuple[Any, Space]]:
@@ -103,22 +157,28 @@ def mp_feature_spaces(op: Op) -> list[tuple[Any, Space]]:
     return spaces + [(value, "edge") for value in extra]
 
 
-def build_plan(program: Program, attrs: Attributes, placement: Placement | None = None) -> Plan:
+def build_plan(program: Program, attrs: Attributes, fanout: float = DEFAULT_FANOUT,
+               optimize: bool = True) -> Plan:
+    """Place the ops (cut.place_optimal, or the simple rule without `optimize`) and derive
+    every stage's loads, stores and frees from the placement."""
     inline = inline_ops(program, attrs)
-    nodes = cut_graph(program, inline)
+    nodes = cut_graph(program, inline, attrs)
     if not any(n.is_mp for n in nodes):
         raise UnsupportedOperationError(
             "forward calls no message-passing module on its graph, so there is nothing to run "
             "layer-wise. gnn-codegen expects dgl.nn convolutions (or modules that call "
             "update_all/apply_edges) applied to the graph argument."
         )
-    placement = placement or place_asap(nodes)
+    simple = place_asap(nodes)
+    placement = place_optimal(nodes, fanout) if optimize else simple
     stage_of = dict(placement.stage)
     deps = {n.name: n.deps for n in nodes}
     outputs = tuple(dict.fromkeys(program.output_refs()))
+    inputs = {n.name for n in nodes if n.is_input}
     info = attrs.as_dict()
     stages = []
-    for k in range(1, placement.num_stages + 1):
+    first = 0 if any(k == 0 and n not in inputs for n, k in placement.stage) else 1
+    for k in range(first, placement.num_stages + 1):
         members = [n.name for n in nodes if stage_of[n.name] == k and not n.is_input]
         space: dict[str, Space] = {}
         needs: dict[str, set[Space]] = {}
@@ -149,16 +209,18 @@ def build_plan(program: Program, attrs: Attributes, placement: Placement | None 
         later = {d for n in nodes if stage_of[n.name] > k for d in n.deps}
         stores = tuple(m for m in members if m in later or m in outputs)
         stages.append(Stage(k, tuple(PlacedOp(m, space[m]) for m in members), loads, stores, ()))
-    stages = _with_frees(stages, outputs, stage_of)
+    stages = _with_frees(stages, outputs, inputs)
     stored = tuple(
         Stored(name, info[name].shape, info[name].dtype, stage_of[name],
                "edge" if info[name].rows == "edge" else "node")
         for name in dict.fromkeys([n for s in stages for n, _ in s.loads] + [n for s in stages for n in s.stores])
     )
-    return Plan(tuple(stages), stored, outputs)
+    return Plan(tuple(stages), stored, outputs, Cut(
+        nodes, placement, simple, evaluate(nodes, placement, fanout), evaluate(nodes, simple, fanout), fanout,
+    ))
 
 
-def _with_frees(stages: list[Stage], outputs: tuple[str, ...], stage_of: dict[str, int]) -> list[Stage]:
+def _with_frees(stages: list[Stage], outputs: tuple[str, ...], inputs: set[str]) -> list[Stage]:
     last_use: dict[str, int] = {}
     for s in stages:
         for name, _ in s.loads:
@@ -167,7 +229,7 @@ def _with_frees(stages: list[Stage], outputs: tuple[str, ...], stage_of: dict[st
     for s in stages:
         frees = tuple(
             n for n, last in last_use.items()
-            if last == s.index and n not in outputs and stage_of[n] > 0
+            if last == s.index and n not in outputs and n not in inputs
         )
         result.append(Stage(s.index, s.ops, s.loads, s.stores, frees))
     return result

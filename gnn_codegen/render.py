@@ -36,6 +36,7 @@ class Rendered:
     header: str
     helpers: str
     method: str
+    buffers: tuple[tuple[str, str], ...] = ()  # value -> its name in the generated code
 
 
 @dataclass(frozen=True)
@@ -175,10 +176,13 @@ class _StageWriter:
                 uses[d] += 1
         for name in self.stage.stores:
             uses[name] += 1
-        if self.uses_edges():
-            # edge rows are gathered by the full graph's edge IDs, on the graph's device
-            self.lines.append("edge_ids = block.edata[dgl.EID]")
-        self.lines.append("block = block.to(device)")
+        if self.stage.index == 0:  # the prologue: node ranges, no block
+            self.lines.append("end = min(start + batch_size, num_nodes)")
+        else:
+            if self.uses_edges():
+                # edge rows are gathered by the full graph's edge IDs, on the graph's device
+                self.lines.append("edge_ids = block.edata[dgl.EID]")
+            self.lines.append("block = block.to(device)")
         first_src = True
         for name, space in sorted(self.stage.loads, key=lambda load: load[1] != "edge"):
             buffer = self.r.buffer[name]
@@ -189,6 +193,10 @@ class _StageWriter:
                 local = self.names.take(self.r.hidden if first_src else f"{buffer}_src")
                 first_src = False
                 self.lines.append(f"{local} = {buffer}[input_nodes].to(device)")
+            elif self.stage.index == 0 and first_src:  # the prologue's running value
+                local = self.names.take(self.r.hidden)
+                first_src = False
+                self.lines.append(f"{local} = {buffer}[start:end].to(device)")
             else:
                 local = self.names.take(f"{buffer}_dst")
                 self.lines.append(f"{local} = {buffer}[start:end].to(device)")
@@ -217,7 +225,12 @@ class _StageWriter:
             primary = self.primary_input(op)
             # `h = f(h)` when f is the only reader of h, as a person writes a chain of layers
             same_rows = op.kind == "mp" or primary is not None and primary[1] == placed.space
-            own_name = bool(op.var) and op.var not in self.r.generic
+            # the user's name, unless it is too generic, or names a buffer while the running
+            # hidden state `h` can carry the value (`h = self.encoder(h)`)
+            own_name = bool(op.var) and op.var not in self.r.generic and not (
+                op.var in self.r.buffer.values() and primary is not None
+                and self.local.get(primary) == self.r.hidden
+            )
             if primary and primary in self.local and uses[primary[0]] == 1 and same_rows and not own_name:
                 target = self.local[primary]
             else:
@@ -302,9 +315,15 @@ class _Renderer:
                 self.buffer[name] = self.globals.take(base)
 
     def describe_stage(self, stage: Stage) -> list[str]:
-        mps = [self.program.op(p.name) for p in stage.ops if self.program.op(p.name).kind == "mp"]
-        what = ", ".join(f"{op.accessor} ({op.class_name})" for op in mps)
-        lines = [f"Layer {stage.index} of {len(self.plan.stages)}: {what}."]
+        ops = [self.program.op(p.name) for p in stage.ops]
+        if stage.index == 0:
+            modules = [f"{op.accessor} ({op.class_name})" for op in ops if op.kind == "module"]
+            what = ", ".join(modules) if modules else "work on the inputs"
+            lines = [f"Prologue: {what}, once per node, before any message passing."]
+        else:
+            num_layers = sum(1 for s in self.plan.stages if s.index > 0)
+            what = ", ".join(f"{op.accessor} ({op.class_name})" for op in ops if op.kind == "mp")
+            lines = [f"Layer {stage.index} of {num_layers}: {what}."]
         info = self.attrs.as_dict()
         for name in stage.stores:
             shape = info[name].shape
@@ -337,6 +356,8 @@ class _Renderer:
                 "before": [self.allocation(n) for n in stage.stores],
                 "body": _StageWriter(self, stage).write(),
                 "after": [f"del {', '.join(self.buffer[n] for n in stage.frees)}"] if stage.frees else [],
+                "loop": "start in range(0, num_nodes, batch_size)" if stage.index == 0 else
+                        f"start, end, block, input_nodes in {blocks_call}",
             })
         preamble = ["num_nodes = g.num_nodes()"]
         if any(s.rows == "edge" and s.stage > 0 for s in self.plan.stored):
@@ -350,8 +371,6 @@ class _Renderer:
             docstring=self.docstring(),
             preamble=preamble,
             stages=stages,
-            loop_targets="start, end, block, input_nodes",
-            loop_iterable=blocks_call,
             result=self.result(self.program.output),
         )
 
@@ -376,4 +395,5 @@ def render(program: Program, attrs: Attributes, plan: Plan, reserved: set[str],
         header=render_template("header.py.j2", **header),
         helpers=render_template("helpers.py.j2", names=r.helper_names),
         method=r.method(blocks_call),
+        buffers=tuple(r.buffer.items()),
     )

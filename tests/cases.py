@@ -53,3 +53,6 @@ def generate_case(case: Case) -> Generated:
         return generate_all(case.target, case.options)
     finally:
         os.chdir(previous)
+
+
+CASES_BY_NAME = {case.name: case for case in all_cases()}

@@ -72,37 +72,36 @@ class EdgeAwareGNN(nn.Module):
         out_degrees = g.out_degrees()
 
         # Layer 1 of 4: self.gcn (GraphConv).
-        # Writes e: 8 float32 per edge.
         # Writes h1: 8 float32 per node.
-        e = torch.empty(num_edges, 8)
         h1 = torch.empty(num_nodes, 8)
         for start, end, block, input_nodes in _full_neighbour_blocks(g, batch_size):
             edge_ids = block.edata[dgl.EID]
             block = block.to(device)
             edge_weight_e = edge_weight[edge_ids].to(device)
-            edge_feat_e = edge_feat[edge_ids].to(device)
             h = x[input_nodes].to(device)
-            edge_feat_e = self.edge_encoder(edge_feat_e)
-            e_2 = F.relu(edge_feat_e)
             h = self.gcn(
                 block,
                 _rescale_to_full_out_degrees(h, block, out_degrees[input_nodes], 0.5),
                 edge_weight=edge_weight_e,
             )
             h = F.relu(h)
-            e[edge_ids] = e_2.cpu()
             h1[start:end] = h.cpu()
 
         # Layer 2 of 4: self.gine (GINEConv).
+        # Writes e: 8 float32 per edge.
         # Writes h2: 8 float32 per node.
+        e = torch.empty(num_edges, 8)
         h2 = torch.empty(num_nodes, 8)
         for start, end, block, input_nodes in _full_neighbour_blocks(g, batch_size):
             edge_ids = block.edata[dgl.EID]
             block = block.to(device)
-            e_e = e[edge_ids].to(device)
+            edge_feat_e = edge_feat[edge_ids].to(device)
             h = h1[input_nodes].to(device)
-            h = self.gine(block, h, e_e)
+            edge_feat_e = self.edge_encoder(edge_feat_e)
+            e_2 = F.relu(edge_feat_e)
+            h = self.gine(block, h, e_2)
             h = F.relu(h)
+            e[edge_ids] = e_2.cpu()
             h2[start:end] = h.cpu()
         del h1
 
@@ -122,7 +121,7 @@ class EdgeAwareGNN(nn.Module):
             e_2 = e_2.flatten(1)
             h3[start:end] = h.cpu()
             e3[edge_ids] = e_2.cpu()
-        del e, h2
+        del h2, e
 
         # Layer 4 of 4: self.egat2 (EGATConv).
         # Writes out0: 3 float32 per node.

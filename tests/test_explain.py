@@ -1,0 +1,100 @@
+"""--explain (text, JSON, DOT), the cut options on the command line, and the optimal cut on the
+example cases: never costlier than the simple rule, and both placements exact."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+
+import pytest
+
+from gnn_codegen.explain import SCHEMA, explain_data, explain_dot, explain_text
+from gnn_codegen.verify import check
+from tests.cases import CASES_BY_NAME, REPO, all_cases, generate_case
+
+WIDENING = CASES_BY_NAME["widening"]
+
+
+def cli(*args: str, cwd=REPO) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gnn_codegen", *args], cwd=cwd, capture_output=True, text=True)
+
+
+def widening_args() -> list[str]:
+    return [WIDENING.target, "--init", WIDENING.options.init]
+
+
+@pytest.mark.parametrize("case", all_cases(), ids=lambda c: c.name)
+def test_optimal_cut_never_costs_more_than_the_simple_rule(case) -> None:
+    cut = generate_case(case).plan.cut
+    assert cut.placement.optimal
+    assert cut.cost.total <= cut.simple_cost.total
+
+
+@pytest.mark.parametrize("name", ["widening", "encoder", "narrowing", "edge_features"])
+def test_simple_and_optimal_placements_are_both_exact(name: str) -> None:
+    case = CASES_BY_NAME[name]
+    for optimize in (True, False):
+        generated = generate_case(replace(case, options=replace(case.options, optimize=optimize)))
+        result = check(generated, num_nodes=211, batch_sizes=(1, 50, 211))
+        assert result.ok, (name, optimize, result.max_abs_diff)
+
+
+def test_explain_data_for_the_widening_case() -> None:
+    data = explain_data(generate_case(WIDENING), nodes=1000)
+    assert data["schema"] == SCHEMA and data["nodes"] == 1000 and data["optimal"]
+    tensors = {t["tensor"]: t for t in data["tensors"]}
+    h1 = tensors["h1"]
+    assert h1["shape"] == [16] and h1["bytes_per_row"] == 64 and h1["stored_bytes"] == 64_000
+    assert h1["read_in"] == [{"stage": 2, "rows": "src"}]
+    assert h1["reloaded_bytes"] == 64_000 * data["fanout"]
+    assert tensors["x"]["input"] and tensors["x"]["stored_bytes"] == 0
+    layer2 = data["stages"][1]
+    assert [op["what"] for op in layer2["ops"]][:2] == ["self.expand (Linear)", "F.relu"]
+    assert {op["rows"] for op in layer2["ops"][:2]} == {"src"}
+    assert data["cost"]["total_bytes"] == sum(t["stored_bytes"] + t["reloaded_bytes"] for t in data["tensors"])
+    assert data["saving"] > 0.5  # the 256-wide tensor is never stored
+    text = explain_text(data)
+    assert "Layer 2 of 2" in text and "h1" in text and "Simple rule" in text
+
+
+def test_dot_has_one_cluster_per_stage_and_marks_stored_tensors() -> None:
+    generated = generate_case(CASES_BY_NAME["encoder"])
+    dot = explain_dot(generated, explain_data(generated))
+    assert dot.startswith("digraph plan {") and dot.rstrip().endswith("}")
+    for cluster in ("cluster_0", "cluster_1", "cluster_2"):
+        assert cluster in dot
+    assert "stored: h0" in dot and "peripheries=2" in dot
+
+
+def test_cli_explain_json_writes_no_module(tmp_path) -> None:
+    result = cli(*widening_args(), "--explain", "--json", "--nodes", "500", "--dot", str(tmp_path / "plan.dot"))
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["nodes"] == 500 and data["stages"][0]["kind"] == "layer"
+    assert (tmp_path / "plan.dot").read_text().startswith("digraph")
+    if shutil.which("dot"):
+        assert (tmp_path / "plan.svg").is_file() and (tmp_path / "plan.png").is_file()
+
+
+def test_cli_fanout_changes_the_regenerate_command(tmp_path) -> None:
+    out = tmp_path / "widening.py"
+    result = cli(*widening_args(), "-o", str(out), "--fanout", "3")
+    assert result.returncode == 0, result.stderr
+    assert "--fanout 3" in out.read_text()
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "no output file"),
+    (["-o", "x.py", "--json"], "add --explain"),
+    (["-o", "-", "--explain"], "-o - would also write"),
+    (["-o", "x.py", "--fanout", "0.5"], "--fanout 0.5"),
+    (["--explain", "--nodes", "0"], "--nodes 0"),
+])
+def test_cli_rejects_contradictory_options(tmp_path, args: list[str], message: str) -> None:
+    result = cli(*widening_args(), *args, cwd=REPO)
+    assert result.returncode == 2 and result.stderr.startswith("error: ") and message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (REPO / "x.py").exists()

@@ -14,7 +14,7 @@ from gnn_codegen.attributes import Attributes
 from gnn_codegen.errors import internal
 from gnn_codegen.ir import Op, Program, Ref, iter_refs
 from gnn_codegen.names import NameAllocator
-from gnn_codegen.plan import Plan, Space, Stage, inline_ops, mp_feature_spaces, value_deps
+from gnn_codegen.plan import Plan, Space, Stage, dtype_size, inline_ops, mp_feature_spaces, value_deps
 from gnn_codegen.templating import render_template
 
 _BINARY = {
@@ -29,6 +29,7 @@ _UNARY = {"neg": "-", "pos": "+", "invert": "~"}
 class HelperNames:
     blocks: str
     rescale: str | None
+    auto: str
 
 
 @dataclass(frozen=True)
@@ -277,10 +278,14 @@ class _Renderer:
         self.helper_names = HelperNames(
             blocks=self.globals.take("_full_neighbour_blocks"),
             rescale=self.globals.take("_rescale_to_full_out_degrees") if needs_rescale else None,
+            auto=self.globals.take("_auto_batch_size"),
         )
         self.params = [self.globals.take("g")]
         self.params += [self.globals.take(program.op(n).target) for n in program.inputs]
         self.params += [self.globals.take("batch_size"), self.globals.take("device")]
+        self.max_memory = self.globals.take("max_memory")
+        self.progress = self.globals.take("progress")
+        self.batches = self.globals.take("batches")
         for fixed in ("start", "end", "block", "input_nodes", "num_nodes", "out_degrees", "edge_ids", "num_edges"):
             if fixed in self.globals.taken:
                 raise internal(f"generated code needs the name '{fixed}', which the model uses")
@@ -353,13 +358,19 @@ class _Renderer:
         for stage in self.plan.stages:
             stages.append({
                 "comment": self.describe_stage(stage),
-                "before": [self.allocation(n) for n in stage.stores],
+                "before": [self.allocation(n) for n in stage.stores] + (
+                    [] if stage.index == 0 else [f"{self.batches} = {blocks_call}"]
+                ),
                 "body": _StageWriter(self, stage).write(),
                 "after": [f"del {', '.join(self.buffer[n] for n in stage.frees)}"] if stage.frees else [],
                 "loop": "start in range(0, num_nodes, batch_size)" if stage.index == 0 else
-                        f"start, end, block, input_nodes in {blocks_call}",
+                        f"start, end, block, input_nodes in {self.batches}",
             })
-        preamble = ["num_nodes = g.num_nodes()"]
+        preamble = [
+            'if batch_size == "auto":',
+            f"    batch_size = {self.helper_names.auto}(g, {self.max_memory}, {self.layer_bytes()})",
+            "num_nodes = g.num_nodes()",
+        ]
         if any(s.rows == "edge" and s.stage > 0 for s in self.plan.stored):
             preamble.append("num_edges = g.num_edges()")
         if self.helper_names.rescale:
@@ -367,12 +378,43 @@ class _Renderer:
             preamble.append("out_degrees = g.out_degrees()")
         return render_template(
             "inference.py.j2",
-            params=self.params,
+            params=[*self.params, f"{self.max_memory}=2**30", f"{self.progress}=False"],
             docstring=self.docstring(),
             preamble=preamble,
             stages=stages,
             result=self.result(self.program.output),
         )
+
+    def layer_bytes(self) -> str:
+        """Per layer, bytes per source row, destination row and edge on the device, for
+        batch_size="auto": loaded tensors and every op's result on those rows; an edge adds its
+        block's IDs (3 x int64) and a message as wide as the widest source-row tensor."""
+        info = self.attrs.as_dict()
+
+        def row_bytes(name: str) -> int:
+            value = info[name]
+            if value.rows not in ("node", "edge"):
+                return 0
+            return math.prod(value.shape) * dtype_size(value.dtype)
+
+        per_layer = []
+        for stage in self.plan.stages:
+            if stage.index == 0:
+                continue
+            rows = {"src": 0, "dst": 0, "edge": 24}
+            widest_src = 0
+            for name, space in stage.loads:
+                rows[space] += row_bytes(name)
+                widest_src = max(widest_src, row_bytes(name)) if space == "src" else widest_src
+            for placed in stage.ops:
+                rows[placed.space] += row_bytes(placed.name)
+                if self.program.op(placed.name).kind == "mp":
+                    # convolutions often transform source rows before aggregating (GAT's fc)
+                    rows["src"] += row_bytes(placed.name)
+                widest_src = max(widest_src, row_bytes(placed.name)) if placed.space == "src" else widest_src
+            rows["edge"] += widest_src
+            per_layer.append(f"({rows['src']}, {rows['dst']}, {rows['edge']})")
+        return "[" + ", ".join(per_layer) + "]"
 
     def docstring(self) -> list[str]:
         p = self.program
@@ -383,14 +425,16 @@ class _Renderer:
             "",
             f"Equals `self.forward({inputs})` in eval mode, while only one batch's block and rows",
             "are on `device` at a time. g and the inputs stay where they are (on the CPU, typically);",
-            "the results are on the CPU.",
+            "the results are on the CPU. batch_size is a number of destination nodes, or \"auto\":",
+            "the largest batches whose rows fit in max_memory bytes on `device` (an estimate from",
+            "the model's widths and g's mean in-degree). progress: a tqdm bar per layer, if installed.",
         ]
 
 
 def render(program: Program, attrs: Attributes, plan: Plan, reserved: set[str],
            header: dict[str, str]) -> Rendered:
     r = _Renderer(program, attrs, plan, reserved)
-    blocks_call = f"{r.helper_names.blocks}(g, batch_size)"
+    blocks_call = f"{r.helper_names.blocks}(g, batch_size, {r.progress})"
     return Rendered(
         header=render_template("header.py.j2", **header),
         helpers=render_template("helpers.py.j2", names=r.helper_names),

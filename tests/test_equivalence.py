@@ -12,7 +12,7 @@ from gnn_codegen.verify import (
     allclose, full_graph_forward, generated_model, import_source, make_inputs, max_difference,
     perturb, random_graph,
 )
-from tests.cases import Case, all_cases, generate_case
+from tests.cases import CASES_BY_NAME, Case, all_cases, generate_case
 
 CASES = all_cases()
 NUM_NODES = 301  # prime: no batch size below divides it
@@ -40,6 +40,25 @@ def test_inference_equals_full_graph_forward(case: Case, seed: int) -> None:
         assert allclose(actual, expected, atol=1e-4, rtol=1e-4), (
             f"batch_size={batch_size}: max |difference| {max_difference(actual, expected)}"
         )
+    # "auto" with a budget that forces several batches of a size that does not divide N
+    actual = model.inference(g, *inputs, batch_size="auto", device="cpu", max_memory=AUTO_BUDGET)
+    assert allclose(actual, expected, atol=1e-4, rtol=1e-4), f"auto: {max_difference(actual, expected)}"
+
+
+AUTO_BUDGET = 60_000  # bytes: tens of nodes per batch for these widths
+
+
+@pytest.mark.parametrize("name", ["sage", "gat", "edge_features"])
+def test_auto_batch_size_follows_the_memory_budget(name: str) -> None:
+    generated = generate_case(CASES_BY_NAME[name])
+    module = import_source(generated.source, generated.loaded.path.parent)
+    g = random_graph(NUM_NODES, seed=0, zero_in_degree=False)
+    small = module._auto_batch_size(g, AUTO_BUDGET, [(64, 64, 64)])
+    assert 1 <= small < NUM_NODES and NUM_NODES % small
+    assert module._auto_batch_size(g, 10**12, [(64, 64, 64)]) == NUM_NODES
+    assert module._auto_batch_size(g, 1, [(64, 64, 64)]) == 1
+    # a budget twice as large allows batches about twice as large
+    assert abs(module._auto_batch_size(g, 2 * AUTO_BUDGET, [(64, 64, 64)]) - 2 * small) <= 1
 
 
 def test_perturb_changes_what_it_must() -> None:
@@ -48,3 +67,15 @@ def test_perturb_changes_what_it_must() -> None:
     perturb(model, 0)
     after = [t for t in model.state_dict().values() if t.is_floating_point()]
     assert all(not torch.equal(a, b) for a, b in zip(before, after))
+
+
+def test_progress_bar_changes_nothing_but_stderr(capfd) -> None:
+    generated = generate_case(CASES_BY_NAME["sage"])
+    model = generated_model(generated, import_source(generated.source, generated.loaded.path.parent))
+    g = random_graph(NUM_NODES, seed=0)
+    (x,) = make_inputs(generated, NUM_NODES, 0)
+    quiet = model.inference(g, x, 50, "cpu")
+    capfd.readouterr()
+    loud = model.inference(g, x, 50, "cpu", progress=True)
+    assert torch.equal(quiet, loud)
+    assert "batch" in capfd.readouterr().err  # tqdm's bar (tqdm comes with dgl)

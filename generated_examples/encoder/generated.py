@@ -12,19 +12,79 @@ import torch
 import dgl
 
 
-def _full_neighbour_blocks(g, batch_size):
+def _full_neighbour_blocks(g, batch_size, progress=False):
     """Contiguous batches of destination nodes, in node order, each with the block of all its
     in-edges (every in-neighbour, no sampling): yields (start, end, block, input_nodes), where
     input_nodes are the block's source nodes, its destination nodes first, and
-    block.edata[dgl.EID] are the IDs in g of the block's edges.
+    block.edata[dgl.EID] are the IDs in g of the block's edges. With progress, a tqdm
+    progress bar counts the batches (when tqdm is installed; silent otherwise).
+
+    A batch's in-edges are one slice of g's CSC (in-edge) arrays, so each destination node
+    keeps its in-edges in g's order, and the block is made from that slice directly.
     """
-    nodes = torch.arange(g.num_nodes(), dtype=g.idtype, device=g.device)
-    for start in range(0, g.num_nodes(), batch_size):
-        dst = nodes[start : start + batch_size]
-        in_edges = dgl.in_subgraph(g, dst)
-        block = dgl.to_block(in_edges, dst)
-        block.edata[dgl.EID] = in_edges.edata[dgl.EID][block.edata[dgl.EID]]
-        yield start, start + len(dst), block, block.srcdata[dgl.NID]
+    num_nodes = g.num_nodes()
+    formats = g.formats()["created"] + g.formats()["not created"]
+    if "csc" not in formats:  # e.g. after g.formats("coo"): a copy of g that allows CSC
+        g = g.formats(formats + ["csc"])
+    indptr, indices, edge_ids = g.adj_tensors("csc")
+    idtype, device = indices.dtype, indices.device
+    if edge_ids.numel() != indices.numel():  # empty: the edge IDs are 0, 1, 2, ...
+        edge_ids = torch.arange(indices.numel(), dtype=idtype, device=device)
+    # scratch space, one entry per node of g: is it a source of this batch, its ID in the block
+    is_source = torch.zeros(num_nodes, dtype=torch.bool, device=device)
+    block_ids = torch.empty(num_nodes, dtype=idtype, device=device)
+    starts = range(0, num_nodes, batch_size)
+    if progress:
+        try:
+            from tqdm import tqdm
+
+            starts = tqdm(starts, unit="batch", leave=False)
+        except ImportError:
+            pass
+    for start in starts:
+        end = min(start + batch_size, num_nodes)
+        first, last = int(indptr[start]), int(indptr[end])
+        sources = indices[first:last]
+        # the source nodes outside [start, end), in node order: by sorting the batch's sources
+        # when it has few edges, by marking them among all nodes when it has many
+        if (last - first) * 32 < num_nodes:
+            others = torch.unique(sources[(sources < start) | (sources >= end)])
+        else:
+            is_source[sources] = True
+            is_source[start:end] = False
+            others = is_source.nonzero().squeeze(1).to(idtype)
+            is_source[others] = False
+        dst_nodes = torch.arange(start, end, dtype=idtype, device=device)
+        input_nodes = torch.cat([dst_nodes, others])
+        num_src = len(input_nodes)
+        block_ids[input_nodes] = torch.arange(num_src, dtype=idtype, device=device)
+        # explicit edge IDs (0, 1, 2, ... in slice order): some of DGL's CPU kernels need them
+        block_edge_ids = torch.arange(last - first, dtype=idtype, device=device)
+        csc = (indptr[start : end + 1] - first, block_ids[sources], block_edge_ids)
+        block = dgl.create_block(
+            ("csc", csc), num_src_nodes=num_src, num_dst_nodes=end - start
+        )
+        block.srcdata[dgl.NID] = input_nodes
+        block.dstdata[dgl.NID] = dst_nodes
+        block.edata[dgl.EID] = edge_ids[first:last]
+        yield start, end, block, input_nodes
+
+
+def _auto_batch_size(g, max_memory, layer_bytes):
+    """batch_size="auto": the most destination nodes per batch that keep every layer's rows on
+    the device within max_memory bytes. layer_bytes holds, per layer, the bytes one source row,
+    one destination row and one edge take there (loaded tensors and results, from the model's
+    widths; an edge also counts its block's three int64 IDs and one message as wide as the
+    layer's input). A batch of B nodes has about B * d edges and at most B * (d + 1) source
+    rows, d being g's mean in-degree; the estimate leaves a quarter of the budget for what
+    the convolutions allocate inside.
+    """
+    degree = g.num_edges() / max(g.num_nodes(), 1)
+    per_node = max(
+        dst + src * min(degree + 1, g.num_nodes()) + edge * degree
+        for src, dst, edge in layer_bytes
+    )
+    return int(min(max(0.75 * max_memory // per_node, 1), max(g.num_nodes(), 1)))
 
 
 class EncodedSAGE(nn.Module):
@@ -44,14 +104,20 @@ class EncodedSAGE(nn.Module):
         return self.head(h)
 
     @torch.no_grad()
-    def inference(self, g, x, batch_size, device):
+    def inference(self, g, x, batch_size, device, max_memory=2**30, progress=False):
         """Full-neighbour inference, one layer at a time over batches of destination nodes.
 
         Equals `self.forward(g, x)` in eval mode, while only one batch's block and rows
         are on `device` at a time. g and the inputs stay where they are (on the CPU, typically);
-        the results are on the CPU.
+        the results are on the CPU. batch_size is a number of destination nodes, or "auto":
+        the largest batches whose rows fit in max_memory bytes on `device` (an estimate from
+        the model's widths and g's mean in-degree). progress: a tqdm bar per layer, if installed.
         """
         self.eval()  # the result equals forward() in eval mode: no dropout, running BatchNorm stats
+        if batch_size == "auto":
+            batch_size = _auto_batch_size(
+                g, max_memory, [(512, 512, 280), (512, 808, 280)]
+            )
         num_nodes = g.num_nodes()
 
         # Prologue: self.encoder (Sequential), once per node, before any message passing.
@@ -66,7 +132,8 @@ class EncodedSAGE(nn.Module):
         # Layer 1 of 2: self.conv1 (SAGEConv).
         # Writes h1: 64 float32 per node.
         h1 = torch.empty(num_nodes, 64)
-        for start, end, block, input_nodes in _full_neighbour_blocks(g, batch_size):
+        batches = _full_neighbour_blocks(g, batch_size, progress)
+        for start, end, block, input_nodes in batches:
             block = block.to(device)
             h = h0[input_nodes].to(device)
             h = self.conv1(block, h)
@@ -76,7 +143,8 @@ class EncodedSAGE(nn.Module):
         # Layer 2 of 2: self.conv2 (SAGEConv).
         # Writes out: 10 float32 per node.
         out = torch.empty(num_nodes, 10)
-        for start, end, block, input_nodes in _full_neighbour_blocks(g, batch_size):
+        batches = _full_neighbour_blocks(g, batch_size, progress)
+        for start, end, block, input_nodes in batches:
             block = block.to(device)
             h0_dst = h0[start:end].to(device)
             h = h1[input_nodes].to(device)

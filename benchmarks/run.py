@@ -15,9 +15,11 @@ Methods (each graph x model x method runs in its own process, so that its peak R
                runs too, for the ratios.
 - generated:   the `inference` method gnn-codegen writes for the model.
 
-Each child process loads the graph and features, resets its peak-RSS counter, runs the method
---runs times and reports the median time, its peak RSS and the peak over what graph, features and
-model took before it started. The parent compares every output with the full-graph forward's.
+handwritten and generated run once per --batch-size (several may be given: the trade-off between
+time and memory is the batch size). Each child process loads the graph and features, resets its
+peak-RSS counter, runs the method --runs times and reports the median time, its peak RSS and the
+peak over what graph, features and model took before it started. The parent compares every
+output with the full-graph forward's.
 The results go to OUT/results.json, OUT/results.md and OUT/chart.png (with matplotlib: pip
 install -e '.[bench]'); graphs, weights, generated modules and outputs to OUT/work/.
 """
@@ -51,6 +53,7 @@ MODELS = {  # name -> (class in models.py, constructor arguments, forward takes 
 }
 METHODS = ("full", "handwritten", "nodewise", "generated")
 ZIPF_EXPONENT = 0.8  # power-law graphs: P(destination has in-degree rank r) ~ r ** -0.8
+LOCAL_FRACTION, LOCAL_WINDOW = 0.9, 0.005  # local graphs: 90% of sources within 0.5% of N of the destination
 
 
 # --- measuring memory -----------------------------------------------------------------------
@@ -95,13 +98,20 @@ def peak_rss_mib() -> float:
 def make_graph(kind: str, num_nodes: int, num_edges: int, seed: int):
     """Random edges (num_edges of them) plus a self-loop on every node. uniform: both ends
     uniform. powerlaw: sources uniform, destinations Zipf-distributed over a random permutation
-    of the nodes, so in-degrees are heavily skewed and the hubs are spread over the node IDs."""
+    of the nodes, so in-degrees are heavily skewed and the hubs are spread over the node IDs.
+    local (not in the default run): destinations uniform, most sources close to their
+    destination's ID, like a real graph whose nodes are numbered by community."""
     import torch
 
     gen = torch.Generator().manual_seed(seed)
     src = torch.randint(0, num_nodes, (num_edges,), generator=gen)
     if kind == "uniform":
         dst = torch.randint(0, num_nodes, (num_edges,), generator=gen)
+    elif kind == "local":
+        dst = torch.randint(0, num_nodes, (num_edges,), generator=gen)
+        window = max(1, int(num_nodes * LOCAL_WINDOW))
+        near = (dst + torch.randint(-window, window + 1, (num_edges,), generator=gen)) % num_nodes
+        src = torch.where(torch.rand(num_edges, generator=gen) < LOCAL_FRACTION, near, src)
     elif kind == "powerlaw":
         weights = torch.arange(1, num_nodes + 1, dtype=torch.float64) ** -ZIPF_EXPONENT
         cdf = torch.cumsum(weights, 0)
@@ -111,7 +121,7 @@ def make_graph(kind: str, num_nodes: int, num_edges: int, seed: int):
         dst = torch.randperm(num_nodes, generator=gen)[rank]
         del rank, cdf, weights
     else:
-        raise SystemExit(f"unknown graph kind {kind!r}: use uniform or powerlaw")
+        raise SystemExit(f"unknown graph kind {kind!r}: use uniform, powerlaw or local")
     loops = torch.arange(num_nodes)
     src, dst = torch.cat([src, loops]), torch.cat([dst, loops])
     features = torch.randn(num_nodes, IN_SIZE, generator=gen)
@@ -305,6 +315,13 @@ def time_cli(models: list[str], work: Path, runs: int) -> dict[str, dict]:
     return results
 
 
+def load_average() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
+
+
 def run_child(spec: dict, timeout: float | None) -> dict:
     env = dict(os.environ, DGLBACKEND="pytorch")
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(spec)]
@@ -333,11 +350,12 @@ def ratio(a: float | None, b: float | None) -> float | None:
 
 
 def summarise(rows: list[dict]) -> None:
-    """Ratios against the same graph and model's full-graph and hand-written rows."""
-    by_key = {(r["graph"], r["model"], r["method"]): r for r in rows}
+    """Ratios against the same graph and model's full-graph row and its hand-written row with the
+    same batch size."""
+    by_key = {(r["graph"], r["model"], r["method"], r["batch_size"]): r for r in rows}
     for r in rows:
-        full = by_key.get((r["graph"], r["model"], "full"), {})
-        hand = by_key.get((r["graph"], r["model"], "handwritten"), {})
+        full = by_key.get((r["graph"], r["model"], "full", None), {})
+        hand = by_key.get((r["graph"], r["model"], "handwritten", r["batch_size"]), {})
         r["vs_full"] = ratio(r.get("median_s"), full.get("median_s"))
         r["vs_handwritten"] = ratio(r.get("median_s"), hand.get("median_s"))
         r["peak_vs_handwritten"] = ratio(r.get("peak_rss_mib"), hand.get("peak_rss_mib"))
@@ -352,34 +370,54 @@ def write_markdown(path: Path, meta: dict, rows: list[dict]) -> None:
     lines = [
         "# Benchmark results",
         "",
-        f"{meta['command']}",
+        f"`{meta['command']}`",
         "",
         f"{meta['machine']}; torch {meta['torch']}, dgl {meta['dgl']}, {meta['torch_threads']} torch "
-        f"threads; batch size {meta['batch_size']}; median of {meta['runs']} runs; {meta['date']}.",
+        f"threads; median of {meta['runs']} runs; {meta['date']}"
+        + "".join(f"; {k}={v}" for k, v in meta.get("env", {}).items()) + ".",
         "",
         "extra RSS: the method's peak RSS minus the RSS of graph (all formats), features and "
         "model before it ran. max error: largest |difference| from the full-graph forward.",
         "",
-        "| graph | model | method | median s | vs full | vs hand-written | peak RSS MiB "
+        "vs hand-written: against the hand-written loop with the same batch size.",
+        "",
+        "| graph | model | method | batch | median s | vs full | vs hand-written | peak RSS MiB "
         "| extra RSS MiB | extra vs full | max error |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
+        head = f"| {r['graph']} | {r['model']} | {r['method']} | {fmt(r['batch_size'], 'd')} "
         if "error" in r:
-            lines.append(f"| {r['graph']} | {r['model']} | {r['method']} | {r['error']} |||||||")
+            lines.append(head + f"| {r['error']} " + "| " * 6 + "|")
             continue
         lines.append(
-            f"| {r['graph']} | {r['model']} | {r['method']} | {r['median_s']:.2f} "
-            f"| {fmt(r['vs_full'], '.2f')}x | {fmt(r['vs_handwritten'], '.2f')}x "
+            head + f"| {r['median_s']:.2f} "
+            f"| {fmt(r['vs_full'], '.2f')}{'x' * (r['vs_full'] is not None)} "
+            f"| {fmt(r['vs_handwritten'], '.2f')}{'x' * (r['vs_handwritten'] is not None)} "
             f"| {r['peak_rss_mib']:.0f} | {fmt(r['extra_rss_mib'], '.0f')} "
-            f"| {fmt(r['extra_vs_full'], '.2f')}x | {fmt(r.get('max_error'), '.1e', 'reference')} |"
+            f"| {fmt(r['extra_vs_full'], '.2f')}{'x' * (r['extra_vs_full'] is not None)} "
+            f"| {fmt(r.get('max_error'), '.1e', 'reference')} |"
         )
     if meta.get("cli"):
         lines += ["", "`gnn-codegen` command, end to end (median s):", "",
                   "| model | seconds |", "|---|---:|"]
         lines += [f"| {name} | {c['median_s']:.2f} |" for name, c in meta["cli"].items()]
-    lines += ["", "Targets, for the generated method: <= 1.2x full-graph time, <= 0.4x hand-written "
-              "time, peak RSS <= hand-written, extra RSS <= 0.5x full-graph's; CLI < 3 s per model.", ""]
+    lines += ["", "## Targets for the generated method", "",
+              "time <= 1.2x full-graph, time <= 0.4x hand-written, peak RSS <= hand-written, extra RSS "
+              "<= 0.5x full-graph's (yes/no; blank where the row is missing)", "",
+              "| graph | model | batch | time vs full | time vs hand-written | peak vs hand-written | extra vs full |",
+              "|---|---|---:|---|---|---|---|"]
+    for r in rows:
+        if r["method"] != "generated" or "error" in r:
+            continue
+        checks = [(r["vs_full"], 1.2), (r["vs_handwritten"], 0.4), (r["peak_vs_handwritten"], 1.0),
+                  (r["extra_vs_full"], 0.5)]
+        cells = ["" if v is None else f"{v:.2f}x {'yes' if v <= limit else 'no'}" for v, limit in checks]
+        lines.append(f"| {r['graph']} | {r['model']} | {r['batch_size']} | " + " | ".join(cells) + " |")
+    if meta.get("cli"):
+        slow = [name for name, c in meta["cli"].items() if c["median_s"] >= 3]
+        lines += ["", f"CLI < 3 s per model: {'no (' + ', '.join(slow) + ')' if slow else 'yes'}"]
+    lines.append("")
     path.write_text("\n".join(lines))
 
 
@@ -395,17 +433,28 @@ def write_chart(path: Path, rows: list[dict]) -> bool:
     rows = [r for r in rows if "error" not in r]
     graphs = list(dict.fromkeys(r["graph"] for r in rows))
     models = list(dict.fromkeys(r["model"] for r in rows))
-    methods = [m for m in METHODS if any(r["method"] == m for r in rows)]
+    batch_sizes = {r["batch_size"] for r in rows if r["method"] in ("handwritten", "generated")}
+
+    def series(r: dict) -> tuple[int, int]:  # one bar per method, and per batch size if several
+        several = r["method"] in ("handwritten", "generated") and len(batch_sizes) > 1
+        return METHODS.index(r["method"]), r["batch_size"] if several else 0
+
+    methods = sorted({series(r) for r in rows})
     fig, axes = plt.subplots(len(graphs), 2, figsize=(12, 3.2 * len(graphs)), squeeze=False)
     width = 0.8 / max(1, len(methods))
     for gi, graph in enumerate(graphs):
-        for ci, (key, label) in enumerate((("median_s", "median time (s)"), ("peak_rss_mib", "peak RSS (MiB)"))):
+        for ci, (key, label) in enumerate((("median_s", "median time (s)"),
+                                           ("peak_rss_mib", "peak RSS (MiB; dashed: before it ran)"))):
             ax = axes[gi][ci]
             for mi, method in enumerate(methods):
-                values = [next((r[key] for r in rows if (r["graph"], r["model"], r["method"]) == (graph, model, method)), 0)
+                values = [next((r[key] for r in rows if (r["graph"], r["model"], series(r)) == (graph, model, method)), 0)
                           for model in models]
+                name = METHODS[method[0]] + (f" {method[1]}" if method[1] else "")
                 ax.bar([i + (mi - (len(methods) - 1) / 2) * width for i in range(len(models))], values, width,
-                       label=method)
+                       label=name)
+            if key == "peak_rss_mib":  # what graph, features and model took before each method ran
+                bases = [r["base_rss_mib"] for r in rows if r["graph"] == graph]
+                ax.axhline(min(bases), color="black", linestyle="--", linewidth=0.8, label="graph + features")
             ax.set_xticks(range(len(models)), models)
             ax.set_title(f"{graph}: {label}")
             if key == "median_s" and any(r["method"] == "nodewise" for r in rows if r["graph"] == graph):
@@ -421,13 +470,15 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--nodes", type=int, default=1_000_000)
     p.add_argument("--edges", type=int, default=10_000_000, help="random edges, before self-loops")
-    p.add_argument("--graphs", default="uniform,powerlaw")
+    p.add_argument("--graphs", default="uniform,powerlaw", help="of uniform, powerlaw, local")
     p.add_argument("--models", default="sage,gcn,gat,jknet")
-    p.add_argument("--methods", default="full,handwritten,generated",
+    p.add_argument("--methods", default=",".join(METHODS),
                    help="of full, handwritten, nodewise, generated; nodewise also runs everything on "
                         "the smaller --nodewise-nodes/--nodewise-edges graphs")
     p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--batch-size", type=int, default=65536, help="for handwritten and generated")
+    p.add_argument("--batch-size", default="65536,262144",
+                   help="destination nodes per batch for handwritten and generated; several, comma-separated, "
+                        "run each")
     p.add_argument("--nodewise-nodes", type=int, default=20_000)
     p.add_argument("--nodewise-edges", type=int, default=200_000)
     p.add_argument("--nodewise-batch-size", type=int, default=1024)
@@ -448,6 +499,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     models = [m for m in args.models.split(",") if m]
+    batch_sizes = [int(b) for b in args.batch_size.split(",") if b]
     methods = [m for m in args.methods.split(",") if m]
     for m in models:
         if m not in MODELS:
@@ -463,9 +515,14 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python " + " ".join([os.path.relpath(__file__, REPO), *(argv if argv is not None else sys.argv[1:])]),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.system()}",
         "torch": torch.__version__, "dgl": dgl.__version__,
-        "torch_threads": args.threads or torch.get_num_threads(), "batch_size": args.batch_size,
+        "torch_threads": args.threads or torch.get_num_threads(), "batch_sizes": batch_sizes,
         "runs": args.runs, "date": time.strftime("%Y-%m-%d %H:%M"), "seed": args.seed,
+        "env": {k: os.environ[k] for k in ("OMP_NUM_THREADS", "THP_MEM_ALLOC_ENABLE") if k in os.environ},
     }
+    load = load_average()
+    if load is not None and load > 0.5:
+        print(f"warning: load average {load:.1f}: other processes share the CPUs, and with several torch "
+              "threads each layer-wise batch waits for them; the times will be noisy", flush=True)
     generate_modules(models, work)
     save_weights(models, work, args.seed)
     meta["cli"] = time_cli(models, work, args.cli_runs) if args.cli_runs > 0 else {}
@@ -488,29 +545,34 @@ def main(argv: list[str] | None = None) -> int:
         print(f"graph {label}", flush=True)
         for name in models:
             # full first: every other output is compared with it
+            reference = work / f"out_{label}_{name}_full.pt"
             for method in sorted(graph_methods, key=lambda m: m != "full"):
                 if method == "nodewise" and not MODELS[name][2]:
                     continue
-                output = work / f"out_{label}_{name}_{method}.pt"
-                output.unlink(missing_ok=True)
-                batch = args.nodewise_batch_size if method == "nodewise" else args.batch_size
-                spec = {"graph": label, "model": name, "method": method, "runs": args.runs, "batch_size": batch,
-                        "threads": args.threads, "work": str(work), "output": str(output)}
-                row = {"graph": label, "model": name, "method": method, "nodes": nodes, "edges": edges + nodes,
-                       "batch_size": batch, **run_child(spec, args.timeout)}
-                if method != "full" and "error" not in row:
-                    row["max_error"] = max_error(output, work / f"out_{label}_{name}_full.pt")
-                rows.append(row)
-                if "error" in row:
-                    print(f"  {name:6s} {method:12s} {row['error']}", flush=True)
-                else:
-                    print(f"  {name:6s} {method:12s} {row['median_s']:8.2f} s  peak {row['peak_rss_mib']:7.0f} MiB  "
-                          f"extra {fmt(row['extra_rss_mib'], '7.0f')} MiB  max error "
-                          f"{fmt(row.get('max_error'), '.1e', '-')}", flush=True)
-            for method in graph_methods:
-                if method != "full":
-                    (work / f"out_{label}_{name}_{method}.pt").unlink(missing_ok=True)
-            (work / f"out_{label}_{name}_full.pt").unlink(missing_ok=True)
+                # batch sizes of at least the graph's nodes all mean one batch: run the first
+                layerwise = [b for i, b in enumerate(batch_sizes) if min(b, nodes) not in
+                             [min(c, nodes) for c in batch_sizes[:i]]]
+                sizes = {"full": [None], "nodewise": [args.nodewise_batch_size]}.get(method, layerwise)
+                for batch in sizes:
+                    output = work / f"out_{label}_{name}_{method}_{batch}.pt"
+                    output = reference if method == "full" else output
+                    output.unlink(missing_ok=True)
+                    spec = {"graph": label, "model": name, "method": method, "runs": args.runs,
+                            "batch_size": batch, "threads": args.threads, "work": str(work), "output": str(output)}
+                    row = {"graph": label, "model": name, "method": method, "batch_size": batch, "nodes": nodes,
+                           "edges": edges + nodes, "load_before": load_average(), **run_child(spec, args.timeout)}
+                    if method != "full" and "error" not in row:
+                        row["max_error"] = max_error(output, reference)
+                        output.unlink(missing_ok=True)
+                    rows.append(row)
+                    what = f"{name:6s} {method:12s} {fmt(batch, 'd'):>7s}"
+                    if "error" in row:
+                        print(f"  {what} {row['error']}", flush=True)
+                    else:
+                        print(f"  {what} {row['median_s']:8.2f} s  peak {row['peak_rss_mib']:7.0f} MiB  extra "
+                              f"{fmt(row['extra_rss_mib'], '7.0f')} MiB  max error "
+                              f"{fmt(row.get('max_error'), '.1e', '-')}", flush=True)
+            reference.unlink(missing_ok=True)
         if not args.keep_work:
             (work / f"graph_{label}.pt").unlink(missing_ok=True)
 

@@ -94,7 +94,7 @@ def run(argv: list[str]) -> int:
             file=sys.stderr,
         )
         for b in result.batches:
-            print(f"check: batch_size={b.batch_size}: inference {b.seconds:.3f}s, max |difference| {b.max_abs_diff:.3g}", file=sys.stderr)
+            print(f"check: batch_size={b.batch_size}, source rows {b.sources}: inference {b.seconds:.3f}s, max |difference| {b.max_abs_diff:.3g}", file=sys.stderr)
         if not result.ok:
             raise CheckFailedError(
                 f"the generated inference differs from {generated.loaded.class_name}'s full-graph "

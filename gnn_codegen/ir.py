@@ -24,6 +24,7 @@ class MessagePassing:
     source_out_degree_power: float | None = None
     verified: bool = True
     needs_pair: bool = False  # call with (src rows, dst rows), see known_modules.NEEDS_PAIR
+    sources_in_place: bool = False  # see known_modules.MessagePassingFacts
 
 
 @dataclass(frozen=True)

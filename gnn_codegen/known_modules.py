@@ -55,6 +55,10 @@ class MessagePassingFacts:
     source_out_degree_power: float | None = None
     verified: bool = True
     needs_pair: bool = False
+    # The module reads source rows only inside messages (no work per source row: no Linear,
+    # no normalisation), so a block whose sources are all of g's nodes costs it nothing extra.
+    # The generated loop then hands it the stored rows in place instead of gathering them.
+    sources_in_place: bool = False
 
 
 def is_dgl_module(module: torch.nn.Module) -> bool:
@@ -91,9 +95,31 @@ def facts_for(module: torch.nn.Module) -> MessagePassingFacts:
     if name == "GraphConv" and is_dgl_conv(module):
         norm = getattr(module, "_norm", "both")
         power = {"both": 0.5, "left": 1.0}.get(norm)
-        return MessagePassingFacts(name, source_out_degree_power=power)
+        return MessagePassingFacts(name, source_out_degree_power=power, sources_in_place=sources_in_place(module))
     # A user's own message-passing module is assumed exact on blocks; --check is how to prove it.
-    return MessagePassingFacts(name, verified=name in EXACT, needs_pair=name in NEEDS_PAIR and is_dgl_conv(module))
+    return MessagePassingFacts(
+        name, verified=name in EXACT, needs_pair=name in NEEDS_PAIR and is_dgl_conv(module),
+        sources_in_place=sources_in_place(module),
+    )
+
+
+def sources_in_place(module: torch.nn.Module) -> bool:
+    """Does this dgl.nn convolution, given (source rows, destination rows), touch its source
+    rows only inside messages? Read off DGL's forward() (1.1 and 2.x alike): SAGEConv "mean" and
+    "gcn" transform source rows first when they narrow (in > out, `lin_before_mp`), "pool"
+    always does; GraphConv multiplies them by an out-degree norm ("both", "left") or by its
+    weight when it narrows; GINConv and GINEConv only aggregate them. Pinned by
+    tests/test_known_modules.py, which watches every submodule's input rows."""
+    if not is_dgl_conv(module):
+        return False  # a user's module: nothing known about its source work
+    name = type(module).__name__
+    if name == "SAGEConv":
+        narrowing = getattr(module, "_in_src_feats", 0) > getattr(module, "_out_feats", 0)
+        return getattr(module, "_aggre_type", "") in ("mean", "gcn") and not narrowing
+    if name == "GraphConv":
+        narrowing = getattr(module, "_in_feats", 0) > getattr(module, "_out_feats", 0)
+        return getattr(module, "_norm", "both") in ("none", "right") and not narrowing
+    return name in ("GINConv", "GINEConv")
 
 
 _SINGLE_HOP = (

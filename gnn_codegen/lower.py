@@ -149,7 +149,8 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
                         f"run on the 1-hop blocks of layer-wise inference. {way_out}"
                     )
                 facts = facts_for(module)
-                mp = MessagePassing(cls, facts.source_out_degree_power, facts.verified, facts.needs_pair)
+                mp = MessagePassing(cls, facts.source_out_degree_power, facts.verified, facts.needs_pair,
+                                    facts.sources_in_place)
                 ops.append(Op(node.name, "mp", str(node.target), args, kwargs, location, mp, cls,
                               accessor(traced.model, str(node.target))))
             else:

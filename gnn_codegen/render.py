@@ -69,6 +69,28 @@ class _StageWriter:
         self.names = r.globals.child()
         self.local: dict[tuple[str, Space], str] = {}  # (value, rows) -> local name
         self.lines: list[str] = []
+        self.in_place = self.sources_in_place()
+
+    def sources_in_place(self) -> tuple[str, ...]:
+        """The stored tensors this stage reads on source rows, when every one of them feeds
+        only convolutions that touch source rows inside messages (known_modules): then, on the
+        device that holds them, blocks take all of g's nodes as sources and the convolutions
+        read the tensors in place, without gathering. Empty otherwise."""
+        program, stage = self.r.program, self.stage
+        loads = tuple(name for name, space in stage.loads if space == "src")
+        if stage.index == 0 or not loads or any(p.space == "src" for p in stage.ops):
+            return ()
+        for placed in stage.ops:
+            op = program.op(placed.name)
+            if op.kind != "mp":
+                continue
+            for value, space in mp_feature_spaces(op):
+                if space != "src":
+                    continue
+                direct = isinstance(value, Ref) and value.name in loads
+                if not (direct and op.mp and op.mp.sources_in_place):
+                    return ()
+        return loads
 
     # -- expressions ---------------------------------------------------------------------------
     def value(self, name: str, need: Space) -> _Code:
@@ -82,6 +104,13 @@ class _StageWriter:
         if self.r.attrs[name].rows == "tuple":
             # e.g. GATConv(get_attention=True) -> (node rows, edge rows): indexing picks the rows
             return _Code(next(local for (value, _), local in self.local.items() if value == name))
+        if need == "dst" and name in self.in_place:
+            # the block's sources are all of g's nodes: its destination rows are a range of them
+            buffer = self.r.buffer[name]
+            local = self.names.take(f"{buffer}_dst")
+            self.lines.append(f"{local} = {buffer}[start:end].to(device)")
+            self.local[(name, need)] = local
+            return _Code(local)
         if need == "dst" and (name, "src") in self.local:
             return _Code(f"{self.local[(name, 'src')]}[: block.num_dst_nodes()]")
         raise internal(f"{name} is not available on {need} rows in stage {self.stage.index}")
@@ -145,7 +174,8 @@ class _StageWriter:
 
     def mp_args(self, op: Op) -> str:
         rows = []
-        for value, space in mp_feature_spaces(op):
+        spaces = mp_feature_spaces(op)
+        for value, space in spaces:
             if space == "edge":
                 continue  # edge tensors stay in their own argument positions, below
             code = self.arg(value, space).text
@@ -153,6 +183,9 @@ class _StageWriter:
             if space == "src" and power is not None:
                 code = f"{self.r.helper_names.rescale}({code}, block, out_degrees[input_nodes], {power})"
             rows.append(code)
+            if space == "src" and self.in_place and not any(s == "dst" for _, s in spaces):
+                # when sources are all nodes, destination rows are not the sources' first rows
+                rows.append(self.arg(value, "dst").text)
         features = rows[0] if len(rows) == 1 else f"({', '.join(rows)})"
         extra = [self.arg(a, "edge").text for a in op.args[2:]]
         extra += [f"{k}={self.arg(v, 'edge').text}" for k, v in op.kwargs]
@@ -353,15 +386,29 @@ class _Renderer:
             return "[" + ", ".join(self.result(v) for v in value) + "]"
         raise internal(f"cannot return {value!r}")
 
-    def method(self, blocks_call: str) -> str:
+    def blocks_call(self, in_place: tuple[str, ...]) -> list[str]:
+        call = f"{self.helper_names.blocks}(g, batch_size, {self.progress}"
+        if not in_place:
+            return [f"{self.batches} = {call})"]
+        tensors = [self.buffer[name] for name in in_place]
+        where = " == ".join([*(f"{t}.device" for t in tensors), "torch.device(device)"])
+        which = ", ".join(tensors)
+        return [
+            f"# {which} {'is' if len(tensors) == 1 else 'are'} read in place when already on `device` "
+            "(this layer only aggregates source rows)",
+            f"{self.batches} = {call}, all_sources={where})",
+        ]
+
+    def method(self) -> str:
         stages = []
         for stage in self.plan.stages:
+            writer = _StageWriter(self, stage)
             stages.append({
                 "comment": self.describe_stage(stage),
                 "before": [self.allocation(n) for n in stage.stores] + (
-                    [] if stage.index == 0 else [f"{self.batches} = {blocks_call}"]
+                    [] if stage.index == 0 else self.blocks_call(writer.in_place)
                 ),
-                "body": _StageWriter(self, stage).write(),
+                "body": writer.write(),
                 "after": [f"del {', '.join(self.buffer[n] for n in stage.frees)}"] if stage.frees else [],
                 "loop": "start in range(0, num_nodes, batch_size)" if stage.index == 0 else
                         f"start, end, block, input_nodes in {self.batches}",
@@ -434,10 +481,9 @@ class _Renderer:
 def render(program: Program, attrs: Attributes, plan: Plan, reserved: set[str],
            header: dict[str, str]) -> Rendered:
     r = _Renderer(program, attrs, plan, reserved)
-    blocks_call = f"{r.helper_names.blocks}(g, batch_size, {r.progress})"
     return Rendered(
         header=render_template("header.py.j2", **header),
         helpers=render_template("helpers.py.j2", names=r.helper_names),
-        method=r.method(blocks_call),
+        method=r.method(),
         buffers=tuple(r.buffer.items()),
     )

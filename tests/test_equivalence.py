@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from gnn_codegen.verify import (
-    allclose, full_graph_forward, generated_model, import_source, make_inputs, max_difference,
-    perturb, random_graph,
+    allclose, full_graph_forward, gather_sources_always, generated_model, import_source, make_inputs,
+    max_difference, perturb, random_graph,
 )
 from tests.cases import CASES_BY_NAME, Case, all_cases, generate_case
 
@@ -20,12 +20,18 @@ NUM_NODES = 301  # prime: no batch size below divides it
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 @pytest.mark.parametrize("seed", [0, 1])
-def test_inference_equals_full_graph_forward(case: Case, seed: int) -> None:
+@pytest.mark.parametrize("sources", ["in place", "gathered"])
+def test_inference_equals_full_graph_forward(case: Case, seed: int, sources: str) -> None:
+    """On the CPU, layers that only aggregate source rows read them in place; "gathered" makes
+    every layer gather them, as it does when the device is a GPU."""
     generated = generate_case(case)
     reference = generated.loaded.model
     perturb(reference, seed)
     reference.eval()
-    model = generated_model(generated, import_source(generated.source, generated.loaded.path.parent))
+    module = import_source(generated.source, generated.loaded.path.parent)
+    if sources == "gathered":
+        gather_sources_always(module)
+    model = generated_model(generated, module)
     g = random_graph(NUM_NODES, seed=seed, zero_in_degree=True)
     inputs = make_inputs(generated, NUM_NODES, seed, g.num_edges())
     try:
@@ -79,3 +85,30 @@ def test_progress_bar_changes_nothing_but_stderr(capfd) -> None:
     loud = model.inference(g, x, 50, "cpu", progress=True)
     assert torch.equal(quiet, loud)
     assert "batch" in capfd.readouterr().err  # tqdm's bar (tqdm comes with dgl)
+
+
+def test_sources_are_read_in_place_only_by_layers_that_only_aggregate() -> None:
+    """sage: SAGEConv 16 -> 32 -> 32 aggregates source rows as they are; 32 -> 5 narrows them
+    with a Linear first (DGL's lin_before_mp), which on all of g's nodes would cost a full
+    Linear per batch, so that layer gathers."""
+    generated = generate_case(CASES_BY_NAME["sage"])
+    module = import_source(generated.source, generated.loaded.path.parent)
+    calls = []
+    helper = module._full_neighbour_blocks
+
+    def recording(g, batch_size, progress=False, all_sources=False):
+        calls.append(all_sources)
+        for start, end, block, input_nodes in helper(g, batch_size, progress, all_sources):
+            expected = g.num_nodes() if all_sources else len(input_nodes)
+            assert block.num_src_nodes() == expected
+            yield start, end, block, input_nodes
+
+    module._full_neighbour_blocks = recording
+    model = generated_model(generated, module)
+    g = random_graph(NUM_NODES, seed=0)
+    (x,) = make_inputs(generated, NUM_NODES, 0)
+    model.inference(g, x, 50, "cpu")
+    assert calls == [True, True, False]
+    calls.clear()
+    model.inference(g, x, 50, torch.device("cpu"))
+    assert calls == [True, True, False]

@@ -3,13 +3,17 @@ table calls exact (or exact after the out-degree rescale) is exact on blocks."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 from pathlib import Path
 
+import dgl
 import pytest
+import torch
+from torch.overrides import TorchFunctionMode
 
-from gnn_codegen.known_modules import EXACT
+from gnn_codegen.known_modules import EXACT, sources_in_place
 from gnn_codegen.pipeline import GenerateOptions, generate_all
 from gnn_codegen.verify import check
 from tests.cases import EXAMPLES
@@ -46,3 +50,53 @@ def test_graphconv_both_needs_the_rescale() -> None:
     naive = generated.source.replace("_rescale_to_full_out_degrees(h, block, out_degrees[input_nodes], 0.5)", "h")
     broken = generated.__class__(**{**generated.__dict__, "source": naive})
     assert not check(broken, num_nodes=211, batch_sizes=(13,)).ok
+
+
+IN_PLACE = {"GraphConv-right", "GraphConv-none", "SAGEConv-mean", "SAGEConv-gcn", "GINConv", "GINConv-mean-learn-eps"}
+
+
+class _RowCounter(TorchFunctionMode):
+    """Records the number of rows of every new tensor a torch function returns (not the views
+    and no-ops, like `.contiguous()` on a contiguous tensor, which share an argument's memory)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[int] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        result = func(*args, **(kwargs or {}))
+        inputs = {a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor)}
+        for t in result if isinstance(result, (tuple, list)) else [result]:
+            if isinstance(t, torch.Tensor) and t.dim() > 0 and t.untyped_storage().data_ptr() not in inputs:
+                self.rows.append(t.shape[0])
+        return result
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_sources_in_place_only_where_no_work_per_source_row(kind: str) -> None:
+    """known_modules.sources_in_place says a convolution computes nothing per source row, so
+    that blocks whose sources are all of g's nodes cost it nothing: run each convolution on
+    such a block (97 sources, 5 destinations, 23 edges) and watch every torch function's result."""
+    spec = importlib.util.spec_from_file_location("known_modules_models", MODEL)
+    models = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(models)
+    model = models.TwoConvs(kind).eval()
+    gen = torch.Generator().manual_seed(0)
+    num_src, num_dst, num_edges = 97, 5, 23
+    dst = torch.sort(torch.randint(0, num_dst, (num_edges,), generator=gen)).values
+    src = torch.randint(0, num_src, (num_edges,), generator=gen)
+    block = dgl.create_block((src, dst), num_src_nodes=num_src, num_dst_nodes=num_dst)
+    claims = []
+    for conv, width in ((model.conv1, 6), (model.conv2, model.conv2_in_size)):
+        x = torch.randn(num_src, width, generator=gen)
+        counter = _RowCounter()
+        claims.append(sources_in_place(conv))
+        with torch.no_grad(), counter:  # the generated loop passes a pair where it claims so
+            conv(block, (x, x[10 : 10 + num_dst]) if claims[-1] else x)
+        if claims[-1]:
+            assert num_src not in counter.rows, f"{kind}: computes on every source row"
+        elif kind.split("-")[0] in ("GATConv", "GATv2Conv", "DotGatConv", "EdgeConv", "GraphConv"):
+            assert num_src in counter.rows  # the test sees per-source work where there is some
+    # widening first layers (6 -> 10) of the aggregating kinds; narrowing second layers (10 -> 4)
+    # of SAGEConv / GraphConv transform source rows first, GINConv never does
+    assert claims == [kind in IN_PLACE, kind.startswith("GINConv")]

@@ -11,12 +11,17 @@ import torch
 import torch.nn as nn
 
 
-def _full_neighbour_blocks(g, batch_size, progress=False):
+def _full_neighbour_blocks(g, batch_size, progress=False, all_sources=False):
     """Contiguous batches of destination nodes, in node order, each with the block of all its
     in-edges (every in-neighbour, no sampling): yields (start, end, block, input_nodes), where
     input_nodes are the block's source nodes, its destination nodes first, and
     block.edata[dgl.EID] are the IDs in g of the block's edges. With progress, a tqdm
     progress bar counts the batches (when tqdm is installed; silent otherwise).
+
+    With all_sources, every block's sources are all of g's nodes, in g's order, and
+    input_nodes is slice(None): `x[input_nodes]` is then x itself, not a copy. That is for
+    layers that touch source rows only inside messages, when the rows are already on the
+    device: nothing is gathered, and the layer reads only the rows its edges point to.
 
     A batch's in-edges are one slice of g's CSC (in-edge) arrays, so each destination node
     keeps its in-edges in g's order, and the block is made from that slice directly.
@@ -29,9 +34,11 @@ def _full_neighbour_blocks(g, batch_size, progress=False):
     idtype, device = indices.dtype, indices.device
     if edge_ids.numel() != indices.numel():  # empty: the edge IDs are 0, 1, 2, ...
         edge_ids = torch.arange(indices.numel(), dtype=idtype, device=device)
-    # scratch space, one entry per node of g: is it a source of this batch, its ID in the block
-    is_source = torch.zeros(num_nodes, dtype=torch.bool, device=device)
-    block_ids = torch.empty(num_nodes, dtype=idtype, device=device)
+    if all_sources:
+        all_nodes = torch.arange(num_nodes, dtype=idtype, device=device)
+    else:  # scratch space, one entry per node of g: a source of this batch? its ID in the block
+        is_source = torch.zeros(num_nodes, dtype=torch.bool, device=device)
+        block_ids = torch.empty(num_nodes, dtype=idtype, device=device)
     starts = range(0, num_nodes, batch_size)
     if progress:
         try:
@@ -44,26 +51,34 @@ def _full_neighbour_blocks(g, batch_size, progress=False):
         end = min(start + batch_size, num_nodes)
         first, last = int(indptr[start]), int(indptr[end])
         sources = indices[first:last]
-        # the source nodes outside [start, end), in node order: by sorting the batch's sources
-        # when it has few edges, by marking them among all nodes when it has many
-        if (last - first) * 32 < num_nodes:
-            others = torch.unique(sources[(sources < start) | (sources >= end)])
-        else:
-            is_source[sources] = True
-            is_source[start:end] = False
-            others = is_source.nonzero().squeeze(1).to(idtype)
-            is_source[others] = False
-        dst_nodes = torch.arange(start, end, dtype=idtype, device=device)
-        input_nodes = torch.cat([dst_nodes, others])
-        num_src = len(input_nodes)
-        block_ids[input_nodes] = torch.arange(num_src, dtype=idtype, device=device)
         # explicit edge IDs (0, 1, 2, ... in slice order): some of DGL's CPU kernels need them
         block_edge_ids = torch.arange(last - first, dtype=idtype, device=device)
-        csc = (indptr[start : end + 1] - first, block_ids[sources], block_edge_ids)
-        block = dgl.create_block(
-            ("csc", csc), num_src_nodes=num_src, num_dst_nodes=end - start
-        )
-        block.srcdata[dgl.NID] = input_nodes
+        dst_nodes = torch.arange(start, end, dtype=idtype, device=device)
+        if all_sources:  # g's node IDs are the block's source IDs
+            csc = (indptr[start : end + 1] - first, sources, block_edge_ids)
+            block = dgl.create_block(
+                ("csc", csc), num_src_nodes=num_nodes, num_dst_nodes=end - start
+            )
+            block.srcdata[dgl.NID] = all_nodes
+            input_nodes = slice(None)
+        else:
+            # the source nodes outside [start, end), in node order: by sorting the batch's
+            # sources when it has few edges, by marking them among all nodes when it has many
+            if (last - first) * 32 < num_nodes:
+                others = torch.unique(sources[(sources < start) | (sources >= end)])
+            else:
+                is_source[sources] = True
+                is_source[start:end] = False
+                others = is_source.nonzero().squeeze(1).to(idtype)
+                is_source[others] = False
+            input_nodes = torch.cat([dst_nodes, others])
+            num_src = len(input_nodes)
+            block_ids[input_nodes] = torch.arange(num_src, dtype=idtype, device=device)
+            csc = (indptr[start : end + 1] - first, block_ids[sources], block_edge_ids)
+            block = dgl.create_block(
+                ("csc", csc), num_src_nodes=num_src, num_dst_nodes=end - start
+            )
+            block.srcdata[dgl.NID] = input_nodes
         block.dstdata[dgl.NID] = dst_nodes
         block.edata[dgl.EID] = edge_ids[first:last]
         yield start, end, block, input_nodes

@@ -28,6 +28,7 @@ class TwoConvs(nn.Module):
     def __init__(self, kind, in_size=6, hid_size=10, out_size=4):
         super().__init__()
         self.kind = kind
+        self.conv2_in_size = hid_size * 3 if kind in ("GATConv", "GATv2Conv") else hid_size
         if kind in ("GATConv", "GATv2Conv"):
             cls = getattr(dglnn, kind)
             self.conv1 = cls(in_size, hid_size, 3, allow_zero_in_degree=True)

@@ -245,19 +245,20 @@ def child(spec: dict) -> dict:
     gc.collect()
     peak_reset = reset_peak_rss()
     base = rss_mib()
-    times, out = [], None
+    times, loads, out = [], [], None
     for _ in range(spec["runs"]):
         out = None
         gc.collect()
         start = time.perf_counter()
         out = RUNNERS[method](model, name, g, x, spec["batch_size"])
         times.append(time.perf_counter() - start)
+        loads.append(load_average())
     peak = peak_rss_mib()
     torch.save(out, spec["output"])
     return {
         "times_s": times, "median_s": statistics.median(times), "base_rss_mib": base,
         "peak_rss_mib": peak, "extra_rss_mib": peak - base if peak_reset else None,
-        "torch_threads": torch.get_num_threads(),
+        "torch_threads": torch.get_num_threads(), "load_per_run": loads,
     }
 
 
@@ -381,22 +382,29 @@ def write_markdown(path: Path, meta: dict, rows: list[dict]) -> None:
         "",
         "vs hand-written: against the hand-written loop with the same batch size.",
         "",
+        "load: the 1-minute load average before the method's process started, and the highest "
+        "after one of its runs. The process itself adds up to its torch threads; a load above "
+        "0.5 before, or well above the threads after, means other work shared the CPUs and the "
+        "row's times are suspect.",
+        "",
         "| graph | model | method | batch | median s | vs full | vs hand-written | peak RSS MiB "
-        "| extra RSS MiB | extra vs full | max error |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| extra RSS MiB | extra vs full | max error | load |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         head = f"| {r['graph']} | {r['model']} | {r['method']} | {fmt(r['batch_size'], 'd')} "
         if "error" in r:
-            lines.append(head + f"| {r['error']} " + "| " * 6 + "|")
+            lines.append(head + f"| {r['error']} " + "| " * 7 + "|")
             continue
+        during = [v for v in r.get("load_per_run", []) if v is not None]
+        load = f"{fmt(r.get('load_before'), '.1f')} / {fmt(max(during) if during else None, '.1f')}"
         lines.append(
             head + f"| {r['median_s']:.2f} "
             f"| {fmt(r['vs_full'], '.2f')}{'x' * (r['vs_full'] is not None)} "
             f"| {fmt(r['vs_handwritten'], '.2f')}{'x' * (r['vs_handwritten'] is not None)} "
             f"| {r['peak_rss_mib']:.0f} | {fmt(r['extra_rss_mib'], '.0f')} "
             f"| {fmt(r['extra_vs_full'], '.2f')}{'x' * (r['extra_vs_full'] is not None)} "
-            f"| {fmt(r.get('max_error'), '.1e', 'reference')} |"
+            f"| {fmt(r.get('max_error'), '.1e', 'reference')} | {load} |"
         )
     if meta.get("cli"):
         lines += ["", "`gnn-codegen` command, end to end (median s):", "",
@@ -459,9 +467,9 @@ def write_chart(path: Path, rows: list[dict]) -> bool:
             ax.set_title(f"{graph}: {label}")
             if key == "median_s" and any(r["method"] == "nodewise" for r in rows if r["graph"] == graph):
                 ax.set_yscale("log")
-            if gi == 0 and ci == 0:
-                ax.legend(fontsize=8)
-    fig.tight_layout()
+    handles, labels = axes[0][1].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), 5), fontsize=8)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.5 / (3.2 * len(graphs))))
     fig.savefig(path, dpi=110)
     return True
 

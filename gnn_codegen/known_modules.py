@@ -109,7 +109,8 @@ def sources_in_place(module: torch.nn.Module) -> bool:
     "gcn" transform source rows first when they narrow (in > out, `lin_before_mp`), "pool"
     always does; GraphConv multiplies them by an out-degree norm ("both", "left") or by its
     weight when it narrows; GINConv and GINEConv only aggregate them. Pinned by
-    tests/test_known_modules.py, which watches every submodule's input rows."""
+    tests/test_known_modules.py, which runs each on an all-sources block and fails if any torch
+    op makes a new tensor with one row per source node."""
     if not is_dgl_conv(module):
         return False  # a user's module: nothing known about its source work
     name = type(module).__name__

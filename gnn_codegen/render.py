@@ -14,7 +14,7 @@ from gnn_codegen.attributes import Attributes
 from gnn_codegen.errors import internal
 from gnn_codegen.ir import Op, Program, Ref, iter_refs
 from gnn_codegen.names import NameAllocator
-from gnn_codegen.plan import Plan, Space, Stage, dtype_size, inline_ops, mp_feature_spaces, value_deps
+from gnn_codegen.plan import Plan, Space, Stage, inline_ops, mp_feature_spaces, value_deps
 from gnn_codegen.templating import render_template
 
 _BINARY = {
@@ -436,13 +436,9 @@ class _Renderer:
         """Per layer, bytes per source row, destination row and edge on the device, for
         batch_size="auto": loaded tensors and every op's result on those rows; an edge adds its
         block's IDs (3 x int64) and a message as wide as the widest source-row tensor."""
-        info = self.attrs.as_dict()
-
-        def row_bytes(name: str) -> int:
-            value = info[name]
-            if value.rows not in ("node", "edge"):
-                return 0
-            return math.prod(value.shape) * dtype_size(value.dtype)
+        # the cut already sized every value's row (None for a tuple, which has no rows)
+        sizes = {node.name: node.row_bytes or 0 for node in self.plan.cut.nodes}
+        row_bytes = sizes.__getitem__
 
         per_layer = []
         for stage in self.plan.stages:

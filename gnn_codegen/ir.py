@@ -17,6 +17,20 @@ class Ref:
 
 
 @dataclass(frozen=True)
+class SplitConv:
+    """A known convolution written out in two parts (split_convs.py): `per_node` transforms
+    each source row once, before the layer's loop, instead of once per batch that reads the
+    row; `per_batch` does the rest on each batch's block. Both are chains of expressions, each
+    applied to the value before it: "{x}" is that value in per_node (first the layer's input),
+    "{h}" in per_batch (first the block's source rows of per_node's result); "{layer}" is the
+    module, "{dst}" the destination rows of the layer's input."""
+
+    why: str  # what runs once per node, for a comment: 'GraphConv(norm="both") scales ...'
+    per_node: tuple[str, ...]
+    per_batch: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class MessagePassing:
     """Facts about one message-passing call (from known_modules)."""
 
@@ -25,6 +39,7 @@ class MessagePassing:
     verified: bool = True
     needs_pair: bool = False  # call with (src rows, dst rows), see known_modules.NEEDS_PAIR
     sources_in_place: bool = False  # see known_modules.MessagePassingFacts
+    split: SplitConv | None = None  # see split_convs.py
 
 
 @dataclass(frozen=True)

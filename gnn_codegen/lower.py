@@ -15,9 +15,10 @@ from typing import Any, Callable
 import torch
 import torch.fx as fx
 
-from gnn_codegen.errors import UnsupportedModuleError, internal
+from gnn_codegen.errors import InternalError, UnsupportedModuleError, internal
 from gnn_codegen.ir import MessagePassing, Op, Program, Ref
 from gnn_codegen.known_modules import facts_for, is_message_passing, refusal_reason
+from gnn_codegen.split_convs import split_for
 from gnn_codegen.trace import Traced
 
 _TORCH_NAMESPACES: tuple[tuple[str, ModuleType], ...] = (
@@ -93,6 +94,14 @@ def _with_user_variables(ops: list[Op]) -> list[Op]:
     return named
 
 
+def _spelled(fn: Any, namespace: dict[str, Any]) -> str | None:
+    """How the user's file writes `fn`, or None when it does not (a lambda, a module object)."""
+    try:
+        return function_expression(fn, namespace)
+    except InternalError:
+        return None
+
+
 def _without_defaults(fn: Any, kwargs: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
     """fx records `F.relu(h)` as `F.relu(h, inplace=False)`; drop what equals the default."""
     try:
@@ -150,7 +159,7 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
                     )
                 facts = facts_for(module)
                 mp = MessagePassing(cls, facts.source_out_degree_power, facts.verified, facts.needs_pair,
-                                    facts.sources_in_place)
+                                    facts.sources_in_place, split_for(module, lambda fn: _spelled(fn, namespace)))
                 ops.append(Op(node.name, "mp", str(node.target), args, kwargs, location, mp, cls,
                               accessor(traced.model, str(node.target))))
             else:

@@ -4,6 +4,7 @@ This module decides every name and every line; the templates only print them."""
 from __future__ import annotations
 
 import math
+import textwrap
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -69,6 +70,9 @@ class _StageWriter:
         self.names = r.globals.child()
         self.local: dict[tuple[str, Space], str] = {}  # (value, rows) -> local name
         self.lines: list[str] = []
+        self.split = r.splits[stage.index]  # convolution -> the stored tensor it splits
+        self.split_loads = set(self.split.values())
+        self.per_node_name: dict[str, str] = {}  # stored tensor -> its per-node transformed rows
         self.in_place = self.sources_in_place()
 
     def sources_in_place(self) -> tuple[str, ...]:
@@ -88,9 +92,46 @@ class _StageWriter:
                 if space != "src":
                     continue
                 direct = isinstance(value, Ref) and value.name in loads
-                if not (direct and op.mp and op.mp.sources_in_place):
+                if not (direct and op.mp and (op.mp.sources_in_place or op.name in self.split)):
                     return ()
         return loads
+
+    def in_place_tensors(self) -> list[str]:
+        """The names of the tensors read in place, as the generated code calls them."""
+        return [self.per_node_name.get(name, self.r.buffer[name]) for name in self.in_place]
+
+    def per_node(self) -> tuple[list[str], set[str]]:
+        """The lines before the loop that run each split convolution's source-row work once
+        per node, and the stored tensors they free early (read by nothing else in the stage,
+        and by nothing after it)."""
+        lines: list[str] = []
+        freed: set[str] = set()
+        for op_name, load in self.split.items():
+            op = self.r.program.op(op_name)
+            split = op.mp.split if op.mp else None
+            if split is None:
+                raise internal(f"{op_name} has no split form")
+            buffer = self.r.buffer[load]
+            name = self.names.take(f"{buffer}_src")
+            self.per_node_name[load] = name
+            comment = (
+                f"{op.accessor} written out: {split.why} here, once per node, instead of once per "
+                "batch that reads the row; each batch below does the rest of its forward()"
+            )
+            lines.extend(f"# {line}" for line in textwrap.wrap(comment, 84))
+            value = buffer
+            for step in split.per_node:
+                lines.append(f"{name} = {step.format(x=value, layer=op.accessor)}")
+                value = name
+            reads_dst = any("{dst}" in step for step in split.per_batch) or any(
+                load in value_deps(self.r.program, self.r.inline, self.r.program.op(p.name).args)
+                + value_deps(self.r.program, self.r.inline, tuple(v for _, v in self.r.program.op(p.name).kwargs))
+                for p in self.stage.ops if p.name != op_name
+            )
+            if load in self.stage.frees and not reads_dst:
+                lines.append(f"del {buffer}")
+                freed.add(load)
+        return lines, freed
 
     # -- expressions ---------------------------------------------------------------------------
     def value(self, name: str, need: Space) -> _Code:
@@ -104,7 +145,7 @@ class _StageWriter:
         if self.r.attrs[name].rows == "tuple":
             # e.g. GATConv(get_attention=True) -> (node rows, edge rows): indexing picks the rows
             return _Code(next(local for (value, _), local in self.local.items() if value == name))
-        if need == "dst" and name in self.in_place:
+        if need == "dst" and (name in self.in_place or name in self.split_loads):
             # the block's sources are all of g's nodes: its destination rows are a range of them
             buffer = self.r.buffer[name]
             local = self.names.take(f"{buffer}_dst")
@@ -224,9 +265,10 @@ class _StageWriter:
                 local = self.names.take(f"{buffer}_e")
                 self.lines.append(f"{local} = {buffer}[edge_ids].to(device)")
             elif space == "src":
-                local = self.names.take(self.r.hidden if first_src else f"{buffer}_src")
+                source = self.per_node_name.get(name, buffer)  # a split convolution's rows
+                local = self.names.take(self.r.hidden if first_src else f"{source}_src")
                 first_src = False
-                self.lines.append(f"{local} = {buffer}[input_nodes].to(device)")
+                self.lines.append(f"{local} = {source}[input_nodes].to(device)")
             elif self.stage.index == 0 and first_src:  # the prologue's running value
                 local = self.names.take(self.r.hidden)
                 first_src = False
@@ -240,9 +282,9 @@ class _StageWriter:
             op = program.op(placed.name)
             if placed.name in unpacked.values():
                 continue  # an element of a tuple unpacked where the tuple was computed
-            expression = self.op_expression(op, placed.space).text
             elements = [e for e in (unpacked.get((op.name, i)) for i in range(len(unpacked))) if e]
             if elements:
+                expression = self.op_expression(op, placed.space).text
                 names = []
                 primary = self.primary_input(op)
                 free = self.local.get(primary) if primary and uses[primary[0]] == 1 else None
@@ -270,7 +312,10 @@ class _StageWriter:
             else:
                 base = self.r.hidden if op.kind == "mp" and not op.var else self.r.base_name(op)
                 target = self.names.take(base)
-            self.lines.append(f"{target} = {expression}")
+            if placed.name in self.split:
+                self.lines.extend(self.split_batch_lines(op, target))
+            else:
+                self.lines.append(f"{target} = {self.op_expression(op, placed.space).text}")
             self.local[(op.name, placed.space)] = target
         for name in self.stage.stores:
             if self.space[name] == "edge":
@@ -278,6 +323,20 @@ class _StageWriter:
             else:
                 self.lines.append(f"{self.r.buffer[name]}[start:end] = {self.value(name, 'dst').text}.cpu()")
         return self.lines
+
+    def split_batch_lines(self, op: Op, target: str) -> list[str]:
+        """A split convolution's per-batch part: a chain of assignments to `target`."""
+        split = op.mp.split if op.mp else None
+        if split is None:
+            raise internal(f"{op.name} has no split form")
+        load = self.split[op.name]
+        value = self.local[(load, "src")]
+        dst = self.value(load, "dst").text if any("{dst}" in s for s in split.per_batch) else ""
+        lines = []
+        for step in split.per_batch:
+            lines.append(f"{target} = {step.format(h=value, dst=dst, layer=op.accessor)}")
+            value = target
+        return lines
 
     def unpackings(self) -> dict[tuple[str, int], str]:
         """(tuple value, index) -> element op, for tuples whose every element is taken by
@@ -307,7 +366,17 @@ class _Renderer:
         self.inline = inline_ops(program, attrs)
         self.users = program.consumers()
         self.globals = NameAllocator(reserved)
-        needs_rescale = any(op.mp and op.mp.source_out_degree_power is not None for op in program.ops)
+        # per stage: the convolutions written out in two parts (split_convs.py) -> the stored
+        # tensor each reads on source rows
+        self.splits = {stage.index: self.split_convs(stage) for stage in plan.stages}
+        split = {name for chosen in self.splits.values() for name in chosen}
+        needs_rescale = any(
+            op.mp and op.mp.source_out_degree_power is not None and op.name not in split for op in program.ops
+        )
+        self.needs_out_degrees = needs_rescale or any(
+            "out_degrees" in line for op in program.ops if op.name in split and op.mp and op.mp.split
+            for line in op.mp.split.per_node
+        )
         self.helper_names = HelperNames(
             blocks=self.globals.take("_full_neighbour_blocks"),
             rescale=self.globals.take("_rescale_to_full_out_degrees") if needs_rescale else None,
@@ -329,6 +398,32 @@ class _Renderer:
         # names too generic to tell stored tensors apart: those get h1, h2, ... instead
         self.generic = {"h", "x", "out", "hidden", "feat", "feats", "inputs", "z", *self.params}
         self._name_buffers()
+
+    def split_convs(self, stage: Stage) -> dict[str, str]:
+        """The convolutions of `stage` to write out in two parts (split_convs.py), each with the
+        stored tensor it reads on source rows: those called as module(graph, features) on a
+        tensor this stage loads, 2-D rows, that nothing else in the stage reads on source rows
+        (the per-node work then replaces loading it)."""
+        if stage.index == 0 or any(p.space == "src" for p in stage.ops):
+            return {}
+        loads = {name for name, space in stage.loads if space == "src"}
+        readers = Counter[str]()
+        for placed in stage.ops:
+            op = self.program.op(placed.name)
+            if op.kind == "mp":
+                for value, space in mp_feature_spaces(op):
+                    for d in value_deps(self.program, self.inline, value) if space == "src" else ():
+                        readers[d] += 1
+        chosen = {}
+        for placed in stage.ops:
+            op = self.program.op(placed.name)
+            if op.kind != "mp" or not op.mp or not op.mp.split or len(op.args) != 2 or op.kwargs:
+                continue
+            features = op.args[1]
+            if (isinstance(features, Ref) and features.name in loads and readers[features.name] == 1
+                    and len(self.attrs[features.name].shape) == 1):
+                chosen[op.name] = features.name
+        return chosen
 
     def base_name(self, op: Op) -> str:
         """A local's name: the user's variable for the value, else what computes it."""
@@ -386,11 +481,10 @@ class _Renderer:
             return "[" + ", ".join(self.result(v) for v in value) + "]"
         raise internal(f"cannot return {value!r}")
 
-    def blocks_call(self, in_place: tuple[str, ...]) -> list[str]:
+    def blocks_call(self, tensors: list[str]) -> list[str]:
         call = f"{self.helper_names.blocks}(g, batch_size, {self.progress}"
-        if not in_place:
+        if not tensors:
             return [f"{self.batches} = {call})"]
-        tensors = [self.buffer[name] for name in in_place]
         where = " == ".join([*(f"{t}.device" for t in tensors), "torch.device(device)"])
         which = ", ".join(tensors)
         return [
@@ -403,13 +497,15 @@ class _Renderer:
         stages = []
         for stage in self.plan.stages:
             writer = _StageWriter(self, stage)
+            per_node, freed = writer.per_node()
+            frees = [self.buffer[n] for n in stage.frees if n not in freed]
             stages.append({
                 "comment": self.describe_stage(stage),
-                "before": [self.allocation(n) for n in stage.stores] + (
-                    [] if stage.index == 0 else self.blocks_call(writer.in_place)
+                "before": [self.allocation(n) for n in stage.stores] + per_node + (
+                    [] if stage.index == 0 else self.blocks_call(writer.in_place_tensors())
                 ),
                 "body": writer.write(),
-                "after": [f"del {', '.join(self.buffer[n] for n in stage.frees)}"] if stage.frees else [],
+                "after": [f"del {', '.join(frees)}"] if frees else [],
                 "loop": "start in range(0, num_nodes, batch_size)" if stage.index == 0 else
                         f"start, end, block, input_nodes in {self.batches}",
             })
@@ -420,7 +516,7 @@ class _Renderer:
         ]
         if any(s.rows == "edge" and s.stage > 0 for s in self.plan.stored):
             preamble.append("num_edges = g.num_edges()")
-        if self.helper_names.rescale:
+        if self.needs_out_degrees:
             preamble.append("# GraphConv's norm reads source out-degrees, which must be the full graph's")
             preamble.append("out_degrees = g.out_degrees()")
         return render_template(

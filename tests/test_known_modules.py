@@ -21,7 +21,8 @@ from tests.cases import EXAMPLES
 MODEL = Path(__file__).parent / "models" / "known_modules.py"
 KINDS = [
     "GraphConv-both", "GraphConv-left", "GraphConv-right", "GraphConv-none",
-    "SAGEConv-mean", "SAGEConv-gcn", "SAGEConv-pool", "SAGEConv-lstm",
+    "GraphConv-both-tanh", "GraphConv-left-ReLU-no-bias",
+    "SAGEConv-mean", "SAGEConv-gcn", "SAGEConv-pool", "SAGEConv-lstm", "SAGEConv-mean-tanh-LayerNorm",
     "GATConv", "GATv2Conv", "GINConv", "GINConv-mean-learn-eps", "DotGatConv", "EdgeConv",
 ]
 
@@ -44,15 +45,51 @@ def test_every_exact_entry_is_pinned() -> None:
 
 
 def test_graphconv_both_needs_the_rescale() -> None:
-    """Without the out-degree rescale, a naive layer-wise GraphConv loop is wrong by units."""
-    generated = generate_all(f"{MODEL}:TwoConvs", GenerateOptions(init='{"kind": "GraphConv-both"}'))
-    assert "_rescale_to_full_out_degrees(h, block, out_degrees[input_nodes], 0.5)" in generated.source
-    naive = generated.source.replace("_rescale_to_full_out_degrees(h, block, out_degrees[input_nodes], 0.5)", "h")
+    """Without the out-degree rescale, a naive layer-wise GraphConv loop is wrong by units.
+    (GraphConv called as a module: its activation is an nn.ReLU object, which the written-out
+    form of split_convs.py could reach only through a private attribute.)"""
+    init = '{"kind": "GraphConv-left-ReLU-no-bias"}'
+    generated = generate_all(f"{MODEL}:TwoConvs", GenerateOptions(init=init))
+    call = "_rescale_to_full_out_degrees(h, block, out_degrees[input_nodes], 1.0)"
+    assert generated.source.count(call) == 2
+    naive = generated.source.replace(call, "h")
     broken = generated.__class__(**{**generated.__dict__, "source": naive})
     assert not check(broken, num_nodes=211, batch_sizes=(13,)).ok
 
 
-IN_PLACE = {"GraphConv-right", "GraphConv-none", "SAGEConv-mean", "SAGEConv-gcn", "GINConv", "GINConv-mean-learn-eps"}
+# Per kind, whether each of TwoConvs' layers (6 -> 10, 10 -> 4) is written out in two parts
+# (split_convs.py): where the convolution works on every source row and the form is known.
+SPLIT = {
+    "GraphConv-both": [True, True], "GraphConv-left": [True, True], "GraphConv-both-tanh": [True, True],
+    "GraphConv-right": [False, True], "GraphConv-none": [False, True],  # 10 -> 4: weight first
+    "SAGEConv-mean": [False, True], "SAGEConv-mean-tanh-LayerNorm": [False, True],  # lin_before_mp
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_split_where_every_source_row_has_work(kind: str) -> None:
+    generated = generate_all(f"{MODEL}:TwoConvs", GenerateOptions(init=json.dumps({"kind": kind})))
+    split = [op.mp.split is not None for op in generated.program.ops if op.mp is not None]
+    assert split == SPLIT.get(kind, [False, False])
+    assert generated.source.count("dgl.ops.copy_u_") == sum(split)
+
+
+def test_graphconv_written_out_needs_the_full_out_degrees() -> None:
+    """The written-out GraphConv scales source rows by g's out-degrees, once per node; with the
+    degrees a 1-hop block sees instead (its own edges only), the result is wrong."""
+    generated = generate_all(f"{MODEL}:TwoConvs", GenerateOptions(init='{"kind": "GraphConv-both"}'))
+    assert "out_degrees = g.out_degrees()" in generated.source
+    assert "_rescale_to_full_out_degrees" not in generated.source
+    wrong = "out_degrees = torch.ones(g.num_nodes())"  # as if no source had edges out of the batch
+    broken = generated.source.replace("out_degrees = g.out_degrees()", wrong)
+    broken_generated = generated.__class__(**{**generated.__dict__, "source": broken})
+    assert not check(broken_generated, num_nodes=211, batch_sizes=(13,)).ok
+
+
+IN_PLACE = {
+    "GraphConv-right", "GraphConv-none", "SAGEConv-mean", "SAGEConv-gcn", "SAGEConv-mean-tanh-LayerNorm",
+    "GINConv", "GINConv-mean-learn-eps",
+}
 
 
 class _RowCounter(TorchFunctionMode):

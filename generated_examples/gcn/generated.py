@@ -85,17 +85,6 @@ def _full_neighbour_blocks(g, batch_size, progress=False, all_sources=False):
         yield start, end, block, input_nodes
 
 
-def _rescale_to_full_out_degrees(h, block, out_degrees, power):
-    """GraphConv(norm="both" / "left") divides each source row by its out-degree ** power (0.5 /
-    1). A block only holds the edges into its destination nodes, so its out-degrees are too
-    small; rescaling the source rows by (block degree / full-graph degree) ** power makes the
-    convolution use the full graph's out-degrees, as forward() on the whole graph does.
-    """
-    block_degrees = block.out_degrees().clamp(min=1).to(h)
-    scale = (block_degrees / out_degrees.clamp(min=1).to(h)) ** power
-    return h * scale.reshape(-1, *([1] * (h.dim() - 1)))
-
-
 def _auto_batch_size(g, max_memory, layer_bytes):
     """batch_size="auto": the most destination nodes per batch that keep every layer's rows on
     the device within max_memory bytes. layer_bytes holds, per layer, the bytes one source row,
@@ -156,41 +145,70 @@ class GCN(nn.Module):
         # Layer 1 of 3: self.layers[0] (GraphConv).
         # Writes h1: 16 float32 per node.
         h1 = torch.empty(num_nodes, 16)
-        batches = _full_neighbour_blocks(g, batch_size, progress)
+        # self.layers[0] written out: GraphConv(norm="both") scales each source row by the
+        # full graph's out-degree ** -0.5 here, once per node, instead of once per batch that
+        # reads the row; each batch below does the rest of its forward()
+        features_src = features * out_degrees.to(features).clamp(min=1).pow(-0.5).view(
+            -1, 1
+        )
+        # features_src is read in place when already on `device` (this layer only aggregates source rows)
+        batches = _full_neighbour_blocks(
+            g,
+            batch_size,
+            progress,
+            all_sources=features_src.device == torch.device(device),
+        )
         for start, end, block, input_nodes in batches:
             block = block.to(device)
-            h = features[input_nodes].to(device)
-            h = self.layers[0](
-                block,
-                _rescale_to_full_out_degrees(h, block, out_degrees[input_nodes], 0.5),
-            )
+            h = features_src[input_nodes].to(device)
+            h = dgl.ops.copy_u_sum(block, h)
+            h = h @ self.layers[0].weight
+            h = h * block.in_degrees().to(h).clamp(min=1).pow(-0.5).view(-1, 1)
+            h = h + self.layers[0].bias
+            h = F.relu(h)
             h1[start:end] = h.cpu()
 
         # Layer 2 of 3: self.layers[1] (GraphConv).
         # Writes h2: 16 float32 per node.
         h2 = torch.empty(num_nodes, 16)
-        batches = _full_neighbour_blocks(g, batch_size, progress)
+        # self.layers[1] written out: GraphConv(norm="both") scales each source row by the
+        # full graph's out-degree ** -0.5 here, once per node, instead of once per batch that
+        # reads the row; each batch below does the rest of its forward()
+        h1_src = h1 * out_degrees.to(h1).clamp(min=1).pow(-0.5).view(-1, 1)
+        del h1
+        # h1_src is read in place when already on `device` (this layer only aggregates source rows)
+        batches = _full_neighbour_blocks(
+            g, batch_size, progress, all_sources=h1_src.device == torch.device(device)
+        )
         for start, end, block, input_nodes in batches:
             block = block.to(device)
-            h = h1[input_nodes].to(device)
-            h = self.layers[1](
-                block,
-                _rescale_to_full_out_degrees(h, block, out_degrees[input_nodes], 0.5),
-            )
+            h = h1_src[input_nodes].to(device)
+            h = dgl.ops.copy_u_sum(block, h)
+            h = h @ self.layers[1].weight
+            h = h * block.in_degrees().to(h).clamp(min=1).pow(-0.5).view(-1, 1)
+            h = h + self.layers[1].bias
+            h = F.relu(h)
             h2[start:end] = h.cpu()
-        del h1
 
         # Layer 3 of 3: self.layers[2] (GraphConv).
         # Writes out: 4 float32 per node.
         out = torch.empty(num_nodes, 4)
-        batches = _full_neighbour_blocks(g, batch_size, progress)
+        # self.layers[2] written out: GraphConv(norm="both") scales each source row by the
+        # full graph's out-degree ** -0.5 and multiplies it by its weight here, once per node,
+        # instead of once per batch that reads the row; each batch below does the rest of its
+        # forward()
+        h2_src = h2 * out_degrees.to(h2).clamp(min=1).pow(-0.5).view(-1, 1)
+        h2_src = h2_src @ self.layers[2].weight
+        del h2
+        # h2_src is read in place when already on `device` (this layer only aggregates source rows)
+        batches = _full_neighbour_blocks(
+            g, batch_size, progress, all_sources=h2_src.device == torch.device(device)
+        )
         for start, end, block, input_nodes in batches:
             block = block.to(device)
-            h = h2[input_nodes].to(device)
-            h = self.layers[2](
-                block,
-                _rescale_to_full_out_degrees(h, block, out_degrees[input_nodes], 0.5),
-            )
+            h = h2_src[input_nodes].to(device)
+            h = dgl.ops.copy_u_sum(block, h)
+            h = h * block.in_degrees().to(h).clamp(min=1).pow(-0.5).view(-1, 1)
+            h = h + self.layers[2].bias
             out[start:end] = h.cpu()
-        del h2
         return out

@@ -85,17 +85,6 @@ def _full_neighbour_blocks(g, batch_size, progress=False, all_sources=False):
         yield start, end, block, input_nodes
 
 
-def _rescale_to_full_out_degrees(h, block, out_degrees, power):
-    """GraphConv(norm="both" / "left") divides each source row by its out-degree ** power (0.5 /
-    1). A block only holds the edges into its destination nodes, so its out-degrees are too
-    small; rescaling the source rows by (block degree / full-graph degree) ** power makes the
-    convolution use the full graph's out-degrees, as forward() on the whole graph does.
-    """
-    block_degrees = block.out_degrees().clamp(min=1).to(h)
-    scale = (block_degrees / out_degrees.clamp(min=1).to(h)) ** power
-    return h * scale.reshape(-1, *([1] * (h.dim() - 1)))
-
-
 def _auto_batch_size(g, max_memory, layer_bytes):
     """batch_size="auto": the most destination nodes per batch that keep every layer's rows on
     the device within max_memory bytes. layer_bytes holds, per layer, the bytes one source row,
@@ -163,14 +152,20 @@ class MixedNormGCN(nn.Module):
         # Layer 1 of 3: self.convs[0] (GraphConv).
         # Writes h1: 24 float32 per node.
         h1 = torch.empty(num_nodes, 24)
-        batches = _full_neighbour_blocks(g, batch_size, progress)
+        # self.convs[0] written out: GraphConv(norm="left") divides each source row by the
+        # full graph's out-degree here, once per node, instead of once per batch that reads
+        # the row; each batch below does the rest of its forward()
+        x_src = x * (1.0 / out_degrees.to(x).clamp(min=1)).view(-1, 1)
+        # x_src is read in place when already on `device` (this layer only aggregates source rows)
+        batches = _full_neighbour_blocks(
+            g, batch_size, progress, all_sources=x_src.device == torch.device(device)
+        )
         for start, end, block, input_nodes in batches:
             block = block.to(device)
-            h = x[input_nodes].to(device)
-            h = self.convs[0](
-                block,
-                _rescale_to_full_out_degrees(h, block, out_degrees[input_nodes], 1.0),
-            )
+            h = x_src[input_nodes].to(device)
+            h = dgl.ops.copy_u_sum(block, h)
+            h = h @ self.convs[0].weight
+            h = h + self.convs[0].bias
             h = self.norms[0](h)
             h = F.relu(h)
             h = self.projs[0](h)
@@ -197,11 +192,19 @@ class MixedNormGCN(nn.Module):
         # Layer 3 of 3: self.convs[2] (GraphConv).
         # Writes out: 4 float32 per node.
         out = torch.empty(num_nodes, 4)
-        batches = _full_neighbour_blocks(g, batch_size, progress)
+        # self.convs[2] written out: GraphConv(norm="none") multiplies each source row by its
+        # weight here, once per node, instead of once per batch that reads the row; each batch
+        # below does the rest of its forward()
+        h2_src = h2 @ self.convs[2].weight
+        del h2
+        # h2_src is read in place when already on `device` (this layer only aggregates source rows)
+        batches = _full_neighbour_blocks(
+            g, batch_size, progress, all_sources=h2_src.device == torch.device(device)
+        )
         for start, end, block, input_nodes in batches:
             block = block.to(device)
-            h = h2[input_nodes].to(device)
-            h = self.convs[2](block, h)
+            h = h2_src[input_nodes].to(device)
+            h = dgl.ops.copy_u_sum(block, h)
+            h = h + self.convs[2].bias
             out[start:end] = h.cpu()
-        del h2
         return out

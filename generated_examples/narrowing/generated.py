@@ -150,11 +150,20 @@ class NarrowingSAGE(nn.Module):
         # Layer 2 of 2: self.conv2 (SAGEConv).
         # Writes out: 8 float32 per node.
         out = torch.empty(num_nodes, 8)
-        batches = _full_neighbour_blocks(g, batch_size, progress)
+        # self.conv2 written out: SAGEConv("mean"), narrowing, applies fc_neigh to each source
+        # row here, once per node, instead of once per batch that reads the row; each batch
+        # below does the rest of its forward()
+        h1_src = self.conv2.fc_neigh(h1)
+        # h1_src is read in place when already on `device` (this layer only aggregates source rows)
+        batches = _full_neighbour_blocks(
+            g, batch_size, progress, all_sources=h1_src.device == torch.device(device)
+        )
         for start, end, block, input_nodes in batches:
             block = block.to(device)
-            h = h1[input_nodes].to(device)
-            h = self.conv2(block, h)
+            h = h1_src[input_nodes].to(device)
+            h1_dst = h1[start:end].to(device)
+            h = dgl.ops.copy_u_mean(block, h)
+            h = self.conv2.fc_self(h1_dst) + h
             out[start:end] = h.cpu()
         del h1
         return out

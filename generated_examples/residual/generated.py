@@ -203,12 +203,21 @@ class ResGCN(nn.Module):
         # Layer 3 of 3: self.conv3 (SAGEConv).
         # Writes out0: 4 float32 per node.
         out0 = torch.empty(num_nodes, 4)
-        batches = _full_neighbour_blocks(g, batch_size, progress)
+        # self.conv3 written out: SAGEConv("mean"), narrowing, applies fc_neigh to each source
+        # row here, once per node, instead of once per batch that reads the row; each batch
+        # below does the rest of its forward()
+        h2_src = self.conv3.fc_neigh(h2)
+        # h2_src is read in place when already on `device` (this layer only aggregates source rows)
+        batches = _full_neighbour_blocks(
+            g, batch_size, progress, all_sources=h2_src.device == torch.device(device)
+        )
         for start, end, block, input_nodes in batches:
             block = block.to(device)
             h1_2_dst = h1_2[start:end].to(device)
-            h = h2[input_nodes].to(device)
-            h = self.conv3(block, h)
+            h = h2_src[input_nodes].to(device)
+            h2_dst = h2[start:end].to(device)
+            h = dgl.ops.copy_u_mean(block, h)
+            h = self.conv3.fc_self(h2_dst) + h
             h = h + h1_2_dst
             out0[start:end] = h.cpu()
         del h1_2, h2

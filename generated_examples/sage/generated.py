@@ -174,11 +174,20 @@ class SAGE(nn.Module):
         # Layer 3 of 3: self.layers[2] (SAGEConv).
         # Writes out: 5 float32 per node.
         out = torch.empty(num_nodes, 5)
-        batches = _full_neighbour_blocks(g, batch_size, progress)
+        # self.layers[2] written out: SAGEConv("mean"), narrowing, applies fc_neigh to each
+        # source row here, once per node, instead of once per batch that reads the row; each
+        # batch below does the rest of its forward()
+        h2_src = self.layers[2].fc_neigh(h2)
+        # h2_src is read in place when already on `device` (this layer only aggregates source rows)
+        batches = _full_neighbour_blocks(
+            g, batch_size, progress, all_sources=h2_src.device == torch.device(device)
+        )
         for start, end, block, input_nodes in batches:
             block = block.to(device)
-            h = h2[input_nodes].to(device)
-            h = self.layers[2](block, h)
+            h = h2_src[input_nodes].to(device)
+            h2_dst = h2[start:end].to(device)
+            h = dgl.ops.copy_u_mean(block, h)
+            h = self.layers[2].fc_self(h2_dst) + h
             out[start:end] = h.cpu()
         del h2
         return out

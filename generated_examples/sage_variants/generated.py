@@ -186,11 +186,20 @@ class SAGEVariants(nn.Module):
         # Layer 4 of 4: self.layers[3] (SAGEConv).
         # Writes out: 3 float32 per node.
         out = torch.empty(num_nodes, 3)
-        batches = _full_neighbour_blocks(g, batch_size, progress)
+        # self.layers[3] written out: SAGEConv("mean"), narrowing, applies fc_neigh to each
+        # source row here, once per node, instead of once per batch that reads the row; each
+        # batch below does the rest of its forward()
+        h3_src = self.layers[3].fc_neigh(h3)
+        # h3_src is read in place when already on `device` (this layer only aggregates source rows)
+        batches = _full_neighbour_blocks(
+            g, batch_size, progress, all_sources=h3_src.device == torch.device(device)
+        )
         for start, end, block, input_nodes in batches:
             block = block.to(device)
-            h = h3[input_nodes].to(device)
-            h = self.layers[3](block, h)
+            h = h3_src[input_nodes].to(device)
+            h3_dst = h3[start:end].to(device)
+            h = dgl.ops.copy_u_mean(block, h)
+            h = self.layers[3].fc_self(h3_dst) + h
             out[start:end] = h.cpu()
         del h3
         return out

@@ -7,6 +7,15 @@ import torch.nn as nn
 
 
 def make_conv(kind, in_size, out_size):
+    # activations as users pass them: a function the generated code can spell (torch.tanh), and
+    # a module object it can reach only through GraphConv's private attribute
+    if kind == "GraphConv-both-tanh":
+        return dglnn.GraphConv(in_size, out_size, activation=torch.tanh, allow_zero_in_degree=True)
+    if kind == "GraphConv-left-ReLU-no-bias":
+        return dglnn.GraphConv(in_size, out_size, norm="left", bias=False, activation=nn.ReLU(),
+                               allow_zero_in_degree=True)
+    if kind == "SAGEConv-mean-tanh-LayerNorm":
+        return dglnn.SAGEConv(in_size, out_size, "mean", activation=torch.tanh, norm=nn.LayerNorm(out_size))
     if kind.startswith("GraphConv-"):
         return dglnn.GraphConv(in_size, out_size, norm=kind.split("-")[1], allow_zero_in_degree=True)
     if kind.startswith("SAGEConv-"):

@@ -20,14 +20,23 @@ class Ref:
 class SplitConv:
     """A known convolution written out in two parts (split_convs.py): `per_node` transforms
     each source row once, before the layer's loop, instead of once per batch that reads the
-    row; `per_batch` does the rest on each batch's block. Both are chains of expressions, each
-    applied to the value before it: "{x}" is that value in per_node (first the layer's input),
-    "{h}" in per_batch (first the block's source rows of per_node's result); "{layer}" is the
-    module, "{dst}" the destination rows of the layer's input."""
+    row; `per_batch` does the rest on each batch's block.
+
+    per_node is a chain of expressions, each applied to the value before it ("{x}", first the
+    layer's input); per_node_extra are more tensors computed once per node from its result
+    ("{x}"), read per batch on source rows as "{name}". per_batch is a chain of (target,
+    expression): an empty target continues the chain ("{h}", first the block's source rows of
+    per_node's result), a name makes a temporary "{name}". Also: "{layer}" the module, "{dst}"
+    the destination rows of the layer's input, "{x_dst}" those of per_node's result."""
 
     why: str  # what runs once per node, for a comment: 'GraphConv(norm="both") scales ...'
     per_node: tuple[str, ...]
-    per_batch: tuple[str, ...]
+    per_batch: tuple[tuple[str, str], ...]
+    per_node_extra: tuple[tuple[str, str], ...] = ()
+    suffix: str = "src"  # per_node's result is named after the input: h1_src
+
+    def reads(self, placeholder: str) -> bool:
+        return any(placeholder in expression for _, expression in self.per_batch)
 
 
 @dataclass(frozen=True)

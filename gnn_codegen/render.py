@@ -73,6 +73,7 @@ class _StageWriter:
         self.split = r.splits[stage.index]  # convolution -> the stored tensor it splits
         self.split_loads = set(self.split.values())
         self.per_node_name: dict[str, str] = {}  # stored tensor -> its per-node transformed rows
+        self.per_node_extra: dict[str, dict[str, str]] = {}  # stored tensor -> extra name -> its name
         self.in_place = self.sources_in_place()
 
     def sources_in_place(self) -> tuple[str, ...]:
@@ -112,7 +113,7 @@ class _StageWriter:
             if split is None:
                 raise internal(f"{op_name} has no split form")
             buffer = self.r.buffer[load]
-            name = self.names.take(f"{buffer}_src")
+            name = self.names.take(f"{buffer}_{split.suffix}")
             self.per_node_name[load] = name
             comment = (
                 f"{op.accessor} written out: {split.why} here, once per node, instead of once per "
@@ -123,7 +124,11 @@ class _StageWriter:
             for step in split.per_node:
                 lines.append(f"{name} = {step.format(x=value, layer=op.accessor)}")
                 value = name
-            reads_dst = any("{dst}" in step for step in split.per_batch) or any(
+            extras = self.per_node_extra.setdefault(load, {})
+            for extra, expression in split.per_node_extra:
+                extras[extra] = self.names.take(f"{buffer}_{extra}")
+                lines.append(f"{extras[extra]} = {expression.format(x=name, layer=op.accessor)}")
+            reads_dst = split.reads("{dst}") or any(
                 load in value_deps(self.r.program, self.r.inline, self.r.program.op(p.name).args)
                 + value_deps(self.r.program, self.r.inline, tuple(v for _, v in self.r.program.op(p.name).kwargs))
                 for p in self.stage.ops if p.name != op_name
@@ -331,11 +336,25 @@ class _StageWriter:
             raise internal(f"{op.name} has no split form")
         load = self.split[op.name]
         value = self.local[(load, "src")]
-        dst = self.value(load, "dst").text if any("{dst}" in s for s in split.per_batch) else ""
+        values = {"layer": op.accessor}
+        if split.reads("{dst}"):
+            values["dst"] = self.value(load, "dst").text
         lines = []
-        for step in split.per_batch:
-            lines.append(f"{target} = {step.format(h=value, dst=dst, layer=op.accessor)}")
-            value = target
+        if split.reads("{x_dst}"):  # destination rows of the per-node rows: a range of them
+            rows = self.per_node_name[load]
+            values["x_dst"] = self.names.take(f"{rows}_dst")
+            lines.append(f"{values['x_dst']} = {rows}[start:end].to(device)")
+        for extra, stored in self.per_node_extra.get(load, {}).items():
+            values[extra] = self.names.take(extra)
+            lines.append(f"{values[extra]} = {stored}[input_nodes].to(device)")
+        for name, expression in split.per_batch:
+            text = expression.format(h=value, **values)
+            if name:  # a temporary
+                values[name] = self.names.take(name)
+                lines.append(f"{values[name]} = {text}")
+            else:
+                lines.append(f"{target} = {text}")
+                value = target
         return lines
 
     def unpackings(self) -> dict[tuple[str, int], str]:

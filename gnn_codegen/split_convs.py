@@ -2,17 +2,22 @@
 source row runs once per node instead of once per batch that reads the row.
 
 Called on a block, GraphConv(norm="both") scales each of the block's source rows by its
-out-degree, and SAGEConv("mean") that narrows (DGL's lin_before_mp) applies fc_neigh to each of
-them. A batch's block holds several times its own node count in source rows (on a random graph
-most of the graph's nodes, when batches are small), so a layer-wise loop that calls the module
-repeats that work for every batch, which is what made it several times slower than the
-full-graph forward. Written out, that work runs once per node before the layer's loop (as the
-full graph does it), and each batch only aggregates, through dgl.ops, and finishes the layer.
+out-degree, SAGEConv("mean") that narrows (DGL's lin_before_mp) applies fc_neigh to each, and
+GATConv applies fc and its source attention attn_l to each. A batch's block holds several times
+its own node count in source rows (on a random graph, most of the graph's nodes when batches are
+small), so a layer-wise loop that calls the module repeats that work for every batch; that is
+what made such layers several times slower than the full-graph forward. Written out, the work
+runs once per node before the layer's loop, as the full graph does it, and each batch only
+aggregates (dgl.ops) and finishes the layer.
 
-Each recipe follows DGL's forward() of the module line by line (identical in DGL 1.1 and 2.x),
-and reads only what the generated code can reach the same way on any of them: parameters and
-submodules (weight, bias, fc_neigh, fc_self, activation, norm). Every example and the
-differential models are checked against the full-graph forward with and without it.
+Each recipe follows DGL's forward() of the module step by step (the same in DGL 1.1 and 2.x) and
+reads only the module's parameters and submodules (weight, bias, fc_neigh, fc_self, fc, attn_l,
+attn_r, leaky_relu, res_fc, activation, norm), never a private attribute: a module whose
+activation the user's file cannot spell keeps being called as a module. Dropout (feat_drop,
+attn_drop) is left out: inference runs in eval mode. Unlike the module, the written-out form
+does not refuse zero-in-degree nodes when allow_zero_in_degree is False; it returns what the
+module returns with it True. Pinned per module and option by tests/test_known_modules.py; every
+example is checked against the full-graph forward, in place and gathered.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ def split_for(module: torch.nn.Module, spell: Spell) -> SplitConv | None:
         return _graph_conv(module, spell)
     if name == "SAGEConv":
         return _sage_conv(module, spell)
+    if name == "GATConv":
+        return _gat_conv(module, spell)
     return None
 
 
@@ -75,7 +82,7 @@ def _graph_conv(module: torch.nn.Module, spell: Spell) -> SplitConv | None:
              "left": "divides each source row by the full graph's out-degree"}.get(norm)
     weigh = ("multiplies it by its weight" if scale else "multiplies each source row by its weight")
     what = " and ".join(filter(None, [scale, weigh if weight_first else None]))
-    return SplitConv(f'GraphConv(norm="{norm}") {what}', tuple(per_node), tuple(per_batch))
+    return SplitConv(f'GraphConv(norm="{norm}") {what}', tuple(per_node), _chain(per_batch))
 
 
 def _sage_conv(module: torch.nn.Module, spell: Spell) -> SplitConv | None:
@@ -92,5 +99,32 @@ def _sage_conv(module: torch.nn.Module, spell: Spell) -> SplitConv | None:
         per_batch.append("{layer}.norm({h})")
     return SplitConv(
         'SAGEConv("mean"), narrowing, applies fc_neigh to each source row',
-        ("{layer}.fc_neigh({x})",), tuple(per_batch),
+        ("{layer}.fc_neigh({x})",), _chain(per_batch),
     )
+
+
+def _gat_conv(module: torch.nn.Module, spell: Spell) -> SplitConv | None:
+    if hasattr(module, "fc_src") or not hasattr(module, "has_explicit_bias"):
+        return None  # separate source and destination weights, or a DGL before 1.1
+    heads, out = getattr(module, "_num_heads", 0), getattr(module, "_out_feats", 0)
+    per_batch = [
+        ("er", "({x_dst} * {layer}.attn_r).sum(dim=-1).unsqueeze(-1)"),
+        ("a", "dgl.ops.edge_softmax(block, {layer}.leaky_relu(dgl.ops.u_add_v(block, {el}, {er})))"),
+        ("", "dgl.ops.u_mul_e_sum(block, {h}, {a})"),
+    ]
+    if getattr(module, "res_fc", None) is not None:
+        per_batch.append(("", f"{{h}} + {{layer}}.res_fc({{dst}}).view(-1, {heads}, {out})"))
+    if module.has_explicit_bias:
+        per_batch.append(("", f"{{h}} + {{layer}}.bias.view(1, {heads}, {out})"))
+    activation = getattr(module, "activation", None)
+    if activation:
+        per_batch.append(("", f"{spell(activation) or '{layer}.activation'}({{h}})"))
+    return SplitConv(
+        "GATConv applies fc to each source row and weighs it by attn_l",
+        (f"{{layer}}.fc({{x}}).view(-1, {heads}, {out})",), tuple(per_batch),
+        per_node_extra=(("el", "({x} * {layer}.attn_l).sum(dim=-1).unsqueeze(-1)"),), suffix="fc",
+    )
+
+
+def _chain(expressions: list[str]) -> tuple[tuple[str, str], ...]:
+    return tuple(("", e) for e in expressions)

@@ -13,6 +13,7 @@ from gnn_codegen.verify import (
     max_difference, perturb, random_graph,
 )
 from tests.cases import CASES_BY_NAME, Case, all_cases, generate_case
+from tests.row_counter import RowCounter
 
 CASES = all_cases()
 NUM_NODES = 301  # prime: no batch size below divides it
@@ -91,11 +92,10 @@ def test_progress_bar_changes_nothing_but_stderr(capfd) -> None:
     # SAGEConv 16 -> 32 -> 32 aggregates source rows as they are; 32 -> 5 narrows them with
     # fc_neigh first (DGL's lin_before_mp), written out to run once per node before the loop
     ("sage", [True, True, True]),
-    # layer 1 runs the Linear encoder on the gathered source rows before SAGEConv; GATConv
-    # applies fc to every source row inside its forward(), which on all of g's nodes would cost
-    # a full fc per batch, so it gathers; GraphConv(norm="both") is written out, its out-degree
-    # scaling once per node, and then reads in place
-    ("mixed", [False, False, True]),
+    # layer 1 runs the Linear encoder on the gathered source rows before SAGEConv; GATConv and
+    # GraphConv(norm="both") are written out, their work per source row (fc and attn_l, the
+    # out-degree scaling) once per node, and then read in place
+    ("mixed", [False, True, True]),
 ])
 def test_sources_are_read_in_place_only_by_layers_that_only_aggregate(name: str, expected: list[bool]) -> None:
     generated = generate_case(CASES_BY_NAME[name])
@@ -119,3 +119,24 @@ def test_sources_are_read_in_place_only_by_layers_that_only_aggregate(name: str,
     calls.clear()
     model.inference(g, x, 50, torch.device("cpu"))
     assert calls == expected
+
+
+@pytest.mark.parametrize("name", ["sage", "gcn", "gat"])
+def test_no_work_per_batch_on_every_node_where_layers_read_in_place(name: str) -> None:
+    """Every layer of these reads its source rows in place (blocks whose sources are all of g's
+    nodes): what a convolution computes on each source row must then run once per node, before
+    the loop (split_convs.py), and never per batch, where it would cost a pass over every node
+    for each batch. So the tensors with one row per node of g that inference makes are the same
+    in number with 30 batches as with 5."""
+    generated = generate_case(CASES_BY_NAME[name])
+    module = import_source(generated.source, generated.loaded.path.parent)
+    model = generated_model(generated, module)
+    g = random_graph(NUM_NODES, seed=0)
+    (x,) = make_inputs(generated, NUM_NODES, 0)
+    counts = []
+    for batch_size in (NUM_NODES // 30 + 1, NUM_NODES // 5 + 1):
+        counter = RowCounter()
+        with counter:
+            model.inference(g, x, batch_size, "cpu")
+        counts.append(counter.rows.count(NUM_NODES))
+    assert counts[0] == counts[1] > 0

@@ -149,11 +149,26 @@ class WideningGAT(nn.Module):
         # Layer 1 of 2: self.conv1 (GATConv).
         # Writes h1: 16 float32 per node.
         h1 = torch.empty(num_nodes, 16)
-        batches = _full_neighbour_blocks(g, batch_size, progress)
+        # self.conv1 written out: GATConv applies fc to each source row and weighs it by
+        # attn_l here, once per node, instead of once per batch that reads the row; each batch
+        # below does the rest of its forward()
+        x_fc = self.conv1.fc(x).view(-1, 2, 8)
+        x_el = (x_fc * self.conv1.attn_l).sum(dim=-1).unsqueeze(-1)
+        # x_fc is read in place when already on `device` (this layer only aggregates source rows)
+        batches = _full_neighbour_blocks(
+            g, batch_size, progress, all_sources=x_fc.device == torch.device(device)
+        )
         for start, end, block, input_nodes in batches:
             block = block.to(device)
-            h = x[input_nodes].to(device)
-            h = self.conv1(block, h)
+            h = x_fc[input_nodes].to(device)
+            x_fc_dst = x_fc[start:end].to(device)
+            el = x_el[input_nodes].to(device)
+            er = (x_fc_dst * self.conv1.attn_r).sum(dim=-1).unsqueeze(-1)
+            a = dgl.ops.edge_softmax(
+                block, self.conv1.leaky_relu(dgl.ops.u_add_v(block, el, er))
+            )
+            h = dgl.ops.u_mul_e_sum(block, h, a)
+            h = h + self.conv1.bias.view(1, 2, 8)
             h = h.flatten(1)
             h = F.elu(h)
             h1[start:end] = h.cpu()

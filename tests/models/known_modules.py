@@ -37,8 +37,13 @@ class TwoConvs(nn.Module):
     def __init__(self, kind, in_size=6, hid_size=10, out_size=4):
         super().__init__()
         self.kind = kind
-        self.conv2_in_size = hid_size * 3 if kind in ("GATConv", "GATv2Conv") else hid_size
-        if kind in ("GATConv", "GATv2Conv"):
+        self.conv2_in_size = hid_size * 3 if kind.startswith("GAT") else hid_size
+        if kind == "GATConv-residual":  # a Linear residual and an activation, then an identity one
+            self.conv1 = dglnn.GATConv(in_size, hid_size, 3, residual=True, activation=nn.ELU(),
+                                       allow_zero_in_degree=True)
+            self.conv2 = dglnn.GATConv(hid_size * 3, hid_size, 3, residual=True, bias=False,
+                                       allow_zero_in_degree=True)
+        elif kind in ("GATConv", "GATv2Conv"):
             cls = getattr(dglnn, kind)
             self.conv1 = cls(in_size, hid_size, 3, allow_zero_in_degree=True)
             self.conv2 = cls(hid_size * 3, out_size, 2, allow_zero_in_degree=True)

@@ -34,6 +34,8 @@ class SplitConv:
     per_batch: tuple[tuple[str, str], ...]
     per_node_extra: tuple[tuple[str, str], ...] = ()
     suffix: str = "src"  # per_node's result is named after the input: h1_src
+    # per_node's first step as an in-place statement on "{x}", for when nothing else reads it
+    per_node_in_place: str = ""
 
     def reads(self, placeholder: str) -> bool:
         return any(placeholder in expression for _, expression in self.per_batch)

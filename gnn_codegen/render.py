@@ -101,42 +101,50 @@ class _StageWriter:
         """The names of the tensors read in place, as the generated code calls them."""
         return [self.per_node_name.get(name, self.r.buffer[name]) for name in self.in_place]
 
-    def per_node(self) -> tuple[list[str], set[str]]:
+    def per_node(self) -> tuple[list[str], set[str], list[str]]:
         """The lines before the loop that run each split convolution's source-row work once
-        per node, and the stored tensors they free early (read by nothing else in the stage,
-        and by nothing after it)."""
+        per node; the stored tensors they free early (read by nothing else in the stage, and by
+        nothing after it), and the per-node tensors to free after the loop."""
         lines: list[str] = []
         freed: set[str] = set()
+        temporaries: list[str] = []
+        program, inline = self.r.program, self.r.inline
         for op_name, load in self.split.items():
-            op = self.r.program.op(op_name)
+            op = program.op(op_name)
             split = op.mp.split if op.mp else None
             if split is None:
                 raise internal(f"{op_name} has no split form")
             buffer = self.r.buffer[load]
-            name = self.names.take(f"{buffer}_{split.suffix}")
-            self.per_node_name[load] = name
+            reads_dst = split.reads("{dst}") or any(
+                load in value_deps(program, inline, (program.op(p.name).args, program.op(p.name).kwargs))
+                for p in self.stage.ops if p.name != op_name
+            )
+            dies_here = load in self.stage.frees and not reads_dst  # never one of forward's inputs
             comment = (
                 f"{op.accessor} written out: {split.why} here, once per node, instead of once per "
                 "batch that reads the row; each batch below does the rest of its forward()"
             )
             lines.extend(f"# {line}" for line in textwrap.wrap(comment, 84))
+            steps = list(split.per_node)
+            if dies_here and split.per_node_in_place:
+                # nothing else reads these rows: transform them where they are, no second copy
+                lines.append(split.per_node_in_place.format(x=buffer, layer=op.accessor))
+                steps = steps[1:]
+            name = self.names.take(f"{buffer}_{split.suffix}") if steps else buffer
+            self.per_node_name[load] = name
             value = buffer
-            for step in split.per_node:
+            for step in steps:
                 lines.append(f"{name} = {step.format(x=value, layer=op.accessor)}")
                 value = name
             extras = self.per_node_extra.setdefault(load, {})
             for extra, expression in split.per_node_extra:
                 extras[extra] = self.names.take(f"{buffer}_{extra}")
                 lines.append(f"{extras[extra]} = {expression.format(x=name, layer=op.accessor)}")
-            reads_dst = split.reads("{dst}") or any(
-                load in value_deps(self.r.program, self.r.inline, self.r.program.op(p.name).args)
-                + value_deps(self.r.program, self.r.inline, tuple(v for _, v in self.r.program.op(p.name).kwargs))
-                for p in self.stage.ops if p.name != op_name
-            )
-            if load in self.stage.frees and not reads_dst:
+            if dies_here and name != buffer:
                 lines.append(f"del {buffer}")
                 freed.add(load)
-        return lines, freed
+            temporaries += [n for n in (name, *extras.values()) if n != buffer]
+        return lines, freed, temporaries
 
     # -- expressions ---------------------------------------------------------------------------
     def value(self, name: str, need: Space) -> _Code:
@@ -516,8 +524,8 @@ class _Renderer:
         stages = []
         for stage in self.plan.stages:
             writer = _StageWriter(self, stage)
-            per_node, freed = writer.per_node()
-            frees = [self.buffer[n] for n in stage.frees if n not in freed]
+            per_node, freed, temporaries = writer.per_node()
+            frees = [self.buffer[n] for n in stage.frees if n not in freed] + temporaries
             stages.append({
                 "comment": self.describe_stage(stage),
                 "before": [self.allocation(n) for n in stage.stores] + per_node + (

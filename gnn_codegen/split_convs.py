@@ -52,11 +52,14 @@ def _graph_conv(module: torch.nn.Module, spell: Spell) -> SplitConv | None:
     in_feats, out_feats = getattr(module, "_in_feats", 0), getattr(module, "_out_feats", 0)
     has_weight = getattr(module, "weight", None) is not None
     weight_first = has_weight and in_feats > out_feats  # DGL multiplies by W before aggregating
-    per_node = []
-    if norm == "both":
-        per_node.append("{x} * out_degrees.to({x}).clamp(min=1).pow(-0.5).view(-1, 1)")
-    elif norm == "left":
-        per_node.append("{x} * (1.0 / out_degrees.to({x}).clamp(min=1)).view(-1, 1)")
+    per_node, in_place = [], ""
+    scale = {
+        "both": "out_degrees.to({x}).clamp(min=1).pow(-0.5).view(-1, 1)",
+        "left": "(1.0 / out_degrees.to({x}).clamp(min=1)).view(-1, 1)",
+    }.get(norm)
+    if scale:
+        per_node.append(f"{{x}} * {scale}")
+        in_place = f"{{x}} *= {scale}"
     elif norm not in ("none", "right"):
         return None
     if weight_first:
@@ -78,11 +81,12 @@ def _graph_conv(module: torch.nn.Module, spell: Spell) -> SplitConv | None:
         if spelled is None:
             return None  # reachable only as a private attribute: keep calling the module
         per_batch.append(f"{spelled}({{h}})")
-    scale = {"both": "scales each source row by the full graph's out-degree ** -0.5",
-             "left": "divides each source row by the full graph's out-degree"}.get(norm)
-    weigh = ("multiplies it by its weight" if scale else "multiplies each source row by its weight")
-    what = " and ".join(filter(None, [scale, weigh if weight_first else None]))
-    return SplitConv(f'GraphConv(norm="{norm}") {what}', tuple(per_node), _chain(per_batch))
+    scaling = {"both": "scales each source row by the full graph's out-degree ** -0.5",
+               "left": "divides each source row by the full graph's out-degree"}.get(norm)
+    weigh = "multiplies it by its weight" if scaling else "multiplies each source row by its weight"
+    what = " and ".join(filter(None, [scaling, weigh if weight_first else None]))
+    return SplitConv(f'GraphConv(norm="{norm}") {what}', tuple(per_node), _chain(per_batch),
+                     per_node_in_place=in_place)
 
 
 def _sage_conv(module: torch.nn.Module, spell: Spell) -> SplitConv | None:

@@ -167,6 +167,7 @@ class GCN(nn.Module):
             h = h + self.layers[0].bias
             h = F.relu(h)
             h1[start:end] = h.cpu()
+        del features_src
 
         # Layer 2 of 3: self.layers[1] (GraphConv).
         # Writes h2: 16 float32 per node.
@@ -174,21 +175,21 @@ class GCN(nn.Module):
         # self.layers[1] written out: GraphConv(norm="both") scales each source row by the
         # full graph's out-degree ** -0.5 here, once per node, instead of once per batch that
         # reads the row; each batch below does the rest of its forward()
-        h1_src = h1 * out_degrees.to(h1).clamp(min=1).pow(-0.5).view(-1, 1)
-        del h1
-        # h1_src is read in place when already on `device` (this layer only aggregates source rows)
+        h1 *= out_degrees.to(h1).clamp(min=1).pow(-0.5).view(-1, 1)
+        # h1 is read in place when already on `device` (this layer only aggregates source rows)
         batches = _full_neighbour_blocks(
-            g, batch_size, progress, all_sources=h1_src.device == torch.device(device)
+            g, batch_size, progress, all_sources=h1.device == torch.device(device)
         )
         for start, end, block, input_nodes in batches:
             block = block.to(device)
-            h = h1_src[input_nodes].to(device)
+            h = h1[input_nodes].to(device)
             h = dgl.ops.copy_u_sum(block, h)
             h = h @ self.layers[1].weight
             h = h * block.in_degrees().to(h).clamp(min=1).pow(-0.5).view(-1, 1)
             h = h + self.layers[1].bias
             h = F.relu(h)
             h2[start:end] = h.cpu()
+        del h1
 
         # Layer 3 of 3: self.layers[2] (GraphConv).
         # Writes out: 4 float32 per node.
@@ -197,8 +198,8 @@ class GCN(nn.Module):
         # full graph's out-degree ** -0.5 and multiplies it by its weight here, once per node,
         # instead of once per batch that reads the row; each batch below does the rest of its
         # forward()
-        h2_src = h2 * out_degrees.to(h2).clamp(min=1).pow(-0.5).view(-1, 1)
-        h2_src = h2_src @ self.layers[2].weight
+        h2 *= out_degrees.to(h2).clamp(min=1).pow(-0.5).view(-1, 1)
+        h2_src = h2 @ self.layers[2].weight
         del h2
         # h2_src is read in place when already on `device` (this layer only aggregates source rows)
         batches = _full_neighbour_blocks(
@@ -211,4 +212,5 @@ class GCN(nn.Module):
             h = h * block.in_degrees().to(h).clamp(min=1).pow(-0.5).view(-1, 1)
             h = h + self.layers[2].bias
             out[start:end] = h.cpu()
+        del h2_src
         return out

@@ -170,6 +170,7 @@ class MixedNormGCN(nn.Module):
             h = F.relu(h)
             h = self.projs[0](h)
             h1[start:end] = h.cpu()
+        del x_src
 
         # Layer 2 of 3: self.convs[1] (GraphConv).
         # Writes h2: 24 float32 per node.
@@ -207,4 +208,5 @@ class MixedNormGCN(nn.Module):
             h = dgl.ops.copy_u_sum(block, h)
             h = h + self.convs[2].bias
             out[start:end] = h.cpu()
+        del h2_src
         return out

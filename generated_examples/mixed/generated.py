@@ -189,6 +189,7 @@ class MixedGNN(nn.Module):
             h = h.flatten(1)
             h = F.elu(h)
             h2[start:end] = h.cpu()
+        del h1_fc, h1_el
 
         # Layer 3 of 3: self.gcn (GraphConv).
         # Writes out: 3 float32 per node.
@@ -196,15 +197,14 @@ class MixedGNN(nn.Module):
         # self.gcn written out: GraphConv(norm="both") scales each source row by the full
         # graph's out-degree ** -0.5 here, once per node, instead of once per batch that reads
         # the row; each batch below does the rest of its forward()
-        h2_src = h2 * out_degrees.to(h2).clamp(min=1).pow(-0.5).view(-1, 1)
-        del h2
-        # h2_src is read in place when already on `device` (this layer only aggregates source rows)
+        h2 *= out_degrees.to(h2).clamp(min=1).pow(-0.5).view(-1, 1)
+        # h2 is read in place when already on `device` (this layer only aggregates source rows)
         batches = _full_neighbour_blocks(
-            g, batch_size, progress, all_sources=h2_src.device == torch.device(device)
+            g, batch_size, progress, all_sources=h2.device == torch.device(device)
         )
         for start, end, block, input_nodes in batches:
             block = block.to(device)
-            h = h2_src[input_nodes].to(device)
+            h = h2[input_nodes].to(device)
             h = dgl.ops.copy_u_sum(block, h)
             h = h @ self.gcn.weight
             h = h * block.in_degrees().to(h).clamp(min=1).pow(-0.5).view(-1, 1)
@@ -212,4 +212,5 @@ class MixedGNN(nn.Module):
             h = F.relu(h)
             h = self.head(h)
             out[start:end] = h.cpu()
+        del h2
         return out

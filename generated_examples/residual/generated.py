@@ -220,5 +220,5 @@ class ResGCN(nn.Module):
             h = self.conv3.fc_self(h2_dst) + h
             h = h + h1_2_dst
             out0[start:end] = h.cpu()
-        del h1_2, h2
+        del h1_2, h2, h2_src
         return out0, readout

@@ -189,5 +189,5 @@ class SAGE(nn.Module):
             h = dgl.ops.copy_u_mean(block, h)
             h = self.layers[2].fc_self(h2_dst) + h
             out[start:end] = h.cpu()
-        del h2
+        del h2, h2_src
         return out

@@ -172,6 +172,7 @@ class WideningGAT(nn.Module):
             h = h.flatten(1)
             h = F.elu(h)
             h1[start:end] = h.cpu()
+        del x_fc, x_el
 
         # Layer 2 of 2: self.conv2 (GraphConv).
         # Writes out: 8 float32 per node.

@@ -474,6 +474,20 @@ def write_chart(path: Path, rows: list[dict]) -> bool:
     return True
 
 
+def merged(old: dict, meta: dict, rows: list[dict], models: list[str]) -> tuple[dict, list[dict]]:
+    """--update: the earlier run's rows with those of `models` replaced by this run's. Every
+    ratio stays within one run, as each model's methods all come from the same run."""
+    graphs = list(dict.fromkeys([r["graph"] for r in old["rows"]] + [r["graph"] for r in rows]))
+    kept = [r for r in old["rows"] if r["model"] not in models]
+    order = list(MODELS)
+    combined = sorted(kept + rows, key=lambda r: (graphs.index(r["graph"]), order.index(r["model"])))
+    result = dict(old["meta"])
+    result["command"] = f"{old['meta']['command']}` ({old['meta']['date']}); rows of {', '.join(models)}: `{meta['command']}"
+    result["date"] = f"{old['meta']['date']} and {meta['date']}"
+    result["cli"] = {**old["meta"].get("cli", {}), **meta.get("cli", {})}
+    return result, combined
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--nodes", type=int, default=1_000_000)
@@ -496,6 +510,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=3600, help="seconds per child process")
     p.add_argument("--out", type=Path, default=HERE / "results")
     p.add_argument("--keep-work", action="store_true", help="keep OUT/work (graphs, outputs)")
+    p.add_argument("--update", action="store_true",
+                   help="keep OUT/results.json's rows of the models not run now, replace the others")
     p.add_argument("--child", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
 
@@ -584,6 +600,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.keep_work:
             (work / f"graph_{label}.pt").unlink(missing_ok=True)
 
+    if args.update and (out / "results.json").exists():
+        meta, rows = merged(json.loads((out / "results.json").read_text()), meta, rows, models)
     summarise(rows)
     (out / "results.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
     write_markdown(out / "results.md", meta, rows)

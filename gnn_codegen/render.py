@@ -136,13 +136,13 @@ class _StageWriter:
             for step in steps:
                 lines.append(f"{name} = {step.format(x=value, layer=op.accessor)}")
                 value = name
+            if dies_here and name != buffer:  # before the extras, which read only `name`
+                lines.append(f"del {buffer}")
+                freed.add(load)
             extras = self.per_node_extra.setdefault(load, {})
             for extra, expression in split.per_node_extra:
                 extras[extra] = self.names.take(f"{buffer}_{extra}")
                 lines.append(f"{extras[extra]} = {expression.format(x=name, layer=op.accessor)}")
-            if dies_here and name != buffer:
-                lines.append(f"del {buffer}")
-                freed.add(load)
             temporaries += [n for n in (name, *extras.values()) if n != buffer]
         return lines, freed, temporaries
 

@@ -126,7 +126,10 @@ def _gat_conv(module: torch.nn.Module, spell: Spell) -> SplitConv | None:
     return SplitConv(
         "GATConv applies fc to each source row and weighs it by attn_l",
         (f"{{layer}}.fc({{x}}).view(-1, {heads}, {out})",), tuple(per_batch),
-        per_node_extra=(("el", "({x} * {layer}.attn_l).sum(dim=-1).unsqueeze(-1)"),), suffix="fc",
+        # DGL's (feat * attn_l).sum(-1), without a temporary as large as the per-node rows;
+        # contiguous, or every batch's message passing would copy it
+        per_node_extra=(("el", 'torch.einsum("nhf,xhf->nh", {x}, {layer}.attn_l).unsqueeze(-1).contiguous()'),),
+        suffix="fc",
     )
 
 

@@ -164,7 +164,11 @@ class GAT(nn.Module):
         # by attn_l here, once per node, instead of once per batch that reads the row; each
         # batch below does the rest of its forward()
         inputs_fc = self.gat_layers[0].fc(inputs).view(-1, 4, 8)
-        inputs_el = (inputs_fc * self.gat_layers[0].attn_l).sum(dim=-1).unsqueeze(-1)
+        inputs_el = (
+            torch.einsum("nhf,xhf->nh", inputs_fc, self.gat_layers[0].attn_l)
+            .unsqueeze(-1)
+            .contiguous()
+        )
         # inputs_fc is read in place when already on `device` (this layer only aggregates source rows)
         batches = _full_neighbour_blocks(
             g,
@@ -195,8 +199,12 @@ class GAT(nn.Module):
         # by attn_l here, once per node, instead of once per batch that reads the row; each
         # batch below does the rest of its forward()
         h1_fc = self.gat_layers[1].fc(h1).view(-1, 2, 5)
-        h1_el = (h1_fc * self.gat_layers[1].attn_l).sum(dim=-1).unsqueeze(-1)
         del h1
+        h1_el = (
+            torch.einsum("nhf,xhf->nh", h1_fc, self.gat_layers[1].attn_l)
+            .unsqueeze(-1)
+            .contiguous()
+        )
         # h1_fc is read in place when already on `device` (this layer only aggregates source rows)
         batches = _full_neighbour_blocks(
             g, batch_size, progress, all_sources=h1_fc.device == torch.device(device)

@@ -160,7 +160,11 @@ class JKNet(nn.Module):
         # attn_l here, once per node, instead of once per batch that reads the row; each batch
         # below does the rest of its forward()
         h1_fc = self.layers[0].fc(h1).view(-1, 2, 4)
-        h1_el = (h1_fc * self.layers[0].attn_l).sum(dim=-1).unsqueeze(-1)
+        h1_el = (
+            torch.einsum("nhf,xhf->nh", h1_fc, self.layers[0].attn_l)
+            .unsqueeze(-1)
+            .contiguous()
+        )
         # h1_fc is read in place when already on `device` (this layer only aggregates source rows)
         batches = _full_neighbour_blocks(
             g, batch_size, progress, all_sources=h1_fc.device == torch.device(device)
@@ -188,7 +192,11 @@ class JKNet(nn.Module):
         # attn_l here, once per node, instead of once per batch that reads the row; each batch
         # below does the rest of its forward()
         h2_fc = self.layers[1].fc(h2).view(-1, 2, 4)
-        h2_el = (h2_fc * self.layers[1].attn_l).sum(dim=-1).unsqueeze(-1)
+        h2_el = (
+            torch.einsum("nhf,xhf->nh", h2_fc, self.layers[1].attn_l)
+            .unsqueeze(-1)
+            .contiguous()
+        )
         # h2_fc is read in place when already on `device` (this layer only aggregates source rows)
         batches = _full_neighbour_blocks(
             g, batch_size, progress, all_sources=h2_fc.device == torch.device(device)

@@ -169,8 +169,12 @@ class MixedGNN(nn.Module):
         # here, once per node, instead of once per batch that reads the row; each batch below
         # does the rest of its forward()
         h1_fc = self.gat.fc(h1).view(-1, 2, 8)
-        h1_el = (h1_fc * self.gat.attn_l).sum(dim=-1).unsqueeze(-1)
         del h1
+        h1_el = (
+            torch.einsum("nhf,xhf->nh", h1_fc, self.gat.attn_l)
+            .unsqueeze(-1)
+            .contiguous()
+        )
         # h1_fc is read in place when already on `device` (this layer only aggregates source rows)
         batches = _full_neighbour_blocks(
             g, batch_size, progress, all_sources=h1_fc.device == torch.device(device)

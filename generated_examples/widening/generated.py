@@ -153,7 +153,11 @@ class WideningGAT(nn.Module):
         # attn_l here, once per node, instead of once per batch that reads the row; each batch
         # below does the rest of its forward()
         x_fc = self.conv1.fc(x).view(-1, 2, 8)
-        x_el = (x_fc * self.conv1.attn_l).sum(dim=-1).unsqueeze(-1)
+        x_el = (
+            torch.einsum("nhf,xhf->nh", x_fc, self.conv1.attn_l)
+            .unsqueeze(-1)
+            .contiguous()
+        )
         # x_fc is read in place when already on `device` (this layer only aggregates source rows)
         batches = _full_neighbour_blocks(
             g, batch_size, progress, all_sources=x_fc.device == torch.device(device)

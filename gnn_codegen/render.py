@@ -13,7 +13,7 @@ import torch
 
 from gnn_codegen.attributes import Attributes
 from gnn_codegen.errors import internal
-from gnn_codegen.ir import Op, Program, Ref, iter_refs
+from gnn_codegen.ir import Op, Program, Ref, SplitConv, iter_refs
 from gnn_codegen.names import NameAllocator
 from gnn_codegen.plan import Plan, Space, Stage, inline_ops, mp_feature_spaces, value_deps
 from gnn_codegen.templating import render_template
@@ -61,6 +61,15 @@ def constant(value: Any) -> str:
     raise internal(f"cannot write constant {value!r} of type {type(value).__name__}")
 
 
+def _source_loads(stage: Stage) -> tuple[str, ...]:
+    """The stored tensors a layer reads on source rows, where only its convolutions read them
+    there (no op of the layer runs on source rows): those a convolution may read in place or
+    replace with rows computed once per node. Empty for the prologue, which has no blocks."""
+    if stage.index == 0 or any(p.space == "src" for p in stage.ops):
+        return ()
+    return tuple(name for name, space in stage.loads if space == "src")
+
+
 class _StageWriter:
     """Writes one stage's loop body: loads, one line per op, stores."""
 
@@ -82,8 +91,8 @@ class _StageWriter:
         device that holds them, blocks take all of g's nodes as sources and the convolutions
         read the tensors in place, without gathering. Empty otherwise."""
         program, stage = self.r.program, self.stage
-        loads = tuple(name for name, space in stage.loads if space == "src")
-        if stage.index == 0 or not loads or any(p.space == "src" for p in stage.ops):
+        loads = _source_loads(stage)
+        if not loads:
             return ()
         for placed in stage.ops:
             op = program.op(placed.name)
@@ -96,6 +105,12 @@ class _StageWriter:
                 if not (direct and op.mp and (op.mp.sources_in_place or op.name in self.split)):
                     return ()
         return loads
+
+    @staticmethod
+    def split_of(op: Op) -> SplitConv:
+        if op.mp is None or op.mp.split is None:
+            raise internal(f"{op.name} has no split form")
+        return op.mp.split
 
     def in_place_tensors(self) -> list[str]:
         """The names of the tensors read in place, as the generated code calls them."""
@@ -111,9 +126,7 @@ class _StageWriter:
         program, inline = self.r.program, self.r.inline
         for op_name, load in self.split.items():
             op = program.op(op_name)
-            split = op.mp.split if op.mp else None
-            if split is None:
-                raise internal(f"{op_name} has no split form")
+            split = self.split_of(op)
             buffer = self.r.buffer[load]
             reads_dst = split.reads("{dst}") or any(
                 load in value_deps(program, inline, (program.op(p.name).args, program.op(p.name).kwargs))
@@ -339,9 +352,7 @@ class _StageWriter:
 
     def split_batch_lines(self, op: Op, target: str) -> list[str]:
         """A split convolution's per-batch part: a chain of assignments to `target`."""
-        split = op.mp.split if op.mp else None
-        if split is None:
-            raise internal(f"{op.name} has no split form")
+        split = self.split_of(op)
         load = self.split[op.name]
         value = self.local[(load, "src")]
         values = {"layer": op.accessor}
@@ -397,13 +408,10 @@ class _Renderer:
         # tensor each reads on source rows
         self.splits = {stage.index: self.split_convs(stage) for stage in plan.stages}
         split = {name for chosen in self.splits.values() for name in chosen}
-        needs_rescale = any(
-            op.mp and op.mp.source_out_degree_power is not None and op.name not in split for op in program.ops
-        )
-        self.needs_out_degrees = needs_rescale or any(
-            "out_degrees" in line for op in program.ops if op.name in split and op.mp and op.mp.split
-            for line in op.mp.split.per_node
-        )
+        # GraphConv's out-degree norm reads g's out-degrees, written out or called with the rescale
+        degree_norms = [op.name for op in program.ops if op.mp and op.mp.source_out_degree_power is not None]
+        self.needs_out_degrees = bool(degree_norms)
+        needs_rescale = any(name not in split for name in degree_norms)
         self.helper_names = HelperNames(
             blocks=self.globals.take("_full_neighbour_blocks"),
             rescale=self.globals.take("_rescale_to_full_out_degrees") if needs_rescale else None,
@@ -431,9 +439,7 @@ class _Renderer:
         stored tensor it reads on source rows: those called as module(graph, features) on a
         tensor this stage loads, 2-D rows, that nothing else in the stage reads on source rows
         (the per-node work then replaces loading it)."""
-        if stage.index == 0 or any(p.space == "src" for p in stage.ops):
-            return {}
-        loads = {name for name, space in stage.loads if space == "src"}
+        loads = _source_loads(stage)
         readers = Counter[str]()
         for placed in stage.ops:
             op = self.program.op(placed.name)

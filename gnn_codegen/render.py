@@ -83,6 +83,10 @@ class _StageWriter:
         self.split_loads = set(self.split.values())
         self.per_node_name: dict[str, str] = {}  # stored tensor -> its per-node transformed rows
         self.per_node_extra: dict[str, dict[str, str]] = {}  # stored tensor -> extra name -> its name
+        # local -> the tensor whose rows it may be a view of (on the device that holds the
+        # tensor, `t[start:end].to(device)` and `t[slice(None)]` copy nothing): after the loop,
+        # the last batch's view would keep the whole tensor alive past its `del`
+        self.views: dict[str, str] = {}
         self.in_place = self.sources_in_place()
 
     def sources_in_place(self) -> tuple[str, ...]:
@@ -177,6 +181,7 @@ class _StageWriter:
             local = self.names.take(f"{buffer}_dst")
             self.lines.append(f"{local} = {buffer}[start:end].to(device)")
             self.local[(name, need)] = local
+            self.views[local] = buffer
             return _Code(local)
         if need == "dst" and (name, "src") in self.local:
             return _Code(f"{self.local[(name, 'src')]}[: block.num_dst_nodes()]")
@@ -295,13 +300,17 @@ class _StageWriter:
                 local = self.names.take(self.r.hidden if first_src else f"{source}_src")
                 first_src = False
                 self.lines.append(f"{local} = {source}[input_nodes].to(device)")
+                if name in self.in_place:  # input_nodes is then slice(None): the tensor itself
+                    self.views[local] = source
             elif self.stage.index == 0 and first_src:  # the prologue's running value
                 local = self.names.take(self.r.hidden)
                 first_src = False
                 self.lines.append(f"{local} = {buffer}[start:end].to(device)")
+                self.views[local] = buffer
             else:
                 local = self.names.take(f"{buffer}_dst")
                 self.lines.append(f"{local} = {buffer}[start:end].to(device)")
+                self.views[local] = buffer
             self.local[(name, space)] = local
         unpacked = self.unpackings()
         for placed in self.stage.ops:
@@ -321,6 +330,7 @@ class _StageWriter:
                     else:
                         name = self.names.take(element_op.var or self.r.base_name(element_op))
                     self.local[(element, self.space[element])] = name
+                    self.views.pop(name, None)
                     names.append(name)
                 self.lines.append(f"{', '.join(names)} = {expression}")
                 continue
@@ -343,6 +353,7 @@ class _StageWriter:
             else:
                 self.lines.append(f"{target} = {self.op_expression(op, placed.space).text}")
             self.local[(op.name, placed.space)] = target
+            self.views.pop(target, None)
         for name in self.stage.stores:
             if self.space[name] == "edge":
                 self.lines.append(f"{self.r.buffer[name]}[edge_ids] = {self.value(name, 'edge').text}.cpu()")
@@ -363,16 +374,21 @@ class _StageWriter:
             rows = self.per_node_name[load]
             values["x_dst"] = self.names.take(f"{rows}_dst")
             lines.append(f"{values['x_dst']} = {rows}[start:end].to(device)")
+            self.views[values["x_dst"]] = rows
         for extra, stored in self.per_node_extra.get(load, {}).items():
             values[extra] = self.names.take(extra)
             lines.append(f"{values[extra]} = {stored}[input_nodes].to(device)")
+            if load in self.in_place:
+                self.views[values[extra]] = stored
         for name, expression in split.per_batch:
             text = expression.format(h=value, **values)
             if name:  # a temporary
                 values[name] = self.names.take(name)
                 lines.append(f"{values[name]} = {text}")
+                self.views.pop(values[name], None)
             else:
                 lines.append(f"{target} = {text}")
+                self.views.pop(target, None)
                 value = target
         return lines
 
@@ -528,17 +544,24 @@ class _Renderer:
 
     def method(self) -> str:
         stages = []
-        for stage in self.plan.stages:
-            writer = _StageWriter(self, stage)
-            per_node, freed, temporaries = writer.per_node()
+        writers = [_StageWriter(self, stage) for stage in self.plan.stages]
+        per_nodes = [writer.per_node() for writer in writers]
+        # what a `del` frees: after each loop but the last (`return` frees all), and before a
+        # loop, where a split convolution has replaced its input
+        deleted = {self.buffer[n] for s in self.plan.stages[:-1] for n in s.frees}
+        deleted |= {self.buffer[n] for _, freed, _ in per_nodes for n in freed}
+        for stage, writer, (per_node, freed, temporaries) in zip(self.plan.stages, writers, per_nodes):
             frees = [self.buffer[n] for n in stage.frees if n not in freed] + temporaries
+            body = writer.write()
+            last = stage is self.plan.stages[-1]
+            after = [] if last else self.after_loop(writer, frees, deleted | set(frees))
             stages.append({
                 "comment": self.describe_stage(stage),
                 "before": [self.allocation(n) for n in stage.stores] + per_node + (
                     [] if stage.index == 0 else self.blocks_call(writer.in_place_tensors())
                 ),
-                "body": writer.write(),
-                "after": [f"del {', '.join(frees)}"] if frees else [],
+                "body": body,
+                "after": after,
                 "loop": "start in range(0, num_nodes, batch_size)" if stage.index == 0 else
                         f"start, end, block, input_nodes in {self.batches}",
             })
@@ -560,6 +583,23 @@ class _Renderer:
             stages=stages,
             result=self.result(self.program.output),
         )
+
+    def after_loop(self, writer: _StageWriter, frees: list[str], deleted: set[str]) -> list[str]:
+        """The `del` after a layer's loop: the tensors no later layer reads, and the loop's views
+        of tensors that a `del` frees (`deleted`), which would otherwise keep all of them alive
+        (on the device that holds a tensor, `t[start:end].to(device)` is a view, and so is
+        `t[input_nodes]` when sources are read in place)."""
+        views = [local for local, tensor in writer.views.items() if tensor in deleted]
+        lines = []
+        if views:
+            viewed = ", ".join(dict.fromkeys(writer.views[v] for v in views))
+            one = len(views) == 1
+            comment = (f"{', '.join(views)}, {'a view' if one else 'views'} of {viewed}, would keep "
+                       f"all of {'it' if one else 'them'} alive")
+            lines.extend(f"# {line}" for line in textwrap.wrap(comment, 84))
+        if frees or views:
+            lines.append(f"del {', '.join(frees + views)}")
+        return lines
 
     def layer_bytes(self) -> str:
         """Per layer, bytes per source row, destination row and edge on the device, for

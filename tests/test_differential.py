@@ -1,8 +1,9 @@
 """Differential test: random models built only of supported pieces (tests/random_models.py) go
 through generate_all, and the generated `inference` must equal the model's full-graph forward
 (atol = rtol = 1e-4) on a random graph of 60-120 nodes with zero-in-degree nodes, for a batch
-size below N that does not divide it and one of at least N. A refusal (GnnCodegenError) is a
-failure too: every piece the generator draws is meant to be supported.
+size below N that does not divide it and one of at least N, and every `del` in it must free
+what it names (tests/deletion_watch.py). A refusal (GnnCodegenError) is a failure too: every
+piece the generator draws is meant to be supported.
 
 200 examples by default (about two minutes on a 2-core machine). To run thousands locally:
 
@@ -33,6 +34,7 @@ from gnn_codegen.verify import (
     allclose, full_graph_forward, generated_model, import_source, make_inputs, max_difference,
     perturb, random_graph,
 )
+from tests.deletion_watch import views_kept_alive
 from tests.random_models import ModelSpec, model_specs, render_model_source
 
 MIN_NODES, MAX_NODES = 60, 120
@@ -88,6 +90,9 @@ def check_spec(spec: ModelSpec, seed: int) -> None:
                     f"N={num_nodes}, batch_size={batch_size}: inference differs from the full-graph "
                     f"forward, max |difference| {max_difference(actual, expected):.3g}"
                 )
+        kept = views_kept_alive(model.inference, g, *inputs, batch_size=batch_sizes[0], device="cpu")
+        if kept:
+            pytest.fail(f"a `del` in inference frees nothing: {', '.join(kept)}")
     finally:
         torch.set_num_threads(threads)
         shutil.rmtree(folder, ignore_errors=True)

@@ -182,5 +182,4 @@ class CustomNet(nn.Module):
             h = h1[input_nodes].to(device)
             h = self.conv2(block, h, etypes_e)
             out[start:end] = h.cpu()
-        del h1
         return out

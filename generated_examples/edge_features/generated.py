@@ -202,7 +202,8 @@ class EdgeAwareGNN(nn.Module):
             h = F.relu(h)
             e[edge_ids] = e_2.cpu()
             h2[start:end] = h.cpu()
-        del h1
+        # h1_dst, a view of h1, would keep all of it alive
+        del h1, h1_dst
 
         # Layer 3 of 4: self.egat1 (EGATConv).
         # Writes h3: 8 float32 per node.
@@ -239,5 +240,4 @@ class EdgeAwareGNN(nn.Module):
             e_2 = e_2.squeeze(1)
             out0[start:end] = h.cpu()
             out1[edge_ids] = e_2.cpu()
-        del h3, e3
         return out0, out1

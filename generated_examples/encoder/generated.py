@@ -175,5 +175,4 @@ class EncodedSAGE(nn.Module):
             h = h + h0_dst
             h = self.head(h)
             out[start:end] = h.cpu()
-        del h0, h1
         return out

@@ -190,7 +190,8 @@ class GAT(nn.Module):
             h = F.elu(h)
             h = h.flatten(1)
             h1[start:end] = h.cpu()
-        del inputs_fc, inputs_el
+        # inputs_fc_dst, el, views of inputs_fc, inputs_el, would keep all of them alive
+        del inputs_fc, inputs_el, inputs_fc_dst, el
 
         # Layer 2 of 2: self.gat_layers[1] (GATConv).
         # Writes out: 5 float32 per node.
@@ -222,5 +223,4 @@ class GAT(nn.Module):
             h = h + self.gat_layers[1].bias.view(1, 2, 5)
             h = h.mean(1)
             out[start:end] = h.cpu()
-        del h1_fc, h1_el
         return out

@@ -220,5 +220,4 @@ class GATv2(nn.Module):
             h = self.layers[2](block, h)
             h = h.mean(1)
             out[start:end] = h.cpu()
-        del h2
         return out

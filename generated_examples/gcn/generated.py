@@ -212,5 +212,4 @@ class GCN(nn.Module):
             h = h * block.in_degrees().to(h).clamp(min=1).pow(-0.5).view(-1, 1)
             h = h + self.layers[2].bias
             out[start:end] = h.cpu()
-        del h2_src
         return out

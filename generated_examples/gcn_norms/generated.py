@@ -188,7 +188,8 @@ class MixedNormGCN(nn.Module):
             h = F.relu(h)
             h = self.projs[1](h)
             h2[start:end] = h.cpu()
-        del h1
+        # h1_dst, a view of h1, would keep all of it alive
+        del h1, h1_dst
 
         # Layer 3 of 3: self.convs[2] (GraphConv).
         # Writes out: 4 float32 per node.
@@ -208,5 +209,4 @@ class MixedNormGCN(nn.Module):
             h = dgl.ops.copy_u_sum(block, h)
             h = h + self.convs[2].bias
             out[start:end] = h.cpu()
-        del h2_src
         return out

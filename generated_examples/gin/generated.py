@@ -190,7 +190,8 @@ class GIN(nn.Module):
             hidden = self.batch_norms[1](hidden)
             hidden = F.relu(hidden)
             h2[start:end] = hidden.cpu()
-        del h1
+        # h1_dst, a view of h1, would keep all of it alive
+        del h1, h1_dst
 
         # Layer 3 of 3: self.ginlayers[2] (GINConv).
         # Writes out: 4 float32 per node.
@@ -208,5 +209,4 @@ class GIN(nn.Module):
             hidden = F.relu(hidden)
             hidden = self.classify(hidden)
             out[start:end] = hidden.cpu()
-        del h2
         return out

@@ -183,7 +183,8 @@ class JKNet(nn.Module):
             h = h.flatten(1)
             h = F.elu(h)
             h2[start:end] = h.cpu()
-        del h1_fc, h1_el
+        # h1_fc_dst, el, views of h1_fc, h1_el, would keep all of them alive
+        del h1_fc, h1_el, h1_fc_dst, el
 
         # Layer 3 of 3: self.layers[1] (GATConv).
         # Writes out: 4 float32 per node.
@@ -219,5 +220,4 @@ class JKNet(nn.Module):
             jk = self.jk([h1_dst, h2_dst, h_2])
             jk = self.classify(jk)
             out[start:end] = jk.cpu()
-        del h1, h2, h2_fc, h2_el
         return out

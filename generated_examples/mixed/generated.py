@@ -193,7 +193,8 @@ class MixedGNN(nn.Module):
             h = h.flatten(1)
             h = F.elu(h)
             h2[start:end] = h.cpu()
-        del h1_fc, h1_el
+        # h1_fc_dst, el, views of h1_fc, h1_el, would keep all of them alive
+        del h1_fc, h1_el, h1_fc_dst, el
 
         # Layer 3 of 3: self.gcn (GraphConv).
         # Writes out: 3 float32 per node.
@@ -216,5 +217,4 @@ class MixedGNN(nn.Module):
             h = F.relu(h)
             h = self.head(h)
             out[start:end] = h.cpu()
-        del h2
         return out

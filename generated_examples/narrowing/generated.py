@@ -165,5 +165,4 @@ class NarrowingSAGE(nn.Module):
             h = dgl.ops.copy_u_mean(block, h)
             h = self.conv2.fc_self(h1_dst) + h
             out[start:end] = h.cpu()
-        del h1, h1_src
         return out

@@ -198,7 +198,8 @@ class ResGCN(nn.Module):
             readout_2 = h1_3_dst + relu2
             h2[start:end] = add_1.cpu()
             readout[start:end] = readout_2.cpu()
-        del h1_3, h1
+        # h1_3_dst, h, h1_dst, views of h1_3, h1, would keep all of them alive
+        del h1_3, h1, h1_3_dst, h, h1_dst
 
         # Layer 3 of 3: self.conv3 (SAGEConv).
         # Writes out0: 4 float32 per node.
@@ -220,5 +221,4 @@ class ResGCN(nn.Module):
             h = self.conv3.fc_self(h2_dst) + h
             h = h + h1_2_dst
             out0[start:end] = h.cpu()
-        del h1_2, h2, h2_src
         return out0, readout

@@ -169,7 +169,8 @@ class SAGE(nn.Module):
             h = self.layers[1](block, (h, h1_dst))
             h = F.relu(h)
             h2[start:end] = h.cpu()
-        del h1
+        # h1_dst, a view of h1, would keep all of it alive
+        del h1, h1_dst
 
         # Layer 3 of 3: self.layers[2] (SAGEConv).
         # Writes out: 5 float32 per node.
@@ -189,5 +190,4 @@ class SAGE(nn.Module):
             h = dgl.ops.copy_u_mean(block, h)
             h = self.layers[2].fc_self(h2_dst) + h
             out[start:end] = h.cpu()
-        del h2, h2_src
         return out

@@ -201,5 +201,4 @@ class SAGEVariants(nn.Module):
             h = dgl.ops.copy_u_mean(block, h)
             h = self.layers[3].fc_self(h3_dst) + h
             out[start:end] = h.cpu()
-        del h3, h3_src
         return out

@@ -176,7 +176,8 @@ class WideningGAT(nn.Module):
             h = h.flatten(1)
             h = F.elu(h)
             h1[start:end] = h.cpu()
-        del x_fc, x_el
+        # x_fc_dst, el, views of x_fc, x_el, would keep all of them alive
+        del x_fc, x_el, x_fc_dst, el
 
         # Layer 2 of 2: self.conv2 (GraphConv).
         # Writes out: 8 float32 per node.
@@ -192,5 +193,4 @@ class WideningGAT(nn.Module):
                 _rescale_to_full_out_degrees(h, block, out_degrees[input_nodes], 0.5),
             )
             out[start:end] = h.cpu()
-        del h1
         return out

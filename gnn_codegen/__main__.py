@@ -1,5 +1,5 @@
 """`python -m gnn_codegen` is the same as the `gnn-codegen` command."""
 
-from gnn_codegen.cli import main
+from gnn_codegen.cli import console_main
 
-raise SystemExit(main())
+console_main()

@@ -77,7 +77,7 @@ def test_wheel_ships_templates_and_py_typed(wheel: Path) -> None:
     ):
         assert name in names, f"{name} missing from {wheel.name}: {sorted(names)}"
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
-    assert "gnn-codegen = gnn_codegen.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "gnn-codegen = gnn_codegen.cli:console_main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
 def _outer_site_dirs() -> list[str]:

@@ -36,6 +36,9 @@ class SplitConv:
     suffix: str = "src"  # per_node's result is named after the input: h1_src
     # per_node's first step as an in-place statement on "{x}", for when nothing else reads it
     per_node_in_place: str = ""
+    # the module refuses graphs with nodes without in-edges (allow_zero_in_degree=False): its
+    # per-batch part never calls it, so the generated code checks g once, before the loop
+    refuses_zero_in_degree: bool = False
 
     def reads(self, placeholder: str) -> bool:
         return any(placeholder in expression for _, expression in self.per_batch)

@@ -572,6 +572,7 @@ class _Renderer:
         ]
         if any(s.rows == "edge" and s.stage > 0 for s in self.plan.stored):
             preamble.append("num_edges = g.num_edges()")
+        preamble += self.zero_in_degree_check()
         if self.needs_out_degrees:
             preamble.append("# GraphConv's norm reads source out-degrees, which must be the full graph's")
             preamble.append("out_degrees = g.out_degrees()")
@@ -583,6 +584,29 @@ class _Renderer:
             stages=stages,
             result=self.result(self.program.output),
         )
+
+    def zero_in_degree_check(self) -> list[str]:
+        """Written-out convolutions built with allow_zero_in_degree=False never call the module,
+        which refuses graphs with nodes without in-edges: check g for them once, up front (every
+        node is a destination of one batch of every layer)."""
+        ops = [self.program.op(name) for chosen in self.splits.values() for name in chosen]
+        refusing = [op for op in ops if op.mp and op.mp.split and op.mp.split.refuses_zero_in_degree]
+        if not refusing:
+            return []
+        layers = ", ".join(dict.fromkeys(f"{op.accessor}" for op in refusing))
+        first = refusing[0]
+        return [
+            *(f"# {line}" for line in textwrap.wrap(
+                f"{layers} ({', '.join(dict.fromkeys(op.class_name for op in refusing))}, "
+                "allow_zero_in_degree=False) refuse nodes without in-edges, as their forward() "
+                "does; written out, they are checked here", 84)),
+            f"if ({self.params[0]}.in_degrees() == 0).any():",
+            "    raise dgl.DGLError(",
+            f'        "There are 0-in-degree nodes in the graph, which {first.accessor} refuses: "',
+            '        "add self-loops (g = dgl.add_self_loop(g)), or build it with "',
+            '        "allow_zero_in_degree=True."',
+            "    )",
+        ]
 
     def after_loop(self, writer: _StageWriter, frees: list[str], deleted: set[str]) -> list[str]:
         """The `del` after a layer's loop: the tensors no later layer reads, and the loop's views

@@ -14,10 +14,11 @@ Each recipe follows DGL's forward() of the module step by step (the same in DGL 
 reads only the module's parameters and submodules (weight, bias, fc_neigh, fc_self, fc, attn_l,
 attn_r, leaky_relu, res_fc, activation, norm), never a private attribute: a module whose
 activation the user's file cannot spell keeps being called as a module. Dropout (feat_drop,
-attn_drop) is left out: inference runs in eval mode. Unlike the module, the written-out form
-does not refuse zero-in-degree nodes when allow_zero_in_degree is False; it returns what the
-module returns with it True. Pinned per module and option by tests/test_known_modules.py; every
-example is checked against the full-graph forward, in place and gathered.
+attn_drop) is left out: inference runs in eval mode. A module built with
+allow_zero_in_degree=False refuses a graph with nodes without in-edges, as its forward() does,
+with a check of g before the layer's loop. Pinned per module and option by
+tests/test_known_modules.py; every example is checked against the full-graph forward, in place
+and gathered.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def _graph_conv(module: torch.nn.Module, spell: Spell) -> SplitConv | None:
     weigh = "multiplies it by its weight" if scaling else "multiplies each source row by its weight"
     what = " and ".join(filter(None, [scaling, weigh if weight_first else None]))
     return SplitConv(f'GraphConv(norm="{norm}") {what}', tuple(per_node), _chain(per_batch),
-                     per_node_in_place=in_place)
+                     per_node_in_place=in_place, refuses_zero_in_degree=_refuses_zero_in_degree(module))
 
 
 def _sage_conv(module: torch.nn.Module, spell: Spell) -> SplitConv | None:
@@ -130,7 +131,12 @@ def _gat_conv(module: torch.nn.Module, spell: Spell) -> SplitConv | None:
         # contiguous, or every batch's message passing would copy it
         per_node_extra=(("el", 'torch.einsum("nhf,xhf->nh", {x}, {layer}.attn_l).unsqueeze(-1).contiguous()'),),
         suffix="fc",
+        refuses_zero_in_degree=_refuses_zero_in_degree(module),
     )
+
+
+def _refuses_zero_in_degree(module: torch.nn.Module) -> bool:
+    return getattr(module, "_allow_zero_in_degree", True) is False
 
 
 def _chain(expressions: list[str]) -> tuple[tuple[str, str], ...]:

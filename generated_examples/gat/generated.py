@@ -156,6 +156,14 @@ class GAT(nn.Module):
                 g, max_memory, [(192, 256, 88), (168, 60, 152)]
             )
         num_nodes = g.num_nodes()
+        # self.gat_layers[0], self.gat_layers[1] (GATConv, allow_zero_in_degree=False) refuse
+        # nodes without in-edges, as their forward() does; written out, they are checked here
+        if (g.in_degrees() == 0).any():
+            raise dgl.DGLError(
+                "There are 0-in-degree nodes in the graph, which self.gat_layers[0] refuses: "
+                "add self-loops (g = dgl.add_self_loop(g)), or build it with "
+                "allow_zero_in_degree=True."
+            )
 
         # Layer 1 of 2: self.gat_layers[0] (GATConv).
         # Writes h1: 32 float32 per node.

@@ -139,6 +139,15 @@ class GCN(nn.Module):
                 g, max_memory, [(128, 64, 88), (128, 64, 88), (80, 16, 88)]
             )
         num_nodes = g.num_nodes()
+        # self.layers[0], self.layers[1], self.layers[2] (GraphConv,
+        # allow_zero_in_degree=False) refuse nodes without in-edges, as their forward() does;
+        # written out, they are checked here
+        if (g.in_degrees() == 0).any():
+            raise dgl.DGLError(
+                "There are 0-in-degree nodes in the graph, which self.layers[0] refuses: "
+                "add self-loops (g = dgl.add_self_loop(g)), or build it with "
+                "allow_zero_in_degree=True."
+            )
         # GraphConv's norm reads source out-degrees, which must be the full graph's
         out_degrees = g.out_degrees()
 

@@ -593,13 +593,17 @@ class _Renderer:
         refusing = [op for op in ops if op.mp and op.mp.split and op.mp.split.refuses_zero_in_degree]
         if not refusing:
             return []
-        layers = ", ".join(dict.fromkeys(f"{op.accessor}" for op in refusing))
+        layers = list(dict.fromkeys(op.accessor for op in refusing))
+        classes = ", ".join(dict.fromkeys(op.class_name for op in refusing))
+        one = len(layers) == 1
+        comment = (
+            f"{', '.join(layers)} ({classes}, allow_zero_in_degree=False) refuse{'s' if one else ''} "
+            f"nodes without in-edges, as {'its' if one else 'their'} forward() does; written out, "
+            f"{'it is' if one else 'they are'} checked here"
+        )
         first = refusing[0]
         return [
-            *(f"# {line}" for line in textwrap.wrap(
-                f"{layers} ({', '.join(dict.fromkeys(op.class_name for op in refusing))}, "
-                "allow_zero_in_degree=False) refuse nodes without in-edges, as their forward() "
-                "does; written out, they are checked here", 84)),
+            *(f"# {line}" for line in textwrap.wrap(comment, 84)),
             f"if ({self.params[0]}.in_degrees() == 0).any():",
             "    raise dgl.DGLError(",
             f'        "There are 0-in-degree nodes in the graph, which {first.accessor} refuses: "',

@@ -70,6 +70,11 @@ def _source_loads(stage: Stage) -> tuple[str, ...]:
     return tuple(name for name, space in stage.loads if space == "src")
 
 
+def _comment(text: str) -> list[str]:
+    """A comment of the generated code, wrapped to fit beside its indentation."""
+    return [f"# {line}" for line in textwrap.wrap(text, 84)]
+
+
 class _StageWriter:
     """Writes one stage's loop body: loads, one line per op, stores."""
 
@@ -141,7 +146,7 @@ class _StageWriter:
                 f"{op.accessor} written out: {split.why} here, once per node, instead of once per "
                 "batch that reads the row; each batch below does the rest of its forward()"
             )
-            lines.extend(f"# {line}" for line in textwrap.wrap(comment, 84))
+            lines.extend(_comment(comment))
             steps = list(split.per_node)
             if dies_here and split.per_node_in_place:
                 # nothing else reads these rows: transform them where they are, no second copy
@@ -163,6 +168,12 @@ class _StageWriter:
             temporaries += [n for n in (name, *extras.values()) if n != buffer]
         return lines, freed, temporaries
 
+    def batch_range(self, local: str, tensor: str) -> str:
+        """`local = tensor[start:end].to(device)`, the batch's destination rows: a view of the
+        tensor on the device that holds it, so recorded in self.views."""
+        self.views[local] = tensor
+        return f"{local} = {tensor}[start:end].to(device)"
+
     # -- expressions ---------------------------------------------------------------------------
     def value(self, name: str, need: Space) -> _Code:
         op = self.r.program.op(name)
@@ -179,9 +190,8 @@ class _StageWriter:
             # the block's sources are all of g's nodes: its destination rows are a range of them
             buffer = self.r.buffer[name]
             local = self.names.take(f"{buffer}_dst")
-            self.lines.append(f"{local} = {buffer}[start:end].to(device)")
+            self.lines.append(self.batch_range(local, buffer))
             self.local[(name, need)] = local
-            self.views[local] = buffer
             return _Code(local)
         if need == "dst" and (name, "src") in self.local:
             return _Code(f"{self.local[(name, 'src')]}[: block.num_dst_nodes()]")
@@ -305,12 +315,10 @@ class _StageWriter:
             elif self.stage.index == 0 and first_src:  # the prologue's running value
                 local = self.names.take(self.r.hidden)
                 first_src = False
-                self.lines.append(f"{local} = {buffer}[start:end].to(device)")
-                self.views[local] = buffer
+                self.lines.append(self.batch_range(local, buffer))
             else:
                 local = self.names.take(f"{buffer}_dst")
-                self.lines.append(f"{local} = {buffer}[start:end].to(device)")
-                self.views[local] = buffer
+                self.lines.append(self.batch_range(local, buffer))
             self.local[(name, space)] = local
         unpacked = self.unpackings()
         for placed in self.stage.ops:
@@ -373,8 +381,7 @@ class _StageWriter:
         if split.reads("{x_dst}"):  # destination rows of the per-node rows: a range of them
             rows = self.per_node_name[load]
             values["x_dst"] = self.names.take(f"{rows}_dst")
-            lines.append(f"{values['x_dst']} = {rows}[start:end].to(device)")
-            self.views[values["x_dst"]] = rows
+            lines.append(self.batch_range(values["x_dst"], rows))
         for extra, stored in self.per_node_extra.get(load, {}).items():
             values[extra] = self.names.take(extra)
             lines.append(f"{values[extra]} = {stored}[input_nodes].to(device)")
@@ -590,7 +597,7 @@ class _Renderer:
         which refuses graphs with nodes without in-edges: check g for them once, up front (every
         node is a destination of one batch of every layer)."""
         ops = [self.program.op(name) for chosen in self.splits.values() for name in chosen]
-        refusing = [op for op in ops if op.mp and op.mp.split and op.mp.split.refuses_zero_in_degree]
+        refusing = [op for op in ops if _StageWriter.split_of(op).refuses_zero_in_degree]
         if not refusing:
             return []
         layers = list(dict.fromkeys(op.accessor for op in refusing))
@@ -603,7 +610,7 @@ class _Renderer:
         )
         first = refusing[0]
         return [
-            *(f"# {line}" for line in textwrap.wrap(comment, 84)),
+            *_comment(comment),
             f"if ({self.params[0]}.in_degrees() == 0).any():",
             "    raise dgl.DGLError(",
             f'        "There are 0-in-degree nodes in the graph, which {first.accessor} refuses: "',
@@ -624,7 +631,7 @@ class _Renderer:
             one = len(views) == 1
             comment = (f"{', '.join(views)}, {'a view' if one else 'views'} of {viewed}, would keep "
                        f"all of {'it' if one else 'them'} alive")
-            lines.extend(f"# {line}" for line in textwrap.wrap(comment, 84))
+            lines.extend(_comment(comment))
         if frees or views:
             lines.append(f"del {', '.join(frees + views)}")
         return lines

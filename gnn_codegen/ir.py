@@ -16,6 +16,9 @@ class Ref:
     name: str
 
 
+AUGMENTED = ("+=", "-=", "*=", "/=")  # SplitConv.per_batch targets that work in place
+
+
 @dataclass(frozen=True)
 class SplitConv:
     """A known convolution written out in two parts (split_convs.py): `per_node` transforms
@@ -26,7 +29,10 @@ class SplitConv:
     layer's input); per_node_extra are more tensors computed once per node from its result
     ("{x}"), read per batch on source rows as "{name}". per_batch is a chain of (target,
     expression): an empty target continues the chain ("{h}", first the block's source rows of
-    per_node's result), a name makes a temporary "{name}". Also: "{layer}" the module, "{dst}"
+    per_node's result), an operator in AUGMENTED applies the expression to the chain's
+    tensor in place (`h += ...`, only once a step has made that tensor), a name makes a
+    temporary "{name}". per_node may be empty: the module's whole forward() then runs per
+    batch, written out for how it runs (in place, see split_convs._sage_conv). Also: "{layer}" the module, "{dst}"
     the destination rows of the layer's input, "{x_dst}" those of per_node's result."""
 
     why: str  # what runs once per node, for a comment: 'GraphConv(norm="both") scales ...'

@@ -13,7 +13,7 @@ import torch
 
 from gnn_codegen.attributes import Attributes
 from gnn_codegen.errors import internal
-from gnn_codegen.ir import Op, Program, Ref, SplitConv, iter_refs
+from gnn_codegen.ir import AUGMENTED, Op, Program, Ref, SplitConv, iter_refs
 from gnn_codegen.names import NameAllocator
 from gnn_codegen.plan import Plan, Space, Stage, inline_ops, mp_feature_spaces, value_deps
 from gnn_codegen.templating import render_template
@@ -145,7 +145,7 @@ class _StageWriter:
             comment = (
                 f"{op.accessor} written out: {split.why} here, once per node, instead of once per "
                 "batch that reads the row; each batch below does the rest of its forward()"
-            )
+            ) if split.per_node else f"{op.accessor} written out: {split.why}"
             lines.extend(_comment(comment))
             steps = list(split.per_node)
             if dies_here and split.per_node_in_place:
@@ -389,7 +389,11 @@ class _StageWriter:
                 self.views[values[extra]] = stored
         for name, expression in split.per_batch:
             text = expression.format(h=value, **values)
-            if name:  # a temporary
+            if name in AUGMENTED:  # in place, on the chain's own tensor (never its input)
+                if value != target:
+                    raise internal(f"{op.name}: {name} before the chain made its own tensor")
+                lines.append(f"{target} {name} {text}")
+            elif name:  # a temporary
                 values[name] = self.names.take(name)
                 lines.append(f"{values[name]} = {text}")
                 self.views.pop(values[name], None)

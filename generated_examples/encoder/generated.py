@@ -147,6 +147,8 @@ class EncodedSAGE(nn.Module):
         # Layer 1 of 2: self.conv1 (SAGEConv).
         # Writes h1: 64 float32 per node.
         h1 = torch.empty(num_nodes, 64)
+        # self.conv1 written out: SAGEConv("mean"), forward()'s steps with the mean and the
+        # sum in place
         # h0 is read in place when already on `device` (this layer only aggregates source rows)
         batches = _full_neighbour_blocks(
             g, batch_size, progress, all_sources=h0.device == torch.device(device)
@@ -155,13 +157,18 @@ class EncodedSAGE(nn.Module):
             block = block.to(device)
             h = h0[input_nodes].to(device)
             h0_dst = h0[start:end].to(device)
-            h = self.conv1(block, (h, h0_dst))
+            h = dgl.ops.copy_u_sum(block, h)
+            h /= block.in_degrees().clamp(min=1).to(h).view(-1, 1)
+            h = self.conv1.fc_neigh(h)
+            h += self.conv1.fc_self(h0_dst)
             h = F.relu(h)
             h1[start:end] = h.cpu()
 
         # Layer 2 of 2: self.conv2 (SAGEConv).
         # Writes out: 10 float32 per node.
         out = torch.empty(num_nodes, 10)
+        # self.conv2 written out: SAGEConv("mean"), forward()'s steps with the mean and the
+        # sum in place
         # h1 is read in place when already on `device` (this layer only aggregates source rows)
         batches = _full_neighbour_blocks(
             g, batch_size, progress, all_sources=h1.device == torch.device(device)
@@ -171,7 +178,10 @@ class EncodedSAGE(nn.Module):
             h0_dst = h0[start:end].to(device)
             h = h1[input_nodes].to(device)
             h1_dst = h1[start:end].to(device)
-            h = self.conv2(block, (h, h1_dst))
+            h = dgl.ops.copy_u_sum(block, h)
+            h /= block.in_degrees().clamp(min=1).to(h).view(-1, 1)
+            h = self.conv2.fc_neigh(h)
+            h += self.conv2.fc_self(h1_dst)
             h = h + h0_dst
             h = self.head(h)
             out[start:end] = h.cpu()

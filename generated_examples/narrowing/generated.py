@@ -134,6 +134,8 @@ class NarrowingSAGE(nn.Module):
         # Layer 1 of 2: self.conv1 (SAGEConv).
         # Writes h1: 16 float32 per node.
         h1 = torch.empty(num_nodes, 16)
+        # self.conv1 written out: SAGEConv("mean"), forward()'s steps with the mean and the
+        # sum in place
         # x is read in place when already on `device` (this layer only aggregates source rows)
         batches = _full_neighbour_blocks(
             g, batch_size, progress, all_sources=x.device == torch.device(device)
@@ -142,7 +144,10 @@ class NarrowingSAGE(nn.Module):
             block = block.to(device)
             h = x[input_nodes].to(device)
             x_dst = x[start:end].to(device)
-            h = self.conv1(block, (h, x_dst))
+            h = dgl.ops.copy_u_sum(block, h)
+            h /= block.in_degrees().clamp(min=1).to(h).view(-1, 1)
+            h = self.conv1.fc_neigh(h)
+            h += self.conv1.fc_self(x_dst)
             h = F.relu(h)
             h = self.proj(h)
             h1[start:end] = h.cpu()
@@ -162,7 +167,8 @@ class NarrowingSAGE(nn.Module):
             block = block.to(device)
             h = h1_src[input_nodes].to(device)
             h1_dst = h1[start:end].to(device)
-            h = dgl.ops.copy_u_mean(block, h)
-            h = self.conv2.fc_self(h1_dst) + h
+            h = dgl.ops.copy_u_sum(block, h)
+            h /= block.in_degrees().clamp(min=1).to(h).view(-1, 1)
+            h += self.conv2.fc_self(h1_dst)
             out[start:end] = h.cpu()
         return out

@@ -182,6 +182,8 @@ class ResGCN(nn.Module):
         # Writes readout: 16 float32 per node.
         h2 = torch.empty(num_nodes, 16)
         readout = torch.empty(num_nodes, 16)
+        # self.conv2 written out: SAGEConv("mean"), forward()'s steps with the mean and the
+        # sum in place
         # h1 is read in place when already on `device` (this layer only aggregates source rows)
         batches = _full_neighbour_blocks(
             g, batch_size, progress, all_sources=h1.device == torch.device(device)
@@ -191,7 +193,10 @@ class ResGCN(nn.Module):
             h1_3_dst = h1_3[start:end].to(device)
             h = h1[input_nodes].to(device)
             h1_dst = h1[start:end].to(device)
-            h_2 = self.conv2(block, (h, h1_dst))
+            h_2 = dgl.ops.copy_u_sum(block, h)
+            h_2 /= block.in_degrees().clamp(min=1).to(h_2).view(-1, 1)
+            h_2 = self.conv2.fc_neigh(h_2)
+            h_2 += self.conv2.fc_self(h1_dst)
             relu2 = F.relu(h_2)
             add_1 = relu2 + h1_dst
             add_1 = self.norm(add_1)
@@ -217,8 +222,9 @@ class ResGCN(nn.Module):
             h1_2_dst = h1_2[start:end].to(device)
             h = h2_src[input_nodes].to(device)
             h2_dst = h2[start:end].to(device)
-            h = dgl.ops.copy_u_mean(block, h)
-            h = self.conv3.fc_self(h2_dst) + h
+            h = dgl.ops.copy_u_sum(block, h)
+            h /= block.in_degrees().clamp(min=1).to(h).view(-1, 1)
+            h += self.conv3.fc_self(h2_dst)
             h = h + h1_2_dst
             out0[start:end] = h.cpu()
         return out0, readout

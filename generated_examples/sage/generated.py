@@ -143,6 +143,8 @@ class SAGE(nn.Module):
         # Layer 1 of 3: self.layers[0] (SAGEConv).
         # Writes h1: 32 float32 per node.
         h1 = torch.empty(num_nodes, 32)
+        # self.layers[0] written out: SAGEConv("mean"), forward()'s steps with the mean and
+        # the sum in place
         # x is read in place when already on `device` (this layer only aggregates source rows)
         batches = _full_neighbour_blocks(
             g, batch_size, progress, all_sources=x.device == torch.device(device)
@@ -151,13 +153,18 @@ class SAGE(nn.Module):
             block = block.to(device)
             h = x[input_nodes].to(device)
             x_dst = x[start:end].to(device)
-            h = self.layers[0](block, (h, x_dst))
+            h = dgl.ops.copy_u_sum(block, h)
+            h /= block.in_degrees().clamp(min=1).to(h).view(-1, 1)
+            h = self.layers[0].fc_neigh(h)
+            h += self.layers[0].fc_self(x_dst)
             h = F.relu(h)
             h1[start:end] = h.cpu()
 
         # Layer 2 of 3: self.layers[1] (SAGEConv).
         # Writes h2: 32 float32 per node.
         h2 = torch.empty(num_nodes, 32)
+        # self.layers[1] written out: SAGEConv("mean"), forward()'s steps with the mean and
+        # the sum in place
         # h1 is read in place when already on `device` (this layer only aggregates source rows)
         batches = _full_neighbour_blocks(
             g, batch_size, progress, all_sources=h1.device == torch.device(device)
@@ -166,7 +173,10 @@ class SAGE(nn.Module):
             block = block.to(device)
             h = h1[input_nodes].to(device)
             h1_dst = h1[start:end].to(device)
-            h = self.layers[1](block, (h, h1_dst))
+            h = dgl.ops.copy_u_sum(block, h)
+            h /= block.in_degrees().clamp(min=1).to(h).view(-1, 1)
+            h = self.layers[1].fc_neigh(h)
+            h += self.layers[1].fc_self(h1_dst)
             h = F.relu(h)
             h2[start:end] = h.cpu()
         # h1_dst, a view of h1, would keep all of it alive
@@ -187,7 +197,8 @@ class SAGE(nn.Module):
             block = block.to(device)
             h = h2_src[input_nodes].to(device)
             h2_dst = h2[start:end].to(device)
-            h = dgl.ops.copy_u_mean(block, h)
-            h = self.layers[2].fc_self(h2_dst) + h
+            h = dgl.ops.copy_u_sum(block, h)
+            h /= block.in_degrees().clamp(min=1).to(h).view(-1, 1)
+            h += self.layers[2].fc_self(h2_dst)
             out[start:end] = h.cpu()
         return out

@@ -198,7 +198,8 @@ class SAGEVariants(nn.Module):
             block = block.to(device)
             h = h3_src[input_nodes].to(device)
             h3_dst = h3[start:end].to(device)
-            h = dgl.ops.copy_u_mean(block, h)
-            h = self.layers[3].fc_self(h3_dst) + h
+            h = dgl.ops.copy_u_sum(block, h)
+            h /= block.in_degrees().clamp(min=1).to(h).view(-1, 1)
+            h += self.layers[3].fc_self(h3_dst)
             out[start:end] = h.cpu()
         return out

@@ -3,7 +3,9 @@ This module decides every name and every line; the templates only print them."""
 
 from __future__ import annotations
 
+import ast
 import math
+import re
 import textwrap
 from collections import Counter
 from dataclasses import dataclass
@@ -167,6 +169,17 @@ class _StageWriter:
                 lines.append(f"{extras[extra]} = {expression.format(x=name, layer=op.accessor)}")
             temporaries += [n for n in (name, *extras.values()) if n != buffer]
         return lines, freed, temporaries
+
+    def loop_locals(self) -> list[str]:
+        """The names the loop binds per batch (its block and every assignment in its body,
+        not the start and end of its range), in order: after the loop, the last batch's."""
+        names = ["block", "input_nodes"] if self.stage.index > 0 else []
+        for statement in ast.parse("\n".join(self.lines)).body:
+            targets = statement.targets if isinstance(statement, ast.Assign) else []
+            for target in targets:
+                elements = target.elts if isinstance(target, ast.Tuple) else [target]
+                names += [e.id for e in elements if isinstance(e, ast.Name)]
+        return [n for n in dict.fromkeys(names) if n not in ("start", "end")]
 
     def batch_range(self, local: str, tensor: str) -> str:
         """`local = tensor[start:end].to(device)`, the batch's destination rows: a view of the
@@ -561,11 +574,18 @@ class _Renderer:
         # loop, where a split convolution has replaced its input
         deleted = {self.buffer[n] for s in self.plan.stages[:-1] for n in s.frees}
         deleted |= {self.buffer[n] for _, freed, _ in per_nodes for n in freed}
-        for stage, writer, (per_node, freed, temporaries) in zip(self.plan.stages, writers, per_nodes):
+        for position, (stage, writer, (per_node, freed, temporaries)) in enumerate(
+            zip(self.plan.stages, writers, per_nodes)
+        ):
             frees = [self.buffer[n] for n in stage.frees if n not in freed] + temporaries
             body = writer.write()
             last = stage is self.plan.stages[-1]
-            after = [] if last else self.after_loop(writer, frees, deleted | set(frees))
+            # the next layer's per-node work runs while this loop's last batch is still held
+            following = [] if last else per_nodes[position + 1][0]
+            # a new tensor for every node (not its comment, not a `del`, not `x *= ...` in place)
+            work = any(re.match(r"\w+ = ", line) for line in following)
+            batch_locals = writer.loop_locals() if work else []
+            after = [] if last else self.after_loop(writer, frees, deleted | set(frees), batch_locals)
             stages.append({
                 "comment": self.describe_stage(stage),
                 "before": [self.allocation(n) for n in stage.stores] + per_node + (
@@ -573,7 +593,8 @@ class _Renderer:
                 ),
                 "body": body,
                 "after": after,
-                "loop": "start in range(0, num_nodes, batch_size)" if stage.index == 0 else
+                # one empty batch on a graph without nodes, like _full_neighbour_blocks
+                "loop": "start in range(0, max(num_nodes, 1), batch_size)" if stage.index == 0 else
                         f"start, end, block, input_nodes in {self.batches}",
             })
         preamble = [
@@ -623,12 +644,15 @@ class _Renderer:
             "    )",
         ]
 
-    def after_loop(self, writer: _StageWriter, frees: list[str], deleted: set[str]) -> list[str]:
-        """The `del` after a layer's loop: the tensors no later layer reads, and the loop's views
-        of tensors that a `del` frees (`deleted`), which would otherwise keep all of them alive
+    def after_loop(self, writer: _StageWriter, frees: list[str], deleted: set[str],
+                   batch_locals: list[str]) -> list[str]:
+        """The `del` after a layer's loop: the tensors no later layer reads, the loop's views of
+        tensors that a `del` frees (`deleted`), which would otherwise keep all of them alive
         (on the device that holds a tensor, `t[start:end].to(device)` is a view, and so is
-        `t[input_nodes]` when sources are read in place)."""
+        `t[input_nodes]` when sources are read in place), and `batch_locals`, the last batch's
+        block and rows, when the next layer's per-node work would otherwise run beside them."""
         views = [local for local, tensor in writer.views.items() if tensor in deleted]
+        batch_locals = [n for n in batch_locals if n not in views and n not in frees]
         lines = []
         if views:
             viewed = ", ".join(dict.fromkeys(writer.views[v] for v in views))
@@ -638,6 +662,9 @@ class _Renderer:
             lines.extend(_comment(comment))
         if frees or views:
             lines.append(f"del {', '.join(frees + views)}")
+        if batch_locals:
+            lines.append("# the last batch's block and rows, freed before the per-node work below")
+            lines.append(f"del {', '.join(batch_locals)}")
         return lines
 
     def layer_bytes(self) -> str:

@@ -40,7 +40,9 @@ def _full_neighbour_blocks(g, batch_size, progress=False, all_sources=False):
     else:  # scratch space, one entry per node of g: a source of this batch? its ID in the block
         is_source = torch.zeros(num_nodes, dtype=torch.bool, device=device)
         block_ids = torch.empty(num_nodes, dtype=idtype, device=device)
-    starts = range(0, num_nodes, batch_size)
+    # a graph without nodes still gets one (empty) batch: inference deletes the last batch's
+    # names after a loop, and they must exist
+    starts = range(0, max(num_nodes, 1), batch_size)
     if progress:
         try:
             from tqdm import tqdm
@@ -138,7 +140,7 @@ class EncodedSAGE(nn.Module):
         # Prologue: self.encoder (Sequential), once per node, before any message passing.
         # Writes h0: 64 float32 per node.
         h0 = torch.empty(num_nodes, 64)
-        for start in range(0, num_nodes, batch_size):
+        for start in range(0, max(num_nodes, 1), batch_size):
             end = min(start + batch_size, num_nodes)
             h = x[start:end].to(device)
             h = self.encoder(h)

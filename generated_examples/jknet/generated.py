@@ -40,7 +40,9 @@ def _full_neighbour_blocks(g, batch_size, progress=False, all_sources=False):
     else:  # scratch space, one entry per node of g: a source of this batch? its ID in the block
         is_source = torch.zeros(num_nodes, dtype=torch.bool, device=device)
         block_ids = torch.empty(num_nodes, dtype=idtype, device=device)
-    starts = range(0, num_nodes, batch_size)
+    # a graph without nodes still gets one (empty) batch: inference deletes the last batch's
+    # names after a loop, and they must exist
+    starts = range(0, max(num_nodes, 1), batch_size)
     if progress:
         try:
             from tqdm import tqdm
@@ -152,6 +154,8 @@ class JKNet(nn.Module):
             h_2 = h_2 + h_3
             h_2 = F.relu(h_2)
             h1[start:end] = h_2.cpu()
+        # the last batch's block and rows, freed before the per-node work below
+        del block, input_nodes, h, h_2, h_3
 
         # Layer 2 of 3: self.layers[0] (GATConv).
         # Writes h2: 8 float32 per node.
@@ -185,6 +189,8 @@ class JKNet(nn.Module):
             h2[start:end] = h.cpu()
         # h1_fc_dst, el, views of h1_fc, h1_el, would keep all of them alive
         del h1_fc, h1_el, h1_fc_dst, el
+        # the last batch's block and rows, freed before the per-node work below
+        del block, input_nodes, h, er, a
 
         # Layer 3 of 3: self.layers[1] (GATConv).
         # Writes out: 4 float32 per node.

@@ -40,7 +40,9 @@ def _full_neighbour_blocks(g, batch_size, progress=False, all_sources=False):
     else:  # scratch space, one entry per node of g: a source of this batch? its ID in the block
         is_source = torch.zeros(num_nodes, dtype=torch.bool, device=device)
         block_ids = torch.empty(num_nodes, dtype=idtype, device=device)
-    starts = range(0, num_nodes, batch_size)
+    # a graph without nodes still gets one (empty) batch: inference deletes the last batch's
+    # names after a loop, and they must exist
+    starts = range(0, max(num_nodes, 1), batch_size)
     if progress:
         try:
             from tqdm import tqdm
@@ -151,6 +153,8 @@ class NarrowingSAGE(nn.Module):
             h = F.relu(h)
             h = self.proj(h)
             h1[start:end] = h.cpu()
+        # the last batch's block and rows, freed before the per-node work below
+        del block, input_nodes, h, x_dst
 
         # Layer 2 of 2: self.conv2 (SAGEConv).
         # Writes out: 8 float32 per node.

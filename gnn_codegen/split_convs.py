@@ -11,7 +11,9 @@ runs once per node before the layer's loop, as the full graph does it, and each 
 aggregates (dgl.ops) and finishes the layer. SAGEConv("mean") is written out either way, for
 its mean and sum done in place (see _sage_conv).
 
-Each recipe follows DGL's forward() of the module step by step (the same in DGL 1.1 and 2.x) and
+Each recipe follows DGL's forward() of the module step by step (the same in DGL 1.1 and 2.x),
+the steps after the aggregation in place on its new tensor (`h += bias`: the same operation, so
+the same numbers, without a new batch-sized tensor per step; see _sage_conv for why), and
 reads only the module's parameters and submodules (weight, bias, fc_neigh, fc_self, fc, attn_l,
 attn_r, leaky_relu, res_fc, activation, norm), never a private attribute: a module whose
 activation the user's file cannot spell keeps being called as a module. Dropout (feat_drop,
@@ -68,26 +70,26 @@ def _graph_conv(module: torch.nn.Module, spell: Spell) -> SplitConv | None:
         per_node.append("{x} @ {layer}.weight")
     if not per_node:
         return None  # nothing per source row: the module reads them in place as it is
-    per_batch = ["dgl.ops.copy_u_sum(block, {h})"]
+    per_batch = [("", "dgl.ops.copy_u_sum(block, {h})")]  # a new tensor: the rest runs in place
     if has_weight and not weight_first:
-        per_batch.append("{h} @ {layer}.weight")
+        per_batch.append(("", "{h} @ {layer}.weight"))
     if norm == "both":
-        per_batch.append("{h} * block.in_degrees().to({h}).clamp(min=1).pow(-0.5).view(-1, 1)")
+        per_batch.append(("*=", "block.in_degrees().to({h}).clamp(min=1).pow(-0.5).view(-1, 1)"))
     elif norm == "right":
-        per_batch.append("{h} * (1.0 / block.in_degrees().to({h}).clamp(min=1)).view(-1, 1)")
+        per_batch.append(("*=", "(1.0 / block.in_degrees().to({h}).clamp(min=1)).view(-1, 1)"))
     if getattr(module, "bias", None) is not None:
-        per_batch.append("{h} + {layer}.bias")
+        per_batch.append(("+=", "{layer}.bias"))
     activation = getattr(module, "_activation", None)
     if activation is not None:
         spelled = spell(activation)
         if spelled is None:
             return None  # reachable only as a private attribute: keep calling the module
-        per_batch.append(f"{spelled}({{h}})")
+        per_batch.append(("", f"{spelled}({{h}})"))
     scaling = {"both": "scales each source row by the full graph's out-degree ** -0.5",
                "left": "divides each source row by the full graph's out-degree"}.get(norm)
     weigh = "multiplies it by its weight" if scaling else "multiplies each source row by its weight"
     what = " and ".join(filter(None, [scaling, weigh if weight_first else None]))
-    return SplitConv(f'GraphConv(norm="{norm}") {what}', tuple(per_node), _chain(per_batch),
+    return SplitConv(f'GraphConv(norm="{norm}") {what}', tuple(per_node), tuple(per_batch),
                      per_node_in_place=in_place, refuses_zero_in_degree=_refuses_zero_in_degree(module))
 
 
@@ -131,9 +133,9 @@ def _gat_conv(module: torch.nn.Module, spell: Spell) -> SplitConv | None:
         ("", "dgl.ops.u_mul_e_sum(block, {h}, {a})"),
     ]
     if getattr(module, "res_fc", None) is not None:
-        per_batch.append(("", f"{{h}} + {{layer}}.res_fc({{dst}}).view(-1, {heads}, {out})"))
-    if module.has_explicit_bias:
-        per_batch.append(("", f"{{h}} + {{layer}}.bias.view(1, {heads}, {out})"))
+        per_batch.append(("+=", f"{{layer}}.res_fc({{dst}}).view(-1, {heads}, {out})"))
+    if module.has_explicit_bias:  # in place, on u_mul_e_sum's new tensor
+        per_batch.append(("+=", f"{{layer}}.bias.view(1, {heads}, {out})"))
     activation = getattr(module, "activation", None)
     if activation:
         per_batch.append(("", f"{spell(activation) or '{layer}.activation'}({{h}})"))
@@ -151,6 +153,3 @@ def _gat_conv(module: torch.nn.Module, spell: Spell) -> SplitConv | None:
 def _refuses_zero_in_degree(module: torch.nn.Module) -> bool:
     return getattr(module, "_allow_zero_in_degree", True) is False
 
-
-def _chain(expressions: list[str]) -> tuple[tuple[str, str], ...]:
-    return tuple(("", e) for e in expressions)

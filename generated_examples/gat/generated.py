@@ -196,7 +196,7 @@ class GAT(nn.Module):
                 block, self.gat_layers[0].leaky_relu(dgl.ops.u_add_v(block, el, er))
             )
             h = dgl.ops.u_mul_e_sum(block, h, a)
-            h = h + self.gat_layers[0].bias.view(1, 4, 8)
+            h += self.gat_layers[0].bias.view(1, 4, 8)
             h = F.elu(h)
             h = h.flatten(1)
             h1[start:end] = h.cpu()
@@ -232,7 +232,7 @@ class GAT(nn.Module):
                 block, self.gat_layers[1].leaky_relu(dgl.ops.u_add_v(block, el, er))
             )
             h = dgl.ops.u_mul_e_sum(block, h, a)
-            h = h + self.gat_layers[1].bias.view(1, 2, 5)
+            h += self.gat_layers[1].bias.view(1, 2, 5)
             h = h.mean(1)
             out[start:end] = h.cpu()
         return out

@@ -174,8 +174,8 @@ class GCN(nn.Module):
             h = features_src[input_nodes].to(device)
             h = dgl.ops.copy_u_sum(block, h)
             h = h @ self.layers[0].weight
-            h = h * block.in_degrees().to(h).clamp(min=1).pow(-0.5).view(-1, 1)
-            h = h + self.layers[0].bias
+            h *= block.in_degrees().to(h).clamp(min=1).pow(-0.5).view(-1, 1)
+            h += self.layers[0].bias
             h = F.relu(h)
             h1[start:end] = h.cpu()
         del features_src
@@ -196,8 +196,8 @@ class GCN(nn.Module):
             h = h1[input_nodes].to(device)
             h = dgl.ops.copy_u_sum(block, h)
             h = h @ self.layers[1].weight
-            h = h * block.in_degrees().to(h).clamp(min=1).pow(-0.5).view(-1, 1)
-            h = h + self.layers[1].bias
+            h *= block.in_degrees().to(h).clamp(min=1).pow(-0.5).view(-1, 1)
+            h += self.layers[1].bias
             h = F.relu(h)
             h2[start:end] = h.cpu()
         del h1
@@ -222,7 +222,7 @@ class GCN(nn.Module):
             block = block.to(device)
             h = h2_src[input_nodes].to(device)
             h = dgl.ops.copy_u_sum(block, h)
-            h = h * block.in_degrees().to(h).clamp(min=1).pow(-0.5).view(-1, 1)
-            h = h + self.layers[2].bias
+            h *= block.in_degrees().to(h).clamp(min=1).pow(-0.5).view(-1, 1)
+            h += self.layers[2].bias
             out[start:end] = h.cpu()
         return out

@@ -167,7 +167,7 @@ class MixedNormGCN(nn.Module):
             h = x_src[input_nodes].to(device)
             h = dgl.ops.copy_u_sum(block, h)
             h = h @ self.convs[0].weight
-            h = h + self.convs[0].bias
+            h += self.convs[0].bias
             h = self.norms[0](h)
             h = F.relu(h)
             h = self.projs[0](h)
@@ -211,6 +211,6 @@ class MixedNormGCN(nn.Module):
             block = block.to(device)
             h = h2_src[input_nodes].to(device)
             h = dgl.ops.copy_u_sum(block, h)
-            h = h + self.convs[2].bias
+            h += self.convs[2].bias
             out[start:end] = h.cpu()
         return out

@@ -193,7 +193,7 @@ class MixedGNN(nn.Module):
                 block, self.gat.leaky_relu(dgl.ops.u_add_v(block, el, er))
             )
             h = dgl.ops.u_mul_e_sum(block, h, a)
-            h = h + self.gat.bias.view(1, 2, 8)
+            h += self.gat.bias.view(1, 2, 8)
             h = h.flatten(1)
             h = F.elu(h)
             h2[start:end] = h.cpu()
@@ -216,8 +216,8 @@ class MixedGNN(nn.Module):
             h = h2[input_nodes].to(device)
             h = dgl.ops.copy_u_sum(block, h)
             h = h @ self.gcn.weight
-            h = h * block.in_degrees().to(h).clamp(min=1).pow(-0.5).view(-1, 1)
-            h = h + self.gcn.bias
+            h *= block.in_degrees().to(h).clamp(min=1).pow(-0.5).view(-1, 1)
+            h += self.gcn.bias
             h = F.relu(h)
             h = self.head(h)
             out[start:end] = h.cpu()

@@ -174,7 +174,7 @@ class WideningGAT(nn.Module):
                 block, self.conv1.leaky_relu(dgl.ops.u_add_v(block, el, er))
             )
             h = dgl.ops.u_mul_e_sum(block, h, a)
-            h = h + self.conv1.bias.view(1, 2, 8)
+            h += self.conv1.bias.view(1, 2, 8)
             h = h.flatten(1)
             h = F.elu(h)
             h1[start:end] = h.cpu()

@@ -31,9 +31,9 @@ class SplitConv:
     expression): an empty target continues the chain ("{h}", first the block's source rows of
     per_node's result), an operator in AUGMENTED applies the expression to the chain's
     tensor in place (`h += ...`, only once a step has made that tensor), a name makes a
-    temporary "{name}". per_node may be empty: the module's whole forward() then runs per
-    batch, written out for how it runs (in place, see split_convs._sage_conv). Also: "{layer}" the module, "{dst}"
-    the destination rows of the layer's input, "{x_dst}" those of per_node's result."""
+    temporary "{name}". Also: "{layer}" the module, "{dst}" the destination rows of the
+    layer's input, "{x_dst}" those of per_node's result. per_node may be empty: the whole
+    forward() then runs per batch, written out for its steps in place (split_convs._sage_conv)."""
 
     why: str  # what runs once per node, for a comment: 'GraphConv(norm="both") scales ...'
     per_node: tuple[str, ...]

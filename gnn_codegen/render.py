@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 import math
-import re
 import textwrap
 from collections import Counter
 from dataclasses import dataclass
@@ -580,11 +579,10 @@ class _Renderer:
             frees = [self.buffer[n] for n in stage.frees if n not in freed] + temporaries
             body = writer.write()
             last = stage is self.plan.stages[-1]
-            # the next layer's per-node work runs while this loop's last batch is still held
-            following = [] if last else per_nodes[position + 1][0]
-            # a new tensor for every node (not its comment, not a `del`, not `x *= ...` in place)
-            work = any(re.match(r"\w+ = ", line) for line in following)
-            batch_locals = writer.loop_locals() if work else []
+            # the next layer's per-node work makes new tensors for every node (its temporaries)
+            # while this loop's last batch is still held, unless deleted
+            per_node_tensors = not last and per_nodes[position + 1][2]
+            batch_locals = writer.loop_locals() if per_node_tensors else []
             after = [] if last else self.after_loop(writer, frees, deleted | set(frees), batch_locals)
             stages.append({
                 "comment": self.describe_stage(stage),

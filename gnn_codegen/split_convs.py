@@ -101,8 +101,8 @@ def _sage_conv(module: torch.nn.Module, spell: Spell) -> SplitConv | None:
     # same numbers. Called as a module, each step makes a new batch-sized tensor, and on the
     # CPU a new tensor of 32 MB or more is fresh memory from the OS whose first touch cost more
     # than the arithmetic (measured: a relu of 65536 x 128 floats took 12 ms into a new tensor,
-    # 2 ms into an existing one); in place, the benchmark's JKNet (three layers 128 -> 128) ran 25%-30%
-    # faster at batches of 65536.
+    # 2 ms into an existing one); in place, the benchmark's JKNet (three layers 128 -> 128)
+    # ran 25%-30% faster at batches of 65536.
     mean = [("", "dgl.ops.copy_u_sum(block, {h})"),
             ("/=", "block.in_degrees().clamp(min=1).to({h}).view(-1, 1)")]
     if getattr(module, "_in_src_feats", 0) > getattr(module, "_out_feats", 0):  # lin_before_mp
@@ -114,7 +114,7 @@ def _sage_conv(module: torch.nn.Module, spell: Spell) -> SplitConv | None:
         per_batch = [*mean, ("", "{layer}.fc_neigh({h})"), ("+=", "{layer}.fc_self({dst})")]
         why = 'SAGEConv("mean"), forward()\'s steps with the mean and the sum in place'
     if getattr(module, "bias", None) is not None:  # DGL before 1.0 kept it outside fc_self
-        per_batch.append(("", "{h} + {layer}.bias"))
+        per_batch.append(("+=", "{layer}.bias"))
     activation = getattr(module, "activation", None)
     if activation is not None:
         per_batch.append(("", f"{spell(activation) or '{layer}.activation'}({{h}})"))

@@ -76,6 +76,8 @@ class Op:
     class_name: str = ""  # for module calls: the module's class, for comments and rules
     accessor: str = ""  # for modules and attributes: how Python reaches it, `self.convs["0"]`
     var: str = ""  # the variable the user's line assigns this value to (`h1 = ...`), if any
+    # an elementwise torch.nn.functional activation that takes inplace=True (F.relu, F.elu, ...)
+    activation_in_place: bool = False
 
     def refs(self) -> Iterator[str]:
         yield from iter_refs(self.args)

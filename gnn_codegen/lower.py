@@ -18,7 +18,7 @@ import torch.fx as fx
 from gnn_codegen.errors import InternalError, UnsupportedModuleError, internal
 from gnn_codegen.ir import MessagePassing, Op, Program, Ref
 from gnn_codegen.known_modules import facts_for, is_message_passing, refusal_reason
-from gnn_codegen.split_convs import split_for
+from gnn_codegen.split_convs import activation_in_place, split_for
 from gnn_codegen.trace import Traced
 
 _TORCH_NAMESPACES: tuple[tuple[str, ModuleType], ...] = (
@@ -170,7 +170,8 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
         elif node.op == "call_function":
             expr = function_expression(node.target, namespace)  # type: ignore[arg-type]
             kwargs = _without_defaults(node.target, kwargs)
-            ops.append(Op(node.name, "function", expr, args, kwargs, location))
+            ops.append(Op(node.name, "function", expr, args, kwargs, location,
+                          activation_in_place=activation_in_place(node.target, kwargs)))
         elif node.op == "call_method":
             ops.append(Op(node.name, "method", str(node.target), args, kwargs, location))
         else:

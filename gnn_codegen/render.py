@@ -7,7 +7,7 @@ import ast
 import math
 import textwrap
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -71,6 +71,10 @@ def _source_loads(stage: Stage) -> tuple[str, ...]:
     return tuple(name for name, space in stage.loads if space == "src")
 
 
+# methods whose result is a view of their receiver, nothing else
+_RESHAPES = ("flatten", "view", "reshape", "squeeze", "unsqueeze")
+
+
 def _comment(text: str) -> list[str]:
     """A comment of the generated code, wrapped to fit beside its indentation."""
     return [f"# {line}" for line in textwrap.wrap(text, 84)]
@@ -93,6 +97,9 @@ class _StageWriter:
         # tensor, `t[start:end].to(device)` and `t[slice(None)]` copy nothing): after the loop,
         # the last batch's view would keep the whole tensor alive past its `del`
         self.views: dict[str, str] = {}
+        # values that are a tensor this batch made and nothing else holds: a written-out
+        # convolution's result, and views of it that its only reader takes (`h = h.flatten(1)`)
+        self.exclusive: set[str] = set()
         self.in_place = self.sources_in_place()
 
     def sources_in_place(self) -> tuple[str, ...]:
@@ -368,10 +375,20 @@ class _StageWriter:
             else:
                 base = self.r.hidden if op.kind == "mp" and not op.var else self.r.base_name(op)
                 target = self.names.take(base)
+            sole = primary if primary and uses[primary[0]] == 1 and primary[0] in self.exclusive else None
             if placed.name in self.split:
                 self.lines.extend(self.split_batch_lines(op, target))
+                self.exclusive.add(op.name)
+            elif sole and op.activation_in_place:
+                # F.relu(h) on a tensor nothing else reads, as F.relu(h, inplace=True): the same
+                # numbers without a new batch-sized tensor (see split_convs._sage_conv for why)
+                written = replace(op, kwargs=(*op.kwargs, ("inplace", True)))
+                self.lines.append(f"{target} = {self.op_expression(written, placed.space).text}")
+                self.exclusive.add(op.name)
             else:
                 self.lines.append(f"{target} = {self.op_expression(op, placed.space).text}")
+                if sole and op.kind == "method" and op.target in _RESHAPES:
+                    self.exclusive.add(op.name)
             self.local[(op.name, placed.space)] = target
             self.views.pop(target, None)
         for name in self.stage.stores:

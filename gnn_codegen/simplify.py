@@ -80,8 +80,8 @@ def simplify(program: Program) -> Program:
     ops: list[Op] = []
     current = program
     for op in program.ops:
-        op = Op(op.name, op.kind, op.target, map_refs(op.args, resolve),
-                tuple((k, map_refs(v, resolve)) for k, v in op.kwargs), op.location, op.mp, op.class_name, op.accessor, op.var)
+        op = replace(op, args=map_refs(op.args, resolve),
+                     kwargs=tuple((k, map_refs(v, resolve)) for k, v in op.kwargs))
         source = _alias_source(op, current)
         if source is not None:
             aliases[op.name] = source

@@ -12,8 +12,9 @@ aggregates (dgl.ops) and finishes the layer. SAGEConv("mean") is written out eit
 its mean and sum done in place (see _sage_conv).
 
 Each recipe follows DGL's forward() of the module step by step (the same in DGL 1.1 and 2.x),
-the steps after the aggregation in place on its new tensor (`h += bias`: the same operation, so
-the same numbers, without a new batch-sized tensor per step; see _sage_conv for why), and
+the steps after the aggregation in place on its new tensor (`h += bias`, `F.elu(h,
+inplace=True)`: the same operations, so the same numbers, without a new batch-sized tensor per
+step; see _sage_conv for why), and
 reads only the module's parameters and submodules (weight, bias, fc_neigh, fc_self, fc, attn_l,
 attn_r, leaky_relu, res_fc, activation, norm), never a private attribute: a module whose
 activation the user's file cannot spell keeps being called as a module. Dropout (feat_drop,
@@ -34,6 +35,30 @@ from gnn_codegen.ir import SplitConv
 from gnn_codegen.known_modules import is_dgl_conv
 
 Spell = Callable[[Any], "str | None"]  # how the user's file writes a function (F.relu), or None
+
+
+# torch.nn.functional's elementwise activations with an `inplace` parameter (not the dropouts,
+# nor rrelu, which are random when training)
+_IN_PLACE_ACTIVATIONS = {
+    "celu", "elu", "hardsigmoid", "hardswish", "hardtanh", "leaky_relu", "mish", "relu", "relu6",
+    "selu", "silu", "threshold",
+}
+
+
+def activation_in_place(fn: Any, kwargs: tuple[tuple[str, Any], ...] = ()) -> bool:
+    """Whether `fn(x, ...)` can be written `fn(x, ..., inplace=True)`: the same numbers, in x."""
+    return (getattr(fn, "__module__", "") == "torch.nn.functional"
+            and getattr(fn, "__name__", "") in _IN_PLACE_ACTIVATIONS
+            and "inplace" not in dict(kwargs))
+
+
+def _activation(activation: Any, spell: Spell) -> tuple[str, str]:
+    """The chain step applying the module's activation to the chain's own tensor: in place
+    where torch can (F.elu(h, inplace=True)), as the module calls it otherwise."""
+    spelled = spell(activation)
+    if spelled and activation_in_place(activation):
+        return "", f"{spelled}({{h}}, inplace=True)"
+    return "", f"{spelled or '{layer}.activation'}({{h}})"
 
 
 def split_for(module: torch.nn.Module, spell: Spell) -> SplitConv | None:
@@ -81,10 +106,9 @@ def _graph_conv(module: torch.nn.Module, spell: Spell) -> SplitConv | None:
         per_batch.append(("+=", "{layer}.bias"))
     activation = getattr(module, "_activation", None)
     if activation is not None:
-        spelled = spell(activation)
-        if spelled is None:
+        if spell(activation) is None:
             return None  # reachable only as a private attribute: keep calling the module
-        per_batch.append(("", f"{spelled}({{h}})"))
+        per_batch.append(_activation(activation, spell))
     scaling = {"both": "scales each source row by the full graph's out-degree ** -0.5",
                "left": "divides each source row by the full graph's out-degree"}.get(norm)
     weigh = "multiplies it by its weight" if scaling else "multiplies each source row by its weight"
@@ -117,7 +141,7 @@ def _sage_conv(module: torch.nn.Module, spell: Spell) -> SplitConv | None:
         per_batch.append(("+=", "{layer}.bias"))
     activation = getattr(module, "activation", None)
     if activation is not None:
-        per_batch.append(("", f"{spell(activation) or '{layer}.activation'}({{h}})"))
+        per_batch.append(_activation(activation, spell))
     if getattr(module, "norm", None) is not None:
         per_batch.append(("", "{layer}.norm({h})"))
     return SplitConv(why, per_node, tuple(per_batch))
@@ -138,7 +162,7 @@ def _gat_conv(module: torch.nn.Module, spell: Spell) -> SplitConv | None:
         per_batch.append(("+=", f"{{layer}}.bias.view(1, {heads}, {out})"))
     activation = getattr(module, "activation", None)
     if activation:
-        per_batch.append(("", f"{spell(activation) or '{layer}.activation'}({{h}})"))
+        per_batch.append(_activation(activation, spell))
     return SplitConv(
         "GATConv applies fc to each source row and weighs it by attn_l",
         (f"{{layer}}.fc({{x}}).view(-1, {heads}, {out})",), tuple(per_batch),

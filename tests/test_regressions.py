@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from gnn_codegen.pipeline import generate_all
+from gnn_codegen.pipeline import GenerateOptions, generate_all
 from gnn_codegen.verify import check
 from tests.models import regressions
 
@@ -50,3 +50,14 @@ def test_every_case_says_what_failed() -> None:
     for param in CASES:
         cls = getattr(regressions, param.values[0])
         assert cls.__doc__ and cls.__doc__.strip(), f"{cls.__name__} needs a docstring saying what failed"
+
+
+def test_activations_run_in_place_only_where_nothing_else_reads_the_input() -> None:
+    """F.relu(h, inplace=True) where h is a written-out convolution's new tensor with no other
+    reader (the sage example); as written where h is read again (a regression model)."""
+    sage = generate_all(f"{Path(__file__).parents[1]}/generated_examples/sage/model.py:SAGE",
+                        GenerateOptions(init='{"in_size": 16, "hid_size": 32, "out_size": 5}'))
+    assert sage.source.count("F.relu(h, inplace=True)") == 2
+    both = generate_all(f"{MODEL}:ActivationBesideASecondReader").source
+    assert "inplace=True" not in both
+    assert "F.relu(" in both and "F.elu(" in both

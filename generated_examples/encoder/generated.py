@@ -163,7 +163,7 @@ class EncodedSAGE(nn.Module):
             h /= block.in_degrees().clamp(min=1).to(h).view(-1, 1)
             h = self.conv1.fc_neigh(h)
             h += self.conv1.fc_self(h0_dst)
-            h = F.relu(h)
+            h = F.relu(h, inplace=True)
             h1[start:end] = h.cpu()
 
         # Layer 2 of 2: self.conv2 (SAGEConv).

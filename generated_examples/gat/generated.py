@@ -197,7 +197,7 @@ class GAT(nn.Module):
             )
             h = dgl.ops.u_mul_e_sum(block, h, a)
             h += self.gat_layers[0].bias.view(1, 4, 8)
-            h = F.elu(h)
+            h = F.elu(h, inplace=True)
             h = h.flatten(1)
             h1[start:end] = h.cpu()
         # inputs_fc_dst, el, views of inputs_fc, inputs_el, would keep all of them alive

@@ -176,7 +176,7 @@ class GCN(nn.Module):
             h = h @ self.layers[0].weight
             h *= block.in_degrees().to(h).clamp(min=1).pow(-0.5).view(-1, 1)
             h += self.layers[0].bias
-            h = F.relu(h)
+            h = F.relu(h, inplace=True)
             h1[start:end] = h.cpu()
         del features_src
 
@@ -198,7 +198,7 @@ class GCN(nn.Module):
             h = h @ self.layers[1].weight
             h *= block.in_degrees().to(h).clamp(min=1).pow(-0.5).view(-1, 1)
             h += self.layers[1].bias
-            h = F.relu(h)
+            h = F.relu(h, inplace=True)
             h2[start:end] = h.cpu()
         del h1
         # the last batch's block and rows, freed before the per-node work below

@@ -185,7 +185,7 @@ class JKNet(nn.Module):
             h = dgl.ops.u_mul_e_sum(block, h, a)
             h += self.layers[0].bias.view(1, 2, 4)
             h = h.flatten(1)
-            h = F.elu(h)
+            h = F.elu(h, inplace=True)
             h2[start:end] = h.cpu()
         # h1_fc_dst, el, views of h1_fc, h1_el, would keep all of them alive
         del h1_fc, h1_el, h1_fc_dst, el
@@ -221,7 +221,7 @@ class JKNet(nn.Module):
             h_2 = dgl.ops.u_mul_e_sum(block, h, a)
             h_2 += self.layers[1].bias.view(1, 2, 4)
             h_2 = h_2.flatten(1)
-            h_2 = F.elu(h_2)
+            h_2 = F.elu(h_2, inplace=True)
             h2_dst = h2[start:end].to(device)
             jk = self.jk([h1_dst, h2_dst, h_2])
             jk = self.classify(jk)

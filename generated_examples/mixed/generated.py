@@ -195,7 +195,7 @@ class MixedGNN(nn.Module):
             h = dgl.ops.u_mul_e_sum(block, h, a)
             h += self.gat.bias.view(1, 2, 8)
             h = h.flatten(1)
-            h = F.elu(h)
+            h = F.elu(h, inplace=True)
             h2[start:end] = h.cpu()
         # h1_fc_dst, el, views of h1_fc, h1_el, would keep all of them alive
         del h1_fc, h1_el, h1_fc_dst, el
@@ -218,7 +218,7 @@ class MixedGNN(nn.Module):
             h = h @ self.gcn.weight
             h *= block.in_degrees().to(h).clamp(min=1).pow(-0.5).view(-1, 1)
             h += self.gcn.bias
-            h = F.relu(h)
+            h = F.relu(h, inplace=True)
             h = self.head(h)
             out[start:end] = h.cpu()
         return out

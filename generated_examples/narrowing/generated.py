@@ -150,7 +150,7 @@ class NarrowingSAGE(nn.Module):
             h /= block.in_degrees().clamp(min=1).to(h).view(-1, 1)
             h = self.conv1.fc_neigh(h)
             h += self.conv1.fc_self(x_dst)
-            h = F.relu(h)
+            h = F.relu(h, inplace=True)
             h = self.proj(h)
             h1[start:end] = h.cpu()
         # the last batch's block and rows, freed before the per-node work below

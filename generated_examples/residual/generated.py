@@ -199,7 +199,7 @@ class ResGCN(nn.Module):
             h_2 /= block.in_degrees().clamp(min=1).to(h_2).view(-1, 1)
             h_2 = self.conv2.fc_neigh(h_2)
             h_2 += self.conv2.fc_self(h1_dst)
-            relu2 = F.relu(h_2)
+            relu2 = F.relu(h_2, inplace=True)
             add_1 = relu2 + h1_dst
             add_1 = self.norm(add_1)
             readout_2 = h1_3_dst + relu2

@@ -159,7 +159,7 @@ class SAGE(nn.Module):
             h /= block.in_degrees().clamp(min=1).to(h).view(-1, 1)
             h = self.layers[0].fc_neigh(h)
             h += self.layers[0].fc_self(x_dst)
-            h = F.relu(h)
+            h = F.relu(h, inplace=True)
             h1[start:end] = h.cpu()
 
         # Layer 2 of 3: self.layers[1] (SAGEConv).
@@ -179,7 +179,7 @@ class SAGE(nn.Module):
             h /= block.in_degrees().clamp(min=1).to(h).view(-1, 1)
             h = self.layers[1].fc_neigh(h)
             h += self.layers[1].fc_self(h1_dst)
-            h = F.relu(h)
+            h = F.relu(h, inplace=True)
             h2[start:end] = h.cpu()
         # h1_dst, a view of h1, would keep all of it alive
         del h1, h1_dst

@@ -176,7 +176,7 @@ class WideningGAT(nn.Module):
             h = dgl.ops.u_mul_e_sum(block, h, a)
             h += self.conv1.bias.view(1, 2, 8)
             h = h.flatten(1)
-            h = F.elu(h)
+            h = F.elu(h, inplace=True)
             h1[start:end] = h.cpu()
         # x_fc_dst, el, views of x_fc, x_el, would keep all of them alive
         del x_fc, x_el, x_fc_dst, el

@@ -76,3 +76,20 @@ class EdgeWeightsInTwoLayers(nn.Module):
     def forward(self, g, x, w):
         h = F.relu(self.conv1(g, x, edge_weight=w))
         return self.conv2(g, h, edge_weight=w)
+
+
+class ActivationBesideASecondReader(nn.Module):
+    """A written-out convolution's result read twice, by F.relu and by a sum, and a flattened
+    GAT result read by F.elu and returned too: an activation run in place there would change
+    what the other reader sees, so only activations whose input nothing else reads may be."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = dglnn.SAGEConv(6, 8, "mean")
+        self.conv2 = dglnn.GATConv(8, 4, 2, allow_zero_in_degree=True)
+
+    def forward(self, g, x):
+        h = self.conv1(g, x)
+        h = F.relu(h) + h
+        a = self.conv2(g, h).flatten(1)
+        return F.elu(a), a

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from gnn_codegen.pipeline import GenerateOptions, generate_all
+from gnn_codegen.pipeline import generate_all
 from gnn_codegen.verify import check
+from tests.cases import CASES_BY_NAME, generate_case
 from tests.models import regressions
 
 MODEL = Path(__file__).parent / "models" / "regressions.py"
@@ -55,8 +56,7 @@ def test_every_case_says_what_failed() -> None:
 def test_activations_run_in_place_only_where_nothing_else_reads_the_input() -> None:
     """F.relu(h, inplace=True) where h is a written-out convolution's new tensor with no other
     reader (the sage example); as written where h is read again (a regression model)."""
-    sage = generate_all(f"{Path(__file__).parents[1]}/generated_examples/sage/model.py:SAGE",
-                        GenerateOptions(init='{"in_size": 16, "hid_size": 32, "out_size": 5}'))
+    sage = generate_case(CASES_BY_NAME["sage"])
     assert sage.source.count("F.relu(h, inplace=True)") == 2
     both = generate_all(f"{MODEL}:ActivationBesideASecondReader").source
     assert "inplace=True" not in both

@@ -32,6 +32,7 @@ class HelperNames:
     blocks: str
     rescale: str | None
     auto: str
+    weighted_sum: str | None = None
 
 
 @dataclass(frozen=True)
@@ -404,6 +405,8 @@ class _StageWriter:
         load = self.split[op.name]
         value = self.local[(load, "src")]
         values = {"layer": op.accessor}
+        if self.r.helper_names.weighted_sum:
+            values["weighted_sum"] = self.r.helper_names.weighted_sum
         if split.reads("{dst}"):
             values["dst"] = self.value(load, "dst").text
         lines = []
@@ -472,6 +475,9 @@ class _Renderer:
             blocks=self.globals.take("_full_neighbour_blocks"),
             rescale=self.globals.take("_rescale_to_full_out_degrees") if needs_rescale else None,
             auto=self.globals.take("_auto_batch_size"),
+            weighted_sum=self.globals.take("_attention_weighted_sum") if any(
+                _StageWriter.split_of(program.op(name)).reads("{weighted_sum}") for name in split
+            ) else None,
         )
         self.params = [self.globals.take("g")]
         self.params += [self.globals.take(program.op(n).target) for n in program.inputs]

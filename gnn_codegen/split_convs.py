@@ -147,14 +147,23 @@ def _sage_conv(module: torch.nn.Module, spell: Spell) -> SplitConv | None:
     return SplitConv(why, per_node, tuple(per_batch))
 
 
+# GATConv's attention logits (feat * attn).sum(-1) of rows (nodes, heads, features) and attn (1,
+# heads, features), as one matrix product with attn's heads on a block diagonal: no temporary as
+# large as the rows, and on the CPU 7x faster than the product and sum (26 vs 176 ms for 1M
+# rows of 4 x 32; torch.einsum took 285 ms), equal to float rounding. (nodes, heads, 1),
+# contiguous: per batch, message passing reads it as it is
+_ATTENTION = "({rows}.flatten(1) @ torch.block_diag(*{attn}[0]).t()).unsqueeze(-1)"
+
+
 def _gat_conv(module: torch.nn.Module, spell: Spell) -> SplitConv | None:
     if hasattr(module, "fc_src") or not hasattr(module, "has_explicit_bias"):
         return None  # separate source and destination weights, or a DGL before 1.1
     heads, out = getattr(module, "_num_heads", 0), getattr(module, "_out_feats", 0)
     per_batch = [
-        ("er", "({x_dst} * {layer}.attn_r).sum(dim=-1).unsqueeze(-1)"),
+        ("er", _ATTENTION.format(rows="{x_dst}", attn="{layer}.attn_r")),
         ("a", "dgl.ops.edge_softmax(block, {layer}.leaky_relu(dgl.ops.u_add_v(block, {el}, {er})))"),
-        ("", "dgl.ops.u_mul_e_sum(block, {h}, {a})"),
+        # dgl.ops.u_mul_e_sum(block, {h}, {a}), faster on the CPU: see the helper's docstring
+        ("", "{weighted_sum}(block, {h}, {a})"),
     ]
     if getattr(module, "res_fc", None) is not None:
         per_batch.append(("+=", f"{{layer}}.res_fc({{dst}}).view(-1, {heads}, {out})"))
@@ -166,9 +175,7 @@ def _gat_conv(module: torch.nn.Module, spell: Spell) -> SplitConv | None:
     return SplitConv(
         "GATConv applies fc to each source row and weighs it by attn_l",
         (f"{{layer}}.fc({{x}}).view(-1, {heads}, {out})",), tuple(per_batch),
-        # DGL's (feat * attn_l).sum(-1), without a temporary as large as the per-node rows;
-        # contiguous, or every batch's message passing would copy it
-        per_node_extra=(("el", 'torch.einsum("nhf,xhf->nh", {x}, {layer}.attn_l).unsqueeze(-1).contiguous()'),),
+        per_node_extra=(("el", _ATTENTION.format(rows="{x}", attn="{layer}.attn_l")),),
         suffix="fc",
         refuses_zero_in_degree=_refuses_zero_in_degree(module),
     )

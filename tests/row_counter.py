@@ -9,7 +9,9 @@ from torch.overrides import TorchFunctionMode
 
 class RowCounter(TorchFunctionMode):
     """Records the number of rows of every new tensor a torch function returns (not the views
-    and no-ops, like `.contiguous()` on a contiguous tensor, which share an argument's memory)."""
+    and no-ops, like `.contiguous()` on a contiguous tensor, which share an argument's memory).
+    Sparse tensors have no storage of their own: their values and indices are counted where a
+    function makes them."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -17,8 +19,12 @@ class RowCounter(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         result = func(*args, **(kwargs or {}))
-        inputs = {a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor)}
+        inputs = {a.untyped_storage().data_ptr() for a in args if _dense(a)}
         for t in result if isinstance(result, (tuple, list)) else [result]:
-            if isinstance(t, torch.Tensor) and t.dim() > 0 and t.untyped_storage().data_ptr() not in inputs:
+            if _dense(t) and t.dim() > 0 and t.untyped_storage().data_ptr() not in inputs:
                 self.rows.append(t.shape[0])
         return result
+
+
+def _dense(value: object) -> bool:
+    return isinstance(value, torch.Tensor) and value.layout == torch.strided

@@ -98,6 +98,35 @@ def _rescale_to_full_out_degrees(h, block, out_degrees, power):
     return h * scale.reshape(-1, *([1] * (h.dim() - 1)))
 
 
+def _attention_weighted_sum(block, h, a):
+    """dgl.ops.u_mul_e_sum(block, h, a) for GATConv's attention: for each destination node,
+    the sum over its in-edges e = (u, v) of h[u] (heads x features) weighed per head by a[e]
+    (heads x 1). On the CPU, as one sparse CSR matrix product per head (torch's, with MKL):
+    DGL 1.1's CPU kernel broadcasts a over the features one number at a time, and the products
+    ran 2x-3x faster (1M nodes, 10M edges, 4 heads of 32: a batch of 65536 nodes 266 -> 141 ms,
+    of 262144 nodes 1215 -> 399 ms), equal to float rounding. Elsewhere (a GPU, half
+    precision), DGL's own.
+    """
+    measured = h.device.type == "cpu" and h.dtype in (torch.float32, torch.float64)
+    if not measured or h.dim() != 3 or a.shape[1:] != (h.shape[1], 1):
+        return dgl.ops.u_mul_e_sum(block, h, a)
+    import warnings
+
+    # the block's in-edges by destination node; edge_ids[i]: the row of a for the i-th
+    indptr, indices, edge_ids = block.adj_tensors("csc")
+    shape = (block.num_dst_nodes(), block.num_src_nodes())
+    out = h.new_empty(shape[0], *h.shape[1:])
+    with warnings.catch_warnings():  # torch says, once, that sparse CSR tensors are in beta
+        warnings.filterwarnings("ignore", "Sparse CSR tensor support", UserWarning)
+        for head in range(h.shape[1]):
+            weights = a[edge_ids, head, 0]
+            matrix = torch.sparse_csr_tensor(
+                indptr, indices, weights, size=shape, check_invariants=False
+            )
+            out[:, head] = matrix @ h[:, head]
+    return out
+
+
 def _auto_batch_size(g, max_memory, layer_bytes):
     """batch_size="auto": the most destination nodes per batch that keep every layer's rows on
     the device within max_memory bytes. layer_bytes holds, per layer, the bytes one source row,
@@ -156,10 +185,8 @@ class WideningGAT(nn.Module):
         # below does the rest of its forward()
         x_fc = self.conv1.fc(x).view(-1, 2, 8)
         x_el = (
-            torch.einsum("nhf,xhf->nh", x_fc, self.conv1.attn_l)
-            .unsqueeze(-1)
-            .contiguous()
-        )
+            x_fc.flatten(1) @ torch.block_diag(*self.conv1.attn_l[0]).t()
+        ).unsqueeze(-1)
         # x_fc is read in place when already on `device` (this layer only aggregates source rows)
         batches = _full_neighbour_blocks(
             g, batch_size, progress, all_sources=x_fc.device == torch.device(device)
@@ -169,11 +196,13 @@ class WideningGAT(nn.Module):
             h = x_fc[input_nodes].to(device)
             x_fc_dst = x_fc[start:end].to(device)
             el = x_el[input_nodes].to(device)
-            er = (x_fc_dst * self.conv1.attn_r).sum(dim=-1).unsqueeze(-1)
+            er = (
+                x_fc_dst.flatten(1) @ torch.block_diag(*self.conv1.attn_r[0]).t()
+            ).unsqueeze(-1)
             a = dgl.ops.edge_softmax(
                 block, self.conv1.leaky_relu(dgl.ops.u_add_v(block, el, er))
             )
-            h = dgl.ops.u_mul_e_sum(block, h, a)
+            h = _attention_weighted_sum(block, h, a)
             h += self.conv1.bias.view(1, 2, 8)
             h = h.flatten(1)
             h = F.elu(h, inplace=True)

@@ -1,6 +1,7 @@
 """The helper GATConv's written-out form aggregates with (templates/helpers.py.j2) equals
 dgl.ops.u_mul_e_sum, which it replaces on the CPU: on graphs whose edge IDs are not in CSC
-order, with nodes without in-edges, int32 and int64 IDs, float32 and float64, and empty."""
+order, with nodes without in-edges, int32 and int64 IDs, float32 and float64, empty, and in
+products over slices of the destination nodes."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ def _graph(num_src: int, num_dst: int, num_edges: int, idtype: torch.dtype, seed
 @pytest.mark.parametrize("idtype", [torch.int32, torch.int64])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("sizes", [(97, 31, 400), (50, 50, 0), (0, 0, 0), (13, 7, 1)])
-def test_equals_dgl(weighted_sum, idtype, dtype, sizes) -> None:
+@pytest.mark.parametrize("rows_per_product", [65536, 4])
+def test_equals_dgl(weighted_sum, idtype, dtype, sizes, rows_per_product) -> None:
     num_src, num_dst, num_edges = sizes
     block = _graph(num_src, num_dst, num_edges, idtype, seed=num_edges)
     if num_edges > 1:
@@ -44,7 +46,7 @@ def test_equals_dgl(weighted_sum, idtype, dtype, sizes) -> None:
     h = torch.randn(num_src, 3, 5, generator=gen, dtype=dtype)
     a = torch.rand(num_edges, 3, 1, generator=gen, dtype=dtype)
     expected = dgl.ops.u_mul_e_sum(block, h, a)
-    actual = weighted_sum(block, h, a)
+    actual = weighted_sum(block, h, a, rows_per_product)
     assert actual.shape == expected.shape and actual.dtype == expected.dtype
     torch.testing.assert_close(actual, expected, atol=1e-6, rtol=1e-5)
 

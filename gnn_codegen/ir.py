@@ -78,6 +78,11 @@ class Op:
     var: str = ""  # the variable the user's line assigns this value to (`h1 = ...`), if any
     # an elementwise torch.nn.functional activation that takes inplace=True (F.relu, F.elu, ...)
     activation_in_place: bool = False
+    # torch.cat(tensors, dim=1 or -1): columns side by side, for tensors of 2-D rows
+    concatenates_columns: bool = False
+    # a module that is exactly torch.nn.Linear: on concatenated columns, the sum of each part's
+    # product with its columns of the weight
+    linear: bool = False
 
     def refs(self) -> Iterator[str]:
         yield from iter_refs(self.args)

@@ -126,6 +126,14 @@ def _convert(value: Any) -> Any:
     return value
 
 
+def _concatenates_columns(fn: Any, args: tuple[Any, ...], kwargs: tuple[tuple[str, Any], ...]) -> bool:
+    """torch.cat(tensors, dim=1) or dim=-1 (columns, for 2-D rows; render checks the rows)."""
+    if fn not in (torch.cat, torch.concat, torch.concatenate) or not args:
+        return False
+    dim = args[1] if len(args) > 1 else dict(kwargs).get("dim", dict(kwargs).get("axis", 0))
+    return isinstance(args[0], (list, tuple)) and dim in (1, -1)
+
+
 def lower(traced: Traced, namespace: dict[str, Any], path: Path,
           forced_mp: frozenset[str] = frozenset()) -> Program:
     gm = traced.graph_module
@@ -164,14 +172,16 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
                               accessor(traced.model, str(node.target))))
             else:
                 ops.append(Op(node.name, "module", str(node.target), args, kwargs, location, None, cls,
-                              accessor(traced.model, str(node.target))))
+                              accessor(traced.model, str(node.target)),
+                              linear=type(module) is torch.nn.Linear))
         elif node.op == "call_function" and getattr(node.target, "__module__", "").startswith("torch.fx"):
             continue  # fx's own guards for arguments traced at their default value
         elif node.op == "call_function":
             expr = function_expression(node.target, namespace)  # type: ignore[arg-type]
             kwargs = _without_defaults(node.target, kwargs)
             ops.append(Op(node.name, "function", expr, args, kwargs, location,
-                          activation_in_place=activation_in_place(node.target, kwargs)))
+                          activation_in_place=activation_in_place(node.target, kwargs),
+                          concatenates_columns=_concatenates_columns(node.target, args, kwargs)))
         elif node.op == "call_method":
             ops.append(Op(node.name, "method", str(node.target), args, kwargs, location))
         else:

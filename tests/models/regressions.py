@@ -93,3 +93,24 @@ class ActivationBesideASecondReader(nn.Module):
         h = F.relu(h) + h
         a = self.conv2(g, h).flatten(1)
         return F.elu(a), a
+
+
+class LinearOverConcatenations(nn.Module):
+    """Linears over concatenated columns: a jumping-knowledge classifier over three layers'
+    rows of different widths, one of them the model's input (without bias, dim=-1), which the
+    generated code writes as a product per part, never making the concatenation; and a
+    concatenation read twice, by a Linear and by a sum, which must still be made."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = dglnn.SAGEConv(6, 8, "mean")
+        self.conv2 = dglnn.GraphConv(8, 5, allow_zero_in_degree=True)
+        self.classify = nn.Linear(6 + 8 + 5, 3, bias=False)
+        self.head = nn.Linear(8 + 5, 2)
+
+    def forward(self, g, x):
+        h1 = F.relu(self.conv1(g, x))
+        h2 = self.conv2(g, h1)
+        jk = self.classify(torch.cat([x, h1, h2], dim=-1))
+        both = torch.cat((h1, h2), 1)
+        return jk, self.head(both) + both.sum(1, keepdim=True)

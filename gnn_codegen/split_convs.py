@@ -14,7 +14,9 @@ its mean and sum done in place (see _sage_conv).
 Each recipe follows DGL's forward() of the module step by step (the same in DGL 1.1 and 2.x),
 the steps after the aggregation in place on its new tensor (`h += bias`, `F.elu(h,
 inplace=True)`: the same operations, so the same numbers, without a new batch-sized tensor per
-step; see _sage_conv for why), and
+step; see _sage_conv for why). GATConv computes two steps its own way, equal to float
+rounding and measured faster on the CPU: its attention terms (_ATTENTION) and its weighted sum
+(the generated module's _attention_weighted_sum, templates/helpers.py.j2). Each recipe
 reads only the module's parameters and submodules (weight, bias, fc_neigh, fc_self, fc, attn_l,
 attn_r, leaky_relu, res_fc, activation, norm), never a private attribute: a module whose
 activation the user's file cannot spell keeps being called as a module. Dropout (feat_drop,

@@ -130,7 +130,8 @@ def _concatenates_columns(fn: Any, args: tuple[Any, ...], kwargs: tuple[tuple[st
     """torch.cat(tensors, dim=1) or dim=-1 (columns, for 2-D rows; render checks the rows)."""
     if fn not in (torch.cat, torch.concat, torch.concatenate) or not args:
         return False
-    dim = args[1] if len(args) > 1 else dict(kwargs).get("dim", dict(kwargs).get("axis", 0))
+    options = dict(kwargs)
+    dim = args[1] if len(args) > 1 else options.get("dim", options.get("axis", 0))
     return isinstance(args[0], (list, tuple)) and dim in (1, -1)
 
 

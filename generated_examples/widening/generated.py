@@ -120,15 +120,17 @@ def _attention_weighted_sum(block, h, a, rows_per_product=65536):
     out = h.new_empty(num_dst, *h.shape[1:])
     with warnings.catch_warnings():  # torch says, once, that sparse CSR tensors are in beta
         warnings.filterwarnings("ignore", "Sparse CSR tensor support", UserWarning)
-        for head in range(h.shape[1]):
-            weights = a[edge_ids, head, 0]
-            for start in range(0, num_dst, rows_per_product):
-                end = min(start + rows_per_product, num_dst)
-                first, last = int(indptr[start]), int(indptr[end])
+        for start in range(0, num_dst, rows_per_product):
+            end = min(start + rows_per_product, num_dst)
+            first, last = int(indptr[start]), int(indptr[end])
+            rows, columns = indptr[start : end + 1] - first, indices[first:last]
+            for head in range(
+                h.shape[1]
+            ):  # the same rows and columns, the head's weights
                 matrix = torch.sparse_csr_tensor(
-                    indptr[start : end + 1] - first,
-                    indices[first:last],
-                    weights[first:last],
+                    rows,
+                    columns,
+                    a[edge_ids[first:last], head, 0],
                     size=(end - start, num_src),
                     check_invariants=False,
                 )

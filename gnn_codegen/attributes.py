@@ -17,7 +17,7 @@ import torch.fx as fx
 from gnn_codegen.errors import FeatDimsError, UnsupportedOperationError, internal
 from gnn_codegen.ir import Op, Program, Ref, iter_refs
 from gnn_codegen.known_modules import is_dgl_module
-from gnn_codegen.rowwise import DIM_MODULES, RESHAPES, is_rowwise, is_rowwise_module
+from gnn_codegen.rowwise import RESHAPES, START_DIM_MODULES, is_rowwise, is_rowwise_module
 from gnn_codegen.simplify import DST_COUNT_METHODS
 from gnn_codegen.trace import Traced
 
@@ -259,7 +259,9 @@ def _refuse(op: Op, why: str) -> UnsupportedOperationError:
 
 def infer_attributes(traced: Traced, program: Program, model: torch.nn.Module,
                      given: dict[str, tuple[int, ...]] | None = None,
-                     leaves: frozenset[str] = frozenset()) -> Attributes:
+                     leaves: frozenset[str] = frozenset()) -> tuple[Attributes, dict[str, Any]]:
+    """The attributes of every op, and the value each took in the run on the probe graph (the
+    shapes and dtypes probe.py makes its own inputs from)."""
     from gnn_codegen.plan import mp_feature_spaces  # refuses what the plan cannot place
 
     for op in program.ops:
@@ -303,7 +305,7 @@ def infer_attributes(traced: Traced, program: Program, model: torch.nn.Module,
     for name in program.output_refs():
         if info[name].rows not in ("node", "edge"):
             raise internal(f"forward's output {name} is not indexed by nodes or edges")
-    return Attributes(tuple(info.items()), inputs)
+    return Attributes(tuple(info.items()), inputs), values
 
 
 def _check_rowwise(op: Op, program: Program, info: dict[str, TensorInfo], values: dict[str, Any],
@@ -314,11 +316,12 @@ def _check_rowwise(op: Op, program: Program, info: dict[str, TensorInfo], values
     if op.kind == "module":
         if op.class_name in leaves:
             return
-        if op.class_name == "Sequential" and is_rowwise_module(model.get_submodule(op.target)):
+        module = model.get_submodule(op.target)
+        if type(module) is torch.nn.Sequential and is_rowwise_module(module):
             return
-        module_dim = getattr(model.get_submodule(op.target), "dim", None)
-        if op.class_name in DIM_MODULES and op.class_name in ("Flatten", "Unflatten"):
-            module_dim = getattr(model.get_submodule(op.target), "start_dim", module_dim)
+        module_dim = getattr(module, "dim", None)
+        if op.module_class in START_DIM_MODULES:
+            module_dim = getattr(module, "start_dim", module_dim)
         if not is_rowwise(op, ndim, module_dim):
             raise _refuse(op, "is not known to treat each node's row on its own")
         return

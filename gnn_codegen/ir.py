@@ -58,6 +58,7 @@ class MessagePassing:
     source_out_degree_power: float | None = None
     verified: bool = True
     needs_pair: bool = False  # call with (src rows, dst rows), see known_modules.NEEDS_PAIR
+    pair_collapses: bool = False  # (h, h[:num_dst]) may be passed as h, see known_modules
     sources_in_place: bool = False  # see known_modules.MessagePassingFacts
     split: SplitConv | None = None  # see split_convs.py
 
@@ -73,9 +74,12 @@ class Op:
     kwargs: tuple[tuple[str, Any], ...] = ()
     location: str = ""  # "file.py:12 (`h = conv(g, h)`)" for messages, when known
     mp: MessagePassing | None = None
-    class_name: str = ""  # for module calls: the module's class, for comments and rules
+    class_name: str = ""  # for module calls: the name of the module's class, for comments
     accessor: str = ""  # for modules and attributes: how Python reaches it, `self.convs["0"]`
     var: str = ""  # the variable the user's line assigns this value to (`h1 = ...`), if any
+    # for module calls: the class's qualified name (rowwise.qualified_name), for rules; a user's
+    # own class never shares it with torch's or DGL's
+    module_class: str = ""
     # an elementwise torch.nn.functional activation that takes inplace=True (F.relu, F.elu, ...)
     activation_in_place: bool = False
     # torch.cat(tensors, dim=1 or -1): columns side by side, for tensors of 2-D rows
@@ -83,6 +87,14 @@ class Op:
     # a module that is exactly torch.nn.Linear: on concatenated columns, the sum of each part's
     # product with its columns of the weight
     linear: bool = False
+    # as traced, the op changes a tensor in place (functionalize.py): "input" its first argument
+    # (`x.add_(b)`, an nn.ReLU(inplace=True)), "inplace" the same through `inplace=True`, "out"
+    # its `out=` argument; out_of_place spells the twin that makes a new value instead (`add`)
+    in_place: str = ""
+    out_of_place: str = ""
+    # after functionalize: still changes its first argument in place (no twin: `x.copy_(y)`, a
+    # module built with inplace=True); the renderer hands it a tensor nothing else holds
+    mutates: bool = False
 
     def refs(self) -> Iterator[str]:
         yield from iter_refs(self.args)

@@ -4,6 +4,11 @@ graph's statistics, and which are refused — consulted by trace (leaves) and lo
 A 1-hop block holds every in-edge of its destination nodes, so anything computed from destination
 in-degrees or in-neighbourhoods is exact. What a module reads about its *source* nodes' other edges
 is not; each entry below is pinned against the full-graph forward by tests/test_known_modules.py.
+
+Modules are known by their class object, never by the class's name: a user's own `class
+GATConv(nn.Module)` (DGL's ogbn-arxiv example has one, normalising by source out-degrees) is not
+DGL's, and is proven on blocks like any other user module (probe.py). A subclass of a DGL class
+is not DGL's either: its forward may differ.
 """
 
 from __future__ import annotations
@@ -11,27 +16,37 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass
 
+import dgl.nn as dglnn
 import torch
 
 # dgl.nn convolutions verified exact on a 1-hop block (tests/test_known_modules.py).
 EXACT = frozenset({
-    "SAGEConv", "GATConv", "GATv2Conv", "GINConv", "GINEConv", "DotGatConv", "EdgeConv", "EGATConv",
+    dglnn.SAGEConv, dglnn.GATConv, dglnn.GATv2Conv, dglnn.GINConv, dglnn.GINEConv, dglnn.DotGatConv,
+    dglnn.EdgeConv, dglnn.EGATConv, dglnn.GraphConv,
 })
 # Convolutions that, given one node tensor, use it as destination rows too instead of slicing
 # a block's destination prefix: on a block they must be called with (src rows, dst rows).
-NEEDS_PAIR = frozenset({"EGATConv"})
+NEEDS_PAIR = frozenset({dglnn.EGATConv})
+# Convolutions whose forward, given one tensor on a block, takes its destination prefix as the
+# destination rows, exactly as given the pair (h, h[:num_dst]) (DGL's expand_as_pair, or the
+# same slicing written out) -- for GATConv and DotGatConv only when built with one input width:
+# with in_feats=(a, b) they have fc_src / fc_dst and no fc, and one tensor fails.
+_SLICES_DESTINATIONS = frozenset({
+    dglnn.SAGEConv, dglnn.GraphConv, dglnn.GINConv, dglnn.GINEConv, dglnn.EdgeConv, dglnn.GATv2Conv,
+})
+_SLICES_DESTINATIONS_WITH_ONE_WIDTH = frozenset({dglnn.GATConv, dglnn.DotGatConv})
 
 # Modules that propagate over several hops inside one call: a 1-hop block cannot feed them.
 MULTI_HOP = {
-    "APPNPConv": "propagates k hops internally (personalised PageRank)",
-    "TAGConv": "sums k hops of propagation internally",
-    "ChebConv": "applies a k-order Chebyshev polynomial of the Laplacian (k hops) internally",
-    "GatedGraphConv": "runs n_steps rounds of message passing internally",
-    "SGConv": "propagates k hops internally and normalises source rows by their in-degrees",
-    "GCN2Conv": "normalises by source degrees and mixes in initial features in ways not yet verified on blocks",
+    dglnn.APPNPConv: "propagates k hops internally (personalised PageRank)",
+    dglnn.TAGConv: "sums k hops of propagation internally",
+    dglnn.ChebConv: "applies a k-order Chebyshev polynomial of the Laplacian (k hops) internally",
+    dglnn.GatedGraphConv: "runs n_steps rounds of message passing internally",
+    dglnn.SGConv: "propagates k hops internally and normalises source rows by their in-degrees",
+    dglnn.GCN2Conv: "normalises by source degrees and mixes in initial features in ways not yet verified on blocks",
 }
 
-DENSE = frozenset({"DenseGraphConv", "DenseSAGEConv", "DenseChebConv"})
+DENSE = frozenset({dglnn.DenseGraphConv, dglnn.DenseSAGEConv, dglnn.DenseChebConv})
 
 # Graph-level readouts: their output has one row per graph, not per node.
 READOUT_MODULE = "dgl.nn.pytorch.glob"
@@ -55,6 +70,8 @@ class MessagePassingFacts:
     source_out_degree_power: float | None = None
     verified: bool = True
     needs_pair: bool = False
+    # `conv(block, (h, h[:num_dst]))` may be written `conv(block, h)` (see _SLICES_DESTINATIONS)
+    pair_collapses: bool = False
     # The module reads source rows only inside messages (no work per source row: no Linear,
     # no normalisation), so a block whose sources are all of g's nodes costs it nothing extra.
     # The generated loop then hands it the stored rows in place instead of gathering them.
@@ -90,17 +107,26 @@ def is_message_passing(module: torch.nn.Module, forced: frozenset[str] = frozens
 
 
 def facts_for(module: torch.nn.Module) -> MessagePassingFacts:
-    """Per-call facts, or None when the module is refused (the caller raises with context)."""
-    name = type(module).__name__
-    if name == "GraphConv" and is_dgl_conv(module):
+    """Per-call facts (the caller refuses what refusal_reason names first)."""
+    cls = type(module)
+    if cls is dglnn.GraphConv:
         norm = getattr(module, "_norm", "both")
         power = {"both": 0.5, "left": 1.0}.get(norm)
-        return MessagePassingFacts(name, source_out_degree_power=power, sources_in_place=sources_in_place(module))
-    # A user's own message-passing module is assumed exact on blocks; --check is how to prove it.
+        return MessagePassingFacts(cls.__name__, source_out_degree_power=power,
+                                   sources_in_place=sources_in_place(module), pair_collapses=True)
+    # Anything else outside the table, a user's own module above all, is proven exact on
+    # blocks on a probe graph before it is accepted (probe.py).
     return MessagePassingFacts(
-        name, verified=name in EXACT, needs_pair=name in NEEDS_PAIR and is_dgl_conv(module),
-        sources_in_place=sources_in_place(module),
+        cls.__name__, verified=cls in EXACT, needs_pair=cls in NEEDS_PAIR,
+        sources_in_place=sources_in_place(module), pair_collapses=pair_collapses(module),
     )
+
+
+def pair_collapses(module: torch.nn.Module) -> bool:
+    """Whether `module(block, (h, h[:num_dst]))` equals `module(block, h)`."""
+    cls = type(module)
+    one_width = cls in _SLICES_DESTINATIONS_WITH_ONE_WIDTH and not hasattr(module, "fc_src")
+    return cls in _SLICES_DESTINATIONS or one_width
 
 
 def sources_in_place(module: torch.nn.Module) -> bool:
@@ -111,16 +137,14 @@ def sources_in_place(module: torch.nn.Module) -> bool:
     weight when it narrows; GINConv and GINEConv only aggregate them. Pinned by
     tests/test_known_modules.py, which runs each on an all-sources block and fails if any torch
     op makes a new tensor with one row per source node."""
-    if not is_dgl_conv(module):
-        return False  # a user's module: nothing known about its source work
-    name = type(module).__name__
-    if name == "SAGEConv":
+    cls = type(module)
+    if cls is dglnn.SAGEConv:
         narrowing = getattr(module, "_in_src_feats", 0) > getattr(module, "_out_feats", 0)
         return getattr(module, "_aggre_type", "") in ("mean", "gcn") and not narrowing
-    if name == "GraphConv":
+    if cls is dglnn.GraphConv:
         narrowing = getattr(module, "_in_feats", 0) > getattr(module, "_out_feats", 0)
         return getattr(module, "_norm", "both") in ("none", "right") and not narrowing
-    return name in ("GINConv", "GINEConv")
+    return cls in (dglnn.GINConv, dglnn.GINEConv)  # a user's module: nothing known of its work
 
 
 _SINGLE_HOP = (
@@ -132,7 +156,6 @@ _SINGLE_HOP = (
 def refusal_reason(module: torch.nn.Module) -> tuple[str, str] | None:
     """Why this message-passing module cannot run layer-wise on 1-hop blocks, and the way out."""
     cls = type(module)
-    name = cls.__name__
     if cls.__module__.startswith(READOUT_MODULE):
         return (
             "is a graph-level readout (one row per graph, not per node)",
@@ -147,10 +170,8 @@ def refusal_reason(module: torch.nn.Module) -> tuple[str, str] | None:
             "convolutions (RelGraphConv with etypes for relation-specific weights), or evaluate "
             "this model with its full-graph forward.",
         )
-    if not is_dgl_module(module):
-        return None
-    if name in DENSE:
+    if cls in DENSE:
         return "works on a dense adjacency matrix, not on a DGL graph", _SINGLE_HOP
-    if name in MULTI_HOP:
-        return MULTI_HOP[name], _SINGLE_HOP
+    if cls in MULTI_HOP:
+        return MULTI_HOP[cls], _SINGLE_HOP
     return None

@@ -112,7 +112,10 @@ def load(target: str, init_json: str | None = None) -> LoadedModel:
     if not callable(obj):
         raise TargetError(f"'{name}' in '{path}' is a {type(obj).__name__}, not a class or a factory function.")
     try:
-        model = obj(**init)
+        # seeded, so that the same command builds the same weights and says the same numbers
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            model = obj(**init)
     except TypeError as exc:
         raise InitError(
             f"building {name}(**init) from '{path}' failed: {exc}. Pass the constructor's keyword "

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import io
 import operator
 import re
+import tokenize
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
@@ -15,9 +17,10 @@ from typing import Any, Callable
 import torch
 import torch.fx as fx
 
-from gnn_codegen.errors import InternalError, UnsupportedModuleError, internal
+from gnn_codegen.errors import InternalError, UnsupportedModuleError, UnsupportedOperationError, internal
 from gnn_codegen.ir import MessagePassing, Op, Program, Ref
 from gnn_codegen.known_modules import facts_for, is_message_passing, refusal_reason
+from gnn_codegen.rowwise import EVAL_IDENTITY_MODULES, qualified_name
 from gnn_codegen.split_convs import activation_in_place, split_for
 from gnn_codegen.trace import Traced
 
@@ -33,8 +36,18 @@ def user_location(node: fx.Node, path: Path) -> str:
     frames = re.findall(r'File "([^"]+)", line (\d+), in \w+\n\s*(.*)', trace)
     for filename, line, code in reversed(frames):
         if Path(filename).resolve() == path.resolve():
-            return f"{path}:{line} (`{code.strip()}`)"
+            return f"{path}:{line} (`{without_comment(code)}`)"
     return ""
+
+
+def without_comment(line: str) -> str:
+    """A line of the user's code as a message quotes it: stripped, its trailing comment gone."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(line.strip()).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return line.strip()
+    comments = [t for t in tokens if t.type == tokenize.COMMENT]
+    return line.strip()[: comments[0].start[1]].rstrip() if comments else line.strip()
 
 
 def function_expression(fn: Callable[..., Any], namespace: dict[str, Any]) -> str:
@@ -135,6 +148,86 @@ def _concatenates_columns(fn: Any, args: tuple[Any, ...], kwargs: tuple[tuple[st
     return isinstance(args[0], (list, tuple)) and dim in (1, -1)
 
 
+# Methods that change their tensor in place and have no effect on values in inference.
+_NO_EFFECT_METHODS = frozenset({"requires_grad_", "retain_grad", "share_memory_"})
+_RANDOM_METHODS = frozenset({
+    "uniform_", "normal_", "bernoulli_", "bernoulli", "random_", "exponential_", "geometric_",
+    "cauchy_", "log_normal_", "multinomial",
+})
+_RANDOM_FUNCTIONS = frozenset({
+    torch.rand, torch.randn, torch.randint, torch.randperm, torch.rand_like, torch.randn_like,
+    torch.randint_like, torch.normal, torch.bernoulli, torch.multinomial, torch.poisson,
+})
+
+
+def _refuse_random(node: fx.Node, location: str, namespace: dict[str, Any]) -> None:
+    """Random numbers in forward: a result that changes from run to run cannot be checked
+    against forward, and layer-wise loops draw them in another order anyway."""
+    random = node.target in _RANDOM_FUNCTIONS if node.op == "call_function" else node.target in _RANDOM_METHODS
+    dropout = node.op == "call_function" and node.target in (torch.nn.functional.dropout, torch.dropout) and (
+        node.kwargs.get("training", node.args[2] if len(node.args) > 2 else True) is True
+    )
+    if not (random or dropout):
+        return
+    if node.op == "call_method":
+        name = f".{node.target}"
+    else:
+        name = _spelled(node.target, namespace) or getattr(node.target, "__name__", str(node.target))
+    where = location or "forward"
+    if dropout:
+        raise UnsupportedOperationError(
+            f"{where}: {name}(...) is called with training=True (F.dropout's default), so it drops "
+            "features at random in eval mode too, and forward's result changes from run to run. "
+            "Pass training=self.training, or use an nn.Dropout module."
+        )
+    raise UnsupportedOperationError(
+        f"{where}: forward draws random numbers ({name}), so its result changes from run to run "
+        "and cannot be reproduced layer-wise. Draw them only when self.training is True (e.g. "
+        "`if self.training:` around the noise), or pass the random tensor to forward as an input."
+    )
+
+
+def _method_in_place(name: str) -> tuple[str, str]:
+    """(Op.in_place, Op.out_of_place) for a tensor method: `add_` changes its tensor, and
+    `add` is its twin that makes a new one."""
+    if not name.endswith("_") or name.startswith("_") or name in _NO_EFFECT_METHODS:
+        return "", ""
+    twin = name[:-1]
+    return "input", twin if hasattr(torch.Tensor, twin) else ""
+
+
+def _function_in_place(fn: Any, kwargs: tuple[tuple[str, Any], ...], namespace: dict[str, Any]) -> tuple[str, str]:
+    """(Op.in_place, Op.out_of_place) for a function: `F.relu(h, inplace=True)`, `torch.add(a,
+    b, out=c)`, or a torch function whose name ends with `_` (`torch.relu_`, twin `torch.relu`)."""
+    options = dict(kwargs)
+    if options.get("inplace") is True:
+        return "inplace", ""
+    if options.get("out") is not None:
+        return "out", ""
+    name = getattr(fn, "__name__", "")
+    if not name.endswith("_") or name.startswith("_"):
+        return "", ""
+    for module in (torch.nn.functional, torch):
+        if getattr(module, name, None) is fn and callable(getattr(module, name[:-1], None)):
+            return "input", function_expression(getattr(module, name[:-1]), namespace)
+    if getattr(operator, name, None) is fn:  # operator.iadd and the like
+        return "", ""
+    return "input", ""
+
+
+def changes_its_input(module: torch.nn.Module) -> bool:
+    """An nn module built with inplace=True (nn.ReLU(inplace=True)), or an nn.Sequential whose
+    first such step changes the Sequential's input."""
+    if type(module) is torch.nn.Sequential:
+        for child in module.children():
+            if changes_its_input(child):
+                return True
+            if qualified_name(type(child)) not in EVAL_IDENTITY_MODULES:
+                return False  # a step that makes a new tensor: later ones change that one
+        return False
+    return getattr(module, "inplace", False) is True
+
+
 def lower(traced: Traced, namespace: dict[str, Any], path: Path,
           forced_mp: frozenset[str] = frozenset()) -> Program:
     gm = traced.graph_module
@@ -168,23 +261,34 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
                     )
                 facts = facts_for(module)
                 mp = MessagePassing(cls, facts.source_out_degree_power, facts.verified, facts.needs_pair,
-                                    facts.sources_in_place, split_for(module, lambda fn: _spelled(fn, namespace)))
+                                    facts.pair_collapses, facts.sources_in_place,
+                                    split_for(module, lambda fn: _spelled(fn, namespace)))
                 ops.append(Op(node.name, "mp", str(node.target), args, kwargs, location, mp, cls,
-                              accessor(traced.model, str(node.target))))
+                              accessor(traced.model, str(node.target)),
+                              module_class=qualified_name(type(module))))
             else:
                 ops.append(Op(node.name, "module", str(node.target), args, kwargs, location, None, cls,
                               accessor(traced.model, str(node.target)),
-                              linear=type(module) is torch.nn.Linear))
+                              module_class=qualified_name(type(module)),
+                              linear=type(module) is torch.nn.Linear,
+                              in_place="input" if changes_its_input(module) else ""))
         elif node.op == "call_function" and getattr(node.target, "__module__", "").startswith("torch.fx"):
             continue  # fx's own guards for arguments traced at their default value
         elif node.op == "call_function":
+            _refuse_random(node, location, namespace)
             expr = function_expression(node.target, namespace)  # type: ignore[arg-type]
             kwargs = _without_defaults(node.target, kwargs)
+            in_place, twin = _function_in_place(node.target, kwargs, namespace)
+            plain = tuple((k, v) for k, v in kwargs if k != "inplace")
             ops.append(Op(node.name, "function", expr, args, kwargs, location,
-                          activation_in_place=activation_in_place(node.target, kwargs),
-                          concatenates_columns=_concatenates_columns(node.target, args, kwargs)))
+                          activation_in_place=activation_in_place(node.target, plain),
+                          concatenates_columns=_concatenates_columns(node.target, args, kwargs),
+                          in_place=in_place, out_of_place=twin))
         elif node.op == "call_method":
-            ops.append(Op(node.name, "method", str(node.target), args, kwargs, location))
+            _refuse_random(node, location, namespace)
+            in_place, twin = _method_in_place(str(node.target))
+            ops.append(Op(node.name, "method", str(node.target), args, kwargs, location,
+                          in_place=in_place, out_of_place=twin))
         else:
             raise internal(f"unexpected fx node kind {node.op}")
     ops = _with_user_variables(ops)

@@ -11,10 +11,12 @@ from gnn_codegen.attributes import Attributes, infer_attributes
 from gnn_codegen.cut import DEFAULT_FANOUT, SEARCH_LIMIT
 from gnn_codegen.errors import FeatDimsError
 from gnn_codegen.format import format_source
+from gnn_codegen.functionalize import functionalize
 from gnn_codegen.ir import Program
 from gnn_codegen.load import LoadedModel, load
 from gnn_codegen.lower import lower
 from gnn_codegen.plan import Plan, build_plan
+from gnn_codegen.probe import prove_message_passing
 from gnn_codegen.render import render
 from gnn_codegen.simplify import simplify
 from gnn_codegen.splice import splice
@@ -87,15 +89,11 @@ def generate_all(target: str, options: GenerateOptions = GenerateOptions()) -> G
     leaves, forced_mp = frozenset(options.leaves), frozenset(options.mp_modules)
     traced = trace(loaded.model, loaded.path, leaves, forced_mp)
     namespace = vars(loaded.module)
-    program = simplify(lower(traced, namespace, loaded.path, forced_mp))
-    attrs = infer_attributes(traced, program, loaded.model, parse_feat_dims(options.feat_dims), leaves)
+    program = simplify(functionalize(lower(traced, namespace, loaded.path, forced_mp)))
+    attrs, probe_values = infer_attributes(traced, program, loaded.model, parse_feat_dims(options.feat_dims), leaves)
+    prove_message_passing(program, loaded.model, probe_values)
     plan = build_plan(program, attrs, options.fanout, options.optimize)
-    warnings = tuple(
-        f"{op.location or 'forward'}: {op.accessor} ({op.mp.class_name}) is not in gnn-codegen's "
-        "table of modules verified on 1-hop blocks; it is assumed exact, which holds unless it "
-        "reads its source nodes' other edges (e.g. out-degrees). Run with --check to prove it."
-        for op in program.ops if op.mp is not None and not op.mp.verified
-    )
+    warnings: tuple[str, ...] = ()
     if options.optimize and not plan.cut.placement.optimal:
         warnings += (
             "the search for the cheapest placement of the ops between layers stopped after "

@@ -44,6 +44,13 @@ class Rendered:
 
 
 @dataclass(frozen=True)
+class _Copy:
+    """An argument handed over as a copy: the op changes it in place (Op.mutates)."""
+
+    value: Any
+
+
+@dataclass(frozen=True)
 class _Code:
     text: str
     atom: bool = True  # safe as an operand or a receiver without parentheses
@@ -220,6 +227,8 @@ class _StageWriter:
     def arg(self, value: Any, need: Space, in_index: bool = False) -> _Code:
         if isinstance(value, Ref):
             return self.value(value.name, need)
+        if isinstance(value, _Copy):
+            return _Code(f"{self.operand(self.arg(value.value, need))}.clone()")
         if isinstance(value, slice) and in_index:
             parts = [self.arg(v, need).text if v is not None else "" for v in (value.start, value.stop, value.step)]
             return _Code(":".join(parts[:2]) + (f":{parts[2]}" if parts[2] else ""))
@@ -392,9 +401,14 @@ class _StageWriter:
                 written = replace(op, kwargs=(*op.kwargs, ("inplace", True)))
                 self.lines.append(f"{target} = {self.op_expression(written, placed.space).text}")
                 self.exclusive.add(op.name)
+            elif op.mutates and not sole:
+                # the op changes its input in place, and something else holds that tensor
+                written = replace(op, args=(_Copy(op.args[0]), *op.args[1:]))
+                self.lines.append(f"{target} = {self.op_expression(written, placed.space).text}")
+                self.exclusive.add(op.name)
             else:
                 self.lines.append(f"{target} = {self.op_expression(op, placed.space).text}")
-                if sole and op.kind == "method" and op.target in _RESHAPES:
+                if sole and (op.mutates or op.kind == "method" and op.target in _RESHAPES):
                     self.exclusive.add(op.name)
             self.local[(op.name, placed.space)] = target
             self.views.pop(target, None)

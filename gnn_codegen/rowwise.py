@@ -1,27 +1,46 @@
 """The table of operations that keep rows independent: each output row depends only on the same
 row of its node-indexed inputs. Only such operations may run outside message passing, because a
-layer-wise loop computes them on a batch of rows at a time. Consulted by attributes.py."""
+layer-wise loop computes them on a batch of rows at a time. Consulted by attributes.py.
+
+Modules are known by their class, never by its name: a user's own `class Linear(nn.Module)` is
+not torch's. The program (ir.py) records a module call's class as its qualified name
+(`qualified_name`), which is what the tables below hold."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import dgl.nn as dglnn
 import torch
+from torch import nn
 
 from gnn_codegen.ir import Op, Ref
 
-ROWWISE_MODULES = frozenset({
-    "Linear", "Bilinear", "LazyLinear", "Embedding",
-    "ReLU", "ReLU6", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "LeakyReLU", "PReLU", "RReLU",
-    "Hardtanh", "Sigmoid", "Tanh", "Softplus", "Softsign", "Hardswish", "Hardsigmoid", "LogSigmoid",
-    "Tanhshrink", "Softshrink", "Hardshrink", "Threshold", "GLU",
-    "BatchNorm1d", "LayerNorm", "RMSNorm", "Identity",
+
+def qualified_name(cls: type) -> str:
+    """`torch.nn.modules.linear.Linear`: a class's module and name, which no user class shares."""
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _names(*classes: type) -> frozenset[str]:
+    return frozenset(qualified_name(c) for c in classes)
+
+
+ROWWISE_MODULES = _names(
+    nn.Linear, nn.Bilinear, nn.LazyLinear, nn.Embedding,
+    nn.ReLU, nn.ReLU6, nn.ELU, nn.SELU, nn.CELU, nn.GELU, nn.SiLU, nn.Mish, nn.LeakyReLU, nn.PReLU,
+    nn.RReLU, nn.Hardtanh, nn.Sigmoid, nn.Tanh, nn.Softplus, nn.Softsign, nn.Hardswish,
+    nn.Hardsigmoid, nn.LogSigmoid, nn.Tanhshrink, nn.Softshrink, nn.Hardshrink, nn.Threshold,
+    nn.BatchNorm1d, nn.LayerNorm, nn.RMSNorm, nn.Identity,
     # dgl.nn.JumpingKnowledge combines each node's layer outputs (cat, max, or an LSTM over the
     # layers with nodes as the batch): row-wise in every mode, so it stays one call.
-    "JumpingKnowledge",
-})
-# Modules whose `dim` attribute must not be the row dimension.
-DIM_MODULES = frozenset({"Softmax", "LogSoftmax", "Softmin", "Flatten", "Unflatten", "GLU"})
+    dglnn.JumpingKnowledge,
+)
+# Modules whose `dim` (or `start_dim`) attribute must not be the row dimension.
+DIM_MODULES = _names(nn.Softmax, nn.LogSoftmax, nn.Softmin, nn.Flatten, nn.Unflatten, nn.GLU)
+START_DIM_MODULES = _names(nn.Flatten, nn.Unflatten)
+# Modules that are the identity in eval mode.
+EVAL_IDENTITY_MODULES = _names(nn.Dropout, nn.Dropout1d, nn.AlphaDropout, nn.FeatureAlphaDropout, nn.Identity)
 
 ELEMENTWISE = frozenset({
     "relu", "relu_", "relu6", "elu", "selu", "celu", "gelu", "silu", "mish", "leaky_relu", "prelu",
@@ -66,9 +85,9 @@ def is_rowwise(op: Op, ndim: int, module_dim: Any = None) -> bool:
     """Whether `op` keeps node rows independent; ndim is that of its first node-indexed input
     (plus one for torch.stack, which adds a dimension)."""
     if op.kind == "module":
-        if op.class_name in DIM_MODULES:
+        if op.module_class in DIM_MODULES:
             return not _touches_rows(module_dim, ndim)
-        return op.class_name in ROWWISE_MODULES
+        return op.module_class in ROWWISE_MODULES
     name = op.target.rsplit(".", 1)[-1]
     if name in ELEMENTWISE:
         return True
@@ -92,16 +111,13 @@ def _index_keeps_rows(index: Any, ndim: int) -> bool:
     return False
 
 
-_EVAL_IDENTITY = frozenset({"Dropout", "Dropout1d", "AlphaDropout", "FeatureAlphaDropout", "Identity"})
-
-
 def is_rowwise_module(module: torch.nn.Module) -> bool:
     """A torch.nn module (or an nn.Sequential of them) that treats each row on its own in eval
     mode. Such a Sequential stays one call, `h = self.head(h)`, in the generated code."""
-    name = type(module).__name__
-    if isinstance(module, torch.nn.Sequential):
+    name = qualified_name(type(module))
+    if type(module) is nn.Sequential:
         return all(is_rowwise_module(child) for child in module.children())
     if name in DIM_MODULES:
         dim = getattr(module, "start_dim", getattr(module, "dim", None))
         return isinstance(dim, int) and (dim > 0 or dim == -1)
-    return name in ROWWISE_MODULES or name in _EVAL_IDENTITY
+    return name in ROWWISE_MODULES or name in EVAL_IDENTITY_MODULES

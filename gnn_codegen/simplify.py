@@ -7,9 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from gnn_codegen.ir import Op, Program, Ref, map_refs
-
-# nn modules that are the identity in eval mode.
-_IDENTITY_MODULES = frozenset({"Dropout", "Dropout1d", "AlphaDropout", "FeatureAlphaDropout", "Identity"})
+from gnn_codegen.rowwise import EVAL_IDENTITY_MODULES
 _DROPOUT_FUNCTIONS = ("dropout", "alpha_dropout", "feature_alpha_dropout")
 # Graph methods that count destination nodes: on the full graph every node is a destination.
 DST_COUNT_METHODS = frozenset({"num_dst_nodes", "number_of_dst_nodes"})
@@ -42,7 +40,7 @@ def _is_prefix_slice(op: Op, program: Program) -> bool:
 
 def _alias_source(op: Op, program: Program) -> Any:
     """The Ref this op is an alias of in eval mode on the full graph, or None."""
-    if op.kind == "module" and op.class_name in _IDENTITY_MODULES:
+    if op.kind == "module" and op.module_class in EVAL_IDENTITY_MODULES:
         return op.args[0]
     if _is_dropout_call(op):
         return op.args[0] if op.args else dict(op.kwargs)["input"]
@@ -52,10 +50,10 @@ def _alias_source(op: Op, program: Program) -> Any:
 
 
 def _single_features(op: Op) -> Op:
-    """`conv(block, (h, h[:num_dst]))` reads as `conv(g, (h, h))`; a verified dgl.nn conv takes
-    the destination prefix of a block itself, so it is `conv(block, h)`, as a full-graph forward
-    writes it — both styles then generate the same code."""
-    if op.kind != "mp" or op.mp is None or not op.mp.verified or op.mp.needs_pair or len(op.args) < 2:
+    """`conv(block, (h, h[:num_dst]))` reads as `conv(g, (h, h))`; a dgl.nn conv that takes the
+    destination prefix of a block itself (known_modules.pair_collapses) is then `conv(block, h)`,
+    as a full-graph forward writes it — both styles then generate the same code."""
+    if op.kind != "mp" or op.mp is None or not op.mp.pair_collapses or len(op.args) < 2:
         return op
     feats = op.args[1]
     if isinstance(feats, (tuple, list)) and len(feats) == 2 and feats[0] == feats[1]:

@@ -31,10 +31,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import dgl.nn as dglnn
 import torch
 
 from gnn_codegen.ir import SplitConv
-from gnn_codegen.known_modules import is_dgl_conv
 
 Spell = Callable[[Any], "str | None"]  # how the user's file writes a function (F.relu), or None
 
@@ -66,16 +66,9 @@ def _activation(activation: Any, spell: Spell) -> tuple[str, str]:
 def split_for(module: torch.nn.Module, spell: Spell) -> SplitConv | None:
     """The two-part form of a dgl.nn convolution, when one is known and pays: None for modules
     without per-source-row work (they read source rows in place already) or not recognised."""
-    if not is_dgl_conv(module):
-        return None  # a user's module, or a subclass whose forward may differ
-    name = type(module).__name__
-    if name == "GraphConv":
-        return _graph_conv(module, spell)
-    if name == "SAGEConv":
-        return _sage_conv(module, spell)
-    if name == "GATConv":
-        return _gat_conv(module, spell)
-    return None
+    # the class itself: a user's module, or a subclass whose forward may differ, is not DGL's
+    recipe = {dglnn.GraphConv: _graph_conv, dglnn.SAGEConv: _sage_conv, dglnn.GATConv: _gat_conv}.get(type(module))
+    return recipe(module, spell) if recipe else None
 
 
 def _graph_conv(module: torch.nn.Module, spell: Spell) -> SplitConv | None:

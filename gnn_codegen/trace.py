@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import dgl.nn as dglnn
 import torch
 import torch.fx as fx
 
@@ -87,9 +88,9 @@ class _Tracer(fx.Tracer):
     def is_leaf_module(self, m: torch.nn.Module, module_qualified_name: str) -> bool:
         if type(m).__name__ in self.forced_leaves or is_message_passing(m, self.forced_mp):
             return True
-        if isinstance(m, torch.nn.Sequential) and len(m) and is_rowwise_module(m):
+        if type(m) is torch.nn.Sequential and len(m) and is_rowwise_module(m):
             return True  # keep `self.head(h)` as the user wrote it
-        if type(m).__name__ == "JumpingKnowledge" and type(m).__module__.startswith("dgl.nn"):
+        if type(m) is dglnn.JumpingKnowledge:
             return True
         return super().is_leaf_module(m, module_qualified_name)
 

@@ -17,6 +17,7 @@ from typing import Any
 import dgl
 import torch
 
+from gnn_codegen.perturb import perturb
 from gnn_codegen.pipeline import Generated
 
 
@@ -58,19 +59,6 @@ def random_graph(num_nodes: int, avg_degree: int = 5, seed: int = 0, zero_in_deg
         loops = torch.arange(num_nodes)
         src, dst = torch.cat([src, loops]), torch.cat([dst, loops])
     return dgl.graph((src, dst), num_nodes=num_nodes)
-
-
-def perturb(model: torch.nn.Module, seed: int = 0) -> None:
-    """Move weights and normalisation statistics away from their initial values, so that a
-    test cannot pass because of a lucky initialisation (zero biases, unit variances)."""
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.1 * torch.randn(p.shape, generator=gen, dtype=p.dtype))
-        for m in model.modules():
-            if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.running_mean is not None:
-                m.running_mean.copy_(0.5 * torch.randn(m.running_mean.shape, generator=gen))
-                m.running_var.copy_(0.5 + torch.rand(m.running_var.shape, generator=gen))
 
 
 def import_source(source: str, model_dir: Path, name: str = "generated_inference") -> ModuleType:

@@ -15,6 +15,17 @@ from gnn_codegen.pipeline import GenerateOptions, generate_all
 from tests.cases import REPO
 
 MODEL = "tests/models/refused.py"
+WILD = "tests/models/in_the_wild.py"
+
+# Models of tests/models/in_the_wild.py, written as DGL's examples write them, that are refused:
+# target -> (options, error class, message)
+WILD_OPTIONS = {
+    "arxiv_gat_symmetric": GenerateOptions(feat_dims="feat=8"),
+    "DAGNN": GenerateOptions(init='{"k": 3, "in_dim": 8, "hid_dim": 6, "out_dim": 4}'),
+    "MixHop": GenerateOptions(init='{"in_dim": 8, "hid_dim": 6, "out_dim": 4}', feat_dims="feats=8"),
+    "ARMA4NC": GenerateOptions(init='{"in_dim": 8, "hid_dim": 6, "out_dim": 4}', feat_dims="feats=8"),
+    "NdataGCN": GenerateOptions(init='{"in_feats": 8, "n_hidden": 6, "n_classes": 4}', feat_dims="features=8"),
+}
 
 EXPECTED = {
     "MultiHop": (
@@ -86,6 +97,84 @@ EXPECTED = {
     ),
 }
 
+WILD_EXPECTED = {
+    "arxiv_gat_symmetric": (
+        errors.UnsupportedModuleError,
+        'tests/models/in_the_wild.py:102 (`conv = self.convs[i](graph, h)`): self.convs[0] '
+        '(GATConv, the class at tests/models/in_the_wild.py:38) gives other results on 1-hop '
+        'blocks than on the whole graph (max |difference| 0.706, batches of 1 node of a random '
+        '37-node graph): it reads more than the in-edges of each node (it reads out-degrees, '
+        'which a block counts only inside the block). Layer-wise inference runs it on the 1-hop '
+        "block of each batch of nodes, so its result would not equal forward's. Compute what it "
+        'reads of the whole graph (out-degrees, norms) outside the module and pass it to forward '
+        'as a per-node input, or evaluate this model with its full-graph forward.'
+    ),
+    "DAGNN": (
+        errors.UnsupportedModuleError,
+        'tests/models/in_the_wild.py:196 (`return self.dagnn(graph, feats)`): self.dagnn '
+        '(DAGNNConv, the class at tests/models/in_the_wild.py:159) fails on a 1-hop block with '
+        'AssertionError (Current HeteroNodeDataView has multiple node types, please passing the '
+        'node type and the corresponding data through a dict); it runs several rounds of message '
+        'passing, each one hop further. Layer-wise inference runs it on the 1-hop block of each '
+        'batch of nodes. Make each round its own single-hop module call in forward (what happens '
+        'between rounds in forward too), or evaluate this model with its full-graph forward.'
+    ),
+    "MixHop": (
+        errors.UnsupportedModuleError,
+        'tests/models/in_the_wild.py:232 (`return self.fc(F.relu(self.conv(graph, feats)))`): '
+        'self.conv (MixHopConv, the class at tests/models/in_the_wild.py:199) fails on a 1-hop '
+        'block with DGLError (Expect number of features to match number of nodes (len(u)). Got 1 '
+        'and 6 instead); it runs several rounds of message passing, each one hop further. Layer-'
+        'wise inference runs it on the 1-hop block of each batch of nodes. Make each round its '
+        'own single-hop module call in forward (what happens between rounds in forward too), or '
+        'evaluate this model with its full-graph forward.'
+    ),
+    "ARMA4NC": (
+        errors.UnsupportedModuleError,
+        'tests/models/in_the_wild.py:272 (`return self.conv2(g, F.relu(self.conv1(g, feats)))`): '
+        'self.conv1 (ARMAConv, the class at tests/models/in_the_wild.py:235) fails on a 1-hop '
+        "block with RuntimeError (output with shape [1, 6] doesn't match the broadcast shape [6, "
+        '6]); it runs several rounds of message passing, each one hop further. Layer-wise '
+        'inference runs it on the 1-hop block of each batch of nodes. Make each round its own '
+        'single-hop module call in forward (what happens between rounds in forward too), or '
+        'evaluate this model with its full-graph forward.'
+    ),
+    "NdataGCN": (
+        errors.UnsupportedModuleError,
+        'tests/models/in_the_wild.py:296 (`h = F.relu(self.layer1(g, features))`): self.layer1 '
+        '(GCNLayer, the class at tests/models/in_the_wild.py:275) fails on a 1-hop block with '
+        'AssertionError (Current HeteroNodeDataView has multiple node types, please passing the '
+        'node type and the corresponding data through a dict); it uses graph.ndata, which a '
+        'block, with its source and destination nodes, does not have. Layer-wise inference runs '
+        'it on the 1-hop block of each batch of nodes. Write graph.srcdata / graph.dstdata, as '
+        "DGL's own modules do, or evaluate this model with its full-graph forward."
+    ),
+    "ChangedThroughAView": (
+        errors.UnsupportedOperationError,
+        'tests/models/in_the_wild.py:350 (`first.zero_()`): this changes first in place, which '
+        'shares memory with h (one is a view of the other), and h is read again at '
+        'tests/models/in_the_wild.py:351 (`return self.conv2(g, h)`). A layer-wise loop keeps '
+        'each value in its own buffer, so the change would not reach it and the result would '
+        "differ from forward's. Write the change out of place (`h = h + b` instead of "
+        '`h.add_(b)`, `F.relu(h)` instead of inplace=True), or change the tensor before taking '
+        'views of it.'
+    ),
+    "NoiseInForward": (
+        errors.UnsupportedOperationError,
+        'tests/models/in_the_wild.py:363 (`return h + 0.1 * torch.randn(h.shape)`): forward draws'
+        ' random numbers (torch.randn), so its result changes from run to run and cannot be '
+        'reproduced layer-wise. Draw them only when self.training is True (e.g. `if '
+        'self.training:` around the noise), or pass the random tensor to forward as an input.'
+    ),
+    "DropoutAlwaysOn": (
+        errors.UnsupportedOperationError,
+        'tests/models/in_the_wild.py:374 (`return self.conv(g, F.dropout(x, 0.5))`): '
+        "F.dropout(...) is called with training=True (F.dropout's default), so it drops features "
+        "at random in eval mode too, and forward's result changes from run to run. Pass "
+        'training=self.training, or use an nn.Dropout module.'
+    ),
+}
+
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_refusal_message(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -93,6 +182,15 @@ def test_refusal_message(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     error_class, message = EXPECTED[name]
     with pytest.raises(error_class) as caught:
         generate_all(f"{MODEL}:{name}")
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize("name", sorted(WILD_EXPECTED))
+def test_refusal_of_models_written_like_dgls_examples(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    error_class, message = WILD_EXPECTED[name]
+    with pytest.raises(error_class) as caught:
+        generate_all(f"{WILD}:{name}", WILD_OPTIONS.get(name, GenerateOptions()))
     assert str(caught.value) == message
 
 

@@ -1,0 +1,316 @@
+"""Stage 4b, prove: every message-passing module outside the table of verified modules
+(known_modules.EXACT) is run on a probe graph, whole and on the 1-hop blocks of several batch
+partitions, and accepted only when both give the same rows. A user's own module, or a dgl.nn
+module nobody pinned, is never assumed exact: a module that runs several rounds of message
+passing, reads its source nodes' out-degrees, or writes `graph.ndata` (a block has none) is
+refused here, naming its source line and what was observed.
+
+The module is called the way the generated loop calls it (probe_blocks renders the same block
+helper from templates/helpers.py.j2): source rows gathered by the block's input nodes,
+destination rows where it takes a pair, edge tensors by the block's edge IDs. Its weights are
+perturbed away from their initial values (verify.perturb) on a copy, so that a lucky
+initialisation cannot hide a difference."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import re
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import dgl
+import torch
+
+from gnn_codegen.errors import UnsupportedModuleError
+from gnn_codegen.ir import Op, Program, Ref, iter_refs, map_refs
+from gnn_codegen.plan import mp_feature_spaces
+
+ATOL = RTOL = 1e-4
+# Graphs the module is proven on: a probe graph where every node has a self-loop, and one where
+# some nodes have no in-edges at all (skipped when the module refuses it on the whole graph too).
+_GRAPHS = ((37, 160, False), (41, 150, True))
+_BATCH_SIZES = (1, 5, 16)  # 5 and 16 divide neither graph's node count
+
+
+@dataclass(frozen=True)
+class _Call:
+    """How the generated loop calls one message-passing op: which argument values it reads on
+    source rows, destination rows or edges."""
+
+    op: Op
+    module: torch.nn.Module
+    spaces: tuple[tuple[Any, str], ...]
+
+
+def probe_graph(num_nodes: int, num_edges: int, zero_in_degree: bool, seed: int) -> dgl.DGLGraph:
+    gen = torch.Generator().manual_seed(seed)
+    src = torch.randint(0, num_nodes, (num_edges,), generator=gen)
+    dst = torch.randint(0, num_nodes, (num_edges,), generator=gen)
+    if zero_in_degree:  # a fifth of the nodes receive no edge
+        keep = dst % 5 != 2
+        src, dst = src[keep], dst[keep]
+    else:
+        loops = torch.arange(num_nodes)
+        src, dst = torch.cat([src, loops]), torch.cat([dst, loops])
+    return dgl.graph((src, dst), num_nodes=num_nodes)
+
+
+def _block_helper() -> Callable[..., Any]:
+    """The generated module's own block helper, rendered from the same template."""
+    from types import SimpleNamespace
+
+    from gnn_codegen.templating import render_template
+
+    names = SimpleNamespace(blocks="_full_neighbour_blocks", rescale=None, auto="_auto_batch_size",
+                            weighted_sum=None)
+    namespace: dict[str, Any] = {"torch": torch, "dgl": dgl}
+    exec(compile(render_template("helpers.py.j2", names=names), "<gnn-codegen helpers>", "exec"), namespace)
+    return namespace["_full_neighbour_blocks"]
+
+
+def _example(value: torch.Tensor, rows: int, gen: torch.Generator) -> torch.Tensor:
+    """A random tensor like the probe run's `value`, with `rows` rows."""
+    shape = (rows, *value.shape[1:])
+    if value.is_floating_point():
+        return torch.randn(shape, generator=gen, dtype=value.dtype)
+    high = int(value.max()) + 1 if value.numel() else 1
+    return torch.randint(0, max(high, 1), shape, generator=gen, dtype=value.dtype)
+
+
+_WAY_OUT = "or evaluate this model with its full-graph forward."
+_ROUNDS = (
+    "it runs several rounds of message passing, each one hop further",
+    "Make each round its own single-hop module call in forward (what happens between rounds "
+    "in forward too), " + _WAY_OUT,
+)
+_OUT_DEGREES = (
+    "it reads out-degrees, which a block counts only inside the block",
+    "Compute what it reads of the whole graph (out-degrees, norms) outside the module and pass "
+    "it to forward as a per-node input, " + _WAY_OUT,
+)
+_COUNTS = (
+    "it reads the graph's node or edge count, which a block counts only inside the block",
+    "Pass what it needs of the whole graph to forward as an input, " + _WAY_OUT,
+)
+_UNKNOWN = (
+    "",
+    "A module runs layer-wise only when it reads nothing but each node's in-edges (messages "
+    "from in-neighbours, in-degrees); change it so, " + _WAY_OUT,
+)
+
+
+_NDATA = (
+    "it uses graph.ndata, which a block, with its source and destination nodes, does not have",
+    "Write graph.srcdata / graph.dstdata, as DGL's own modules do, " + _WAY_OUT,
+)
+_NOT_ON_BLOCKS = ("", "It must run on a block (dgl.create_block) as on a graph, " + _WAY_OUT)
+
+
+def _diagnosis(module: torch.nn.Module, failed_on_block: bool = False) -> tuple[str, str]:
+    """What in the module's forward reads more than each node's in-edges (or fails on a block),
+    when its source says, and the way out for it."""
+    try:
+        source = inspect.getsource(type(module).forward)
+    except (OSError, TypeError):
+        return _NOT_ON_BLOCKS if failed_on_block else _UNKNOWN
+    calls = re.findall(r"\.(?:update_all|multi_update_all|send_and_recv|pull|push)\(|dgl\.ops\.[a-z_]+\(", source)
+    in_a_loop = re.search(r"^(\s*)for\b.*:\n(?:\1\s+.*\n)*?\1\s+.*\.update_all\(", source, re.MULTILINE)
+    if len(calls) > 1 or in_a_loop:
+        return _ROUNDS
+    if "out_degrees" in source:
+        return _OUT_DEGREES
+    if failed_on_block:
+        return _NDATA if ".ndata" in source else _NOT_ON_BLOCKS
+    if re.search(r"\b(?:num_nodes|number_of_nodes|num_edges|number_of_edges)\(", source):
+        return _COUNTS
+    return _UNKNOWN
+
+
+def _refuse(call: _Call, observed: str, way_out: str, differs: bool = False) -> UnsupportedModuleError:
+    op = call.op
+    consequence = ", so its result would not equal forward's" if differs else ""
+    return UnsupportedModuleError(
+        f"{op.location or 'forward'}: {op.accessor} ({_class_and_where(call.module)}) {observed}. "
+        f"Layer-wise inference runs it on the 1-hop block of each batch of nodes{consequence}. {way_out}"
+    )
+
+
+def _class_and_where(module: torch.nn.Module) -> str:
+    """`GATConv`, and for a class outside torch and DGL where it is defined: a user's own class
+    may share a name with DGL's."""
+    cls = type(module)
+    if cls.__module__.split(".")[0] in ("torch", "dgl"):
+        return cls.__name__
+    try:
+        path = Path(inspect.getsourcefile(cls) or "")
+        line = inspect.getsourcelines(cls)[1]
+    except (OSError, TypeError):
+        return cls.__name__
+    try:
+        shown = path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        shown = path
+    return f"{cls.__name__}, the class at {shown}:{line}"
+
+
+def _run(call: _Call, graph: Any, args: dict[str, Any]) -> Any:
+    """Call the module on the whole `graph` with the values `args` (by op name) in its slots."""
+    op = call.op
+
+    def value(ref: Ref) -> Any:
+        return args[ref.name]
+
+    positional = [map_refs(a, value) for a in op.args[1:]]
+    keywords = {k: map_refs(v, value) for k, v in op.kwargs}
+    with torch.no_grad():
+        return call.module(graph, *positional, **keywords)
+
+
+def _flatten(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _flatten(v)]
+    return []
+
+
+def _prove(call: _Call, values: dict[str, Any], blocks_of: Callable[..., Any]) -> None:
+    op = call.op
+    module = call.module
+    full_name = {name for value, _ in call.spaces for name in iter_refs(value)}
+    for seed, (num_nodes, num_edges, zero_in_degree) in enumerate(_GRAPHS):
+        g = probe_graph(num_nodes, num_edges, zero_in_degree, seed)
+        gen = torch.Generator().manual_seed(seed)
+        space_of = {name: space for value, space in call.spaces for name in iter_refs(value)}
+        args = {
+            name: _example(values[name], g.num_edges() if space_of[name] == "edge" else g.num_nodes(), gen)
+            for name in full_name
+        }
+        try:
+            expected = _run(call, g, args)
+        except dgl.DGLError as exc:
+            if zero_in_degree and "in-degree" in str(exc):
+                continue  # refuses nodes without in-edges on the whole graph too
+            raise _refuse(call, f"fails on a random graph of {num_nodes} nodes with DGLError: "
+                          f"{_first_line(exc)}", "It must run on any graph; " + _WAY_OUT) from None
+        except Exception as exc:
+            raise _refuse(call, f"fails on a random graph of {num_nodes} nodes with "
+                          f"{type(exc).__name__}: {_first_line(exc)}", "It must run on any graph; " + _WAY_OUT) from None
+        if not _equal(_run(call, g, args), expected):
+            raise _refuse(call, "gives different results in two runs on the same graph in eval mode "
+                          "(random numbers in forward?)", "Make its forward deterministic when "
+                          "self.training is False (dropout only in training), " + _WAY_OUT, differs=True)
+        for batch_size in _BATCH_SIZES:
+            pieces = []
+            for start, end, block, input_nodes in blocks_of(g, batch_size):
+                edge_ids = block.edata[dgl.EID]
+                rows = {"src": input_nodes, "dst": slice(start, end), "edge": edge_ids}
+                local = {
+                    (name, space): args[name][rows[space]]
+                    for value, space in call.spaces for name in iter_refs(value)
+                }
+                try:
+                    result = _run_on_block(call, block, local)
+                except Exception as exc:
+                    why, way_out = _diagnosis(module, failed_on_block=True)
+                    raise _refuse(call, f"fails on a 1-hop block with {type(exc).__name__} "
+                                  f"({_first_line(exc)}){'; ' + why if why else ''}", way_out) from None
+                pieces.append((start, end, edge_ids, result))
+            difference = _difference(expected, pieces, g)
+            if difference is None:
+                continue
+            why, way_out = _diagnosis(module)
+            nodes = "node" if batch_size == 1 else "nodes"
+            raise _refuse(
+                call,
+                f"gives other results on 1-hop blocks than on the whole graph (max |difference| "
+                f"{difference:.3g}, batches of {batch_size} {nodes} of a random {num_nodes}-node graph): "
+                f"it reads more than the in-edges of each node{' (' + why + ')' if why else ''}",
+                way_out, differs=True,
+            )
+
+
+def _run_on_block(call: _Call, block: Any, local: dict[tuple[str, str], Any]) -> Any:
+    """The module on one block, called as the generated loop calls it (mp_feature_spaces): the
+    features as source rows, or a pair (source rows, destination rows), edge tensors by edge."""
+    op = call.op
+    features = [value for value, space in call.spaces if space != "edge"]
+    spaces = [space for value, space in call.spaces if space != "edge"]
+
+    def rows(value: Any, space: str) -> Any:
+        return map_refs(value, lambda ref: local[(ref.name, space)])
+
+    feats: Any = rows(features[0], "src")
+    if len(features) == 2:
+        feats = (feats, rows(features[1], spaces[1]))
+
+    def edge(value: Any) -> Any:
+        return rows(value, "edge")
+
+    positional = [edge(a) for a in op.args[2:]]
+    keywords = {k: edge(v) for k, v in op.kwargs}
+    with torch.no_grad():
+        return call.module(block, feats, *positional, **keywords)
+
+
+def _difference(expected: Any, pieces: list[tuple[int, int, torch.Tensor, Any]], g: dgl.DGLGraph) -> float | None:
+    """None when the blocks' results, put back in place, equal the whole graph's; else the
+    largest difference (inf where the shapes disagree)."""
+    full = _flatten(expected)
+    worst = 0.0
+    for i, whole in enumerate(full):
+        parts = [_flatten(result) for *_, result in pieces]
+        if any(len(p) != len(full) for p in parts):
+            return float("inf")
+        edge_rows = whole.dim() > 0 and whole.shape[0] == g.num_edges() != g.num_nodes()
+        assembled = torch.empty_like(whole)
+        try:
+            for (start, end, edge_ids, _), p in zip(pieces, parts):
+                if edge_rows:
+                    assembled[edge_ids.long()] = p[i]
+                else:
+                    assembled[start:end] = p[i]
+        except (RuntimeError, IndexError):
+            return float("inf")
+        if not torch.allclose(assembled, whole, atol=ATOL, rtol=RTOL, equal_nan=True):
+            diff = (assembled.double() - whole.double()).abs()
+            worst = max(worst, float(diff.nan_to_num(float("inf")).max()))
+    return worst if worst > 0 else None
+
+
+def _equal(a: Any, b: Any) -> bool:
+    ta, tb = _flatten(a), _flatten(b)
+    return len(ta) == len(tb) and all(
+        x.shape == y.shape and torch.allclose(x, y, atol=ATOL, rtol=RTOL, equal_nan=True) for x, y in zip(ta, tb)
+    )
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0].rstrip(".") if text else "no message"
+
+
+def prove_message_passing(program: Program, model: torch.nn.Module, values: dict[str, Any]) -> None:
+    with warnings.catch_warnings():  # DGL warns about blocks without edges, which the probe makes
+        warnings.simplefilter("ignore")
+        _prove_all(program, model, values)
+
+
+def _prove_all(program: Program, model: torch.nn.Module, values: dict[str, Any]) -> None:
+    """Raise UnsupportedModuleError for the first message-passing op outside the verified table
+    whose module is not exact on 1-hop blocks. `values`: the probe run's value of every op (for
+    the shapes and dtypes of its arguments)."""
+    from gnn_codegen.perturb import perturb
+
+    blocks_of = None
+    for op in program.ops:
+        if op.kind != "mp" or op.mp is None or op.mp.verified:
+            continue
+        module = copy.deepcopy(model.get_submodule(op.target)).eval()
+        perturb(module, seed=1)
+        call = _Call(op, module, tuple(mp_feature_spaces(op)))
+        blocks_of = blocks_of or _block_helper()
+        _prove(call, values, blocks_of)

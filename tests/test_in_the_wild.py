@@ -1,0 +1,44 @@
+"""Models written the way DGL's examples write them (tests/models/in_the_wild.py) that once gave
+a silently wrong or crashing module: the ones layer-wise inference can compute exactly are
+exact now (the refused ones are snapshotted in tests/test_refusals.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gnn_codegen.pipeline import GenerateOptions, generate_all
+from gnn_codegen.verify import check
+from tests.cases import REPO
+
+MODEL = "tests/models/in_the_wild.py"
+
+EXACT = {
+    # x.add_(bias) in ElementWiseLinear, F.relu(h, inplace=True), the model's own GATConv
+    "ArxivGAT": GenerateOptions(init='{"in_feats": 8, "n_classes": 3, "n_hidden": 4, "n_layers": 3, "n_heads": 2}',
+                                feat_dims="feat=8"),
+    # dgl.nn.GATConv((in, in), ...) called with (h, h_dst): the pair is kept
+    "products_gat": GenerateOptions(feat_dims="x=8"),
+    # nn.ReLU(inplace=True) also changing a second name's tensor, mul_, clamp_, out=
+    "InPlaceEverywhere": GenerateOptions(),
+    # an in-place activation on rows the next layer reads in place: it gets a copy
+    "ActivationInPlaceOnStoredRows": GenerateOptions(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXACT))
+def test_exact(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    generated = generate_all(f"{MODEL}:{name}", EXACT[name])
+    result = check(generated, num_nodes=211, batch_sizes=(1, 13, 211))
+    assert result.ok, f"{name}: max |difference| {result.max_abs_diff}"
+
+
+def test_in_place_steps_are_written_as_values() -> None:
+    source = generate_all(f"{MODEL}:InPlaceEverywhere").source.split("def inference")[1]
+    assert ".mul(self.scale)" in source and ".clamp(min=-1.0)" in source
+    assert "out=" not in source and "mul_(" not in source
+
+
+def test_an_in_place_module_gets_a_copy_of_rows_something_else_holds() -> None:
+    source = generate_all(f"{MODEL}:ActivationInPlaceOnStoredRows").source.split("def inference")[1]
+    assert "self.act(h1_dst.clone())" in source

@@ -26,7 +26,7 @@ Rows = Literal["node", "edge", "none", "tuple", "graph", "inline"]
 PROBE_NODES = 29
 PROBE_EDGES = 113
 
-_WIDTH_ATTRIBUTES = ("_in_src_feats", "_in_feats", "in_feats", "in_size", "in_channels", "in_dim")
+_WIDTH_ATTRIBUTES = ("_in_src_feats", "_in_feats", "in_feats", "in_feat", "in_size", "in_channels", "in_dim")
 # Ops whose output is as wide as their input: a width found past them is the input's.
 _PASS_THROUGH = frozenset({
     "relu", "elu", "leaky_relu", "gelu", "tanh", "sigmoid", "float", "contiguous", "add", "sub", "mul",
@@ -100,6 +100,10 @@ def _declared_width(module: torch.nn.Module) -> int | None:
         for sub in module.modules():
             if sub is not module and isinstance(sub, torch.nn.Linear):
                 return int(sub.in_features)
+            if sub is not module and is_dgl_module(sub):  # RelGraphConv's TypedLinear(in_size, ...)
+                width = _declared_width(sub)
+                if width:
+                    return width
     return None
 
 
@@ -110,11 +114,45 @@ def _refuse_graph_access(program: Program) -> None:
         if op.kind in ("mp", "graph") or graph not in op.refs():
             continue
         if op.kind == "method" and op.target in DST_COUNT_METHODS:
-            why = ("counts the block's destination nodes outside a slice `h[:n]`; only that "
-                   "slicing idiom is understood")
-        else:
-            why = "reads the graph's data or structure outside a message-passing module"
-        raise _refuse(op, why)
+            raise _refuse(op, "counts the block's destination nodes outside a slice `h[:n]`; only "
+                          "that slicing idiom is understood")
+        what = _graph_use(program, op)
+        raise UnsupportedOperationError(
+            f"{op.location or 'forward'}: forward reads {what} outside a message-passing module. "
+            "Layer-wise inference runs every layer on blocks of the graph, so graph data and "
+            "structure must reach the model as arguments of forward (def forward(self, g, x, "
+            "etypes), computed from the graph before the call) or be read inside a "
+            "message-passing module; or evaluate this model with its full-graph forward."
+        )
+
+
+def _graph_use(program: Program, op: Op) -> str:
+    """How the user's code spells a use of the graph: `g.edata['_TYPE']`, `g.in_degrees()`."""
+    def spell(value: Any) -> str:
+        if isinstance(value, Ref):
+            used = program.op(value.name)
+            if used.kind == "graph":
+                return used.target or "g"
+            if used.kind == "function" and used.target == "getattr" and len(used.args) == 2:
+                return f"{spell(used.args[0])}.{used.args[1]}"
+            if used.kind == "function" and used.target == "operator.getitem" and len(used.args) == 2:
+                return f"{spell(used.args[0])}[{spell(used.args[1])}]"
+            if used.kind == "method" and used.args:
+                return f"{spell(used.args[0])}.{used.target}({'...' if len(used.args) > 1 or used.kwargs else ''})"
+            return "the graph"
+        return repr(value)
+    # the outermost expression on the graph that this op belongs to
+    users = program.consumers()
+    current = op
+    while len(users[current.name]) == 1:
+        reader = program.op(users[current.name][0])
+        if reader.kind not in ("function", "method") or reader.target not in ("getattr", "operator.getitem") and not (
+            reader.kind == "method" and reader.args and reader.args[0] == Ref(current.name)
+            and current.target == "getattr"
+        ):
+            break
+        current = reader
+    return f"`{spell(Ref(current.name))}`"
 
 
 def edge_values(program: Program) -> frozenset[str]:

@@ -30,6 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--init", metavar="JSON", help="constructor keyword arguments as a JSON object")
     parser.add_argument("--check", action="store_true", help="compare the generated inference with the full-graph forward on a random graph")
     parser.add_argument("--check-nodes", type=int, default=1000, metavar="N", help="nodes of the --check graph (default 1000)")
+    parser.add_argument("--no-verify", action="store_true",
+                        help="write the module without first checking it against forward on a small random graph (not recommended)")
     parser.add_argument("--feat-dims", metavar="NAME=WIDTH,...", help="widths of forward's inputs when the model does not reveal them, e.g. x=602")
     parser.add_argument("--leaf", action="append", default=[], metavar="CLASS", help="treat modules of this class as row-wise leaves (repeatable)")
     parser.add_argument("--mp-module", action="append", default=[], metavar="CLASS", help="treat modules of this class as message passing (repeatable)")
@@ -72,6 +74,7 @@ def run(argv: list[str]) -> int:
         mp_modules=tuple(args.mp_module),
         fanout=args.fanout,
         optimize=not args.simple_cut,
+        verify=not args.no_verify,
     )
     if args.output not in (None, "-") and ":" in args.target:
         model_file = Path(args.target.rpartition(":")[0])
@@ -83,6 +86,11 @@ def run(argv: list[str]) -> int:
     generated = generate_all(args.target, options)
     for warning in generated.warnings:
         print(_paragraph("warning", warning), file=sys.stderr)
+    for note in generated.notes:
+        print(_paragraph("note", note), file=sys.stderr)
+    if args.no_verify:
+        print(_paragraph("warning", "--no-verify: the module was not checked against forward before it was "
+                         "written; its header says so. Check it with --check."), file=sys.stderr)
     if args.explain:
         _explain(generated, args)
     if args.check:
@@ -94,14 +102,19 @@ def run(argv: list[str]) -> int:
             f"{result.zero_in_degree_nodes} without in-edges; full-graph forward {result.forward_seconds:.3f}s",
             file=sys.stderr,
         )
+        for note in result.notes:
+            if note not in generated.notes:
+                print(_paragraph("note", note), file=sys.stderr)
         for b in result.batches:
             print(f"check: batch_size={b.batch_size}, source rows {b.sources}: inference {b.seconds:.3f}s, max |difference| {b.max_abs_diff:.3g}", file=sys.stderr)
         if not result.ok:
+            worst = result.worst
             raise CheckFailedError(
                 f"the generated inference differs from {generated.loaded.class_name}'s full-graph "
-                f"forward by up to {result.max_abs_diff:.3g} (tolerance atol={result.atol}, rtol={result.rtol}); "
-                f"nothing was written to {args.output}. A module gnn-codegen has not verified is the "
-                "usual cause (see the warnings above); please report the model if none was printed."
+                f"forward by up to {result.max_abs_diff:.3g} (tolerance atol={result.atol}, rtol={result.rtol}) "
+                f"with batches of {worst.batch_size} nodes and source rows {worst.sources}; nothing was "
+                f"written to {args.output}. This is a bug in gnn-codegen: please report it with the model "
+                "file and the command you ran."
             )
         print(f"check: OK (atol={result.atol}, rtol={result.rtol})", file=sys.stderr)
     if args.output is None:

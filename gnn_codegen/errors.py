@@ -37,6 +37,15 @@ class UnsupportedOperationError(GnnCodegenError):
     """An operation that mixes rows of different nodes outside message passing, or reads the graph."""
 
 
+class GraphUseError(GnnCodegenError):
+    """forward decides in Python on the graph, or passes messages inline, in a way a layer-wise
+    loop cannot follow (graph_proxy.py)."""
+
+
+class SignatureError(GnnCodegenError):
+    """forward's parameters: no graph, several graphs, or a graph kept on the model."""
+
+
 class TraceFailedError(GnnCodegenError):
     """torch.fx could not trace forward for a reason other than control flow."""
 

@@ -109,6 +109,9 @@ class Program:
     output: Any  # Ref, or a tuple/list structure of Refs
     blocks_style: bool = False
     num_blocks: int = 1
+    # forward's graph parameter and inputs in forward's order, each "positional" or "keyword"
+    # (keyword-only): how a call of forward passes them
+    signature: tuple[tuple[str, str], ...] = ()
     by_name: dict[str, Op] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

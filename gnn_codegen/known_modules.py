@@ -101,6 +101,8 @@ def is_message_passing(module: torch.nn.Module, forced: frozenset[str] = frozens
         return True
     if is_dgl_conv(module) or cls.__module__.startswith((READOUT_MODULE, HETERO_MODULE)):
         return True
+    if any(base.__module__.startswith("dgl.nn.pytorch.conv") for base in cls.__mro__[1:]):
+        return True  # a user's subclass of a dgl.nn convolution: proven on blocks (probe.py)
     if cls.__module__.startswith("torch.nn") or is_dgl_module(module):
         return False
     return forward_reads_graph(module)

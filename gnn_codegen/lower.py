@@ -239,7 +239,7 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
         args, kwargs = _convert(node.args), tuple((k, _convert(v)) for k, v in node.kwargs.items())
         if node.op == "placeholder":
             if node.target == traced.graph_arg:
-                ops.append(Op(node.name, "graph"))
+                ops.append(Op(node.name, "graph", target=str(node.target)))
             elif node.target in traced.inputs:
                 ops.append(Op(node.name, "input", target=str(node.target)))
             # other placeholders are parameters traced at their default value: nothing uses them
@@ -302,4 +302,5 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
         output=output,
         blocks_style=traced.blocks_style,
         num_blocks=traced.num_blocks,
+        signature=traced.signature,
     )

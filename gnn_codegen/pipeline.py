@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gnn_codegen.attributes import Attributes, infer_attributes
 from gnn_codegen.cut import DEFAULT_FANOUT, SEARCH_LIMIT
@@ -21,6 +21,7 @@ from gnn_codegen.render import render
 from gnn_codegen.simplify import simplify
 from gnn_codegen.splice import splice
 from gnn_codegen.trace import trace
+from gnn_codegen.verify import CheckResult, verify
 
 VERSION = "0.1.0"
 
@@ -34,6 +35,9 @@ class GenerateOptions:
     mp_modules: tuple[str, ...] = ()  # class names to treat as message passing
     fanout: float = DEFAULT_FANOUT  # cost model: source rows gathered per stored row (cut.py)
     optimize: bool = True  # False: the simple rule, a cut right after each message-passing op
+    # check the module against forward on a random graph before returning it (verify.py); off
+    # only with --no-verify, and the header then says so
+    verify: bool = True
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,10 @@ class Generated:
     warnings: tuple[str, ...] = field(default=())
     target: str = ""
     buffers: tuple[tuple[str, str], ...] = ()  # value -> its name in the generated code
+    # (generated statement, the user's line it computes): render.Rendered.origins
+    origins: tuple[tuple[str, str], ...] = ()
+    verification: CheckResult | None = None  # the check before writing (None with --no-verify)
+    notes: tuple[str, ...] = ()  # what the user should know that is no warning
 
 
 def parse_feat_dims(spec: str | None) -> dict[str, tuple[int, ...]]:
@@ -101,10 +109,16 @@ def generate_all(target: str, options: GenerateOptions = GenerateOptions()) -> G
             "which is exact but may store more bytes than necessary (see --explain).",
         )
     reserved = {n for n in namespace if not n.startswith("__")}
-    header = {"version": VERSION, "target": target, "command": regenerate_command(target, options)}
+    header = {"version": VERSION, "target": target, "command": regenerate_command(target, options),
+              "verified": options.verify}
     rendered = render(program, attrs, plan, reserved, header)
     source = splice(loaded.source, loaded.class_name, rendered.method, rendered.helpers, rendered.header)
-    return Generated(format_source(source), loaded, program, attrs, plan, warnings, target, rendered.buffers)
+    generated = Generated(format_source(source), loaded, program, attrs, plan, warnings, target, rendered.buffers,
+                          rendered.origins)
+    if not options.verify:
+        return generated
+    result = verify(generated)
+    return replace(generated, verification=result, notes=result.notes)
 
 
 def generate(target: str, options: GenerateOptions = GenerateOptions()) -> str:

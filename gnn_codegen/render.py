@@ -41,6 +41,8 @@ class Rendered:
     helpers: str
     method: str
     buffers: tuple[tuple[str, str], ...] = ()  # value -> its name in the generated code
+    # (generated statement, the user's line it computes), to point a failure at the user's code
+    origins: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -182,6 +184,8 @@ class _StageWriter:
                 extras[extra] = self.names.take(f"{buffer}_{extra}")
                 lines.append(f"{extras[extra]} = {expression.format(x=name, layer=op.accessor)}")
             temporaries += [n for n in (name, *extras.values()) if n != buffer]
+            self.r.note_origins(lines, op)
+        self.r.note_origins(lines, None)
         return lines, freed, temporaries
 
     def loop_locals(self) -> list[str]:
@@ -353,6 +357,7 @@ class _StageWriter:
         fused = self.linears_over_concatenations(uses)
         for placed in self.stage.ops:
             op = program.op(placed.name)
+            self.r.note_origins(self.lines, op)
             if placed.name in unpacked.values():
                 continue  # an element of a tuple unpacked where the tuple was computed
             if placed.name in fused.values():
@@ -413,10 +418,12 @@ class _StageWriter:
             self.local[(op.name, placed.space)] = target
             self.views.pop(target, None)
         for name in self.stage.stores:
+            self.r.note_origins(self.lines, program.op(name))
             if self.space[name] == "edge":
                 self.lines.append(f"{self.r.buffer[name]}[edge_ids] = {self.value(name, 'edge').text}.cpu()")
             else:
                 self.lines.append(f"{self.r.buffer[name]}[start:end] = {self.value(name, 'dst').text}.cpu()")
+        self.r.note_origins(self.lines, None)
         return self.lines
 
     def split_batch_lines(self, op: Op, target: str) -> list[str]:
@@ -520,6 +527,9 @@ class _StageWriter:
 class _Renderer:
     def __init__(self, program: Program, attrs: Attributes, plan: Plan, reserved: set[str]):
         self.program, self.attrs, self.plan = program, attrs, plan
+        # generated statements and the user's line each computes (Rendered.origins)
+        self.origins: list[tuple[str, str]] = []
+        self._noted: dict[int, tuple[int, Op | None]] = {}
         self.inline = inline_ops(program, attrs)
         self.users = program.consumers()
         self.globals = NameAllocator(reserved)
@@ -555,6 +565,15 @@ class _Renderer:
         # names too generic to tell stored tensors apart: those get h1, h2, ... instead
         self.generic = {"h", "x", "out", "hidden", "feat", "feats", "inputs", "z", *self.params}
         self._name_buffers()
+
+    def note_origins(self, lines: list[str], op: Op | None) -> None:
+        """The lines appended to `lines` since the last note came from the op noted then; `op`
+        is the op whose lines follow (None: plumbing)."""
+        start, previous = self._noted.pop(id(lines), (0, None))
+        if previous is not None and previous.location:
+            self.origins += [(line, previous.location) for line in lines[start:] if not line.startswith("#")]
+        if op is not None:  # None ends the list: its id may be another list's later
+            self._noted[id(lines)] = (len(lines), op)
 
     def split_convs(self, stage: Stage) -> dict[str, str]:
         """The convolutions of `stage` to write out in two parts (split_convs.py), each with the
@@ -777,8 +796,11 @@ class _Renderer:
 
     def docstring(self) -> list[str]:
         p = self.program
-        call_graph = f"[g] * {p.num_blocks}" if p.blocks_style else "g"
-        inputs = ", ".join([call_graph] + [p.op(n).target for n in p.inputs])
+        g = self.params[0]
+        names = {p.op(n).target: param for n, param in zip(p.inputs, self.params[1:])}
+        names[p.op(p.graph).target] = f"[{g}] * {p.num_blocks}" if p.blocks_style else g
+        inputs = ", ".join(names[name] if kind == "positional" else f"{name}={names[name]}"
+                           for name, kind in p.signature)
         return [
             "Full-neighbour inference, one layer at a time over batches of destination nodes.",
             "",
@@ -793,9 +815,11 @@ class _Renderer:
 def render(program: Program, attrs: Attributes, plan: Plan, reserved: set[str],
            header: dict[str, str]) -> Rendered:
     r = _Renderer(program, attrs, plan, reserved)
+    method = r.method()
     return Rendered(
         header=render_template("header.py.j2", **header),
         helpers=render_template("helpers.py.j2", names=r.helper_names),
-        method=r.method(),
+        method=method,
         buffers=tuple(r.buffer.items()),
+        origins=tuple(r.origins),
     )

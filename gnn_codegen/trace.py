@@ -7,23 +7,30 @@ import inspect
 import keyword
 import linecache
 import os
+import re
 import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import dgl
 import dgl.nn as dglnn
 import torch
 import torch.fx as fx
 
-from gnn_codegen.errors import DataDependentControlFlowError, TraceFailedError
+from gnn_codegen.errors import (
+    DataDependentControlFlowError, GraphUseError, SignatureError, TraceFailedError, UnsupportedOperationError,
+)
+from gnn_codegen.graph_proxy import BlockListProxy
 from gnn_codegen.known_modules import is_message_passing
 from gnn_codegen.rowwise import is_rowwise_module
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 
-GRAPH_PARAM_NAMES = ("g", "graph", "blocks", "mfgs", "block", "mfg", "graphs", "subgraphs")
+# What people call forward's graph (or list of blocks): g, graph, blocks, mfgs, g1, pos_graph,
+# subgraphs, block_list, hg, G, ...
+_GRAPH_NAME = re.compile(r"(?:pos_|neg_|sub)?(?:g|graph|block|mfg|hg|bg|G)(?:s|\d+|_list)?")
 
 
 @dataclass(frozen=True)
@@ -31,35 +38,12 @@ class Traced:
     model: torch.nn.Module  # the user's instance (its containers keep their types, unlike fx's copy)
     graph_module: fx.GraphModule
     graph_arg: str  # name of forward's graph (or list-of-blocks) parameter
-    inputs: tuple[str, ...]  # forward's tensor parameters after the graph, in order
+    inputs: tuple[str, ...]  # forward's tensor parameters (all but the graph), in order
     blocks_style: bool  # forward indexes / iterates / measures its graph argument
     num_blocks: int  # how many blocks a blocks-style forward consumes
-
-
-class _BlockListProxy(fx.Proxy):
-    """The graph placeholder, which also behaves as a list of `num_blocks` blocks, so
-    `zip(self.layers, blocks)`, `blocks[i]`, `blocks[-1]` and `len(blocks)` trace to the one graph.
-    Each position is its own proxy object, so `block is blocks[-1]` stays true only for the last."""
-
-    num_blocks = 1
-    used_as_list = False
-
-    def _as_list(self) -> list[fx.Proxy]:
-        type(self).used_as_list = True
-        if "_items" not in self.__dict__:
-            self.__dict__["_items"] = [fx.Proxy(self.node, self.tracer) for _ in range(type(self).num_blocks)]
-        return list(self.__dict__["_items"])
-
-    def __iter__(self) -> Any:
-        return iter(self._as_list())
-
-    def __len__(self) -> int:
-        return len(self._as_list())
-
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, (int, slice)):
-            return self._as_list()[index]
-        return super().__getitem__(index)
+    # forward's graph and inputs in its own order, each with how a call passes it: "positional",
+    # or "keyword" (a keyword-only parameter)
+    signature: tuple[tuple[str, str], ...] = ()
 
 
 class _Tracer(fx.Tracer):
@@ -94,10 +78,6 @@ class _Tracer(fx.Tracer):
             return True
         return super().is_leaf_module(m, module_qualified_name)
 
-    def proxy(self, node: fx.Node) -> fx.Proxy:
-        if node.op == "placeholder" and node.target == self.graph_arg:
-            return _BlockListProxy(node, self)
-        return super().proxy(node)
 
 
 def _forward_params(model: torch.nn.Module) -> list[inspect.Parameter]:
@@ -140,7 +120,7 @@ def _mp_depth(gm: fx.GraphModule, forced_mp: frozenset[str]) -> int:
 
 def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: Path,
                 leaves: frozenset[str], forced_mp: frozenset[str]) -> tuple[fx.GraphModule, bool]:
-    proxy_cls = type("_Blocks", (_BlockListProxy,), {"num_blocks": num_blocks, "used_as_list": False})
+    proxy_cls = type("_Blocks", (BlockListProxy,), {"num_blocks": num_blocks, "used_as_list": False})
     tracer = _Tracer(graph_arg, leaves, forced_mp)
     tracer.proxy = lambda node: (  # type: ignore[method-assign]
         proxy_cls(node, tracer) if node.op == "placeholder" and node.target == graph_arg
@@ -156,6 +136,9 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
     }
     try:
         graph = tracer.trace(model, concrete_args=defaults or None)
+    except (GraphUseError, UnsupportedOperationError) as exc:
+        where = _user_location(exc.__traceback__, path) or f"{name}.forward"
+        raise type(exc)(f"{where}: {exc}") from None
     except fx.proxy.TraceError as exc:
         where = _user_location(exc.__traceback__, path) or f"{name}.forward"
         if "control flow" in str(exc) and not _raised_in_user_file(exc.__traceback__, path):
@@ -175,6 +158,9 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
         raise TraceFailedError(f"{where}: torch.fx could not trace forward: {exc}.") from None
     except Exception as exc:
         where = _user_location(exc.__traceback__, path) or f"{name}.forward"
+        known = _known_trace_failure(exc)
+        if known:
+            raise TraceFailedError(f"{where}: {known}") from None
         raise TraceFailedError(
             f"{where}: tracing forward with torch.fx failed with {type(exc).__name__}: {exc}. "
             "forward may only call message-passing modules on the graph and tensor operations on "
@@ -202,18 +188,72 @@ def _raised_in_user_file(tb: Any, path: Path) -> bool:
     return bool(user) and all("torch/fx" in f.filename for f in frames[user[-1] + 1:])
 
 
+def _known_trace_failure(exc: BaseException) -> str:
+    """What the user wrote, for torch.fx errors whose cause is a construct we can name."""
+    text = str(exc)
+    if "does not support item assignment" in text:
+        return (
+            "forward assigns into part of a tensor (`h[...] = ...`), which torch.fx cannot trace. "
+            "Write it as a new tensor instead (torch.where, torch.cat, or h = h.index_put(...))."
+        )
+    if "argument of type" in text and ("DGLGraph" in text or "DGLHeteroGraph" in text):
+        return (
+            "forward passes a graph that is not its graph argument (a graph kept on the model, or "
+            "one it makes) to a module or function; gnn-codegen follows only the graph forward takes."
+        )
+    return ""
+
+
+def _graph_parameter(model: torch.nn.Module, params: list[inspect.Parameter]) -> inspect.Parameter:
+    """Forward's graph (or list of blocks): the parameter named like one (or annotated with
+    DGLGraph), else the first one. A model that keeps its graph (self.g) and a forward of
+    several graphs are refused with what to change."""
+    name = type(model).__name__
+    graphs = [p for p in params if _GRAPH_NAME.fullmatch(p.name) or "DGLGraph" in str(p.annotation)
+              or "DGLBlock" in str(p.annotation)]
+    kept = _graphs_on_the_model(model)
+    if len(graphs) > 1:
+        raise SignatureError(
+            f"{name}.forward takes {len(graphs)} graphs ({', '.join(p.name for p in graphs)}). "
+            "gnn-codegen writes inference over one graph's blocks and does not know which graph "
+            "the node outputs come from; generate it for a module whose forward takes one graph "
+            "(the encoder of a link-prediction model, say) and apply the rest to its output."
+        )
+    if not graphs and kept:
+        raise SignatureError(
+            f"{name}.forward takes no graph: it uses the graph the model keeps ({kept[0]}, a "
+            "DGLGraph). Layer-wise inference runs over the blocks of a graph passed to it, so "
+            "gnn-codegen needs the graph as an argument of forward: pass it (def forward(self, g, "
+            "features)) instead of keeping it on the model, or evaluate this model with its "
+            "full-graph forward."
+        )
+    return graphs[0] if graphs else params[0]
+
+
+def _graphs_on_the_model(model: torch.nn.Module) -> list[str]:
+    """`self.g`, `self.layers[0].g`: DGLGraph attributes of the model and its submodules."""
+    found = []
+    for prefix, module in model.named_modules():
+        for attr, value in vars(module).items():
+            if isinstance(value, dgl.DGLGraph):
+                found.append(f"self.{prefix + '.' if prefix else ''}{attr}")
+    return found
+
+
 def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset(),
           forced_mp: frozenset[str] = frozenset()) -> Traced:
     model.eval()  # `self.training` and Dropout must read as inference while tracing
     params = _forward_params(model)
-    graph_arg = params[0].name
     variadic = [p.name for p in params if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     if variadic:
         raise TraceFailedError(
             f"{type(model).__name__}.forward takes *{variadic[0]}; name every input instead "
             "(e.g. `def forward(self, g, x)`) so the generated inference can take the same ones."
         )
-    inputs = tuple(p.name for p in params[1:] if p.default is inspect.Parameter.empty)
+    graph_arg = _graph_parameter(model, params).name
+    taken = [p for p in params if p.name == graph_arg or p.default is inspect.Parameter.empty]
+    inputs = tuple(p.name for p in taken if p.name != graph_arg)
+    signature = tuple((p.name, "keyword" if p.kind == p.KEYWORD_ONLY else "positional") for p in taken)
     num_blocks = _count_mp_modules(model, forced_mp)
     try:
         gm, blocks_style = _trace_once(model, graph_arg, num_blocks, path, leaves, forced_mp)
@@ -236,4 +276,4 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
         # `depth` blocks, not one per module, so trace again with that many.
         num_blocks = depth
         gm, blocks_style = _trace_once(model, graph_arg, num_blocks, path, leaves, forced_mp)
-    return Traced(model, gm, graph_arg, inputs, blocks_style, num_blocks if blocks_style else 1)
+    return Traced(model, gm, graph_arg, inputs, blocks_style, num_blocks if blocks_style else 1, signature)

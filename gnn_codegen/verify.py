@@ -1,30 +1,49 @@
-"""Stage 8, verify (--check): run the model's full-graph forward and the generated `inference`
-on a seeded random graph (with zero-in-degree nodes where the model allows them) and compare."""
+"""Stage 9, verify: the generated module against the model it came from. Its `inference` runs
+on a seeded random graph (nodes without in-edges included, unless the model refuses them), with
+weights and normalisation statistics perturbed on a copy of the model, for batch sizes that do
+and do not divide the node count, reading source rows in place and gathering them (as on a GPU);
+its result must equal the model's full-graph forward.
+
+`verify` is the check gnn-codegen runs on every module before it writes it (a few hundred
+nodes); `check` is `--check`, the same on a graph of the user's size. A difference, or an
+exception from forward or from the generated code, is a CheckFailedError (exit 1) naming the
+exception, the generated line and the user's line it computes: never a traceback."""
 
 from __future__ import annotations
 
+import ast
 import copy
-import functools
-import importlib.util
-import sys
-import tempfile
 import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING
 
 import dgl
 import torch
 
+from gnn_codegen.errors import CheckFailedError
+from gnn_codegen.harness import (
+    allclose, full_graph_forward, gather_sources_always, generated_model, import_source, make_inputs,
+    max_difference, random_graph,
+)
+from gnn_codegen.lower import without_comment
 from gnn_codegen.perturb import perturb
-from gnn_codegen.pipeline import Generated
+
+if TYPE_CHECKING:
+    from gnn_codegen.pipeline import Generated
+
+# The check before writing: N does not divide by the first batch size and does by the second.
+VERIFY_NODES = 240
+VERIFY_BATCH_SIZES = (47, 60)
+ATOL = RTOL = 1e-4
 
 
 @dataclass(frozen=True)
 class BatchResult:
     batch_size: int
-    sources: str  # "in place" or "gathered", see gather_sources_always
+    sources: str  # "in place" or "gathered", see harness.gather_sources_always
     max_abs_diff: float
     seconds: float
 
@@ -39,134 +58,194 @@ class CheckResult:
     atol: float
     rtol: float
     ok: bool
+    notes: tuple[str, ...] = ()  # what the check had to change, e.g. self-loops for the model
 
     @property
     def max_abs_diff(self) -> float:
         return max(b.max_abs_diff for b in self.batches)
 
-
-def random_graph(num_nodes: int, avg_degree: int = 5, seed: int = 0, zero_in_degree: bool = True) -> dgl.DGLGraph:
-    """Edges drawn uniformly; with zero_in_degree, one node in ten receives no edge at all,
-    otherwise every node also gets a self-loop."""
-    gen = torch.Generator().manual_seed(seed)
-    num_edges = num_nodes * avg_degree
-    src = torch.randint(0, num_nodes, (num_edges,), generator=gen)
-    dst = torch.randint(0, num_nodes, (num_edges,), generator=gen)
-    if zero_in_degree:
-        keep = dst % 10 != 3
-        src, dst = src[keep], dst[keep]
-    else:
-        loops = torch.arange(num_nodes)
-        src, dst = torch.cat([src, loops]), torch.cat([dst, loops])
-    return dgl.graph((src, dst), num_nodes=num_nodes)
-
-
-def import_source(source: str, model_dir: Path, name: str = "generated_inference") -> ModuleType:
-    """Import generated source as a module (its folder beside the model's, for local imports)."""
-    with tempfile.TemporaryDirectory(prefix="gnn_codegen_check_") as folder:
-        path = Path(folder) / f"{name}.py"
-        path.write_text(source)
-        module_name = f"_gnn_codegen_generated_{abs(hash(source))}"
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.path.insert(0, str(model_dir.resolve()))
-        try:
-            spec.loader.exec_module(module)
-        finally:
-            sys.path.remove(str(model_dir.resolve()))
-    return module
-
-
-def gather_sources_always(module: ModuleType) -> ModuleType:
-    """Make an imported generated module gather every layer's source rows, as it does when they
-    are not on the device (a GPU): on the CPU, layers that only aggregate read the rows in
-    place instead. check() runs both ways, so both are proven on a machine without a GPU."""
-    for name, helper in list(vars(module).items()):
-        if name.startswith("_full_neighbour_blocks") and callable(helper):
-            setattr(module, name, functools.partial(_without_all_sources, helper))
-    return module
-
-
-def _without_all_sources(helper: Any, g: dgl.DGLGraph, batch_size: int, progress: bool = False,
-                         all_sources: bool = False) -> Any:
-    return helper(g, batch_size, progress)
-
-
-def full_graph_forward(model: torch.nn.Module, generated: Generated, g: dgl.DGLGraph,
-                       inputs: list[torch.Tensor]) -> Any:
-    # distinct graph objects over the same structure: `block is blocks[-1]` must mean what it says
-    blocks = [g.local_var() for _ in range(generated.program.num_blocks)]
-    graph_arg: Any = blocks if generated.program.blocks_style else g
-    with torch.no_grad():
-        return model(graph_arg, *inputs)
-
-
-def make_inputs(generated: Generated, num_nodes: int, seed: int, num_edges: int | None = None) -> list[torch.Tensor]:
-    """Seeded random inputs for forward: node inputs get num_nodes rows, edge inputs num_edges."""
-    gen = torch.Generator().manual_seed(seed + 1)
-    edges = num_nodes if num_edges is None else num_edges
-    return [spec.example(num_nodes, edges, gen) for spec in generated.attributes.inputs]
-
-
-def generated_model(generated: Generated, module: ModuleType) -> torch.nn.Module:
-    """The generated class holding the original model's state_dict."""
-    cls = getattr(module, generated.loaded.class_name)
-    reference = generated.loaded.model
-    try:
-        model = cls(**dict(generated.loaded.init))
-    except TypeError:  # NAME was a factory function: same modules, generated class
-        model = copy.deepcopy(reference)
-        model.__class__ = cls
-    model.load_state_dict(reference.state_dict())
-    return model.eval()
-
-
-def _flatten(value: Any) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    return [t for v in value for t in _flatten(v)]
-
-
-def max_difference(a: Any, b: Any) -> float:
-    pairs = list(zip(_flatten(a), _flatten(b), strict=True))
-    return max(float((x - y).abs().max()) if x.numel() else 0.0 for x, y in pairs)
-
-
-def allclose(a: Any, b: Any, atol: float, rtol: float) -> bool:
-    return all(torch.allclose(x, y, atol=atol, rtol=rtol) for x, y in zip(_flatten(a), _flatten(b), strict=True))
+    @property
+    def worst(self) -> BatchResult:
+        return max(self.batches, key=lambda b: b.max_abs_diff)
 
 
 def check(generated: Generated, num_nodes: int = 1000, seed: int = 0,
-          batch_sizes: tuple[int, ...] | None = None, atol: float = 1e-4, rtol: float = 1e-4) -> CheckResult:
-    reference = generated.loaded.model
+          batch_sizes: tuple[int, ...] | None = None, atol: float = ATOL, rtol: float = RTOL) -> CheckResult:
+    """Run the generated inference against the model's full-graph forward (see the module
+    docstring); raises CheckFailedError where either raises, returns the differences."""
+    reference = copy.deepcopy(generated.loaded.model)
     perturb(reference, seed)
     reference.eval()
     models = {
-        "in place": generated_model(generated, import_source(generated.source, generated.loaded.path.parent)),
-        "gathered": generated_model(generated, gather_sources_always(
-            import_source(generated.source, generated.loaded.path.parent, "generated_gathering")
-        )),
+        "in place": _instantiate(generated, reference, "generated_inference", gather=False),
+        "gathered": _instantiate(generated, reference, "generated_gathering", gather=True),
     }
-    g = random_graph(num_nodes, seed=seed, zero_in_degree=True)
-    inputs = make_inputs(generated, num_nodes, seed, g.num_edges())
-    try:
-        full_graph_forward(reference, generated, g, inputs)
-    except dgl.DGLError as exc:
-        if "in-degree" not in str(exc):
-            raise
-        g = random_graph(num_nodes, seed=seed, zero_in_degree=False)  # the model refuses them
-        inputs = make_inputs(generated, num_nodes, seed, g.num_edges())
-    zero_in = int((g.in_degrees() == 0).sum())
+    g, inputs, notes = _graph_the_model_accepts(generated, reference, num_nodes, seed)
     started = time.perf_counter()
     expected = full_graph_forward(reference, generated, g, inputs)
     forward_seconds = time.perf_counter() - started
     results, ok = [], True
     for batch_size in batch_sizes or (97, num_nodes + 1):
-        for sources, model in models.items():
+        for sources, (model, module) in models.items():
             started = time.perf_counter()
-            actual = model.inference(g, *inputs, batch_size=batch_size, device="cpu")
+            try:
+                actual = model.inference(g, *inputs, batch_size=batch_size, device="cpu")
+            except Exception as exc:
+                raise CheckFailedError(_inference_failed(generated, module, exc, g, batch_size, sources)) from None
             seconds = time.perf_counter() - started
-            results.append(BatchResult(batch_size, sources, max_difference(actual, expected), seconds))
-            ok = ok and allclose(actual, expected, atol, rtol)
-    return CheckResult(num_nodes, g.num_edges(), zero_in, forward_seconds, tuple(results), atol, rtol, ok)
+            try:
+                difference = max_difference(actual, expected)
+                same = allclose(actual, expected, atol, rtol)
+            except (RuntimeError, ValueError, TypeError) as exc:  # shapes or structure differ
+                raise CheckFailedError(
+                    f"the generated inference returns a result of another shape or structure than "
+                    f"{generated.loaded.class_name}'s forward ({_first_line(exc)}) on a random graph of "
+                    f"{g.num_nodes()} nodes. {_REPORT}"
+                ) from None
+            results.append(BatchResult(batch_size, sources, difference, seconds))
+            ok = ok and same
+    zero_in = int((g.in_degrees() == 0).sum())
+    return CheckResult(g.num_nodes(), g.num_edges(), zero_in, forward_seconds, tuple(results), atol, rtol, ok,
+                       tuple(notes))
+
+
+def verify(generated: Generated) -> CheckResult:
+    """The check before writing: raises CheckFailedError unless the generated inference equals
+    forward on a random graph of VERIFY_NODES nodes."""
+    result = check(generated, VERIFY_NODES, batch_sizes=VERIFY_BATCH_SIZES)
+    if not result.ok:
+        worst = result.worst
+        raise CheckFailedError(
+            f"the generated inference differs from {generated.loaded.class_name}'s full-graph forward "
+            f"by up to {worst.max_abs_diff:.3g} (tolerance atol={result.atol}, rtol={result.rtol}) on a "
+            f"random graph of {result.num_nodes} nodes and {result.num_edges} edges, with batches of "
+            f"{worst.batch_size} nodes and source rows {worst.sources}. {_REPORT}"
+        )
+    return result
+
+
+_REPORT = (
+    "Nothing was written. This is a bug in gnn-codegen: please report it with the model file and "
+    "the command you ran (--no-verify writes the module anyway, unchecked)."
+)
+
+
+def _instantiate(generated: Generated, reference: torch.nn.Module, name: str,
+                 gather: bool) -> tuple[torch.nn.Module, ModuleType]:
+    try:
+        module = import_source(generated.source, generated.loaded.path.parent, name)
+        if gather:
+            gather_sources_always(module)
+        return generated_model(generated, module, reference), module
+    except Exception as exc:
+        raise CheckFailedError(
+            f"the generated module does not import or build {generated.loaded.class_name} "
+            f"({type(exc).__name__}: {_first_line(exc)}). {_REPORT}"
+        ) from None
+
+
+def _graph_the_model_accepts(generated: Generated, reference: torch.nn.Module, num_nodes: int,
+                             seed: int) -> tuple[dgl.DGLGraph, list[torch.Tensor], list[str]]:
+    """A random graph with nodes without in-edges, or, where forward refuses it (GATConv's
+    default, a user's own assert), one where every node has a self-loop, and inputs for it."""
+    notes = []
+    failure = None
+    for zero_in_degree in (True, False):
+        g = random_graph(num_nodes, seed=seed, zero_in_degree=zero_in_degree)
+        inputs = make_inputs(generated, num_nodes, seed, g.num_edges())
+        try:
+            full_graph_forward(reference, generated, g, inputs)
+        except Exception as exc:
+            failure = failure or exc
+            if zero_in_degree:
+                notes.append(
+                    f"{generated.loaded.class_name}'s forward refuses a graph with nodes without "
+                    f"in-edges ({type(exc).__name__}: {_first_line(exc)}), so the check used one where "
+                    "every node has a self-loop"
+                )
+            continue
+        return g, inputs, notes
+    assert failure is not None
+    raise CheckFailedError(_forward_failed(generated, failure, num_nodes))
+
+
+def _forward_failed(generated: Generated, exc: BaseException, num_nodes: int) -> str:
+    path = generated.loaded.path
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if _same_file(f.filename, path)]
+    where = f" at {path}:{frames[-1].lineno} (`{without_comment(frames[-1].line or '')}`)" if frames else ""
+    widths = ", ".join(f"{s.param}: {' x '.join(map(str, s.shape)) or 1} per {s.rows}"
+                       for s in generated.attributes.inputs)
+    return (
+        f"{generated.loaded.class_name}'s forward raised {type(exc).__name__} ({_first_line(exc)}){where} "
+        f"on a random graph of {num_nodes} nodes, with inputs of the widths gnn-codegen traced "
+        f"({widths}). Every generated module is checked against forward before it is written, so "
+        "forward must run on any graph and inputs of these widths; give other widths with "
+        "--feat-dims NAME=WIDTH. Nothing was written."
+    )
+
+
+def _inference_failed(generated: Generated, module: ModuleType, exc: BaseException, g: dgl.DGLGraph,
+                      batch_size: int, sources: str) -> str:
+    generated_file = getattr(module, "__file__", "")
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if generated_file and _same_file(f.filename, Path(generated_file))]
+    lines = generated.source.splitlines()
+    where = ""
+    if ours:
+        line = ours[-1].lineno or 0
+        text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+        where = f" at generated line {line} (`{without_comment(text)}`)"
+        origin = _user_line(generated, line) or _user_line_of_copied_code(generated, text)
+        if origin:
+            where += f", which computes {origin}"
+    return (
+        f"the generated inference raised {type(exc).__name__} ({_first_line(exc)}){where}, on a "
+        f"random graph of {g.num_nodes()} nodes with batches of {batch_size} nodes and source rows "
+        f"{sources}. {_REPORT}"
+    )
+
+
+def _user_line(generated: Generated, line: int) -> str:
+    """The user's line that the generated statement at `line` computes (Rendered.origins)."""
+    tree = ast.parse(generated.source)
+    statement = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and not isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.For, ast.If,
+                                                               ast.With, ast.While, ast.Try)):
+            if node.lineno <= line <= (node.end_lineno or node.lineno):
+                statement = node
+    if statement is None:
+        return ""
+    wanted = ast.unparse(statement)
+    for text, location in generated.origins:
+        if _normalised(text) == wanted:
+            return location
+    return ""
+
+
+def _user_line_of_copied_code(generated: Generated, text: str) -> str:
+    """The user's file line with this text, when the failing line is the user's own code that
+    the generated module copies (a module's forward)."""
+    if not text:
+        return ""
+    matches = [i for i, line in enumerate(generated.loaded.source.splitlines(), 1) if line.strip() == text]
+    return f"{generated.loaded.path}:{matches[0]} (`{without_comment(text)}`)" if len(matches) == 1 else ""
+
+
+def _normalised(text: str) -> str:
+    try:
+        return ast.unparse(ast.parse(text))
+    except SyntaxError:
+        return text
+
+
+def _same_file(a: str, b: Path) -> bool:
+    try:
+        return Path(a).resolve() == b.resolve()
+    except OSError:
+        return False
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0].rstrip(".") if text else "no message"

@@ -3,6 +3,7 @@ options) and generated.py, the expected output. Shared by the tests and update_g
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,8 +44,10 @@ def all_cases() -> list[Case]:
     return [load_case(f) for f in sorted(EXAMPLES.iterdir()) if (f / "case.json").is_file()]
 
 
+@functools.lru_cache(maxsize=None)
 def generate_case(case: Case) -> Generated:
-    """Generate from the repository root, so the header's command is the same everywhere."""
+    """Generate from the repository root, so the header's command is the same everywhere. Once
+    per test session: a Generated is a frozen value (tests that change weights copy the model)."""
     import os
 
     previous = os.getcwd()

@@ -28,12 +28,13 @@ import torch
 from hypothesis import HealthCheck, currently_in_test_context, given, note, settings
 from hypothesis import strategies as st
 
-from gnn_codegen.errors import GnnCodegenError
+from gnn_codegen.errors import CheckFailedError, GnnCodegenError
 from gnn_codegen.pipeline import generate_all
-from gnn_codegen.verify import (
+from gnn_codegen.harness import (
     allclose, full_graph_forward, generated_model, import_source, make_inputs, max_difference,
-    perturb, random_graph,
+    random_graph,
 )
+from gnn_codegen.perturb import perturb
 from tests.deletion_watch import views_kept_alive
 from tests.random_models import ModelSpec, model_specs, render_model_source
 
@@ -70,6 +71,8 @@ def check_spec(spec: ModelSpec, seed: int) -> None:
         path.write_text(source)
         try:
             generated = generate_all(f"{path}:RandomModel")
+        except CheckFailedError as exc:
+            pytest.fail(f"the check before writing failed: {exc}")
         except GnnCodegenError as exc:
             pytest.fail(f"refused a model built only of supported pieces: {type(exc).__name__}: {exc}")
         _note(f"generated source:\n{generated.source}")

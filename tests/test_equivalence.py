@@ -5,14 +5,17 @@ perturbed away from their initial values."""
 
 from __future__ import annotations
 
+import copy
+
 import dgl
 import pytest
 import torch
 
-from gnn_codegen.verify import (
+from gnn_codegen.harness import (
     allclose, full_graph_forward, gather_sources_always, generated_model, import_source, make_inputs,
-    max_difference, perturb, random_graph,
+    max_difference, random_graph,
 )
+from gnn_codegen.perturb import perturb
 from tests.cases import CASES_BY_NAME, Case, all_cases, generate_case
 from tests.deletion_watch import views_kept_alive
 from tests.row_counter import RowCounter
@@ -28,13 +31,13 @@ def test_inference_equals_full_graph_forward(case: Case, seed: int, sources: str
     """On the CPU, layers that only aggregate source rows read them in place; "gathered" makes
     every layer gather them, as it does when the device is a GPU."""
     generated = generate_case(case)
-    reference = generated.loaded.model
+    reference = copy.deepcopy(generated.loaded.model)
     perturb(reference, seed)
     reference.eval()
     module = import_source(generated.source, generated.loaded.path.parent)
     if sources == "gathered":
         gather_sources_always(module)
-    model = generated_model(generated, module)
+    model = generated_model(generated, module, reference)
     g = random_graph(NUM_NODES, seed=seed, zero_in_degree=True)
     inputs = make_inputs(generated, NUM_NODES, seed, g.num_edges())
     try:

@@ -27,6 +27,7 @@ def _cases() -> list:
     classes = [
         cls for _, cls in inspect.getmembers(regressions, inspect.isclass)
         if issubclass(cls, torch.nn.Module) and cls.__module__ == regressions.__name__
+        and not cls.__name__.startswith("_")  # a helper module of a case
     ]
     classes.sort(key=lambda cls: inspect.getsourcelines(cls)[1])
     return [

@@ -83,3 +83,87 @@ class Heterogeneous(nn.Module):
 
     def forward(self, g, x):
         return self.conv(g, {"user": x, "item": x})["user"]
+
+
+class LoopsOverNodeTypes(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.convs = nn.ModuleDict({"user": dglnn.SAGEConv(8, 4, "mean")})
+
+    def forward(self, g, x):
+        for ntype in g.ntypes:
+            x = self.convs[ntype](g, x)
+        return x
+
+
+class TestsEdgeData(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = dglnn.GraphConv(8, 4)
+
+    def forward(self, g, x):
+        if "w" in g.edata:
+            return self.conv(g, x, edge_weight=g.edata["w"])
+        return self.conv(g, x)
+
+
+class GraphOnTheModel(nn.Module):
+    def __init__(self, g):
+        super().__init__()
+        self.g = g
+        self.conv = dglnn.SAGEConv(8, 4, "mean")
+
+    def forward(self, features):
+        return self.conv(self.g, features)
+
+
+def graph_on_the_model():
+    import dgl
+
+    return GraphOnTheModel(dgl.rand_graph(10, 30))
+
+
+class TwoGraphs(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = dglnn.SAGEConv(8, 6, "mean")
+        self.conv2 = dglnn.SAGEConv(6, 4, "mean")
+
+    def forward(self, g1, g2, x):
+        return self.conv2(g2, self.conv1(g1, x))
+
+
+class EdgeTypesFromGraph(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = dglnn.RelGraphConv(8, 4, 3)
+
+    def forward(self, g, x):
+        import dgl
+
+        return self.conv(g, x, g.edata[dgl.ETYPE])
+
+
+class AssignsIntoATensor(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = dglnn.SAGEConv(8, 4, "mean")
+
+    def forward(self, g, x):
+        h = self.conv(g, x)
+        h[:, 0] = 0.0
+        return h
+
+
+class InlineMessagePassing(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 4)
+
+    def forward(self, g, x):
+        import dgl.function as fn
+
+        with g.local_scope():
+            g.ndata["h"] = self.lin(x)
+            g.update_all(fn.copy_u("h", "m"), fn.sum("m", "h"))
+            return g.ndata["h"]

@@ -114,3 +114,62 @@ class LinearOverConcatenations(nn.Module):
         jk = self.classify(torch.cat([x, h1, h2], dim=-1))
         both = torch.cat((h1, h2), 1)
         return jk, self.head(both) + both.sum(1, keepdim=True)
+
+
+class GraphAfterTheFeatures(nn.Module):
+    """`forward(self, h, blocks)`: the graph is not forward's first parameter; it was taken for
+    a tensor and the blocks for the features."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([dglnn.SAGEConv(6, 8, "mean"), dglnn.SAGEConv(8, 4, "mean")])
+
+    def forward(self, h, blocks):
+        for layer, block in zip(self.layers, blocks):
+            h = F.relu(layer(block, h))
+        return h
+
+
+class KeywordOnlyInputs(nn.Module):
+    """`forward(self, g, *, x, w)`: keyword-only inputs (forward was called positionally)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = dglnn.GraphConv(6, 8, allow_zero_in_degree=True)
+        self.conv2 = dglnn.GraphConv(8, 4, allow_zero_in_degree=True)
+
+    def forward(self, g, *, x, w):
+        return self.conv2(g, F.relu(self.conv1(g, x, edge_weight=w)), edge_weight=w)
+
+
+class RelationalWidthFromTypedLinear(nn.Module):
+    """RelGraphConv keeps its input width only in its TypedLinear (in_size): the input's width
+    was unknown, and the error suggested --feat-dims."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = dglnn.RelGraphConv(6, 8, 3, regularizer="bdd", num_bases=2)
+        self.conv2 = dglnn.RelGraphConv(8, 4, 3)
+
+    def forward(self, g, x, etypes):
+        return self.conv2(g, F.relu(self.conv1(g, x, etypes)), etypes)
+
+
+class _ShiftedSAGEConv(dglnn.SAGEConv):
+    """A user's subclass of a dgl.nn convolution: message passing (proven on blocks by the
+    probe), not a module to trace through."""
+
+    def forward(self, graph, feat, edge_weight=None):
+        return super().forward(graph, feat, edge_weight) + 1.0
+
+
+class SubclassOfADGLConvolution(nn.Module):
+    """Its own subclass of SAGEConv, which fx used to trace into (and refuse)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = _ShiftedSAGEConv(6, 8, "mean")
+        self.conv2 = dglnn.SAGEConv(8, 4, "gcn")
+
+    def forward(self, g, x):
+        return self.conv2(g, torch.tanh(self.conv1(g, x)))

@@ -1,0 +1,120 @@
+"""Running a generated module beside the model it came from: import its source, build the
+generated class with the model's weights, seeded random graphs and inputs, the model's
+full-graph forward, and comparisons of their results. Used by verify.py and by the tests."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import importlib.util
+import sys
+import tempfile
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+import dgl
+import torch
+
+if TYPE_CHECKING:
+    from gnn_codegen.pipeline import Generated
+
+
+def random_graph(num_nodes: int, avg_degree: int = 5, seed: int = 0, zero_in_degree: bool = True) -> dgl.DGLGraph:
+    """Edges drawn uniformly; with zero_in_degree, one node in ten receives no edge at all,
+    otherwise every node also gets a self-loop."""
+    gen = torch.Generator().manual_seed(seed)
+    num_edges = num_nodes * avg_degree
+    src = torch.randint(0, num_nodes, (num_edges,), generator=gen)
+    dst = torch.randint(0, num_nodes, (num_edges,), generator=gen)
+    if zero_in_degree:
+        keep = dst % 10 != 3
+        src, dst = src[keep], dst[keep]
+    else:
+        loops = torch.arange(num_nodes)
+        src, dst = torch.cat([src, loops]), torch.cat([dst, loops])
+    return dgl.graph((src, dst), num_nodes=num_nodes)
+
+
+def import_source(source: str, model_dir: Path, name: str = "generated_inference") -> ModuleType:
+    """Import generated source as a module (its folder beside the model's, for local imports)."""
+    with tempfile.TemporaryDirectory(prefix="gnn_codegen_check_") as folder:
+        path = Path(folder) / f"{name}.py"
+        path.write_text(source)
+        module_name = f"_gnn_codegen_generated_{abs(hash(source))}"
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.path.insert(0, str(model_dir.resolve()))
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            sys.path.remove(str(model_dir.resolve()))
+    return module
+
+
+def gather_sources_always(module: ModuleType) -> ModuleType:
+    """Make an imported generated module gather every layer's source rows, as it does when they
+    are not on the device (a GPU): on the CPU, layers that only aggregate read the rows in
+    place instead. check() runs both ways, so both are proven on a machine without a GPU."""
+    for name, helper in list(vars(module).items()):
+        if name.startswith("_full_neighbour_blocks") and callable(helper):
+            setattr(module, name, functools.partial(_without_all_sources, helper))
+    return module
+
+
+def _without_all_sources(helper: Any, g: dgl.DGLGraph, batch_size: int, progress: bool = False,
+                         all_sources: bool = False) -> Any:
+    return helper(g, batch_size, progress)
+
+
+def full_graph_forward(model: torch.nn.Module, generated: Generated, g: dgl.DGLGraph,
+                       inputs: list[torch.Tensor]) -> Any:
+    """forward(...) with the graph (a list of blocks in the blocks style) and `inputs` (in the
+    order of Program.inputs) in forward's own parameter positions."""
+    program = generated.program
+    # distinct graph objects over the same structure: `block is blocks[-1]` must mean what it says
+    blocks = [g.local_var() for _ in range(program.num_blocks)]
+    values = dict(zip((program.op(name).target for name in program.inputs), inputs))
+    values[program.op(program.graph).target] = blocks if program.blocks_style else g
+    positional = [values[name] for name, kind in program.signature if kind == "positional"]
+    keywords = {name: values[name] for name, kind in program.signature if kind == "keyword"}
+    with torch.no_grad():
+        return model(*positional, **keywords)
+
+
+def make_inputs(generated: Generated, num_nodes: int, seed: int, num_edges: int | None = None) -> list[torch.Tensor]:
+    """Seeded random inputs for forward: node inputs get num_nodes rows, edge inputs num_edges."""
+    gen = torch.Generator().manual_seed(seed + 1)
+    edges = num_nodes if num_edges is None else num_edges
+    return [spec.example(num_nodes, edges, gen) for spec in generated.attributes.inputs]
+
+
+def generated_model(generated: Generated, module: ModuleType,
+                    reference: torch.nn.Module | None = None) -> torch.nn.Module:
+    """The generated class holding the weights of `reference` (the model it was generated from,
+    by default)."""
+    cls = getattr(module, generated.loaded.class_name)
+    reference = generated.loaded.model if reference is None else reference
+    try:
+        model = cls(**dict(generated.loaded.init))
+    except TypeError:  # NAME was a factory function: same modules, generated class
+        model = copy.deepcopy(reference)
+        model.__class__ = cls
+    model.load_state_dict(reference.state_dict())
+    return model.eval()
+
+
+def _flatten(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    return [t for v in value for t in _flatten(v)]
+
+
+def max_difference(a: Any, b: Any) -> float:
+    pairs = list(zip(_flatten(a), _flatten(b), strict=True))
+    return max(float((x - y).abs().max()) if x.numel() else 0.0 for x, y in pairs)
+
+
+def allclose(a: Any, b: Any, atol: float, rtol: float) -> bool:
+    return all(torch.allclose(x, y, atol=atol, rtol=rtol) for x, y in zip(_flatten(a), _flatten(b), strict=True))

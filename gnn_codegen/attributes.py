@@ -111,7 +111,7 @@ def _refuse_graph_access(program: Program) -> None:
     """Before running anything: graph data or structure read outside message passing."""
     graph = program.graph
     for op in program.ops:
-        if op.kind in ("mp", "graph") or graph not in op.refs():
+        if op.kind in ("mp", "graph", "graph_value") or graph not in op.refs():
             continue
         if op.kind == "method" and op.target in DST_COUNT_METHODS:
             raise _refuse(op, "counts the block's destination nodes outside a slice `h[:n]`; only "
@@ -175,7 +175,7 @@ def _edge_input_spec(program: Program, model: torch.nn.Module, name: str) -> Inp
     for op in program.ops:
         if op.kind != "mp":
             continue
-        module = model.get_submodule(op.target)
+        module = model.get_submodule(program.module_path(op))
         keyed = [(i + 2, v) for i, v in enumerate(op.args[2:])] + list(op.kwargs)
         for key, value in keyed:
             if name not in iter_refs(value):
@@ -220,8 +220,8 @@ def infer_inputs(program: Program, model: torch.nn.Module,
                     continue
                 seen.add(user_name)
                 user = program.op(user_name)
-                if user.kind == "module" or (user.kind == "mp" and rows == "node"):
-                    width = _module_width(model.get_submodule(user.target))
+                if user.kind == "module" or user.helper or (user.kind == "mp" and rows == "node"):
+                    width = _module_width(model.get_submodule(program.module_path(user)))
                 elif user.target.rsplit(".", 1)[-1] in _PASS_THROUGH:
                     frontier.append(user_name)
                 if width is not None:
@@ -318,6 +318,9 @@ def infer_attributes(traced: Traced, program: Program, model: torch.nn.Module,
         if op.kind == "input":
             info[op.name] = TensorInfo(specs[op.name].rows, tuple(value.shape[1:]), str(value.dtype))
             continue
+        if op.kind == "graph_value":  # g.out_degrees(): one entry per node
+            info[op.name] = TensorInfo("node", tuple(value.shape[1:]), str(value.dtype))
+            continue
         arg_rows = [info[r].rows for r in op.refs()]
         node_like = op.kind == "mp" or any(r in ("node", "edge", "tuple") for r in arg_rows)
         if not node_like:
@@ -348,6 +351,8 @@ def infer_attributes(traced: Traced, program: Program, model: torch.nn.Module,
 
 def _check_rowwise(op: Op, program: Program, info: dict[str, TensorInfo], values: dict[str, Any],
                    model: torch.nn.Module, leaves: frozenset[str]) -> None:
+    if op.helper:
+        return  # a written-out convolution's work per source row (write_out.py): row-wise
     first_node = next(r for r in op.refs() if info[r].rows in ("node", "edge", "tuple"))
     first_value = values[first_node]
     ndim = first_value.dim() if isinstance(first_value, torch.Tensor) else 2

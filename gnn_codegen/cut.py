@@ -19,6 +19,12 @@ The cost of a placement (`evaluate`), in bytes per node of the graph:
     `fanout` times when it runs on source rows after a cut, once when it runs before; then the
     earlier stage.
 
+One policy comes before the cost: a convolution's work on each source row (write_out.py: GAT's
+fc, GraphConv's degree norm, a narrowing SAGEConv's fc_neigh) runs as early as its inputs
+allow, at the end of the layer that makes its input (or in the prologue), once per node; after
+the cut it would run once per batch that reads the row, and the benchmark measured that dearer
+than the bytes it saves (CutNode.earliest).
+
 `place_optimal` returns a placement of least (stored + reloaded, work, stage sum): an exact
 branch and bound over the ops whose stage is free, in topological order, bounded by the cost
 terms already fixed. It is proven against brute-force enumeration in tests/test_cut.py.
@@ -58,6 +64,9 @@ class CutNode:
     roles: tuple[tuple[str, tuple[Role, ...]], ...] = ()
     is_output: bool = False
     reads_graph: bool = False  # reads the graph or edges: never in the prologue
+    # a convolution's work on each source row (write_out.py): placed as early as its inputs
+    # allow, where it runs once per node
+    earliest: bool = False
 
 
 @dataclass(frozen=True)
@@ -108,16 +117,23 @@ def mp_depths(nodes: tuple[CutNode, ...]) -> dict[str, int]:
 
 def place_asap(nodes: tuple[CutNode, ...]) -> Placement:
     """The simple rule: every op as early as its producers allow (a cut right after each
-    message-passing op), never in the prologue."""
+    message-passing op), never in the prologue, except a convolution's work per source row,
+    which goes where it runs once per node (CutNode.earliest) under either rule."""
     depth = mp_depths(nodes)
+    g = _Graph.of(nodes)
     stage: dict[str, int] = {}
     for node in nodes:
         if node.is_input:
             stage[node.name] = 0
         elif node.is_mp:
             stage[node.name] = depth[node.name]
+        elif node.earliest:
+            stage[node.name] = g.low[node.name]
         else:
             stage[node.name] = max([1] + [stage[d] for d in node.deps])
+    for node in reversed(nodes):  # what such work reads runs no later (the prologue, say)
+        for d in node.deps:
+            stage[d] = min(stage[d], stage[node.name])
     return Placement(tuple(stage.items()), max(depth.values(), default=0))
 
 
@@ -173,6 +189,8 @@ class _Graph:
                 g.high[n.name] = 0
             elif n.is_mp:
                 g.high[n.name] = g.depth[n.name]
+            elif n.earliest:
+                g.high[n.name] = g.low[n.name]
             else:
                 g.high[n.name] = min([g.num_stages] + [g.high[c] for c in g.consumers[n.name]])
         return g
@@ -191,7 +209,7 @@ class _Graph:
 
 def _prologue_allowed(node: CutNode, g: _Graph) -> bool:
     """Stage 0 runs over node rows without blocks: node-row work on forward's inputs only."""
-    if node.is_mp or node.reads_graph or node.rows != "node":
+    if node.is_mp or node.reads_graph or node.rows == "edge":
         return False
     return all(g.by_name[d].is_input and g.by_name[d].rows == "node" or
                _prologue_allowed(g.by_name[d], g) for d in node.deps) if node.deps else False

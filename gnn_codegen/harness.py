@@ -57,15 +57,15 @@ def gather_sources_always(module: ModuleType) -> ModuleType:
     """Make an imported generated module gather every layer's source rows, as it does when they
     are not on the device (a GPU): on the CPU, layers that only aggregate read the rows in
     place instead. check() runs both ways, so both are proven on a machine without a GPU."""
-    for name, helper in list(vars(module).items()):
-        if name.startswith("_full_neighbour_blocks") and callable(helper):
-            setattr(module, name, functools.partial(_without_all_sources, helper))
+    for name, runtime in list(vars(module).items()):
+        if name.startswith("_FullNeighbourBatches") and isinstance(runtime, type):
+            runtime.map = functools.partialmethod(_never_in_place, runtime.map)
     return module
 
 
-def _without_all_sources(helper: Any, g: dgl.DGLGraph, batch_size: int, progress: bool = False,
-                         all_sources: bool = False) -> Any:
-    return helper(g, batch_size, progress)
+def _never_in_place(self: Any, original: Any, layer: Any, *args: Any, **kwargs: Any) -> Any:
+    kwargs["in_place"] = False
+    return original(self, layer, *args, **kwargs)
 
 
 def full_graph_forward(model: torch.nn.Module, generated: Generated, g: dgl.DGLGraph,

@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Literal
 
-OpKind = Literal["input", "graph", "mp", "module", "function", "method", "attr"]
+# graph_value: a tensor forward computes from the graph alone (`g.out_degrees()`), computed once
+# on the whole graph and read per batch like an input
+OpKind = Literal["input", "graph", "graph_value", "mp", "module", "function", "method", "attr"]
 
 
 @dataclass(frozen=True)
@@ -14,40 +16,6 @@ class Ref:
     """A use of another op's value inside an op's arguments."""
 
     name: str
-
-
-AUGMENTED = ("+=", "-=", "*=", "/=")  # SplitConv.per_batch targets that work in place
-
-
-@dataclass(frozen=True)
-class SplitConv:
-    """A known convolution written out in two parts (split_convs.py): `per_node` transforms
-    each source row once, before the layer's loop, instead of once per batch that reads the
-    row; `per_batch` does the rest on each batch's block.
-
-    per_node is a chain of expressions, each applied to the value before it ("{x}", first the
-    layer's input); per_node_extra are more tensors computed once per node from its result
-    ("{x}"), read per batch on source rows as "{name}". per_batch is a chain of (target,
-    expression): an empty target continues the chain ("{h}", first the block's source rows of
-    per_node's result), an operator in AUGMENTED applies the expression to the chain's
-    tensor in place (`h += ...`, only once a step has made that tensor), a name makes a
-    temporary "{name}". Also: "{layer}" the module, "{dst}" the destination rows of the
-    layer's input, "{x_dst}" those of per_node's result. per_node may be empty: the whole
-    forward() then runs per batch, written out for its steps in place (split_convs._sage_conv)."""
-
-    why: str  # what runs once per node, for a comment: 'GraphConv(norm="both") scales ...'
-    per_node: tuple[str, ...]
-    per_batch: tuple[tuple[str, str], ...]
-    per_node_extra: tuple[tuple[str, str], ...] = ()
-    suffix: str = "src"  # per_node's result is named after the input: h1_src
-    # per_node's first step as an in-place statement on "{x}", for when nothing else reads it
-    per_node_in_place: str = ""
-    # the module refuses graphs with nodes without in-edges (allow_zero_in_degree=False): its
-    # per-batch part never calls it, so the generated code checks g once, before the loop
-    refuses_zero_in_degree: bool = False
-
-    def reads(self, placeholder: str) -> bool:
-        return any(placeholder in expression for _, expression in self.per_batch)
 
 
 @dataclass(frozen=True)
@@ -60,7 +28,10 @@ class MessagePassing:
     needs_pair: bool = False  # call with (src rows, dst rows), see known_modules.NEEDS_PAIR
     pair_collapses: bool = False  # (h, h[:num_dst]) may be passed as h, see known_modules
     sources_in_place: bool = False  # see known_modules.MessagePassingFacts
-    split: SplitConv | None = None  # see split_convs.py
+    # a convolution written out (write_out.py): its template section, and the rows it reads
+    # each argument after the module at ("graph", "src", "dst", "edge", or None: a constant)
+    helper: str = ""
+    roles: tuple[str | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -95,6 +66,16 @@ class Op:
     # after functionalize: still changes its first argument in place (no twin: `x.copy_(y)`, a
     # module built with inplace=True); the renderer hands it a tensor nothing else holds
     mutates: bool = False
+    # a function of the written-out convolutions (write_out.py): its template section
+    helper: str = ""
+    # the variable the op's source line assigns, for an op that is not the line's last (`h`
+    # for the sum in `h = self.norm(relu2 + h)`): a name for intermediate values
+    line_var: str = ""
+    # why gnn-codegen made the op (write_out.py), for a comment where the generated code runs it
+    note: str = ""
+    # a convolution's work on each source row (write_out.py): the cut places it as early as its
+    # inputs allow, where it runs once per node, never on a later layer's source rows
+    once_per_node: bool = False
 
     def refs(self) -> Iterator[str]:
         yield from iter_refs(self.args)
@@ -119,6 +100,13 @@ class Program:
 
     def op(self, name: str) -> Op:
         return self.by_name[name]
+
+    def module_path(self, op: Op) -> str:
+        """The submodule an op calls ("layers.0"): a module call's target, or for a written-out
+        convolution's function (Op.helper) the module it takes first."""
+        if op.helper and op.args and isinstance(op.args[0], Ref):
+            return self.op(op.args[0].name).target
+        return op.target
 
     def with_ops(self, ops: tuple[Op, ...], output: Any = None) -> "Program":
         return replace(self, ops=ops, output=self.output if output is None else output)

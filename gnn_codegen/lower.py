@@ -21,13 +21,30 @@ from gnn_codegen.errors import InternalError, UnsupportedModuleError, Unsupporte
 from gnn_codegen.ir import MessagePassing, Op, Program, Ref
 from gnn_codegen.known_modules import facts_for, is_message_passing, refusal_reason
 from gnn_codegen.rowwise import EVAL_IDENTITY_MODULES, qualified_name
-from gnn_codegen.split_convs import activation_in_place, split_for
 from gnn_codegen.trace import Traced
+from gnn_codegen.write_out import MESSAGE_PASSING, helper_name
+
+# Graph methods whose result, for a graph, is a tensor of the graph alone: computed once on the
+# whole graph and read per batch like an input (ir.OpKind "graph_value").
+GRAPH_VALUES = frozenset({"in_degrees", "out_degrees"})
+# torch.nn.functional's elementwise activations with an `inplace` parameter (not the dropouts,
+# nor rrelu, which are random when training)
+_IN_PLACE_ACTIVATIONS = frozenset({
+    "celu", "elu", "hardsigmoid", "hardswish", "hardtanh", "leaky_relu", "mish", "relu", "relu6",
+    "selu", "silu", "threshold",
+})
 
 _TORCH_NAMESPACES: tuple[tuple[str, ModuleType], ...] = (
     ("torch.nn.functional", torch.nn.functional),
     ("torch", torch),
 )
+
+
+def activation_in_place(fn: Any, kwargs: tuple[tuple[str, Any], ...] = ()) -> bool:
+    """Whether `fn(x, ...)` can be written `fn(x, ..., inplace=True)`: the same numbers, in x."""
+    return (getattr(fn, "__module__", "") == "torch.nn.functional"
+            and getattr(fn, "__name__", "") in _IN_PLACE_ACTIVATIONS
+            and "inplace" not in dict(kwargs))
 
 
 def user_location(node: fx.Node, path: Path) -> str:
@@ -92,18 +109,19 @@ _UNPACKING = re.compile(r"\(`\(?([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)+)\)?\s*=(?!
 def _with_user_variables(ops: list[Op]) -> list[Op]:
     """Name each value after the variable its source line assigns (`h1 = F.relu(...)` names the
     relu), so that generated names are the user's. The value a line assigns is the last op
-    of a run of ops from that line."""
+    of a run of ops from that line; the others on the line know the variable as line_var."""
     named = []
     for i, op in enumerate(ops):
         last_of_line = i + 1 == len(ops) or ops[i + 1].location != op.location
-        match = _ASSIGNMENT.search(op.location) if op.location and last_of_line else None
+        match = _ASSIGNMENT.search(op.location) if op.location else None
         unpacked = _UNPACKING.search(op.location) if op.location else None
         index = op.args[1] if op.target == "operator.getitem" and len(op.args) == 2 else None
+        line_var = match.group(1) if match else ""
         if unpacked and isinstance(index, int):  # `h, e = conv(g, h, e)`: name each element
             targets = [t.strip() for t in unpacked.group(1).split(",")]
             named.append(replace(op, var=targets[index]) if index < len(targets) else op)
         else:
-            named.append(replace(op, var=match.group(1)) if match else op)
+            named.append(replace(op, var=line_var if last_of_line else "", line_var=line_var))
     return named
 
 
@@ -228,6 +246,34 @@ def changes_its_input(module: torch.nn.Module) -> bool:
     return getattr(module, "inplace", False) is True
 
 
+def _note(traced: Traced, module: str, what: str) -> str:
+    """`self.layers[2]'s fc_neigh on each source row, once per node` (write_out.py)."""
+    return f"{accessor(traced.model, module)}'s {what}" if module else ""
+
+
+def _is_graph_value(node: fx.Node, traced: Traced) -> bool:
+    """`g.out_degrees()`: a graph method of GRAPH_VALUES called on forward's graph alone."""
+    receiver = node.args[0] if node.args else None
+    return (node.target in GRAPH_VALUES and len(node.args) == 1 and not node.kwargs
+            and isinstance(receiver, fx.Node) and receiver.op == "placeholder" and receiver.target == traced.graph_arg)
+
+
+def _written_out(node: fx.Node, modules: dict[str, torch.nn.Module], traced: Traced, args: tuple[Any, ...],
+                 kwargs: tuple[tuple[str, Any], ...], location: str) -> Op:
+    """A call of a write_out.py helper: a message-passing op (the part on each block) or a
+    function (the part on each source row), both keeping the module's name for comments."""
+    section = helper_name(node.target) or ""
+    module_node = node.args[0]
+    target = str(module_node.target) if isinstance(module_node, fx.Node) else ""
+    cls = type(modules[target]).__name__ if target in modules else ""
+    where = accessor(traced.model, target) if target else ""
+    if section in MESSAGE_PASSING:
+        mp = MessagePassing(cls, sources_in_place=True, helper=section, roles=MESSAGE_PASSING[section])
+        return Op(node.name, "mp", section, args, kwargs, location, mp, cls, where, helper=section)
+    return Op(node.name, "function", section, args, kwargs, location, class_name=cls, accessor=where,
+              helper=section)
+
+
 def lower(traced: Traced, namespace: dict[str, Any], path: Path,
           forced_mp: frozenset[str] = frozenset()) -> Program:
     gm = traced.graph_module
@@ -261,8 +307,7 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
                     )
                 facts = facts_for(module)
                 mp = MessagePassing(cls, facts.source_out_degree_power, facts.verified, facts.needs_pair,
-                                    facts.pair_collapses, facts.sources_in_place,
-                                    split_for(module, lambda fn: _spelled(fn, namespace)))
+                                    facts.pair_collapses, facts.sources_in_place)
                 ops.append(Op(node.name, "mp", str(node.target), args, kwargs, location, mp, cls,
                               accessor(traced.model, str(node.target)),
                               module_class=qualified_name(type(module))))
@@ -274,6 +319,8 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
                               in_place="input" if changes_its_input(module) else ""))
         elif node.op == "call_function" and getattr(node.target, "__module__", "").startswith("torch.fx"):
             continue  # fx's own guards for arguments traced at their default value
+        elif node.op == "call_function" and helper_name(node.target):
+            ops.append(_written_out(node, modules, traced, args, kwargs, location))
         elif node.op == "call_function":
             _refuse_random(node, location, namespace)
             expr = function_expression(node.target, namespace)  # type: ignore[arg-type]
@@ -284,6 +331,8 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
                           activation_in_place=activation_in_place(node.target, plain),
                           concatenates_columns=_concatenates_columns(node.target, args, kwargs),
                           in_place=in_place, out_of_place=twin))
+        elif node.op == "call_method" and _is_graph_value(node, traced):
+            ops.append(Op(node.name, "graph_value", str(node.target), args, kwargs, location))
         elif node.op == "call_method":
             _refuse_random(node, location, namespace)
             in_place, twin = _method_in_place(str(node.target))
@@ -292,6 +341,11 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
         else:
             raise internal(f"unexpected fx node kind {node.op}")
     ops = _with_user_variables(ops)
+    # what write_out.py calls the values it made (`feat`, `el`), and why it made them
+    made = {n.name: n.meta["gnn_codegen"] for n in gm.graph.nodes if "gnn_codegen" in n.meta}
+    ops = [replace(op, var=made[op.name][0], line_var="", note=_note(traced, *made[op.name][1:]),
+                   once_per_node=bool(made[op.name][1]) and op.kind != "graph_value")
+           if op.name in made else op for op in ops]
     graph_names = [op.name for op in ops if op.kind == "graph"]
     if not graph_names:
         raise internal("graph placeholder lost while lowering")

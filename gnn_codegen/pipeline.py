@@ -22,6 +22,7 @@ from gnn_codegen.simplify import simplify
 from gnn_codegen.splice import splice
 from gnn_codegen.trace import trace
 from gnn_codegen.verify import CheckResult, verify
+from gnn_codegen.write_out import write_out
 
 VERSION = "0.1.0"
 
@@ -96,6 +97,7 @@ def generate_all(target: str, options: GenerateOptions = GenerateOptions()) -> G
     loaded = load(target, options.init)
     leaves, forced_mp = frozenset(options.leaves), frozenset(options.mp_modules)
     traced = trace(loaded.model, loaded.path, leaves, forced_mp)
+    write_out(traced.graph_module, traced.graph_arg)
     namespace = vars(loaded.module)
     program = simplify(functionalize(lower(traced, namespace, loaded.path, forced_mp)))
     attrs, probe_values = infer_attributes(traced, program, loaded.model, parse_feat_dims(options.feat_dims), leaves)
@@ -108,10 +110,10 @@ def generate_all(target: str, options: GenerateOptions = GenerateOptions()) -> G
             f"{SEARCH_LIMIT} partial placements; the generated code follows the cheapest one found, "
             "which is exact but may store more bytes than necessary (see --explain).",
         )
-    reserved = {n for n in namespace if not n.startswith("__")}
+    module_names = {n for n in namespace if not n.startswith("__")}
     header = {"version": VERSION, "target": target, "command": regenerate_command(target, options),
               "verified": options.verify}
-    rendered = render(program, attrs, plan, reserved, header)
+    rendered = render(program, attrs, plan, module_names, header)
     source = splice(loaded.source, loaded.class_name, rendered.method, rendered.helpers, rendered.header)
     generated = Generated(format_source(source), loaded, program, attrs, plan, warnings, target, rendered.buffers,
                           rendered.origins)

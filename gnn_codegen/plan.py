@@ -116,10 +116,10 @@ def cut_graph(program: Program, inline: frozenset[str], attrs: Attributes) -> tu
                     roles.setdefault(d, []).append(space)
         reads_graph = program.graph in _direct_and_inline_refs(program, inline, op)
         nodes.append(CutNode(
-            op.name, deps, is_mp=op.kind == "mp", is_input=op.kind == "input", row_bytes=row_bytes,
+            op.name, deps, is_mp=op.kind == "mp", is_input=op.kind in ("input", "graph_value"), row_bytes=row_bytes,
             rows="tuple" if value.rows == "tuple" else "edge" if value.rows == "edge" else "node",
             roles=tuple((d, tuple(r)) for d, r in roles.items()), is_output=op.name in outputs,
-            reads_graph=reads_graph,
+            reads_graph=reads_graph, earliest=op.once_per_node,
         ))
     return tuple(nodes)
 
@@ -139,7 +139,12 @@ def _direct_and_inline_refs(program: Program, inline: frozenset[str], op: Op) ->
 def mp_feature_spaces(op: Op) -> list[tuple[Any, Space]]:
     """The tensor arguments of a message-passing call and the rows each is read at: node
     features on source rows (a pair: source and destination rows); every tensor after them
-    (edge weights, edge features, edge types) on the block's edges."""
+    (edge weights, edge features, edge types) on the block's edges. A written-out convolution
+    (write_out.py) says the rows of each argument itself."""
+    if op.mp is not None and op.mp.roles:
+        roles = [(value, role) for value, role in zip(op.args[1:], op.mp.roles) if role in ("src", "dst", "edge")]
+        roles += [(value, "edge") for _, value in op.kwargs]
+        return [(value, role) for value, role in roles if any(True for _ in iter_refs(value))]  # type: ignore[misc]
     if len(op.args) < 2:
         raise UnsupportedOperationError(
             f"{op.location or 'forward'}: self.{op.target} is called without node features; "

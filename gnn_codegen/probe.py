@@ -5,9 +5,9 @@ module nobody pinned, is never assumed exact: a module that runs several rounds 
 passing, reads its source nodes' out-degrees, or writes `graph.ndata` (a block has none) is
 refused here, naming its source line and what was observed.
 
-The module is called the way the generated loop calls it (probe_blocks renders the same block
-helper from templates/helpers.py.j2): source rows gathered by the block's input nodes,
-destination rows where it takes a pair, edge tensors by the block's edge IDs. Its weights are
+The module is called the way the generated code calls it, through the same runtime
+(runtime.py): source rows gathered by the block's input nodes, destination rows where it takes
+a pair, edge tensors by the block's edge IDs. Its weights are
 perturbed away from their initial values (verify.perturb) on a copy, so that a lucky
 initialisation cannot hide a difference."""
 
@@ -19,7 +19,7 @@ import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import dgl
 import torch
@@ -27,6 +27,7 @@ import torch
 from gnn_codegen.errors import UnsupportedModuleError
 from gnn_codegen.ir import Op, Program, Ref, iter_refs, map_refs
 from gnn_codegen.plan import mp_feature_spaces
+from gnn_codegen.runtime import runtime_class
 
 ATOL = RTOL = 1e-4
 # Graphs the module is proven on: a probe graph where every node has a self-loop, and one where
@@ -56,19 +57,6 @@ def probe_graph(num_nodes: int, num_edges: int, zero_in_degree: bool, seed: int)
         loops = torch.arange(num_nodes)
         src, dst = torch.cat([src, loops]), torch.cat([dst, loops])
     return dgl.graph((src, dst), num_nodes=num_nodes)
-
-
-def _block_helper() -> Callable[..., Any]:
-    """The generated module's own block helper, rendered from the same template."""
-    from types import SimpleNamespace
-
-    from gnn_codegen.templating import render_template
-
-    names = SimpleNamespace(blocks="_full_neighbour_blocks", rescale=None, auto="_auto_batch_size",
-                            weighted_sum=None)
-    namespace: dict[str, Any] = {"torch": torch, "dgl": dgl}
-    exec(compile(render_template("helpers.py.j2", names=names), "<gnn-codegen helpers>", "exec"), namespace)
-    return namespace["_full_neighbour_blocks"]
 
 
 def _example(value: torch.Tensor, rows: int, gen: torch.Generator) -> torch.Tensor:
@@ -177,7 +165,7 @@ def _flatten(value: Any) -> list[torch.Tensor]:
     return []
 
 
-def _prove(call: _Call, values: dict[str, Any], blocks_of: Callable[..., Any]) -> None:
+def _prove(call: _Call, values: dict[str, Any]) -> None:
     op = call.op
     module = call.module
     full_name = {name for value, _ in call.spaces for name in iter_refs(value)}
@@ -204,22 +192,13 @@ def _prove(call: _Call, values: dict[str, Any], blocks_of: Callable[..., Any]) -
                           "(random numbers in forward?)", "Make its forward deterministic when "
                           "self.training is False (dropout only in training), " + _WAY_OUT, differs=True)
         for batch_size in _BATCH_SIZES:
-            pieces = []
-            for start, end, block, input_nodes in blocks_of(g, batch_size):
-                edge_ids = block.edata[dgl.EID]
-                rows = {"src": input_nodes, "dst": slice(start, end), "edge": edge_ids}
-                local = {
-                    (name, space): args[name][rows[space]]
-                    for value, space in call.spaces for name in iter_refs(value)
-                }
-                try:
-                    result = _run_on_block(call, block, local)
-                except Exception as exc:
-                    why, way_out = _diagnosis(module, failed_on_block=True)
-                    raise _refuse(call, f"fails on a 1-hop block with {type(exc).__name__} "
-                                  f"({_first_line(exc)}){'; ' + why if why else ''}", way_out) from None
-                pieces.append((start, end, edge_ids, result))
-            difference = _difference(expected, pieces, g)
+            try:
+                result = _run_layer_wise(call, g, args, batch_size, expected)
+            except Exception as exc:
+                why, way_out = _diagnosis(module, failed_on_block=True)
+                raise _refuse(call, f"fails on a 1-hop block with {type(exc).__name__} "
+                              f"({_first_line(exc)}){'; ' + why if why else ''}", way_out) from None
+            difference = _difference(expected, result)
             if difference is None:
                 continue
             why, way_out = _diagnosis(module)
@@ -256,25 +235,32 @@ def _run_on_block(call: _Call, block: Any, local: dict[tuple[str, str], Any]) ->
         return call.module(block, feats, *positional, **keywords)
 
 
-def _difference(expected: Any, pieces: list[tuple[int, int, torch.Tensor, Any]], g: dgl.DGLGraph) -> float | None:
-    """None when the blocks' results, put back in place, equal the whole graph's; else the
-    largest difference (inf where the shapes disagree)."""
-    full = _flatten(expected)
+def _run_layer_wise(call: _Call, g: dgl.DGLGraph, args: dict[str, Any], batch_size: int, expected: Any) -> Any:
+    """The module over batches of `batch_size` nodes through the generated runtime's `map`,
+    called as the generated code calls it: its results for all nodes (and edges)."""
+    keys = [(name, space) for space in ("src", "dst", "edge") for value, role in call.spaces
+            if role == space for name in iter_refs(value)]
+    rows = {space: [args[name] for name, role in keys if role == space] for space in ("src", "dst", "edge")}
+    per_edge = tuple(i for i, t in enumerate(_flatten(expected))
+                     if t.dim() and len(t) == g.num_edges() != g.num_nodes())
+
+    def layer(block: Any, *tensors: torch.Tensor) -> Any:
+        result = _run_on_block(call, block, dict(zip(keys, tensors)))
+        flat = _flatten(result)
+        return tuple(flat) if len(flat) != 1 else flat[0]
+
+    batches = runtime_class()(call.module, g, batch_size, "cpu", 2**30, False)
+    return batches.map(layer, src=rows["src"], dst=rows["dst"], edges=rows["edge"], per_edge=per_edge)
+
+
+def _difference(expected: Any, result: Any) -> float | None:
+    """None when the layer-wise results equal the whole graph's; else the largest difference
+    (inf where their shapes disagree)."""
+    full, parts = _flatten(expected), _flatten(result)
+    if len(full) != len(parts) or any(a.shape != b.shape for a, b in zip(full, parts)):
+        return float("inf")
     worst = 0.0
-    for i, whole in enumerate(full):
-        parts = [_flatten(result) for *_, result in pieces]
-        if any(len(p) != len(full) for p in parts):
-            return float("inf")
-        edge_rows = whole.dim() > 0 and whole.shape[0] == g.num_edges() != g.num_nodes()
-        assembled = torch.empty_like(whole)
-        try:
-            for (start, end, edge_ids, _), p in zip(pieces, parts):
-                if edge_rows:
-                    assembled[edge_ids.long()] = p[i]
-                else:
-                    assembled[start:end] = p[i]
-        except (RuntimeError, IndexError):
-            return float("inf")
+    for whole, assembled in zip(full, parts):
         if not torch.allclose(assembled, whole, atol=ATOL, rtol=RTOL, equal_nan=True):
             diff = (assembled.double() - whole.double()).abs()
             worst = max(worst, float(diff.nan_to_num(float("inf")).max()))
@@ -305,12 +291,10 @@ def _prove_all(program: Program, model: torch.nn.Module, values: dict[str, Any])
     the shapes and dtypes of its arguments)."""
     from gnn_codegen.perturb import perturb
 
-    blocks_of = None
     for op in program.ops:
         if op.kind != "mp" or op.mp is None or op.mp.verified:
             continue
         module = copy.deepcopy(model.get_submodule(op.target)).eval()
         perturb(module, seed=1)
         call = _Call(op, module, tuple(mp_feature_spaces(op)))
-        blocks_of = blocks_of or _block_helper()
-        _prove(call, values, blocks_of)
+        _prove(call, values)

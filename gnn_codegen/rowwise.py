@@ -91,8 +91,8 @@ def is_rowwise(op: Op, ndim: int, module_dim: Any = None) -> bool:
     name = op.target.rsplit(".", 1)[-1]
     if name in ELEMENTWISE:
         return True
-    if name in DIM_ARGUMENT:
-        return not _touches_rows(_dim(op), ndim + (name == "stack"))
+    if name in DIM_ARGUMENT:  # stack and unsqueeze count the dimension they add
+        return not _touches_rows(_dim(op), ndim + (name in ("stack", "unsqueeze")))
     if name == "getitem" and len(op.args) == 2:
         return _index_keeps_rows(op.args[1], ndim)
     return False

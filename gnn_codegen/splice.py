@@ -146,9 +146,15 @@ def splice(source: str, class_name: str, method: str, helpers: str, header: str)
             node = cls.with_changes(body=block.with_changes(body=[*block.body, method_def]))
         body.append(node)
     extra = [cst.parse_statement(line) for line in missing]
-    helper_nodes = list(cst.parse_module(helpers).body)
+    # the runtime helpers after everything else: a reader meets the model and its inference
+    # first; the method calls them only when it runs, after the module is imported
+    parsed = cst.parse_module(helpers)
+    helper_nodes = list(parsed.body)
+    if helper_nodes:  # the comment above the helpers (their banner) stays with them
+        first = helper_nodes[0]
+        helper_nodes[0] = first.with_changes(leading_lines=[*parsed.header, *first.leading_lines])
     insert_at = last_import + 1
-    body = body[:insert_at] + extra + helper_nodes + body[insert_at:]
+    body = body[:insert_at] + extra + body[insert_at:] + helper_nodes
     code = header + "\n" + cst.Module(body=body).code
     ast.parse(code)  # a bug of ours must not produce a module that does not parse
     return code

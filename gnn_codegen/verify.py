@@ -1,8 +1,10 @@
 """Stage 9, verify: the generated module against the model it came from. Its `inference` runs
 on a seeded random graph (nodes without in-edges included, unless the model refuses them), with
 weights and normalisation statistics perturbed on a copy of the model, for batch sizes that do
-and do not divide the node count, reading source rows in place and gathering them (as on a GPU);
-its result must equal the model's full-graph forward.
+and do not divide the node count, reading source rows in place and gathering them (as on a GPU),
+and once with the model on a simulated GPU and the graph and inputs on the host, where a host
+tensor meeting a device tensor fails (simulated_device.py); its result must equal the model's
+full-graph forward.
 
 `verify` is the check gnn-codegen runs on every module before it writes it (a few hundred
 nodes); `check` is `--check`, the same on a graph of the user's size. A difference, or an
@@ -18,7 +20,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import dgl
 import torch
@@ -30,6 +32,7 @@ from gnn_codegen.harness import (
 )
 from gnn_codegen.lower import without_comment
 from gnn_codegen.perturb import perturb
+from gnn_codegen.simulated_device import SimulatedDevice
 
 if TYPE_CHECKING:
     from gnn_codegen.pipeline import Generated
@@ -38,6 +41,8 @@ if TYPE_CHECKING:
 VERIFY_NODES = 240
 VERIFY_BATCH_SIZES = (47, 60)
 ATOL = RTOL = 1e-4
+# BatchResult.sources of the run with the model on a simulated GPU (simulated_device.py)
+SIMULATED = "gathered, the model on a simulated GPU"
 
 
 @dataclass(frozen=True)
@@ -85,28 +90,42 @@ def check(generated: Generated, num_nodes: int = 1000, seed: int = 0,
     expected = full_graph_forward(reference, generated, g, inputs)
     forward_seconds = time.perf_counter() - started
     results, ok = [], True
-    for batch_size in batch_sizes or (97, num_nodes + 1):
-        for sources, (model, module) in models.items():
-            started = time.perf_counter()
-            try:
-                actual = model.inference(g, *inputs, batch_size=batch_size, device="cpu")
-            except Exception as exc:
-                raise CheckFailedError(_inference_failed(generated, module, exc, g, batch_size, sources)) from None
-            seconds = time.perf_counter() - started
-            try:
-                difference = max_difference(actual, expected)
-                same = allclose(actual, expected, atol, rtol)
-            except (RuntimeError, ValueError, TypeError) as exc:  # shapes or structure differ
-                raise CheckFailedError(
-                    f"the generated inference returns a result of another shape or structure than "
-                    f"{generated.loaded.class_name}'s forward ({_first_line(exc)}) on a random graph of "
-                    f"{g.num_nodes()} nodes. {_REPORT}"
-                ) from None
-            results.append(BatchResult(batch_size, sources, difference, seconds))
-            ok = ok and same
+    sizes = batch_sizes or (97, num_nodes + 1)
+    runs = [(b, sources) for b in sizes for sources in models] + [(sizes[0], SIMULATED)]
+    for batch_size, sources in runs:
+        model, module = models["in place"] if sources == SIMULATED else models[sources]
+        started = time.perf_counter()
+        try:
+            actual = _run(model, g, inputs, batch_size, simulated=sources == SIMULATED)
+        except Exception as exc:
+            raise CheckFailedError(_inference_failed(generated, module, exc, g, batch_size, sources)) from None
+        seconds = time.perf_counter() - started
+        try:
+            difference = max_difference(actual, expected)
+            same = allclose(actual, expected, atol, rtol)
+        except (RuntimeError, ValueError, TypeError) as exc:  # shapes or structure differ
+            raise CheckFailedError(
+                f"the generated inference returns a result of another shape or structure than "
+                f"{generated.loaded.class_name}'s forward ({_first_line(exc)}) on a random graph of "
+                f"{g.num_nodes()} nodes. {_REPORT}"
+            ) from None
+        results.append(BatchResult(batch_size, sources, difference, seconds))
+        ok = ok and same
     zero_in = int((g.in_degrees() == 0).sum())
     return CheckResult(g.num_nodes(), g.num_edges(), zero_in, forward_seconds, tuple(results), atol, rtol, ok,
                        tuple(notes))
+
+
+def _run(model: torch.nn.Module, g: dgl.DGLGraph, inputs: list[torch.Tensor], batch_size: int,
+         simulated: bool) -> Any:
+    """inference on the CPU, or with the model on a simulated GPU and g and the inputs on the
+    host (simulated_device.py): every host tensor that meets a device tensor fails there."""
+    if not simulated:
+        return model.inference(g, *inputs, batch_size=batch_size, device="cpu")
+    with SimulatedDevice() as sim:
+        sim.move_model(model)
+        sim.on_host(*inputs)
+        return model.inference(g, *inputs, batch_size=batch_size, device=sim.device)
 
 
 def verify(generated: Generated) -> CheckResult:
@@ -189,6 +208,10 @@ def _inference_failed(generated: Generated, module: ModuleType, exc: BaseExcepti
     generated_file = getattr(module, "__file__", "")
     frames = traceback.extract_tb(exc.__traceback__)
     ours = [f for f in frames if generated_file and _same_file(f.filename, Path(generated_file))]
+    # the innermost line of `inference` itself (its layer functions included), not of the
+    # runtime or a written-out convolution it called
+    first, last = _method_lines(generated.source)
+    ours = [f for f in ours if first <= (f.lineno or 0) <= last] or ours
     lines = generated.source.splitlines()
     where = ""
     if ours:
@@ -203,6 +226,14 @@ def _inference_failed(generated: Generated, module: ModuleType, exc: BaseExcepti
         f"random graph of {g.num_nodes()} nodes with batches of {batch_size} nodes and source rows "
         f"{sources}. {_REPORT}"
     )
+
+
+def _method_lines(source: str) -> tuple[int, int]:
+    """The first and last line of the generated `inference` method."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef) and node.name == "inference":
+            return node.lineno, node.end_lineno or node.lineno
+    return 0, 0
 
 
 def _user_line(generated: Generated, line: int) -> str:

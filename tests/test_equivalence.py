@@ -89,13 +89,20 @@ def test_a_graph_without_nodes(case: Case, sources: str) -> None:
 def test_auto_batch_size_follows_the_memory_budget(name: str) -> None:
     generated = generate_case(CASES_BY_NAME[name])
     module = import_source(generated.source, generated.loaded.path.parent)
+    model = generated_model(generated, module)
     g = random_graph(NUM_NODES, seed=0, zero_in_degree=False)
-    small = module._auto_batch_size(g, AUTO_BUDGET, [(64, 64, 64)])
+    rows = torch.zeros(NUM_NODES, 16)  # 64 bytes a row
+
+    def auto(budget: float) -> int:
+        batches = module._FullNeighbourBatches(model, g, "auto", "cpu", budget, False)
+        return batches._batch_size([rows], [rows], [])
+
+    small = auto(AUTO_BUDGET)
     assert 1 <= small < NUM_NODES and NUM_NODES % small
-    assert module._auto_batch_size(g, 10**12, [(64, 64, 64)]) == NUM_NODES
-    assert module._auto_batch_size(g, 1, [(64, 64, 64)]) == 1
+    assert auto(10**12) == NUM_NODES
+    assert auto(1) == 1
     # a budget twice as large allows batches about twice as large
-    assert abs(module._auto_batch_size(g, 2 * AUTO_BUDGET, [(64, 64, 64)]) - 2 * small) <= 1
+    assert abs(auto(2 * AUTO_BUDGET) - 2 * small) <= 1
 
 
 def test_perturb_changes_what_it_must() -> None:
@@ -119,28 +126,29 @@ def test_progress_bar_changes_nothing_but_stderr(capfd) -> None:
 
 
 @pytest.mark.parametrize("name, expected", [
-    # SAGEConv 16 -> 32 -> 32 aggregates source rows as they are; 32 -> 5 narrows them with
-    # fc_neigh first (DGL's lin_before_mp), written out to run once per node before the loop
+    # every layer only aggregates the rows it reads on source rows: SAGEConv("mean") written
+    # out, its last layer's fc_neigh computed at the end of layer 2
     ("sage", [True, True, True]),
     # layer 1 runs the Linear encoder on the gathered source rows before SAGEConv; GATConv and
     # GraphConv(norm="both") are written out, their work per source row (fc and attn_l, the
-    # out-degree scaling) once per node, and then read in place
+    # out-degree scaling) at the end of the layer before, and then read in place
     ("mixed", [False, True, True]),
 ])
 def test_sources_are_read_in_place_only_by_layers_that_only_aggregate(name: str, expected: list[bool]) -> None:
     generated = generate_case(CASES_BY_NAME[name])
     module = import_source(generated.source, generated.loaded.path.parent)
+    runtime = module._FullNeighbourBatches
     calls = []
-    helper = module._full_neighbour_blocks
+    prepare = runtime._prepare
 
-    def recording(g, batch_size, progress=False, all_sources=False):
-        calls.append(all_sources)
-        for start, end, block, input_nodes in helper(g, batch_size, progress, all_sources):
-            expected = g.num_nodes() if all_sources else len(input_nodes)
-            assert block.num_src_nodes() == expected
-            yield start, end, block, input_nodes
+    def recording(self, start, batch_size, src, dst, edges, in_place, blocks):
+        prepared = prepare(self, start, batch_size, src, dst, edges, in_place, blocks)
+        if blocks and start == 0:
+            calls.append(in_place)
+            assert prepared[2].num_src_nodes() == (self.num_nodes if in_place else len(prepared[3][0]))
+        return prepared
 
-    module._full_neighbour_blocks = recording
+    runtime._prepare = recording
     model = generated_model(generated, module)
     g = random_graph(NUM_NODES, seed=0)
     (x,) = make_inputs(generated, NUM_NODES, 0)
@@ -154,10 +162,10 @@ def test_sources_are_read_in_place_only_by_layers_that_only_aggregate(name: str,
 @pytest.mark.parametrize("name", ["sage", "gcn", "gat"])
 def test_no_work_per_batch_on_every_node_where_layers_read_in_place(name: str) -> None:
     """Every layer of these reads its source rows in place (blocks whose sources are all of g's
-    nodes): what a convolution computes on each source row must then run once per node, before
-    the loop (split_convs.py), and never per batch, where it would cost a pass over every node
-    for each batch. So the tensors with one row per node of g that inference makes are the same
-    in number with 30 batches as with 5."""
+    nodes): what a convolution computes on each source row must then run once per node
+    (write_out.py, placed by the cut), and never per batch, where it would cost a pass over
+    every node for each batch. So the tensors with one row per node of g that inference makes
+    are the same in number with 30 batches as with 5."""
     generated = generate_case(CASES_BY_NAME[name])
     module = import_source(generated.source, generated.loaded.path.parent)
     model = generated_model(generated, module)

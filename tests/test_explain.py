@@ -43,21 +43,25 @@ def test_simple_and_optimal_placements_are_both_exact(name: str) -> None:
 
 
 def test_explain_data_for_the_widening_case() -> None:
+    """GAT 32 -> 16, a 16 -> 256 MLP, GraphConv 256 -> 8: the 256-wide tensor is never stored,
+    as GraphConv's weight (it narrows) runs at the end of layer 1, once per node (write_out.py),
+    and so does the GAT's fc, in the prologue."""
     data = explain_data(generate_case(WIDENING), nodes=1000)
     assert data["schema"] == SCHEMA and data["nodes"] == 1000 and data["optimal"]
     tensors = {t["tensor"]: t for t in data["tensors"]}
-    h1 = tensors["h1"]
-    assert h1["shape"] == [16] and h1["bytes_per_row"] == 64 and h1["stored_bytes"] == 64_000
-    assert h1["read_in"] == [{"stage": 2, "rows": "src"}]
-    assert h1["reloaded_bytes"] == 64_000 * data["fanout"]
+    feat1 = tensors["feat1"]
+    assert feat1["shape"] == [8] and feat1["bytes_per_row"] == 32 and feat1["stored_bytes"] == 32_000
+    assert feat1["read_in"] == [{"stage": 2, "rows": "src"}]
+    assert feat1["reloaded_bytes"] == 32_000 * data["fanout"]
     assert tensors["x"]["input"] and tensors["x"]["stored_bytes"] == 0
-    layer2 = data["stages"][1]
-    assert [op["what"] for op in layer2["ops"]][:2] == ["self.expand (Linear)", "F.relu"]
-    assert {op["rows"] for op in layer2["ops"][:2]} == {"src"}
+    assert max(t["bytes_per_row"] for t in data["tensors"]) < 256 * 4
+    layer1 = data["stages"][1]
+    what = [op["what"] for op in layer1["ops"]]
+    assert "self.expand (Linear)" in what and "F.relu" in what
+    assert {op["rows"] for op in layer1["ops"]} == {"dst"}
     assert data["cost"]["total_bytes"] == sum(t["stored_bytes"] + t["reloaded_bytes"] for t in data["tensors"])
-    assert data["saving"] > 0.5  # the 256-wide tensor is never stored
     text = explain_text(data)
-    assert "Layer 2 of 2" in text and "h1" in text and "Simple rule" in text
+    assert "Layer 2 of 2" in text and "feat1" in text and "Simple rule" in text
 
 
 def test_dot_has_one_cluster_per_stage_and_marks_stored_tensors() -> None:
@@ -73,7 +77,7 @@ def test_cli_explain_json_writes_no_module(tmp_path) -> None:
     result = cli(*widening_args(), "--explain", "--json", "--nodes", "500", "--dot", str(tmp_path / "plan.dot"))
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert data["nodes"] == 500 and data["stages"][0]["kind"] == "layer"
+    assert data["nodes"] == 500 and data["stages"][0]["kind"] == "prologue"
     assert (tmp_path / "plan.dot").read_text().startswith("digraph")
     if shutil.which("dot"):
         assert (tmp_path / "plan.svg").is_file() and (tmp_path / "plan.png").is_file()

@@ -43,3 +43,7 @@ def test_output_parses_is_black_and_deterministic(case: Case) -> None:
     assert black.format_str(first, mode=black.Mode()) == first
     assert "gnn_codegen" not in first.replace("gnn-codegen", "")  # runs without the tool
     assert "__main__" not in first
+    # every line of what gnn-codegen writes fits in 100 characters (the user's are theirs)
+    method = first[first.index("    @torch.no_grad()"):]
+    long = [line for line in method.splitlines() if len(line) > 100]
+    assert not long, long

@@ -44,48 +44,48 @@ def test_every_exact_entry_is_pinned() -> None:
     assert "EGATConv" in (EXAMPLES / "edge_features" / "model.py").read_text()
 
 
-def test_graphconv_both_needs_the_rescale() -> None:
-    """Without the out-degree rescale, a naive layer-wise GraphConv loop is wrong by units.
-    (GraphConv called as a module: its activation is an nn.ReLU object, which the written-out
-    form of split_convs.py could reach only through a private attribute.)"""
-    init = '{"kind": "GraphConv-left-ReLU-no-bias"}'
-    generated = generate_all(f"{MODEL}:TwoConvs", GenerateOptions(init=init))
-    call = "_rescale_to_full_out_degrees(h, block, out_degrees[input_nodes], 1.0)"
-    assert generated.source.count(call) == 2
-    naive = generated.source.replace(call, "h")
-    broken = generated.__class__(**{**generated.__dict__, "source": naive})
-    assert not check(broken, num_nodes=211, batch_sizes=(13,)).ok
-
-
-# Per kind, whether each of TwoConvs' layers (6 -> 10, 10 -> 4) is written out (split_convs.py):
-# in two parts where the convolution works on every source row and the form is known; whole,
-# with its steps in place, for SAGEConv("mean") without such work.
-SPLIT = {
+# Per kind, whether each of TwoConvs' layers (6 -> 10, 10 -> 4) is written out (write_out.py):
+# GraphConv with any norm, SAGEConv("mean") and GATConv (one input width) always, each with its
+# work per source row (when it has any) as an op of its own, which the cut places once per node.
+WRITTEN_OUT = {
+    "GraphConv-both": ["graph_conv"] * 2, "GraphConv-left": ["graph_conv"] * 2,
+    "GraphConv-right": ["graph_conv"] * 2, "GraphConv-none": ["graph_conv"] * 2,
+    "GraphConv-both-tanh": ["graph_conv"] * 2, "GraphConv-left-ReLU-no-bias": ["graph_conv"] * 2,
+    "SAGEConv-mean": ["sage_conv_mean"] * 2, "SAGEConv-mean-tanh-LayerNorm": ["sage_conv_mean"] * 2,
+    "GATConv": ["gat_conv"] * 2, "GATConv-residual": ["gat_conv"] * 2,
+}
+# Per kind, the work each layer does per source row (write_out.py): GraphConv's norm by
+# out-degree ("both", "left") and its weight when it narrows (10 -> 4), SAGEConv's fc_neigh when
+# it narrows, GATConv's fc and attention term.
+SOURCE_WORK = {
     "GraphConv-both": [True, True], "GraphConv-left": [True, True], "GraphConv-both-tanh": [True, True],
-    "GraphConv-right": [False, True], "GraphConv-none": [False, True],  # 10 -> 4: weight first
-    # widening: the whole forward() per batch, in place; narrowing (lin_before_mp): fc_neigh per node
-    "SAGEConv-mean": [True, True], "SAGEConv-mean-tanh-LayerNorm": [True, True],
-    "GATConv": [True, True], "GATConv-residual": [True, True],  # fc and attn_l on every source row
+    "GraphConv-left-ReLU-no-bias": [True, True], "GraphConv-right": [False, True], "GraphConv-none": [False, True],
+    "SAGEConv-mean": [False, True], "SAGEConv-mean-tanh-LayerNorm": [False, True],
+    "GATConv": [True, True], "GATConv-residual": [True, True],
 }
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_written_out_where_the_form_is_known_and_pays(kind: str) -> None:
+def test_written_out_where_the_form_is_known(kind: str) -> None:
     generated = generate_all(f"{MODEL}:TwoConvs", GenerateOptions(init=json.dumps({"kind": kind})))
-    split = [op.mp.split is not None for op in generated.program.ops if op.mp is not None]
-    assert split == SPLIT.get(kind, [False, False])
-    assert generated.source.count(" written out: ") == sum(split)
+    program = generated.program
+    helpers = [op.helper.rsplit("_", 1)[0] if op.helper != "sage_conv_mean" else op.helper
+               for op in program.ops if op.kind == "mp"]
+    written = WRITTEN_OUT.get(kind, [])
+    assert [h for h in helpers if h] == written
+    per_node = [any(op.note and program.module_path(op) == path or op.note and op.target == f"{path}.fc_neigh"
+                    for op in program.ops) for path in ("conv1", "conv2")]
+    assert per_node == SOURCE_WORK.get(kind, [False, False])
 
 
 def test_graphconv_written_out_needs_the_full_out_degrees() -> None:
     """The written-out GraphConv scales source rows by g's out-degrees, once per node; with the
     degrees a 1-hop block sees instead (its own edges only), the result is wrong."""
     generated = generate_all(f"{MODEL}:TwoConvs", GenerateOptions(init='{"kind": "GraphConv-both"}'))
-    assert "out_degrees = g.out_degrees()" in generated.source
-    assert "_rescale_to_full_out_degrees" not in generated.source
+    line = "out_degrees = g.out_degrees()  # of the whole graph, once"
+    assert line in generated.source
     wrong = "out_degrees = torch.ones(g.num_nodes())"  # as if no source had edges out of the batch
-    broken = generated.source.replace("out_degrees = g.out_degrees()", wrong)
-    broken_generated = generated.__class__(**{**generated.__dict__, "source": broken})
+    broken_generated = generated.__class__(**{**generated.__dict__, "source": generated.source.replace(line, wrong)})
     assert not check(broken_generated, num_nodes=211, batch_sizes=(13,)).ok
 
 

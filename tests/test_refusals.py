@@ -44,12 +44,12 @@ EXPECTED = {
     ),
     "GraphData": (
         errors.UnsupportedOperationError,
-        'tests/models/refused.py:38 (`return h * g.in_degrees().unsqueeze(-1)`): forward reads '
-        '`g.in_degrees()` outside a message-passing module. Layer-wise inference runs every layer'
-        ' on blocks of the graph, so graph data and structure must reach the model as arguments '
-        'of forward (def forward(self, g, x, etypes), computed from the graph before the call) or'
-        ' be read inside a message-passing module; or evaluate this model with its full-graph '
-        'forward.'
+        'tests/models/refused.py:38 (`return h * g.ndata["weight"]`): forward reads '
+        "`g.ndata['weight']` outside a message-passing module. Layer-wise inference runs every "
+        'layer on blocks of the graph, so graph data and structure must reach the model as '
+        'arguments of forward (def forward(self, g, x, etypes), computed from the graph before '
+        'the call) or be read inside a message-passing module; or evaluate this model with its '
+        'full-graph forward.'
     ),
     "MixesRows": (
         errors.UnsupportedOperationError,

@@ -29,14 +29,13 @@ def test_full_graph_and_blocks_styles_generate_the_same_loops() -> None:
 
 def test_destination_rows_are_sliced_from_source_rows_not_reloaded() -> None:
     """Where a layer gathers its source rows (SAGEConv "pool" transforms every one), the
-    destination rows are their first rows; where it reads them in place (SAGEConv "mean"
-    6 -> 8 only aggregates), the block's sources are all nodes and its destination rows are
-    loaded once as a range, for the (written-out) convolution and the skip Linear alike."""
+    destination rows the layer also reads are their first rows (the runtime slices them, no
+    second load); where it reads them in place (SAGEConv "mean" 6 -> 8 only aggregates), the
+    block's sources are all nodes and its destination rows are read once as a range, for the
+    (written-out) convolution and the skip Linear alike."""
     source = generate_all(f"{MODEL}:BlocksStyle").source
     layer1, layer2, _ = source.split("# Layer ")[1:]
-    assert "all_sources=x.device == torch.device(device)" in layer1
-    assert layer1.count("x[start:end]") == 1
-    assert "self.layers[0].fc_self(x_dst)" in layer1 and "self.skip(x_dst)" in layer1
-    assert "all_sources" not in layer2
-    assert "h1[input_nodes].to(device)" in layer2
-    assert "h[: block.num_dst_nodes()]" in layer2 and "h1[start:end].to" not in layer2
+    assert "batches.map(layer_1, src=[x], dst=[x], in_place=True)" in layer1
+    assert "self.skip(x_dst)" in layer1 and "block, x, x_dst, projected=False)" in layer1
+    assert "batches.map(layer_2, src=[h1], dst=[out_degrees, h1])" in layer2
+    assert "h1_dst + self.layers[1](block, h1)" in layer2

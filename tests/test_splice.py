@@ -61,8 +61,6 @@ def test_keeps_what_the_class_needs_and_drops_the_rest() -> None:
         import torch.nn as nn
         from mylib import helper_fn
         import dgl
-        def _helper(g):
-            return dgl.NID
 
         HIDDEN = 16
 
@@ -83,6 +81,8 @@ def test_keeps_what_the_class_needs_and_drops_the_rest() -> None:
             @torch.no_grad()
             def inference(self, g, x, batch_size, device):
                 return helper_fn(x)
+        def _helper(g):
+            return dgl.NID
     ''')
 
 

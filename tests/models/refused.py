@@ -35,7 +35,7 @@ class GraphData(nn.Module):
 
     def forward(self, g, x):
         h = self.conv(g, x)
-        return h * g.in_degrees().unsqueeze(-1)
+        return h * g.ndata["weight"]
 
 
 class MixesRows(nn.Module):

@@ -173,3 +173,18 @@ class SubclassOfADGLConvolution(nn.Module):
 
     def forward(self, g, x):
         return self.conv2(g, torch.tanh(self.conv1(g, x)))
+
+
+class InDegreesInForward(nn.Module):
+    """`h * g.in_degrees().unsqueeze(-1)`: a value of the graph alone, computed once on the
+    whole graph and read per batch (was refused as graph access; unsqueeze(-1) of a 1-D
+    tensor was taken for an op on the row dimension)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = dglnn.SAGEConv(6, 8, "mean")
+        self.conv2 = dglnn.GraphConv(8, 4, allow_zero_in_degree=True)
+
+    def forward(self, g, x):
+        h = self.conv1(g, x) * g.in_degrees().unsqueeze(-1)
+        return self.conv2(g, F.relu(h)) / g.out_degrees().clamp(min=1).unsqueeze(-1)

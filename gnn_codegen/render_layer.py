@@ -1,0 +1,396 @@
+"""Render, one stage: the function a layer's batches run (`def layer_2(block, h1, h1_dst): ...`)
+and the call that runs it (`h2 = batches.map(layer_2, src=[h1], dst=[h1], in_place=True)`).
+
+The function's parameters are the rows the stage reads (source rows, destination rows, edges:
+render passes them to the runtime's `map` in that order), its body is the user's forward for
+the stage, one line per op in the user's names, and it returns what later stages or the caller
+read. In-place rewrites that keep batch-sized temporaries down live here too: an activation on a
+tensor nothing else reads runs in place, and an nn.Linear over a concatenation of columns
+nothing else reads sums a product per part instead of making the concatenation."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from gnn_codegen.errors import internal
+from gnn_codegen.ir import Op, Ref, iter_refs
+from gnn_codegen.names import NameAllocator
+from gnn_codegen.plan import Space, Stage, mp_feature_spaces, value_deps
+from gnn_codegen.render_code import BINARY, UNARY, Code, Copy, comment, constant
+from gnn_codegen.write_out import helper_parameters
+
+if TYPE_CHECKING:
+    from gnn_codegen.render import Renderer
+
+# methods whose result is a view of their receiver, nothing else
+_RESHAPES = ("flatten", "view", "reshape", "squeeze", "unsqueeze")
+
+
+@dataclass
+class LayerFunction:
+    """A stage written out: the function, and what render needs to call it."""
+
+    name: str
+    params: list[str]
+    body: list[str]
+    src: list[str] = field(default_factory=list)  # method-level tensors read on source rows
+    dst: list[str] = field(default_factory=list)  # ... on destination rows (or node ranges)
+    edges: list[str] = field(default_factory=list)  # ... on edges
+    in_place: bool = False  # the runtime may read source rows in place (see LayerWriter.in_place)
+    per_edge: tuple[int, ...] = ()  # positions of the results that have a row per edge
+
+
+class LayerWriter:
+    """Writes the function of one stage."""
+
+    def __init__(self, r: "Renderer", stage: Stage, name: str):
+        self.r, self.stage, self.name = r, stage, name
+        self.program = r.program
+        self.space = {p.name: p.space for p in stage.ops}
+        self.names = NameAllocator(r.reserved | {"block"})
+        self.local: dict[tuple[str, Space], str] = {}  # (value, rows) -> local name
+        self.params: dict[str, list[tuple[str, str]]] = {"src": [], "dst": [], "edge": []}
+        self.lines: list[str] = []
+        # values that are a tensor this batch made and nothing else holds: a written-out
+        # convolution's result, and views of it that its only reader takes (`h = h.flatten(1)`)
+        self.exclusive: set[str] = set()
+        # values written inside their only reader's expression, as the user's line has them
+        self.expressions: dict[tuple[str, Space], Code] = {}
+        self.in_place = self._sources_in_place()
+
+    # -- the stage's inputs ---------------------------------------------------------------------
+    def _sources_in_place(self) -> bool:
+        """Whether every stored tensor the stage reads on source rows feeds only convolutions
+        that touch source rows inside messages (known_modules, write_out.py): then, on the
+        device that holds them, blocks take all of g's nodes as sources and the rows are read
+        where they are, not gathered."""
+        loads = [name for name, space in self.stage.loads if space == "src"]
+        if self.stage.index == 0 or not loads or any(p.space == "src" for p in self.stage.ops):
+            return False
+        for placed in self.stage.ops:
+            op = self.program.op(placed.name)
+            if op.kind != "mp":
+                continue
+            for value, space in mp_feature_spaces(op):
+                direct = isinstance(value, Ref) and value.name in loads
+                if space == "src" and not (direct and op.mp and op.mp.sources_in_place):
+                    return False
+        return True
+
+    def param(self, name: str, space: Space) -> str:
+        """The parameter that holds `name`'s rows on `space` (source rows, destination rows or
+        node ranges, edges), made on first use: named after the stored tensor."""
+        if (name, space) not in self.local:
+            buffer = self.r.buffer[name]
+            also_src = space == "dst" and any(n == name for n, _ in self.params["src"])
+            local = self.names.take(f"{buffer}_dst" if also_src else buffer)
+            self.params["edge" if space == "edge" else space].append((name, local))
+            self.local[(name, space)] = local
+        return self.local[(name, space)]
+
+    # -- expressions ----------------------------------------------------------------------------
+    def value(self, name: str, need: Space) -> Code:
+        op = self.program.op(name)
+        if op.kind == "graph":
+            return Code("block")
+        if name in self.r.inline:
+            return self.op_expression(op, need)
+        if (name, need) in self.local:
+            return Code(self.local[(name, need)])
+        if (name, need) in self.expressions:  # written where its only reader is, on its line
+            return self.expressions[(name, need)]
+        if self.r.attrs[name].rows == "tuple":
+            # e.g. GATConv(get_attention=True) -> (node rows, edge rows): indexing picks the rows
+            return Code(next(local for (value, _), local in self.local.items() if value == name))
+        if name not in self.space:  # a stored tensor (or an input) this stage reads
+            return Code(self.param(name, need))
+        if need == "dst" and (name, "src") in self.local:  # computed here on source rows
+            return Code(f"{self.local[(name, 'src')]}[: block.num_dst_nodes()]")
+        raise internal(f"{name} is not available on {need} rows in stage {self.stage.index}")
+
+    def arg(self, value: Any, need: Space, in_index: bool = False) -> Code:
+        if isinstance(value, Ref):
+            return self.value(value.name, need)
+        if isinstance(value, Copy):
+            return Code(f"{self.arg(value.value, need).operand()}.clone()")
+        if isinstance(value, slice) and in_index:
+            parts = [self.arg(v, need).text if v is not None else "" for v in (value.start, value.stop, value.step)]
+            return Code(":".join(parts[:2]) + (f":{parts[2]}" if parts[2] else ""))
+        if isinstance(value, slice):
+            return Code(f"slice({', '.join(self.arg(v, need).text for v in (value.start, value.stop, value.step))})")
+        if isinstance(value, tuple):
+            items = [self.arg(v, need, in_index).text for v in value]
+            if in_index:
+                return Code(", ".join(items))
+            return Code(f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})")
+        if isinstance(value, list):
+            return Code(f"[{', '.join(self.arg(v, need).text for v in value)}]")
+        text = constant(value)
+        return Code(text, atom=not text.startswith("-"))
+
+    def call_args(self, op: Op, need: Space, skip: int = 0) -> str:
+        parts = [self.arg(a, need).text for a in op.args[skip:]]
+        parts += [f"{k}={self.arg(v, need).text}" for k, v in op.kwargs]
+        return ", ".join(parts)
+
+    def op_expression(self, op: Op, need: Space) -> Code:
+        if op.kind == "attr":
+            return Code(op.accessor)
+        if op.helper:  # a written-out convolution's part: its module first, then the rest
+            rest = list(op.args[1:])
+            while rest and rest[-1] is None:  # arguments that default to None
+                rest.pop()
+            names = helper_parameters(op.helper)[1:]
+            args = [op.accessor]
+            for i, a in enumerate(rest):  # constants by name: `weighted=True` says what it is
+                text = self.arg(a, self._role(op, i, need)).text
+                args.append(text if any(True for _ in iter_refs(a)) else f"{names[i]}={text}")
+            args += [f"{k}={self.arg(v, 'edge' if op.kind == 'mp' else need).text}" for k, v in op.kwargs]
+            return Code(f"{self.r.helper_names[op.helper]}({', '.join(args)})")
+        if op.kind == "module":
+            return Code(f"{op.accessor}({self.call_args(op, need)})")
+        if op.kind == "mp":
+            return Code(f"{op.accessor}({self.mp_args(op)})")
+        if op.kind == "method":
+            receiver = self.arg(op.args[0], need).operand()
+            return Code(f"{receiver}.{op.target}({self.call_args(op, need, skip=1)})")
+        if op.kind == "function":
+            return self.function_expression(op, need)
+        raise internal(f"cannot render op kind {op.kind}")
+
+    @staticmethod
+    def _role(op: Op, index: int, need: Space) -> Any:
+        """The rows a written-out convolution's argument (after its module) is read at."""
+        if op.kind != "mp" or op.mp is None:
+            return need
+        role = op.mp.roles[index] if index < len(op.mp.roles) else None
+        return role if role in ("src", "dst", "edge") else "dst"
+
+    def function_expression(self, op: Op, need: Space) -> Code:
+        module, _, name = op.target.rpartition(".")
+        if module == "operator" and name in BINARY and len(op.args) == 2:
+            a, b = (self.arg(x, need).operand() for x in op.args)
+            return Code(f"{a} {BINARY[name]} {b}", atom=False)
+        if module == "operator" and name in UNARY:
+            return Code(f"{UNARY[name]}{self.arg(op.args[0], need).operand()}", atom=False)
+        if module == "operator" and name == "getitem":
+            receiver = self.arg(op.args[0], need).operand()
+            return Code(f"{receiver}[{self.arg(op.args[1], need, in_index=True).text}]")
+        if op.target == "getattr" and len(op.args) == 2 and isinstance(op.args[1], str):
+            return Code(f"{self.arg(op.args[0], need).operand()}.{op.args[1]}")
+        if module == "operator":
+            raise internal(f"cannot render operator.{name}")
+        return Code(f"{op.target}({self.call_args(op, need)})")
+
+    def mp_args(self, op: Op) -> str:
+        """A message-passing module called on the block: (source rows) or (source rows,
+        destination rows), edge tensors in their own positions."""
+        spaces = mp_feature_spaces(op)
+        rows = [self.arg(value, space).text for value, space in spaces if space != "edge"]
+        if self.in_place and len(rows) == 1:
+            # the block's sources are all of g's nodes: its destination rows are not their first
+            # rows, so the module gets them as the pair's second element
+            rows.append(self.arg(spaces[0][0], "dst").text)
+        features = rows[0] if len(rows) == 1 else f"({', '.join(rows)})"
+        extra = [self.arg(a, "edge").text for a in op.args[2:]]
+        extra += [f"{k}={self.arg(v, 'edge').text}" for k, v in op.kwargs]
+        return ", ".join(["block", features, *extra])
+
+    # -- statements -----------------------------------------------------------------------------
+    def primary_input(self, op: Op) -> tuple[str, Space] | None:
+        """The value a chain `h = f(h)` continues: a convolution's source rows, else the first
+        argument."""
+        if op.kind == "mp":
+            first, space = mp_feature_spaces(op)[0]
+            deps = value_deps(self.program, self.r.inline, first)
+            return (deps[0], space) if deps and isinstance(first, Ref) else None
+        first_arg = op.args[1] if op.helper and len(op.args) > 1 else op.args[0] if op.args else None
+        if not isinstance(first_arg, Ref) or first_arg.name in self.r.inline:
+            return None
+        return first_arg.name, self.space[op.name]
+
+    def write(self) -> LayerFunction:
+        program, uses = self.program, Counter[str]()
+        for placed in self.stage.ops:
+            op = program.op(placed.name)
+            for d in value_deps(program, self.r.inline, (op.args, tuple(v for _, v in op.kwargs))):
+                uses[d] += 1
+        for name in self.stage.stores:
+            uses[name] += 1
+        # the rows this stage reads, in the plan's order (the parameters' order)
+        for name, space in self.stage.loads:
+            self.param(name, space)
+        unpacked = self.unpackings()
+        fused = self.linears_over_concatenations(uses)
+        nested = self.nested(uses, set(unpacked.values()) | set(fused.values()) | set(fused))
+        noted = set()
+        for placed in self.stage.ops:
+            op = program.op(placed.name)
+            self.r.note_origins(self.lines, op)
+            if placed.name in unpacked.values() or placed.name in fused.values():
+                continue  # taken where its tuple is computed / never made (the Linear takes parts)
+            if op.note and op.note not in noted:  # why gnn-codegen added this line
+                self.lines.extend(comment(op.note))
+                noted.add(op.note)
+            elements = [e for e in (unpacked.get((op.name, i)) for i in range(len(unpacked))) if e]
+            if elements:
+                self.write_unpacking(op, elements, uses)
+                continue
+            primary = self.primary_input(op)
+            sole = primary if primary and uses[primary[0]] == 1 and primary[0] in self.exclusive else None
+            if placed.name in nested and not (op.mutates and not sole):
+                written = replace(op, kwargs=(*op.kwargs, ("inplace", True))) if sole and op.activation_in_place else op
+                self.expressions[(op.name, placed.space)] = self.op_expression(written, placed.space)
+                if op.helper and op.kind == "mp" or sole and written is not op:
+                    self.exclusive.add(op.name)
+                continue
+            target = self.target(op, placed.space, uses)
+            if placed.name in fused:
+                self.lines.extend(self.linear_over_concatenation(op, program.op(fused[placed.name]), target))
+                self.exclusive.add(op.name)
+            elif sole and op.activation_in_place:
+                # F.relu(h) on a tensor nothing else reads, as F.relu(h, inplace=True): the same
+                # numbers without a new batch-sized tensor, which costs more to touch on a CPU
+                written = replace(op, kwargs=(*op.kwargs, ("inplace", True)))
+                self.lines.append(f"{target} = {self.op_expression(written, placed.space).text}")
+                self.exclusive.add(op.name)
+            elif op.mutates and not sole:
+                # the op changes its input in place, and something else holds that tensor
+                written = replace(op, args=(Copy(op.args[0]), *op.args[1:]))
+                self.lines.append(f"{target} = {self.op_expression(written, placed.space).text}")
+                self.exclusive.add(op.name)
+            else:
+                self.lines.append(f"{target} = {self.op_expression(op, placed.space).text}")
+                if op.helper and op.kind == "mp" or sole and (op.mutates or op.kind == "method"
+                                                              and op.target in _RESHAPES):
+                    self.exclusive.add(op.name)
+            self.local[(op.name, placed.space)] = target
+        self.r.note_origins(self.lines, None)
+        return self.finish()
+
+    def nested(self, uses: Counter[str], special: set[str]) -> set[str]:
+        """Values to write inside their reader's expression: read once, by the next op of the
+        same line of the user's forward, on the same rows (`F.relu(self.conv(g, h))` stays
+        one line); never a stored value, a tuple, or a value gnn-codegen made (write_out.py)."""
+        ops = [self.program.op(p.name) for p in self.stage.ops]
+        result = set()
+        for op, reader in zip(ops, ops[1:]):
+            if (uses[op.name] == 1 and op.location and op.location == reader.location
+                    and not op.note and not reader.note
+                    and op.name not in self.stage.stores and op.name not in special and reader.name not in special
+                    and self.r.attrs[op.name].rows != "tuple" and self.space[op.name] == self.space[reader.name]
+                    and op.name in value_deps(self.program, self.r.inline, (reader.args, tuple(v for _, v in reader.kwargs)))):
+                result.add(op.name)
+        return result
+
+    def target(self, op: Op, space: Space, uses: Counter[str]) -> str:
+        """The name an op's value gets: `h = f(h)` when f is the only reader of h, as a person
+        writes a chain of layers; else the user's name for it, or what computes it."""
+        primary = self.primary_input(op)
+        while primary in self.expressions:  # written inside this op: its chain continues below
+            primary = self.primary_input(self.program.op(primary[0]))
+        same_rows = op.kind == "mp" or primary is not None and primary[1] == space
+        own_name = bool(op.var) and op.var not in self.r.generic
+        if primary and primary in self.local and uses[primary[0]] == 1 and same_rows:
+            local = self.local[primary]
+            chain = not own_name or op.var == local
+            made_by_us = bool(self.program.op(primary[0]).note)  # `feat` must not name the result
+            is_param = any(local == name for params in self.params.values() for _, name in params)
+            if chain and not made_by_us and not is_param:
+                return local  # a parameter keeps the stored tensor's name: never reassigned
+        return self.names.take(self.r.base_name(op))
+
+    def write_unpacking(self, op: Op, elements: list[str], uses: Counter[str]) -> None:
+        """`a, b = f(...)` for a tuple whose every element this stage takes."""
+        space = self.space[op.name]
+        expression = self.op_expression(op, space).text
+        names = [self.names.take(self.program.op(e).var or self.r.base_name(self.program.op(e))) for e in elements]
+        for element, name in zip(elements, names):
+            self.local[(element, self.space[element])] = name
+        self.lines.append(f"{', '.join(names)} = {expression}")
+
+    def finish(self) -> LayerFunction:
+        """The function: its parameters, body and return of the stored values."""
+        results, per_edge = [], []
+        for i, name in enumerate(self.stage.stores):
+            edge = self.space[name] == "edge"
+            results.append(self.value(name, "edge" if edge else "dst").text)
+            if edge:
+                per_edge.append(i)
+        body = list(self.lines)
+        # `return <expression>` for results the last line computes for nothing else
+        target, sep, expression = body[-1].partition(" = ") if body else ("", "", "")
+        if sep and target.isidentifier() and results.count(target) == 1:
+            results[results.index(target)] = expression
+            body = body[:-1]
+        elif sep and target.replace(", ", ",").split(",") == results:  # `a, b = f(...)`
+            results, body = [expression], body[:-1]
+        body.append(f"return {', '.join(results)}")
+        params = ([] if self.stage.index == 0 else ["block"])
+        params += [local for space in ("src", "dst", "edge") for _, local in self.params[space]]
+        return LayerFunction(
+            self.name, params, body,
+            src=[self.r.buffer[n] for n, _ in self.params["src"]],
+            dst=[self.r.buffer[n] for n, _ in self.params["dst"]],
+            edges=[self.r.buffer[n] for n, _ in self.params["edge"]],
+            in_place=self.in_place, per_edge=tuple(per_edge),
+        )
+
+    # -- rewrites that save batch-sized temporaries ---------------------------------------------
+    def linears_over_concatenations(self, uses: Counter[str]) -> dict[str, str]:
+        """This stage's nn.Linear ops that read a concatenation of columns (2-D rows) that
+        nothing else reads -> that concatenation, which is then never made: the Linear is the
+        sum of each part's product with its columns of the weight (JKNet's classifier input,
+        three layers of 128 columns, was 384 MB per batch of 262144 nodes)."""
+        program, result = self.program, {}
+        for placed in self.stage.ops:
+            op = program.op(placed.name)
+            if not op.linear or op.kwargs or len(op.args) != 1 or not isinstance(op.args[0], Ref):
+                continue
+            cat = program.op(op.args[0].name)
+            parts = cat.args[0] if cat.concatenates_columns else ()
+            if (
+                self.space.get(cat.name) == placed.space and uses[cat.name] == 1 and len(parts) > 1
+                and all(isinstance(p, Ref) and len(self.r.attrs[p.name].shape) == 1 for p in parts)
+            ):
+                result[op.name] = cat.name
+        return result
+
+    def linear_over_concatenation(self, op: Op, cat: Op, target: str) -> list[str]:
+        """`target = linear(torch.cat(parts, dim=1))` as a product per part, summed in place:
+        equal to float rounding, without the concatenation."""
+        space = self.space[op.name]
+        parts = [self.arg(part, space).text for part in cat.args[0]]
+        widths = [self.r.attrs[part.name].shape[0] for part in cat.args[0]]
+        lines = comment(
+            f"{op.accessor}(torch.cat([{', '.join(parts)}], dim=1)) without making the "
+            "concatenation: each part times its columns of the weight, summed in place"
+        )
+        start = 0
+        for i, (part, width) in enumerate(zip(parts, widths)):
+            stop = "" if i == len(parts) - 1 else start + width
+            columns = f"{op.accessor}.weight[:, {start or ''}:{stop}]"
+            if i == 0:
+                lines.append(f"{target} = torch.nn.functional.linear({part}, {columns}, {op.accessor}.bias)")
+            else:
+                lines.append(f"{target}.addmm_({part}, {columns}.t())")
+            start += width
+        return lines
+
+    def unpackings(self) -> dict[tuple[str, int], str]:
+        """(tuple value, index) -> element op, for tuples whose every element is taken by
+        `t[i]` in this stage and nothing else reads: written `a, b = f(...)` as people do."""
+        program, result = self.program, {}
+        members = {p.name for p in self.stage.ops}
+        for placed in self.stage.ops:
+            info = self.r.attrs[placed.name]
+            if info.rows != "tuple" or placed.name in self.stage.stores:
+                continue
+            readers = [program.op(u) for u in self.r.users[placed.name]]
+            indices = [r.args[1] if r.target == "operator.getitem" and len(r.args) == 2 else None for r in readers]
+            complete = sorted(i for i in indices if isinstance(i, int)) == list(range(info.shape[0]))
+            if all(r.name in members for r in readers) and complete and len(indices) == info.shape[0]:
+                result.update({(placed.name, i): r.name for r, i in zip(readers, indices)})
+        return result

@@ -1,0 +1,214 @@
+"""Stage 2b, write out: the traced calls of DGL's GraphConv, SAGEConv("mean") and GATConv into
+the two parts of their forward() (templates/convs.py.j2): the work on every source row, an op
+like any other between layers, and the rest on each batch's block, a message-passing op.
+
+Called on a block, such a convolution transforms each of the block's source rows (GraphConv
+scales by out-degree and may multiply by its weight, a narrowing SAGEConv applies fc_neigh,
+GATConv applies fc and attn_l), and a batch's block holds several times its own node count in
+source rows: a layer-wise loop that calls the module repeats that work for every batch that
+reads a row. Written out, the cut (cut.py) places the source-row work where it runs once per
+node, at the end of the layer that makes its input, and the batch loop only aggregates, reading
+the rows in place where they are on the device already. GraphConv's out-degree norm reads the
+full graph's out-degrees (`g.out_degrees()`, a value of the graph computed once), which also
+makes it exact on blocks, whose own out-degrees count only their edges.
+
+The pass works on the fx graph, before lowering: the parts are calls of real functions (this
+module execs the template), so that the probe run (attributes.py) and the check (verify.py)
+run them, and lower.py knows them by identity (HELPERS)."""
+
+from __future__ import annotations
+
+import inspect
+import operator
+from types import SimpleNamespace
+from typing import Any, Callable
+
+import dgl
+import dgl.nn as dglnn
+import torch
+import torch.fx as fx
+
+from gnn_codegen.templating import render_template
+
+# helper name -> the roles of its arguments after the module: "graph", "src" / "dst" rows,
+# "edge" rows, None for a constant. Message-passing helpers take the graph second.
+SECTIONS = (
+    "sage_conv_mean", "graph_conv_source", "graph_conv_aggregate", "gat_conv_source",
+    "gat_conv_aggregate", "attention_term", "attention_weighted_sum", "check_in_degrees",
+)
+MESSAGE_PASSING = {
+    "sage_conv_mean": ("graph", "src", "dst", None, "edge"),
+    "graph_conv_aggregate": ("graph", "src", None, "edge"),
+    "gat_conv_aggregate": ("graph", "src", "src", "dst", "dst", "edge"),
+}
+# what each section calls, so that a module that uses one gets those too
+NEEDS = {
+    "gat_conv_source": ("attention_term",),
+    "gat_conv_aggregate": ("attention_term", "attention_weighted_sum", "check_in_degrees"),
+    "graph_conv_aggregate": ("check_in_degrees",),
+}
+
+
+def _load_helpers() -> dict[str, Callable[..., Any]]:
+    names = SimpleNamespace(**{section: f"_{section}" for section in SECTIONS})
+    source = render_template("convs.py.j2", used=set(SECTIONS), names=names)
+    # defined as functions of this module, as torch.fx spells a function it calls by its module
+    namespace: dict[str, Any] = {"torch": torch, "dgl": dgl, "__name__": __name__}
+    exec(compile(source, "<gnn-codegen convs.py.j2>", "exec"), namespace)
+    return {section: namespace[f"_{section}"] for section in SECTIONS}
+
+
+HELPERS = _load_helpers()
+globals().update({f"_{section}": fn for section, fn in HELPERS.items()})
+_SECTION_OF = {id(fn): section for section, fn in HELPERS.items()}
+
+
+def helper_name(fn: Any) -> str | None:
+    """The template section of a function this pass put into the graph, or None."""
+    section = _SECTION_OF.get(id(fn))
+    return section if section is not None and HELPERS[section] is fn else None
+
+
+def helper_parameters(section: str) -> list[str]:
+    """The parameter names of a section's function, for calls that name their constants."""
+    return list(inspect.signature(HELPERS[section]).parameters)
+
+
+def sections_needed(used: set[str]) -> set[str]:
+    needed = set(used)
+    for section in used:
+        needed.update(NEEDS.get(section, ()))
+    return needed
+
+
+def write_out(gm: fx.GraphModule, graph_arg: str) -> fx.GraphModule:
+    """Replace each known convolution call of `gm` by its two parts (in place; returns gm)."""
+    modules = dict(gm.named_modules())
+    graph = gm.graph
+    placeholder = next(n for n in graph.nodes if n.op == "placeholder" and n.target == graph_arg)
+    for node in list(graph.nodes):
+        if node.op != "call_module":
+            continue
+        module = modules[str(node.target)]
+        recipe = {dglnn.GraphConv: _graph_conv, dglnn.SAGEConv: _sage_conv, dglnn.GATConv: _gat_conv}.get(type(module))
+        call = _Call.of(node, placeholder) if recipe else None
+        if recipe is None or call is None:
+            continue
+        before = set(graph.nodes)
+        with graph.inserting_before(node):
+            result = recipe(graph, node, module, call)
+        if result is None:
+            continue
+        for created in graph.nodes:
+            if created not in before:  # messages quote the user's line of the call
+                created.stack_trace = node.stack_trace
+        node.replace_all_uses_with(result)
+        graph.erase_node(node)
+    graph.lint()
+    gm.recompile()
+    return gm
+
+
+class _Call:
+    """A convolution call `conv(g, feat)`, `conv(g, (src, dst))`, with an optional edge weight."""
+
+    def __init__(self, graph: fx.Node, src: fx.Node, dst: fx.Node, edge_weight: Any, extra: dict[str, Any]):
+        self.graph, self.src, self.dst, self.edge_weight, self.extra = graph, src, dst, edge_weight, extra
+
+    @classmethod
+    def of(cls, node: fx.Node, placeholder: fx.Node) -> "_Call | None":
+        if len(node.args) < 2 or node.args[0] is not placeholder:
+            return None
+        feat = node.args[1]
+        if isinstance(feat, (tuple, list)) and len(feat) == 2 and all(isinstance(f, fx.Node) for f in feat):
+            src, dst = feat
+        elif isinstance(feat, fx.Node):
+            src = dst = feat
+        else:
+            return None
+        kwargs = dict(node.kwargs)
+        edge_weight = kwargs.pop("edge_weight", node.args[2] if len(node.args) > 2 else None)
+        if len(node.args) > 3:
+            return None
+        return cls(placeholder, src, dst, edge_weight, kwargs)
+
+    def same_rows(self) -> bool:
+        """dst is src, or src's destination prefix (`h[:block.num_dst_nodes()]`)."""
+        dst = self.dst
+        if dst is self.src:
+            return True
+        if dst.op != "call_function" or dst.target is not operator.getitem or dst.args[0] is not self.src:
+            return False
+        index = dst.args[1]
+        if isinstance(index, tuple) and index:
+            index = index[0]
+        stop = index.stop if isinstance(index, slice) else None
+        return (isinstance(index, slice) and index.start in (None, 0) and isinstance(stop, fx.Node)
+                and stop.op == "call_method" and stop.target in ("num_dst_nodes", "number_of_dst_nodes"))
+
+
+def _helper(graph: fx.Graph, section: str, *args: Any, **kwargs: Any) -> fx.Node:
+    return graph.call_function(HELPERS[section], args, kwargs)
+
+
+def _named(node: fx.Node, name: str, note: tuple[str, str] = ("", "")) -> fx.Node:
+    """The name the generated code gives a value this pass made, and why it made it: (the
+    convolution's module path, what of its forward the value is), see lower.py."""
+    node.meta["gnn_codegen"] = (name, *note)
+    return node
+
+
+def _source_note(conv_call: fx.Node, what: str) -> tuple[str, str]:
+    return str(conv_call.target), f"{what} on each source row, once per node"
+
+
+def _module(graph: fx.Graph, node: fx.Node) -> fx.Node:
+    return graph.get_attr(str(node.target))
+
+
+def _edge_kwargs(call: _Call) -> dict[str, Any]:
+    return {} if call.edge_weight is None else {"edge_weight": call.edge_weight}
+
+
+def _graph_conv(graph: fx.Graph, node: fx.Node, module: torch.nn.Module, call: _Call) -> fx.Node | None:
+    if call.extra or not call.same_rows():  # weight= given to forward, or a bipartite pair
+        return None
+    conv = _module(graph, node)
+    weighted = module._in_feats > module._out_feats and module.weight is not None
+    out_degrees = None
+    if module._norm in ("both", "left"):
+        out_degrees = _named(graph.call_method("out_degrees", (call.graph,)), "out_degrees")
+    feat = call.src
+    if out_degrees is not None or weighted:
+        what = "norm by out-degree" + (" and weight" if weighted else "") if out_degrees is not None else "weight"
+        feat = _named(_helper(graph, "graph_conv_source", conv, call.src, out_degrees, weighted), "feat",
+                      _source_note(node, what))
+    return _helper(graph, "graph_conv_aggregate", conv, call.graph, feat, weighted, **_edge_kwargs(call))
+
+
+def _sage_conv(graph: fx.Graph, node: fx.Node, module: torch.nn.Module, call: _Call) -> fx.Node | None:
+    if module._aggre_type != "mean" or call.extra:
+        return None
+    projected = module._in_src_feats > module._out_feats  # DGL's lin_before_mp
+    if projected:
+        feat = _named(graph.call_module(f"{node.target}.fc_neigh", (call.src,)), "feat", _source_note(node, "fc_neigh"))
+    else:
+        feat = call.src
+    conv = _module(graph, node)
+    return _helper(graph, "sage_conv_mean", conv, call.graph, feat, call.dst, projected, **_edge_kwargs(call))
+
+
+def _gat_conv(graph: fx.Graph, node: fx.Node, module: torch.nn.Module, call: _Call) -> fx.Node | None:
+    if hasattr(module, "fc_src") or call.extra:  # separate source and destination weights
+        return None
+    conv = _module(graph, node)
+    note = _source_note(node, "fc and attention term")
+    source = _named(_helper(graph, "gat_conv_source", conv, call.src), "source", note)
+    feat = _named(graph.call_function(operator.getitem, (source, 0)), "feat", note)
+    el = _named(graph.call_function(operator.getitem, (source, 1)), "el", note)
+    feat_dst = feat
+    if not call.same_rows():
+        destination = _named(_helper(graph, "gat_conv_source", conv, call.dst), "destination", note)
+        feat_dst = _named(graph.call_function(operator.getitem, (destination, 0)), "feat_dst", note)
+    h_dst = call.dst if module.res_fc is not None else None
+    return _helper(graph, "gat_conv_aggregate", conv, call.graph, feat, el, feat_dst, h_dst, **_edge_kwargs(call))

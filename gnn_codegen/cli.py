@@ -16,6 +16,7 @@ from typing import NoReturn
 from gnn_codegen.cut import DEFAULT_FANOUT
 from gnn_codegen.errors import CheckFailedError, GnnCodegenError, InternalError, OptionsError, TargetError
 from gnn_codegen.explain import DEFAULT_NODES, explain_data, explain_dot, explain_json, explain_text, render_dot
+from gnn_codegen.method_name import DEFAULT_METHOD_NAME
 from gnn_codegen.pipeline import VERSION, GenerateOptions, generate_all
 
 
@@ -35,6 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--feat-dims", metavar="NAME=WIDTH,...", help="widths of forward's inputs when the model does not reveal them, e.g. x=602")
     parser.add_argument("--leaf", action="append", default=[], metavar="CLASS", help="treat modules of this class as row-wise leaves (repeatable)")
     parser.add_argument("--mp-module", action="append", default=[], metavar="CLASS", help="treat modules of this class as message passing (repeatable)")
+    parser.add_argument("--method-name", default=DEFAULT_METHOD_NAME, metavar="NAME",
+                        help=f"name of the generated method (default {DEFAULT_METHOD_NAME}); it replaces a method "
+                        "of that name in your class, so give another NAME to keep yours")
     parser.add_argument("--fanout", type=float, default=DEFAULT_FANOUT, metavar="F",
                         help=f"cost model: source rows a layer gathers per stored row, and edges per node (default {DEFAULT_FANOUT:g})")
     parser.add_argument("--simple-cut", action="store_true", help="cut right after each message-passing layer instead of the cheapest placement")
@@ -75,6 +79,7 @@ def run(argv: list[str]) -> int:
         fanout=args.fanout,
         optimize=not args.simple_cut,
         verify=not args.no_verify,
+        method_name=args.method_name,
     )
     if args.output not in (None, "-") and ":" in args.target:
         model_file = Path(args.target.rpartition(":")[0])

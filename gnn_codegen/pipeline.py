@@ -15,6 +15,7 @@ from gnn_codegen.functionalize import functionalize
 from gnn_codegen.ir import Program
 from gnn_codegen.load import LoadedModel, load
 from gnn_codegen.lower import lower
+from gnn_codegen.method_name import DEFAULT_METHOD_NAME, check_method_name
 from gnn_codegen.plan import Plan, build_plan
 from gnn_codegen.probe import prove_message_passing
 from gnn_codegen.render import render
@@ -38,6 +39,8 @@ class GenerateOptions:
     # check the module against forward on a random graph before returning it (verify.py); off
     # only with --no-verify, and the header then says so
     verify: bool = True
+    # the generated method's name; by default it replaces a user method of that name (method_name.py)
+    method_name: str = DEFAULT_METHOD_NAME
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ class Generated:
     origins: tuple[tuple[str, str], ...] = ()
     verification: CheckResult | None = None  # the check before writing (None with --no-verify)
     notes: tuple[str, ...] = ()  # what the user should know that is no warning
+    method_name: str = DEFAULT_METHOD_NAME  # the generated method's name in the class
 
 
 def parse_feat_dims(spec: str | None) -> dict[str, tuple[int, ...]]:
@@ -89,11 +93,14 @@ def regenerate_command(target: str, options: GenerateOptions) -> str:
         parts += ["--fanout", f"{options.fanout:g}"]
     if not options.optimize:
         parts += ["--simple-cut"]
+    if options.method_name != DEFAULT_METHOD_NAME:
+        parts += ["--method-name", options.method_name]
     return shlex.join(parts)
 
 
 def generate_all(target: str, options: GenerateOptions = GenerateOptions()) -> Generated:
     loaded = load(target, options.init)
+    warnings = check_method_name(loaded, options.method_name)
     leaves, forced_mp = frozenset(options.leaves), frozenset(options.mp_modules)
     traced = trace(loaded.model, loaded.path, leaves, forced_mp)
     namespace = vars(loaded.module)
@@ -101,7 +108,6 @@ def generate_all(target: str, options: GenerateOptions = GenerateOptions()) -> G
     attrs, probe_values = infer_attributes(traced, program, loaded.model, parse_feat_dims(options.feat_dims), leaves)
     prove_message_passing(program, loaded.model, probe_values)
     plan = build_plan(program, attrs, options.fanout, options.optimize)
-    warnings: tuple[str, ...] = ()
     if options.optimize and not plan.cut.placement.optimal:
         warnings += (
             "the search for the cheapest placement of the ops between layers stopped after "
@@ -112,9 +118,10 @@ def generate_all(target: str, options: GenerateOptions = GenerateOptions()) -> G
     header = {"version": VERSION, "target": target, "command": regenerate_command(target, options),
               "verified": options.verify}
     rendered = render(program, attrs, plan, reserved, header)
-    source = splice(loaded.source, loaded.class_name, rendered.method, rendered.helpers, rendered.header)
+    source = splice(loaded.source, loaded.class_name, rendered.method, rendered.helpers, rendered.header,
+                    options.method_name)
     generated = Generated(format_source(source), loaded, program, attrs, plan, warnings, target, rendered.buffers,
-                          rendered.origins)
+                          rendered.origins, method_name=options.method_name)
     if not options.verify:
         return generated
     result = verify(generated)

@@ -89,7 +89,7 @@ def check(generated: Generated, num_nodes: int = 1000, seed: int = 0,
         for sources, (model, module) in models.items():
             started = time.perf_counter()
             try:
-                actual = model.inference(g, *inputs, batch_size=batch_size, device="cpu")
+                actual = getattr(model, generated.method_name)(g, *inputs, batch_size=batch_size, device="cpu")
             except Exception as exc:
                 raise CheckFailedError(_inference_failed(generated, module, exc, g, batch_size, sources)) from None
             seconds = time.perf_counter() - started

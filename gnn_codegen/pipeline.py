@@ -3,13 +3,16 @@ infer attributes -> cut and plan -> render -> splice -> format."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import shlex
 from dataclasses import dataclass, field, replace
 
+import torch
+
 from gnn_codegen.attributes import Attributes, infer_attributes
 from gnn_codegen.cut import DEFAULT_FANOUT, SEARCH_LIMIT
-from gnn_codegen.errors import FeatDimsError
+from gnn_codegen.errors import FeatDimsError, OptionsError
 from gnn_codegen.format import format_source
 from gnn_codegen.functionalize import functionalize
 from gnn_codegen.ir import Program
@@ -21,7 +24,7 @@ from gnn_codegen.probe import prove_message_passing
 from gnn_codegen.render import render
 from gnn_codegen.simplify import simplify
 from gnn_codegen.splice import splice
-from gnn_codegen.trace import trace
+from gnn_codegen.trace import Traced, trace
 from gnn_codegen.verify import CheckResult, verify
 
 VERSION = "0.1.0"
@@ -99,13 +102,17 @@ def regenerate_command(target: str, options: GenerateOptions) -> str:
 
 
 def generate_all(target: str, options: GenerateOptions = GenerateOptions()) -> Generated:
+    feat_dims = parse_feat_dims(options.feat_dims)
     loaded = load(target, options.init)
-    warnings = check_method_name(loaded, options.method_name)
+    warnings = loaded.warnings + check_method_name(loaded, options.method_name)
+    _check_classes(loaded.model, "--leaf", options.leaves)
+    _check_classes(loaded.model, "--mp-module", options.mp_modules)
     leaves, forced_mp = frozenset(options.leaves), frozenset(options.mp_modules)
     traced = trace(loaded.model, loaded.path, leaves, forced_mp)
+    _check_feat_dims(traced, feat_dims)
     namespace = vars(loaded.module)
     program = simplify(functionalize(lower(traced, namespace, loaded.path, forced_mp)))
-    attrs, probe_values = infer_attributes(traced, program, loaded.model, parse_feat_dims(options.feat_dims), leaves)
+    attrs, probe_values = infer_attributes(traced, program, loaded.model, feat_dims, leaves)
     prove_message_passing(program, loaded.model, probe_values)
     plan = build_plan(program, attrs, options.fanout, options.optimize)
     if options.optimize and not plan.cut.placement.optimal:
@@ -126,6 +133,35 @@ def generate_all(target: str, options: GenerateOptions = GenerateOptions()) -> G
         return generated
     result = verify(generated)
     return replace(generated, verification=result, notes=result.notes)
+
+
+def _check_classes(model: torch.nn.Module, option: str, names: tuple[str, ...]) -> None:
+    """--leaf and --mp-module match modules by class name: a name that matches none is a typo
+    that would otherwise change nothing, silently."""
+    present = sorted({type(m).__name__ for m in model.modules()})
+    for name in names:
+        if name not in present:
+            shown = ", ".join(present[:12]) + (f" and {len(present) - 12} more" if len(present) > 12 else "")
+            raise OptionsError(
+                f"{option} {name}: no module of {type(model).__name__} is of a class named {name}. "
+                f"Its modules' classes are {shown}; give one of those."
+            )
+
+
+def _check_feat_dims(traced: Traced, dims: dict[str, tuple[int, ...]]) -> None:
+    """A width for a name that forward's traced inputs lack would be ignored, silently."""
+    parameters = inspect.signature(type(traced.model).forward).parameters
+    for name in dims:
+        if name not in traced.inputs:
+            has = ", ".join(traced.inputs) or "none"
+            # trace passes only the parameters without a default
+            optional = name in parameters and parameters[name].default is not inspect.Parameter.empty
+            left_out = f"; {name} has a default, so it is left out" if optional else ""
+            raise FeatDimsError(
+                f"--feat-dims {name}=...: {type(traced.model).__name__}.forward has no tensor input "
+                f"named {name} (its tensor inputs: {has}; its graph: {traced.graph_arg}{left_out}). Give "
+                "the widths of forward's tensor inputs by their parameter names."
+            )
 
 
 def generate(target: str, options: GenerateOptions = GenerateOptions()) -> str:

@@ -1,21 +1,28 @@
 """The `gnn-codegen` command: parse arguments, run the pipeline, write the output atomically,
-optionally --check it; user mistakes become one paragraph and a non-zero exit, never a traceback."""
+optionally --check it; user mistakes become one paragraph and a non-zero exit, never a traceback.
+stdout carries only what was asked for (the module with -o -, the plan with --explain): whatever
+the model's file prints goes to stderr."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
+import stat
 import sys
 import tempfile
 import textwrap
 import traceback
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, TextIO
 
 from gnn_codegen.cut import DEFAULT_FANOUT
-from gnn_codegen.errors import CheckFailedError, GnnCodegenError, InternalError, OptionsError, TargetError
+from gnn_codegen.errors import (
+    CheckFailedError, GnnCodegenError, InternalError, OptionsError, OutputError, TargetError,
+)
 from gnn_codegen.explain import DEFAULT_NODES, explain_data, explain_dot, explain_json, explain_text, render_dot
+from gnn_codegen.method_name import DEFAULT_METHOD_NAME
 from gnn_codegen.pipeline import VERSION, GenerateOptions, generate_all
 
 
@@ -35,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--feat-dims", metavar="NAME=WIDTH,...", help="widths of forward's inputs when the model does not reveal them, e.g. x=602")
     parser.add_argument("--leaf", action="append", default=[], metavar="CLASS", help="treat modules of this class as row-wise leaves (repeatable)")
     parser.add_argument("--mp-module", action="append", default=[], metavar="CLASS", help="treat modules of this class as message passing (repeatable)")
+    parser.add_argument("--method-name", default=DEFAULT_METHOD_NAME, metavar="NAME",
+                        help=f"name of the generated method (default {DEFAULT_METHOD_NAME}); it replaces a method "
+                        "of that name in your class, so give another NAME to keep yours")
     parser.add_argument("--fanout", type=float, default=DEFAULT_FANOUT, metavar="F",
                         help=f"cost model: source rows a layer gathers per stored row, and edges per node (default {DEFAULT_FANOUT:g})")
     parser.add_argument("--simple-cut", action="store_true", help="cut right after each message-passing layer instead of the cheapest placement")
@@ -46,17 +56,63 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write to a temporary file beside `path`, then rename: never a half-written output."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+def write_atomically(path: Path, text: str, option: str = "-o") -> None:
+    """Write to a temporary file beside `path`, then rename: never a half-written output. The file
+    gets the mode open() would give it (0o666 less the umask; mkstemp's 0o600 would hide it from
+    everyone else), or keeps the mode of the file it replaces. `option` names the path in errors."""
+    mode = stat.S_IMODE(path.stat().st_mode) if path.is_file() else 0o666 & ~_umask()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise _unwritable(option, path, exc) from None
     try:
         with os.fdopen(fd, "w") as f:
+            os.fchmod(f.fileno(), mode)
             f.write(text)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise _unwritable(option, path, exc) from None
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)  # the only way to read it is to set it
+    os.umask(mask)
+    return mask
+
+
+def _unwritable(option: str, path: Path, exc: OSError) -> OutputError:
+    return OutputError(
+        f"{option} {path}: cannot write there ({exc.strerror or exc}). Choose a path in a folder you "
+        "can write."
+    )
+
+
+def check_output_path(option: str, path: Path) -> None:
+    """Refuse, before any work, what the write at the end would refuse or get wrong."""
+    if path.is_dir():
+        raise OutputError(f"{option} {path} is a folder; give a file name, e.g. {option} {path / 'inference.py'}.")
+    if path.exists():
+        if not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222:
+            # renaming over it would succeed (that needs only the folder's permission): refuse
+            # instead of replacing a file its owner made read-only
+            raise OutputError(
+                f"{option} {path} exists and is read-only, so gnn-codegen does not replace it. Make it "
+                f"writable (chmod u+w {path}) or choose another path."
+            )
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent  # write_atomically creates the missing folders below it
+    if folder.exists() and not folder.is_dir():
+        raise OutputError(f"{option} {path}: {folder} is a file, not a folder. Choose another path.")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise OutputError(
+            f"{option} {path}: you cannot write in the folder {folder} (permission denied). Choose a "
+            "path in a folder you can write."
+        )
 
 
 def _paragraph(prefix: str, message: str) -> str:
@@ -66,6 +122,13 @@ def _paragraph(prefix: str, message: str) -> str:
 def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     _check_options(args)
+    stdout = sys.stdout
+    with contextlib.redirect_stdout(sys.stderr):
+        return _run(args, stdout)
+
+
+def _run(args: argparse.Namespace, stdout: TextIO) -> int:
+    """The command, with sys.stdout sent to stderr: only `stdout` receives the module or the plan."""
     options = GenerateOptions(
         init=args.init,
         output=args.output or "inference.py",
@@ -75,6 +138,7 @@ def run(argv: list[str]) -> int:
         fanout=args.fanout,
         optimize=not args.simple_cut,
         verify=not args.no_verify,
+        method_name=args.method_name,
     )
     if args.output not in (None, "-") and ":" in args.target:
         model_file = Path(args.target.rpartition(":")[0])
@@ -92,7 +156,7 @@ def run(argv: list[str]) -> int:
         print(_paragraph("warning", "--no-verify: the module was not checked against forward before it was "
                          "written; its header says so. Check it with --check."), file=sys.stderr)
     if args.explain:
-        _explain(generated, args)
+        _explain(generated, args, stdout)
     if args.check:
         from gnn_codegen.verify import check  # imports the generated module: only when asked
 
@@ -120,9 +184,9 @@ def run(argv: list[str]) -> int:
     if args.output is None:
         return 0  # --explain only
     if args.output == "-":
-        sys.stdout.write(generated.source)
+        stdout.write(generated.source)
     else:
-        write_atomically(Path(args.output), generated.source)
+        write_atomically(Path(args.output), generated.source, "-o")
         print(f"wrote {args.output}", file=sys.stderr)
     return 0
 
@@ -132,24 +196,31 @@ def _check_options(args: argparse.Namespace) -> None:
         raise OptionsError("no output file: give -o OUT (or -o - for stdout), or --explain to only print the plan.")
     if (args.json or args.dot) and not args.explain:
         raise OptionsError("--json and --dot describe the plan that --explain prints; add --explain.")
-    if args.explain and args.output == "-" and not args.dot:
+    if args.explain and args.output == "-":
         raise OptionsError("--explain prints the plan on stdout, where -o - would also write the module; "
                            "write the module to a file with -o OUT.")
     if not args.fanout >= 1 or math.isinf(args.fanout):
         raise OptionsError(f"--fanout {args.fanout:g}: a layer gathers at least one source row per stored row; give a number >= 1.")
     if args.nodes < 1:
         raise OptionsError(f"--nodes {args.nodes}: give the number of nodes of your graph (>= 1).")
-
-
-def _explain(generated, args: argparse.Namespace) -> None:
-    data = explain_data(generated, args.nodes)
-    sys.stdout.write(explain_json(data) if args.json else explain_text(data))
+    if args.check_nodes < 2:
+        raise OptionsError(f"--check-nodes {args.check_nodes}: the check runs on a random graph of that many "
+                           "nodes and needs at least 2; give e.g. --check-nodes 1000 (the default).")
+    if args.output not in (None, "-"):
+        check_output_path("-o", Path(args.output))
     if args.dot:
+        check_output_path("--dot", Path(args.dot))
+
+
+def _explain(generated, args: argparse.Namespace, stdout: TextIO) -> None:
+    data = explain_data(generated, args.nodes)
+    if args.dot:  # first: a --dot that cannot be written is refused before anything is printed
         path = Path(args.dot)
-        write_atomically(path, explain_dot(generated, data))
+        write_atomically(path, explain_dot(generated, data), "--dot")
         pictures = render_dot(path)
         wrote = ", ".join(str(p) for p in [path, *pictures])
         print(f"wrote {wrote}" + ("" if pictures else " (install Graphviz's `dot` to render it)"), file=sys.stderr)
+    stdout.write(explain_json(data) if args.json else explain_text(data))
 
 
 def main(argv: list[str] | None = None) -> int:

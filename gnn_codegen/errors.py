@@ -21,6 +21,10 @@ class OptionsError(GnnCodegenError):
     """Command-line options that contradict each other or are out of range."""
 
 
+class OutputError(GnnCodegenError):
+    """-o or --dot names a folder, a read-only file, or a place that cannot be written."""
+
+
 class FeatDimsError(GnnCodegenError):
     """Input widths could not be read from the model and were not given with --feat-dims."""
 

@@ -1,7 +1,9 @@
-"""Stage 1, load: `FILE:NAME` and --init JSON into the model instance and its file's source."""
+"""Stage 1, load: `FILE:NAME` and --init JSON into the model instance and its file's source (and
+a warning when importing the file runs a script)."""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import inspect
 import json
@@ -26,6 +28,7 @@ class LoadedModel:
     module: ModuleType
     model: torch.nn.Module
     init: tuple[tuple[str, Any], ...]
+    warnings: tuple[str, ...] = ()  # e.g. the file runs work when imported (import_time_work)
 
 
 def parse_target(target: str) -> tuple[Path, str]:
@@ -99,6 +102,8 @@ def _user_frame(exc: BaseException, path: Path) -> str:
 def load(target: str, init_json: str | None = None) -> LoadedModel:
     path, name = parse_target(target)
     init = parse_init(init_json)
+    source = path.read_text()
+    work = import_time_work(source, path)  # before the import: the warning is about what it runs
     module = _import_file(path)
     obj = getattr(module, name, None)
     if obj is None:
@@ -138,10 +143,11 @@ def load(target: str, init_json: str | None = None) -> LoadedModel:
         target=target,
         path=path,
         class_name=cls.__name__,
-        source=path.read_text(),
+        source=source,
         module=module,
         model=model,
         init=tuple(init.items()),
+        warnings=(work,) if work else (),
     )
 
 
@@ -150,3 +156,95 @@ def _signature(obj: Any) -> str:
         return str(inspect.signature(obj))
     except (TypeError, ValueError):
         return "(...)"
+
+
+# Calls whose name says they do a script's work: building a data set (dgl.data's CoraGraphDataset,
+# ogb's DglNodePropPredDataset, ...), reading the command line, loading saved graphs.
+_WORK_SUFFIXES = ("Dataset",)
+_WORK_NAMES = frozenset({"parse_args", "load_graphs", "download"})
+
+
+def import_time_work(source: str, path: Path) -> str | None:
+    """A warning naming the first top-level statement that does a script's work when the file is
+    imported (calls one of the file's functions for its effect, builds a data set, reads the
+    command line, loops over calls), or None. Deliberately narrow: configuration such as
+    `logger = logging.getLogger(__name__)`, `DEVICE = torch.device(...)`, seeds and
+    `os.environ` settings is not work, and a false warning costs more than a missed one."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None  # importing the file reports it
+    functions = frozenset(s.name for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    statement = _first_work(tree.body, functions)
+    if statement is None:
+        return None
+    text = (ast.get_source_segment(source, statement) or "").strip().splitlines()[0]
+    text = text if len(text) <= 60 else text[:57] + "..."
+    return (
+        f"{path}:{statement.lineno} runs `{text}` when the file is imported; gnn-codegen imports the "
+        "file to build the model, so that work runs too: put scripts under `if __name__ == \"__main__\":`."
+    )
+
+
+def _first_work(statements: list[ast.stmt], functions: frozenset[str]) -> ast.stmt | None:
+    for statement in statements:
+        if isinstance(statement, ast.If):
+            if _is_main_guard(statement.test):
+                continue
+            inner = statement.body + statement.orelse
+        elif isinstance(statement, ast.Try):
+            handlers = [s for h in statement.handlers for s in h.body]
+            inner = statement.body + handlers + statement.orelse + statement.finalbody
+        elif isinstance(statement, (ast.With, ast.AsyncWith)):
+            inner = statement.body
+        elif isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
+            # a loop that calls something for its effect (`optimizer.step()`, `train(...)`); one
+            # that only fills a table of names is not work
+            if any(isinstance(n, ast.Expr) and isinstance(n.value, (ast.Call, ast.Await))
+                   for s in statement.body for n in _walk_executed(s)):
+                return statement
+            continue
+        elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+            callee = statement.value.func
+            if (isinstance(callee, ast.Name) and callee.id in functions) or _calls_work(statement.value):
+                return statement  # `main()`, `train(model, g)`: run for their effect
+            continue
+        elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            if statement.value is not None and _calls_work(statement.value):
+                return statement
+            continue
+        else:
+            continue
+        found = _first_work(inner, functions)
+        if found is not None:
+            return found
+    return None
+
+
+def _is_main_guard(test: ast.expr) -> bool:
+    return isinstance(test, ast.Compare) and any(
+        isinstance(n, ast.Name) and n.id == "__name__" for n in [test.left, *test.comparators]
+    )
+
+
+def _calls_work(expression: ast.AST) -> bool:
+    for node in _walk_executed(expression):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name in _WORK_NAMES or name.endswith(_WORK_SUFFIXES):
+                return True
+    return False
+
+
+def _walk_executed(node: ast.AST) -> list[ast.AST]:
+    """ast.walk without the bodies of functions, classes and lambdas, which do not run here."""
+    found: list[ast.AST] = []
+    frontier = [node]
+    while frontier:
+        current = frontier.pop()
+        found.append(current)
+        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        frontier.extend(ast.iter_child_nodes(current))
+    return found

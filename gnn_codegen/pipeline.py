@@ -3,24 +3,28 @@ infer attributes -> cut and plan -> render -> splice -> format."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import shlex
 from dataclasses import dataclass, field, replace
 
+import torch
+
 from gnn_codegen.attributes import Attributes, infer_attributes
 from gnn_codegen.cut import DEFAULT_FANOUT, SEARCH_LIMIT
-from gnn_codegen.errors import FeatDimsError
+from gnn_codegen.errors import FeatDimsError, OptionsError
 from gnn_codegen.format import format_source
 from gnn_codegen.functionalize import functionalize
 from gnn_codegen.ir import Program
 from gnn_codegen.load import LoadedModel, load
 from gnn_codegen.lower import lower
+from gnn_codegen.method_name import DEFAULT_METHOD_NAME, check_method_name
 from gnn_codegen.plan import Plan, build_plan
 from gnn_codegen.probe import prove_message_passing
 from gnn_codegen.render import render
 from gnn_codegen.simplify import simplify
 from gnn_codegen.splice import splice
-from gnn_codegen.trace import trace
+from gnn_codegen.trace import Traced, trace
 from gnn_codegen.verify import CheckResult, verify
 from gnn_codegen.write_out import write_out
 
@@ -39,6 +43,8 @@ class GenerateOptions:
     # check the module against forward on a random graph before returning it (verify.py); off
     # only with --no-verify, and the header then says so
     verify: bool = True
+    # the generated method's name; by default it replaces a user method of that name (method_name.py)
+    method_name: str = DEFAULT_METHOD_NAME
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,7 @@ class Generated:
     origins: tuple[tuple[str, str], ...] = ()
     verification: CheckResult | None = None  # the check before writing (None with --no-verify)
     notes: tuple[str, ...] = ()  # what the user should know that is no warning
+    method_name: str = DEFAULT_METHOD_NAME  # the generated method's name in the class
 
 
 def parse_feat_dims(spec: str | None) -> dict[str, tuple[int, ...]]:
@@ -90,20 +97,26 @@ def regenerate_command(target: str, options: GenerateOptions) -> str:
         parts += ["--fanout", f"{options.fanout:g}"]
     if not options.optimize:
         parts += ["--simple-cut"]
+    if options.method_name != DEFAULT_METHOD_NAME:
+        parts += ["--method-name", options.method_name]
     return shlex.join(parts)
 
 
 def generate_all(target: str, options: GenerateOptions = GenerateOptions()) -> Generated:
+    feat_dims = parse_feat_dims(options.feat_dims)
     loaded = load(target, options.init)
+    warnings = loaded.warnings + check_method_name(loaded, options.method_name)
+    _check_classes(loaded.model, "--leaf", options.leaves)
+    _check_classes(loaded.model, "--mp-module", options.mp_modules)
     leaves, forced_mp = frozenset(options.leaves), frozenset(options.mp_modules)
     traced = trace(loaded.model, loaded.path, leaves, forced_mp)
+    _check_feat_dims(traced, feat_dims)
     write_out(traced.graph_module, traced.graph_arg)
     namespace = vars(loaded.module)
     program = simplify(functionalize(lower(traced, namespace, loaded.path, forced_mp)))
-    attrs, probe_values = infer_attributes(traced, program, loaded.model, parse_feat_dims(options.feat_dims), leaves)
+    attrs, probe_values = infer_attributes(traced, program, loaded.model, feat_dims, leaves)
     prove_message_passing(program, loaded.model, probe_values)
     plan = build_plan(program, attrs, options.fanout, options.optimize)
-    warnings: tuple[str, ...] = ()
     if options.optimize and not plan.cut.placement.optimal:
         warnings += (
             "the search for the cheapest placement of the ops between layers stopped after "
@@ -114,13 +127,43 @@ def generate_all(target: str, options: GenerateOptions = GenerateOptions()) -> G
     header = {"version": VERSION, "target": target, "command": regenerate_command(target, options),
               "verified": options.verify}
     rendered = render(program, attrs, plan, module_names, header)
-    source = splice(loaded.source, loaded.class_name, rendered.method, rendered.helpers, rendered.header)
+    source = splice(loaded.source, loaded.class_name, rendered.method, rendered.helpers, rendered.header,
+                    options.method_name)
     generated = Generated(format_source(source), loaded, program, attrs, plan, warnings, target, rendered.buffers,
-                          rendered.origins)
+                          rendered.origins, method_name=options.method_name)
     if not options.verify:
         return generated
     result = verify(generated)
     return replace(generated, verification=result, notes=result.notes)
+
+
+def _check_classes(model: torch.nn.Module, option: str, names: tuple[str, ...]) -> None:
+    """--leaf and --mp-module match modules by class name: a name that matches none is a typo
+    that would otherwise change nothing, silently."""
+    present = sorted({type(m).__name__ for m in model.modules()})
+    for name in names:
+        if name not in present:
+            shown = ", ".join(present[:12]) + (f" and {len(present) - 12} more" if len(present) > 12 else "")
+            raise OptionsError(
+                f"{option} {name}: no module of {type(model).__name__} is of a class named {name}. "
+                f"Its modules' classes are {shown}; give one of those."
+            )
+
+
+def _check_feat_dims(traced: Traced, dims: dict[str, tuple[int, ...]]) -> None:
+    """A width for a name that forward's traced inputs lack would be ignored, silently."""
+    parameters = inspect.signature(type(traced.model).forward).parameters
+    for name in dims:
+        if name not in traced.inputs:
+            has = ", ".join(traced.inputs) or "none"
+            # trace passes only the parameters without a default
+            optional = name in parameters and parameters[name].default is not inspect.Parameter.empty
+            left_out = f"; {name} has a default, so it is left out" if optional else ""
+            raise FeatDimsError(
+                f"--feat-dims {name}=...: {type(traced.model).__name__}.forward has no tensor input "
+                f"named {name} (its tensor inputs: {has}; its graph: {traced.graph_arg}{left_out}). Give "
+                "the widths of forward's tensor inputs by their parameter names."
+            )
 
 
 def generate(target: str, options: GenerateOptions = GenerateOptions()) -> str:

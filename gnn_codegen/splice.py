@@ -110,14 +110,36 @@ def _is_future(item: _TopLevel) -> bool:
     return item.is_import and "__future__" in cst.Module([]).code_for_node(item.node)
 
 
-def splice(source: str, class_name: str, method: str, helpers: str, header: str) -> str:
+def _with_method(cls: cst.ClassDef, method_def: cst.FunctionDef) -> cst.ClassDef:
+    """The class with the generated method last, and without its own methods of that name:
+    method_name.py has decided that the generated one replaces them, and two definitions would
+    silently keep only the last."""
+    block = cst.ensure_type(cls.body, cst.IndentedBlock)
+    name = method_def.name.value
+    body = [s for s in block.body if not (isinstance(s, cst.FunctionDef) and s.name.value == name)]
+    return cls.with_changes(body=block.with_changes(body=[*body, method_def]))
+
+
+def _moved_import(node: cst.CSTNode) -> cst.CSTNode:
+    # An import that stood below other code keeps its comments but not the blank lines that
+    # separated it from that code.
+    line = cst.ensure_type(node, cst.SimpleStatementLine)
+    return line.with_changes(leading_lines=[ll for ll in line.leading_lines if ll.comment is not None])
+
+
+def splice(source: str, class_name: str, method: str, helpers: str, header: str,
+           method_name: str = "inference") -> str:
     module = cst.parse_module(source)
     items = [c for c in (_classify(s) for s in module.body) if c is not None]
     target = [i for i in items if isinstance(i.node, cst.ClassDef) and class_name in i.defines]
     if not target:
         raise internal(f"class {class_name} not found at the top level of its file")
+    method_def = cst.ensure_type(cst.parse_module(method).body[0], cst.FunctionDef)
+    method_def = method_def.with_changes(name=cst.Name(method_name))
+    # what the class reads without the user's method it replaces (its imports need not come along)
+    cls = _with_method(cst.ensure_type(target[-1].node, cst.ClassDef), method_def)
     generated_reads = _reads(cst.parse_module(method)) | _reads(cst.parse_module(helpers))
-    needed = set(target[-1].reads) | set(generated_reads)
+    needed = set(_reads(cls)) | set(generated_reads)
     keep: set[int] = {id(target[-1].node)}
     changed = True
     while changed:  # the closure of what the class and the generated code read
@@ -130,20 +152,33 @@ def splice(source: str, class_name: str, method: str, helpers: str, header: str)
     bound = set().union(*(i.defines for i in items if id(i.node) in keep))
     missing = [_IMPORTS[n] for n in _IMPORTS if n in generated_reads and n not in bound]
 
-    method_def = cst.parse_module(method).body[0]
+    # The user's statements keep their order (an `os.environ[...] = ...` before an import may
+    # matter), but the generated method's decorator (`@torch.no_grad()`) runs when the class is
+    # defined: an import of torch the user wrote below the class moves to the top (or one is
+    # added), before the class.
+    early = {"torch"} & generated_reads
+    futures: list[cst.CSTNode] = []
+    hoisted: list[cst.CSTNode] = []
     body: list[cst.CSTNode] = []
-    last_import = -1
+    imported: set[str] = set()
+    seen_class, insert_at = False, 0  # insert_at: after the last import above the class
     for item in items:
         if id(item.node) not in keep:
             continue
         node = item.node
         if item.is_import:
             node = _trim_import(cst.ensure_type(node, cst.SimpleStatementLine), needed)
-            last_import = len(body)
+            if _is_future(item):
+                futures.append(node)
+                continue
+            if seen_class and item.defines & early:
+                hoisted.append(_moved_import(node))
+                continue
+            imported |= item.defines
+            insert_at = insert_at if seen_class else len(body) + 1
         if node is target[-1].node:
-            cls = cst.ensure_type(node, cst.ClassDef)
-            block = cst.ensure_type(cls.body, cst.IndentedBlock)
-            node = cls.with_changes(body=block.with_changes(body=[*block.body, method_def]))
+            node, seen_class = cls, True
+            early -= imported
         body.append(node)
     extra = [cst.parse_statement(line) for line in missing]
     # the runtime helpers after everything else: a reader meets the model and its inference
@@ -153,8 +188,7 @@ def splice(source: str, class_name: str, method: str, helpers: str, header: str)
     if helper_nodes:  # the comment above the helpers (their banner) stays with them
         first = helper_nodes[0]
         helper_nodes[0] = first.with_changes(leading_lines=[*parsed.header, *first.leading_lines])
-    insert_at = last_import + 1
-    body = body[:insert_at] + extra + body[insert_at:] + helper_nodes
+    body = futures + body[:insert_at] + hoisted + extra + body[insert_at:] + helper_nodes
     code = header + "\n" + cst.Module(body=body).code
     ast.parse(code)  # a bug of ours must not produce a module that does not parse
     return code

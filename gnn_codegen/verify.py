@@ -96,7 +96,7 @@ def check(generated: Generated, num_nodes: int = 1000, seed: int = 0,
         model, module = models["in place"] if sources == SIMULATED else models[sources]
         started = time.perf_counter()
         try:
-            actual = _run(model, g, inputs, batch_size, simulated=sources == SIMULATED)
+            actual = _run(model, generated.method_name, g, inputs, batch_size, sources == SIMULATED)
         except Exception as exc:
             raise CheckFailedError(_inference_failed(generated, module, exc, g, batch_size, sources)) from None
         seconds = time.perf_counter() - started
@@ -116,16 +116,17 @@ def check(generated: Generated, num_nodes: int = 1000, seed: int = 0,
                        tuple(notes))
 
 
-def _run(model: torch.nn.Module, g: dgl.DGLGraph, inputs: list[torch.Tensor], batch_size: int,
+def _run(model: torch.nn.Module, method: str, g: dgl.DGLGraph, inputs: list[torch.Tensor], batch_size: int,
          simulated: bool) -> Any:
-    """inference on the CPU, or with the model on a simulated GPU and g and the inputs on the
-    host (simulated_device.py): every host tensor that meets a device tensor fails there."""
+    """The generated method on the CPU, or with the model on a simulated GPU and g and the
+    inputs on the host (simulated_device.py): every host tensor that meets a device tensor
+    fails there."""
     if not simulated:
-        return model.inference(g, *inputs, batch_size=batch_size, device="cpu")
+        return getattr(model, method)(g, *inputs, batch_size=batch_size, device="cpu")
     with SimulatedDevice() as sim:
         sim.move_model(model)
         sim.on_host(*inputs)
-        return model.inference(g, *inputs, batch_size=batch_size, device=sim.device)
+        return getattr(model, method)(g, *inputs, batch_size=batch_size, device=sim.device)
 
 
 def verify(generated: Generated) -> CheckResult:
@@ -210,7 +211,7 @@ def _inference_failed(generated: Generated, module: ModuleType, exc: BaseExcepti
     ours = [f for f in frames if generated_file and _same_file(f.filename, Path(generated_file))]
     # the innermost line of `inference` itself (its layer functions included), not of the
     # runtime or a written-out convolution it called
-    first, last = _method_lines(generated.source)
+    first, last = _method_lines(generated.source, generated.method_name)
     ours = [f for f in ours if first <= (f.lineno or 0) <= last] or ours
     lines = generated.source.splitlines()
     where = ""
@@ -228,10 +229,10 @@ def _inference_failed(generated: Generated, module: ModuleType, exc: BaseExcepti
     )
 
 
-def _method_lines(source: str) -> tuple[int, int]:
-    """The first and last line of the generated `inference` method."""
+def _method_lines(source: str, name: str) -> tuple[int, int]:
+    """The first and last line of the generated method (`inference`)."""
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.FunctionDef) and node.name == "inference":
+        if isinstance(node, ast.FunctionDef) and node.name == name:
             return node.lineno, node.end_lineno or node.lineno
     return 0, 0
 

@@ -102,3 +102,99 @@ def test_import_alias_is_kept_by_the_name_it_binds() -> None:
     assert "import torch.nn.functional as F\n" in after
     assert "os" not in after
     assert after.count("import dgl\n") == 1 and "import dgl.nn as dglnn" in after
+
+
+RUNNABLE = dedent('''\
+    @torch.no_grad()
+    def inference(self, g, x, batch_size, device):
+        return F.relu(x)
+''')
+
+
+def test_imports_below_the_class_move_above_it() -> None:
+    # `@torch.no_grad()` runs when the class is defined: an import of torch left below the class
+    # would make the generated module fail with NameError on import, so it moves to the top;
+    # the user's other statements keep their order.
+    before = dedent('''\
+        """A model whose imports are partly below it."""
+        from __future__ import annotations
+
+        import torch.nn as nn
+
+
+        class Model(nn.Module):
+            def forward(self, g, x):
+                return F.relu(x)
+
+
+        import torch
+
+        # the functional API
+        import torch.nn.functional as F
+    ''')
+    after = splice(before, "Model", RUNNABLE, HELPERS, HEADER)
+    assert after == dedent('''\
+        # header
+
+        from __future__ import annotations
+
+        import torch.nn as nn
+        import torch
+        import dgl
+
+
+        class Model(nn.Module):
+            def forward(self, g, x):
+                return F.relu(x)
+            @torch.no_grad()
+            def inference(self, g, x, batch_size, device):
+                return F.relu(x)
+
+        # the functional API
+        import torch.nn.functional as F
+        def _helper(g):
+            return dgl.NID
+    ''')
+    namespace: dict[str, object] = {}
+    exec(compile(after, "<spliced>", "exec"), namespace)
+    import torch
+
+    model = namespace["Model"]()  # type: ignore[operator]
+    assert model.inference(None, torch.tensor([-1.0, 2.0]), 1, "cpu").tolist() == [0.0, 2.0]
+
+
+USER_INFERENCE = dedent('''\
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    from tqdm import tqdm
+
+
+    class Model(nn.Module):
+        def forward(self, g, x):
+            return F.relu(x)
+
+        @torch.no_grad()
+        def inference(self, g, device, batch_size):
+            for _ in tqdm(range(3)):
+                pass
+
+        def extra(self):
+            return 1
+''')
+
+
+def test_the_generated_method_replaces_the_users_method_of_the_same_name() -> None:
+    after = splice(USER_INFERENCE, "Model", RUNNABLE, HELPERS, HEADER)
+    assert after.count("def inference(") == 1
+    assert "def inference(self, g, x, batch_size, device):" in after
+    assert "tqdm" not in after  # read only by the method that was replaced
+    assert after.index("def extra(") < after.index("def inference(")
+
+
+def test_method_name_names_the_generated_method_and_keeps_the_users() -> None:
+    after = splice(USER_INFERENCE, "Model", RUNNABLE, HELPERS, HEADER, method_name="layerwise_inference")
+    assert "def inference(self, g, device, batch_size):" in after
+    assert "from tqdm import tqdm" in after
+    assert after.count("def layerwise_inference(self, g, x, batch_size, device):") == 1
+    assert after.count("def inference(") == 1

@@ -14,6 +14,8 @@ Methods (each graph x model x method runs in its own process, so that its peak R
                smaller graphs (--nodewise-nodes / --nodewise-edges), where every other method
                runs too, for the ratios.
 - generated:   the `inference` method gnn-codegen writes for the model.
+- baseline:    (only with --baseline-modules DIR) the `inference` of DIR/generated_<model>.py,
+               written by another version of gnn-codegen: before/after ratios from one run.
 
 handwritten and generated run once per --batch-size (several may be given: the trade-off between
 time and memory is the batch size). Each child process loads the graph and features, resets its
@@ -222,7 +224,8 @@ def run_generated(model, name, g, x, batch_size):
     return model.inference(g, x, batch_size=batch_size, device="cpu")
 
 
-RUNNERS = {"full": run_full, "handwritten": run_handwritten, "nodewise": run_nodewise, "generated": run_generated}
+RUNNERS = {"full": run_full, "handwritten": run_handwritten, "nodewise": run_nodewise, "generated": run_generated,
+           "baseline": run_generated}
 
 
 def child(spec: dict) -> dict:
@@ -236,6 +239,8 @@ def child(spec: dict) -> dict:
     class_name, init, _ = MODELS[name]
     if method == "generated":
         module = load_module(work / f"generated_{name}.py", f"generated_{name}")
+    elif method == "baseline":
+        module = load_module(Path(spec["baseline"]) / f"generated_{name}.py", f"baseline_{name}")
     else:
         module = load_module(MODELS_FILE, "benchmark_models")
     model = getattr(module, class_name)(**init)
@@ -510,6 +515,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=3600, help="seconds per child process")
     p.add_argument("--out", type=Path, default=HERE / "results")
     p.add_argument("--keep-work", action="store_true", help="keep OUT/work (graphs, outputs)")
+    p.add_argument("--baseline-modules", type=Path,
+                   help="a folder of generated_<model>.py written by another gnn-codegen: adds the method "
+                        "'baseline', for before/after ratios from one run")
     p.add_argument("--update", action="store_true",
                    help="keep OUT/results.json's rows of the models not run now, replace the others")
     p.add_argument("--child", help=argparse.SUPPRESS)
@@ -525,11 +533,13 @@ def main(argv: list[str] | None = None) -> int:
     models = [m for m in args.models.split(",") if m]
     batch_sizes = [int(b) for b in args.batch_size.split(",") if b]
     methods = [m for m in args.methods.split(",") if m]
+    if args.baseline_modules and "baseline" not in methods:
+        methods.append("baseline")
     for m in models:
         if m not in MODELS:
             raise SystemExit(f"unknown model {m!r}: choose from {', '.join(MODELS)}")
     for m in methods:
-        if m not in METHODS:
+        if m not in (*METHODS, "baseline") or m == "baseline" and not args.baseline_modules:
             raise SystemExit(f"unknown method {m!r}: choose from {', '.join(METHODS)}")
     out = args.out.resolve()
     work = out / "work"
@@ -582,7 +592,8 @@ def main(argv: list[str] | None = None) -> int:
                     output = reference if method == "full" else output
                     output.unlink(missing_ok=True)
                     spec = {"graph": label, "model": name, "method": method, "runs": args.runs,
-                            "batch_size": batch, "threads": args.threads, "work": str(work), "output": str(output)}
+                            "batch_size": batch, "threads": args.threads, "work": str(work), "output": str(output),
+                            "baseline": str(args.baseline_modules or "")}
                     row = {"graph": label, "model": name, "method": method, "batch_size": batch, "nodes": nodes,
                            "edges": edges + nodes, "load_before": load_average(), **run_child(spec, args.timeout)}
                     if method != "full" and "error" not in row:

@@ -125,7 +125,7 @@ def generate_all(target: str, options: GenerateOptions = GenerateOptions()) -> G
         )
     module_names = {n for n in namespace if not n.startswith("__")}
     header = {"version": VERSION, "target": target, "command": regenerate_command(target, options),
-              "verified": options.verify}
+              "verified": options.verify, "method": options.method_name}
     rendered = render(program, attrs, plan, module_names, header)
     source = splice(loaded.source, loaded.class_name, rendered.method, rendered.helpers, rendered.header,
                     options.method_name)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -16,7 +16,7 @@ from gnn_codegen.attributes import Attributes
 from gnn_codegen.errors import internal
 from gnn_codegen.ir import Op, Program, Ref
 from gnn_codegen.names import NameAllocator
-from gnn_codegen.plan import Plan, Stage, inline_ops
+from gnn_codegen.plan import Plan, Stage, inline_ops, value_deps
 from gnn_codegen.render_code import comment
 from gnn_codegen.render_layer import LayerFunction, LayerWriter
 from gnn_codegen.templating import render_template
@@ -108,11 +108,17 @@ class Renderer:
     # -- the method -----------------------------------------------------------------------------
     def method(self) -> str:
         stages = []
-        layers = [LayerWriter(self, stage, self.names.take("prologue" if stage.index == 0 else f"layer_{stage.index}"))
-                  for stage in self.plan.stages]
-        functions = [writer.write() for writer in layers]
+        runs: list[tuple[Stage, LayerWriter]] = []
+        for stage in self.plan.stages:
+            stage, after = self._split_node_pass(stage)
+            name = "prologue" if stage.index == 0 else f"layer_{stage.index}"
+            runs.append((stage, LayerWriter(self, stage, self.names.take(name))))
+            if after is not None:
+                name = self.names.take(f"before_layer_{stage.index + 1}")
+                runs.append((after, LayerWriter(self, after, name, node_ranges=True)))
+        functions = [writer.write() for _, writer in runs]
         last_use = self._last_uses(functions)
-        for position, (stage, function) in enumerate(zip(self.plan.stages, functions)):
+        for position, ((stage, writer), function) in enumerate(zip(runs, functions)):
             last = position == len(functions) - 1
             call = self._call(function)
             targets = [self.buffer[n] for n in stage.stores]
@@ -121,7 +127,8 @@ class Renderer:
             frees = [name for name, at in last_use.items() if at == position and not last]
             if frees:
                 lines.append(f"del {', '.join(frees)}")
-            stages.append({"comment": self._describe(stage), "function": function, "after": lines})
+            comment = self._describe(stage, writer.node_ranges and stage.index > 0)
+            stages.append({"comment": comment, "function": function, "after": lines})
         result = None if stages and stages[-1]["after"][0].startswith("return ") else self._result(self.program.output)
         return render_template(
             "inference.py.j2",
@@ -145,6 +152,38 @@ class Renderer:
         for op in self.graph_values:
             lines.append(f"{self.buffer[op.name]} = {g}.{op.target}()  # of the whole graph, once")
         return lines
+
+    def _split_node_pass(self, stage: Stage) -> tuple[Stage, Stage | None]:
+        """A layer whose last ops are the next layer's work on each source row (write_out.py)
+        that reads only what the layer stores anyway (SAGEConv's fc_neigh of the layer's
+        output, which the next layer also reads as its destination rows): those run in a pass
+        over ranges of nodes after the layer, once the layer's own input is freed, so that the
+        layer's input, its output and the work's output are never all held at once."""
+        if stage.index == 0:
+            return stage, None
+        members = {p.name for p in stage.ops}
+        moved: list[str] = []
+        for placed in stage.ops:
+            op = self.program.op(placed.name)
+            if not op.once_per_node or placed.space != "dst":
+                continue
+            deps = value_deps(self.program, self.inline, (op.args, tuple(v for _, v in op.kwargs)))
+            if all(d in moved or d in stage.stores or d not in members for d in deps):
+                moved.append(op.name)
+        # only what nothing else of the layer reads, and whose values the layer would store
+        moved = [n for n in moved if all(u in moved for u in self.users[n] if u in members)]
+        if not moved or not any(n in stage.stores for n in moved):
+            return stage, None
+        kept = tuple(p for p in stage.ops if p.name not in moved)
+        reads = list(dict.fromkeys(
+            d for n in moved for d in value_deps(self.program, self.inline, (self.program.op(n).args,
+                                                                               tuple(v for _, v in self.program.op(n).kwargs)))
+            if d not in moved
+        ))
+        layer = replace(stage, ops=kept, stores=tuple(n for n in stage.stores if n not in moved))
+        after = Stage(stage.index, tuple(replace(p, space="dst") for p in stage.ops if p.name in moved),
+                      tuple((d, "dst") for d in reads), tuple(n for n in stage.stores if n in moved), ())
+        return layer, after
 
     def _call(self, function: LayerFunction) -> str:
         if not function.params or function.params[0] != "block":  # the prologue: node ranges
@@ -185,8 +224,10 @@ class Renderer:
             return "[" + ", ".join(self._result(v) for v in value) + "]"
         raise internal(f"cannot return {value!r}")
 
-    def _describe(self, stage: Stage) -> list[str]:
+    def _describe(self, stage: Stage, after_layer: bool = False) -> list[str]:
         ops = [self.program.op(p.name) for p in stage.ops]
+        if after_layer:
+            return comment(f"Before layer {stage.index + 1}, once per node, from what layer {stage.index} stored.")
         if stage.index == 0:
             what = ", ".join(f"{op.accessor} ({op.class_name})" for op in ops if op.kind == "module" or op.helper)
             return comment(f"Before the first layer, once per node: {what or 'work on the inputs'}.")

@@ -45,8 +45,10 @@ class LayerFunction:
 class LayerWriter:
     """Writes the function of one stage."""
 
-    def __init__(self, r: "Renderer", stage: Stage, name: str):
+    def __init__(self, r: "Renderer", stage: Stage, name: str, node_ranges: bool = False):
         self.r, self.stage, self.name = r, stage, name
+        # the prologue, or a pass after a layer: ranges of nodes, no block (map_nodes)
+        self.node_ranges = node_ranges or stage.index == 0
         self.program = r.program
         self.space = {p.name: p.space for p in stage.ops}
         self.names = NameAllocator(r.reserved | {"block"})
@@ -67,7 +69,7 @@ class LayerWriter:
         device that holds them, blocks take all of g's nodes as sources and the rows are read
         where they are, not gathered."""
         loads = [name for name, space in self.stage.loads if space == "src"]
-        if self.stage.index == 0 or not loads or any(p.space == "src" for p in self.stage.ops):
+        if self.node_ranges or not loads or any(p.space == "src" for p in self.stage.ops):
             return False
         for placed in self.stage.ops:
             op = self.program.op(placed.name)
@@ -328,7 +330,7 @@ class LayerWriter:
         elif sep and target.replace(", ", ",").split(",") == results:  # `a, b = f(...)`
             results, body = [expression], body[:-1]
         body.append(f"return {', '.join(results)}")
-        params = ([] if self.stage.index == 0 else ["block"])
+        params = ([] if self.node_ranges else ["block"])
         params += [local for space in ("src", "dst", "edge") for _, local in self.params[space]]
         return LayerFunction(
             self.name, params, body,

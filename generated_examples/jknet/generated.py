@@ -60,29 +60,35 @@ class JKNet(nn.Module):
         # Layer 1 of 3: self.mean_branch (SAGEConv), self.pool_branch (SAGEConv).
         def layer_1(block, x, feat0, x_dst):
             h = _sage_conv_mean(self.mean_branch, block, feat0, x_dst, projected=True)
-            h = F.relu(h + self.pool_branch(block, x))
-            # self.layers[0]'s fc and attention term on each source row, once per node
-            feat, el = _gat_conv_source(self.layers[0], h)
-            return h, feat, el
+            return F.relu(h + self.pool_branch(block, x))
 
-        h1, feat1, el1 = batches.map(layer_1, src=[x, feat0], dst=[x])
+        h1 = batches.map(layer_1, src=[x, feat0], dst=[x])
         del feat0
+
+        # Before layer 2, once per node, from what layer 1 stored.
+        def before_layer_2(h1):
+            # self.layers[0]'s fc and attention term on each source row, once per node
+            return _gat_conv_source(self.layers[0], h1)
+
+        feat1, el1 = batches.map_nodes(before_layer_2, h1)
 
         # Layer 2 of 3: self.layers[0] (GATConv).
         def layer_2(block, feat1, el1, feat1_dst):
-            h = F.elu(
+            return F.elu(
                 _gat_conv_aggregate(
                     self.layers[0], block, feat1, el1, feat1_dst
                 ).flatten(1)
             )
-            # self.layers[1]'s fc and attention term on each source row, once per node
-            feat, el = _gat_conv_source(self.layers[1], h)
-            return h, feat, el
 
-        h2, feat2, el2 = batches.map(
-            layer_2, src=[feat1, el1], dst=[feat1], in_place=True
-        )
+        h2 = batches.map(layer_2, src=[feat1, el1], dst=[feat1], in_place=True)
         del feat1, el1
+
+        # Before layer 3, once per node, from what layer 2 stored.
+        def before_layer_3(h2):
+            # self.layers[1]'s fc and attention term on each source row, once per node
+            return _gat_conv_source(self.layers[1], h2)
+
+        feat2, el2 = batches.map_nodes(before_layer_3, h2)
 
         # Layer 3 of 3: self.layers[1] (GATConv).
         def layer_3(block, feat2, el2, h1, h2, feat2_dst):
@@ -183,6 +189,8 @@ class _FullNeighbourBatches:
         ):
             results = layer(block, *rows)
             results = results if isinstance(results, tuple) else (results,)
+            edge_ids = block.edata[dgl.EID] if per_edge else None
+            del block, rows  # before the next batch is made: one batch's rows at a time
             if outputs is None:  # each result's width and dtype, from the first batch
                 outputs = [
                     self._empty(r, self.num_edges if i in per_edge else self.num_nodes)
@@ -190,9 +198,10 @@ class _FullNeighbourBatches:
                 ]
             for i, (out, r) in enumerate(zip(outputs, results)):
                 if i in per_edge:
-                    out[block.edata[dgl.EID].to(out.device)] = r.to(out.device)
+                    out[edge_ids.to(out.device)] = r.to(out.device)
                 else:
                     out[start:end].copy_(r, non_blocking=True)
+            del results, r  # before the next batch computes
         if self.device.type == "cuda":
             torch.cuda.current_stream(
                 self.device

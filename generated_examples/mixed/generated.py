@@ -180,6 +180,8 @@ class _FullNeighbourBatches:
         ):
             results = layer(block, *rows)
             results = results if isinstance(results, tuple) else (results,)
+            edge_ids = block.edata[dgl.EID] if per_edge else None
+            del block, rows  # before the next batch is made: one batch's rows at a time
             if outputs is None:  # each result's width and dtype, from the first batch
                 outputs = [
                     self._empty(r, self.num_edges if i in per_edge else self.num_nodes)
@@ -187,9 +189,10 @@ class _FullNeighbourBatches:
                 ]
             for i, (out, r) in enumerate(zip(outputs, results)):
                 if i in per_edge:
-                    out[block.edata[dgl.EID].to(out.device)] = r.to(out.device)
+                    out[edge_ids.to(out.device)] = r.to(out.device)
                 else:
                     out[start:end].copy_(r, non_blocking=True)
+            del results, r  # before the next batch computes
         if self.device.type == "cuda":
             torch.cuda.current_stream(
                 self.device

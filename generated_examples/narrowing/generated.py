@@ -47,11 +47,16 @@ class NarrowingSAGE(nn.Module):
                 _sage_conv_mean(self.conv1, block, x, x_dst, projected=False),
                 inplace=True,
             )
-            h = self.proj(h)
-            # self.conv2's fc_neigh on each source row, once per node
-            return h, self.conv2.fc_neigh(h)
+            return self.proj(h)
 
-        h1, feat1 = batches.map(layer_1, src=[x], dst=[x], in_place=True)
+        h1 = batches.map(layer_1, src=[x], dst=[x], in_place=True)
+
+        # Before layer 2, once per node, from what layer 1 stored.
+        def before_layer_2(h1):
+            # self.conv2's fc_neigh on each source row, once per node
+            return self.conv2.fc_neigh(h1)
+
+        feat1 = batches.map_nodes(before_layer_2, h1)
 
         # Layer 2 of 2: self.conv2 (SAGEConv).
         def layer_2(block, feat1, h1):
@@ -145,6 +150,8 @@ class _FullNeighbourBatches:
         ):
             results = layer(block, *rows)
             results = results if isinstance(results, tuple) else (results,)
+            edge_ids = block.edata[dgl.EID] if per_edge else None
+            del block, rows  # before the next batch is made: one batch's rows at a time
             if outputs is None:  # each result's width and dtype, from the first batch
                 outputs = [
                     self._empty(r, self.num_edges if i in per_edge else self.num_nodes)
@@ -152,9 +159,10 @@ class _FullNeighbourBatches:
                 ]
             for i, (out, r) in enumerate(zip(outputs, results)):
                 if i in per_edge:
-                    out[block.edata[dgl.EID].to(out.device)] = r.to(out.device)
+                    out[edge_ids.to(out.device)] = r.to(out.device)
                 else:
                     out[start:end].copy_(r, non_blocking=True)
+            del results, r  # before the next batch computes
         if self.device.type == "cuda":
             torch.cuda.current_stream(
                 self.device

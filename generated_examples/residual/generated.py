@@ -81,14 +81,17 @@ class ResGCN(nn.Module):
                 inplace=True,
             )
             h = self.norm(relu2 + h1_dst)
-            # self.conv3's fc_neigh on each source row, once per node
-            feat = self.conv3.fc_neigh(h)
-            return h, feat, readout1 + relu2
+            return h, readout1 + relu2
 
-        h2, feat2, readout = batches.map(
-            layer_2, src=[h1], dst=[readout1, h1], in_place=True
-        )
+        h2, readout = batches.map(layer_2, src=[h1], dst=[readout1, h1], in_place=True)
         del h1, readout1
+
+        # Before layer 3, once per node, from what layer 2 stored.
+        def before_layer_3(h2):
+            # self.conv3's fc_neigh on each source row, once per node
+            return self.conv3.fc_neigh(h2)
+
+        feat2 = batches.map_nodes(before_layer_3, h2)
 
         # Layer 3 of 3: self.conv3 (SAGEConv).
         def layer_3(block, feat2, skip, h2):
@@ -183,6 +186,8 @@ class _FullNeighbourBatches:
         ):
             results = layer(block, *rows)
             results = results if isinstance(results, tuple) else (results,)
+            edge_ids = block.edata[dgl.EID] if per_edge else None
+            del block, rows  # before the next batch is made: one batch's rows at a time
             if outputs is None:  # each result's width and dtype, from the first batch
                 outputs = [
                     self._empty(r, self.num_edges if i in per_edge else self.num_nodes)
@@ -190,9 +195,10 @@ class _FullNeighbourBatches:
                 ]
             for i, (out, r) in enumerate(zip(outputs, results)):
                 if i in per_edge:
-                    out[block.edata[dgl.EID].to(out.device)] = r.to(out.device)
+                    out[edge_ids.to(out.device)] = r.to(out.device)
                 else:
                     out[start:end].copy_(r, non_blocking=True)
+            del results, r  # before the next batch computes
         if self.device.type == "cuda":
             torch.cuda.current_stream(
                 self.device

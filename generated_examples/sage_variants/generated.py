@@ -69,12 +69,17 @@ class SAGEVariants(nn.Module):
         # Layer 3 of 4: self.layers[2] (SAGEConv).
         def layer_3(block, h2):
             h = self.layers[2](block, h2)
-            h = self.activation(h)
-            # self.layers[3]'s fc_neigh on each source row, once per node
-            return h, self.layers[3].fc_neigh(h)
+            return self.activation(h)
 
-        h3, feat3 = batches.map(layer_3, src=[h2])
+        h3 = batches.map(layer_3, src=[h2])
         del h2
+
+        # Before layer 4, once per node, from what layer 3 stored.
+        def before_layer_4(h3):
+            # self.layers[3]'s fc_neigh on each source row, once per node
+            return self.layers[3].fc_neigh(h3)
+
+        feat3 = batches.map_nodes(before_layer_4, h3)
 
         # Layer 4 of 4: self.layers[3] (SAGEConv).
         def layer_4(block, feat3, h3):
@@ -168,6 +173,8 @@ class _FullNeighbourBatches:
         ):
             results = layer(block, *rows)
             results = results if isinstance(results, tuple) else (results,)
+            edge_ids = block.edata[dgl.EID] if per_edge else None
+            del block, rows  # before the next batch is made: one batch's rows at a time
             if outputs is None:  # each result's width and dtype, from the first batch
                 outputs = [
                     self._empty(r, self.num_edges if i in per_edge else self.num_nodes)
@@ -175,9 +182,10 @@ class _FullNeighbourBatches:
                 ]
             for i, (out, r) in enumerate(zip(outputs, results)):
                 if i in per_edge:
-                    out[block.edata[dgl.EID].to(out.device)] = r.to(out.device)
+                    out[edge_ids.to(out.device)] = r.to(out.device)
                 else:
                     out[start:end].copy_(r, non_blocking=True)
+            del results, r  # before the next batch computes
         if self.device.type == "cuda":
             torch.cuda.current_stream(
                 self.device

@@ -16,7 +16,17 @@ gnn-codegen is meant to support:
 * an optional input encoder (Linear + ReLU) and an optional decoder MLP;
 * residual adds of equal-width values of different depths (`h + conv(g, h)`), or through a
   Linear projection (`conv(g, h) + self.skipN(x)`); jumping knowledge (concatenation of several
-  depths' outputs along the last dimension, then a Linear); optionally a tuple (logits, embedding).
+  depths' outputs along the last dimension, then a Linear); optionally a tuple (logits, embedding);
+* in-place operations between layers (`h.mul_(1.5).add_(0.25)`, `F.relu(h, inplace=True)`,
+  `h.clamp_(-2, 2)`), also on a value that dropout returned unchanged and that later lines read
+  again, so the generated code must see the write through every alias;
+* `MeanConv`, a one-hop message-passing module of the user's own (`update_all` with a mean, then
+  a Linear), which gnn-codegen must prove exact on blocks rather than assume;
+* module-level constants named like the generated code's own names (`device`, `batch_size`,
+  `num_nodes`, `layer_1`, ...), which forward reads (`h * batch_size`): nothing may capture them.
+
+`multi_round_specs()` draws the same models with one convolution replaced by `TwoRoundMeanConv`,
+a user module that propagates twice in one call: those must be refused, never generated.
 
 `render_model_source(spec)` writes a spec as a model file defining `RandomModel(nn.Module)`, with
 `forward(self, g, x)` on the full graph, or `forward(self, blocks, x)` in the sampled-blocks style
@@ -33,12 +43,20 @@ from dataclasses import dataclass, replace
 
 from hypothesis import strategies as st
 
-CONV_KINDS = ("SAGEConv", "GraphConv", "GATConv", "GINConv")
+CONV_KINDS = ("SAGEConv", "GraphConv", "GATConv", "GINConv", "MeanConv")
 SAGE_AGGREGATORS = ("mean", "gcn", "pool")
 GRAPHCONV_NORMS = ("both", "left", "right", "none")
 GIN_AGGREGATORS = ("sum", "mean", "max")
 ACTIVATIONS = {"relu": "F.relu", "tanh": "torch.tanh", "elu": "F.elu"}
-BETWEEN = ("act", "linear", "batchnorm", "layernorm", "dropout")
+BETWEEN = ("act", "linear", "batchnorm", "layernorm", "dropout", "inplace", "scale")
+IN_PLACE = {
+    "mul_add": "{h}.mul_(1.5).add_(0.25)",
+    "relu": "F.relu({h}, inplace=True)",
+    "clamp": "{h}.clamp_(-2.0, 2.0)",
+}
+# Module-level constants forward may read, named like what generated code defines for itself.
+CONSTANTS = ("device", "batch_size", "num_nodes", "max_memory", "progress", "batches", "layer_1",
+             "prologue", "feat0", "out_degrees", "SCALE")
 MIN_WIDTH, MAX_WIDTH = 4, 12
 # Variable names forward may assign (besides h1, h2, ...): generic ones, ones the generated code
 # uses itself (buffers, loop variables, inference's parameters), and `x`, which is reassigned.
@@ -53,10 +71,11 @@ VARIABLES = (
 class Step:
     """One line of forward, `h{index} = ...`, reading earlier values (0 is the input x)."""
 
-    op: str  # conv | act | linear | batchnorm | layernorm | dropout | add | cat
+    op: str  # conv | act | linear | batchnorm | layernorm | dropout | inplace | scale | add | cat
     inputs: tuple[int, ...]
     width: int  # width of the result (for GATConv: after flatten / mean over heads)
-    kind: str = ""  # conv: class name; act: relu|tanh|elu; dropout: module|functional; cat: dim
+    kind: str = ""  # conv: class name; act: relu|tanh|elu; dropout: module|functional; cat: dim;
+    # inplace: a key of IN_PLACE; scale: the module-level constant it multiplies by
     option: str = ""  # SAGEConv aggregator, GraphConv norm, GINConv aggregator, GATConv reduce
     heads: int = 1  # GATConv
     pair: bool = False  # blocks style: conv(block, (h, h[:block.num_dst_nodes()]))
@@ -72,6 +91,7 @@ class ModelSpec:
     steps: tuple[Step, ...]
     outputs: tuple[int, ...]  # one value, or (logits, embedding)
     edge_weights: bool = False  # full style only: forward(self, g, x, w), w one weight per edge
+    constants: tuple[str, ...] = ()  # module-level constants forward reads (see CONSTANTS)
 
     def width(self, value: int) -> int:
         return self.in_width if value == 0 else self.steps[value - 1].width
@@ -88,6 +108,10 @@ class _Builder:
         self.in_width = in_width
         self.steps: list[Step] = []
         self.depth = [0]  # message-passing depth of every value
+        # whether a value may be the input tensor itself (dropout and in-place ops return their
+        # input): an in-place op on it would change the caller's x
+        self.is_input = [True]
+        self.constants: list[str] = []
 
     def width(self, value: int) -> int:
         return self.in_width if value == 0 else self.steps[value - 1].width
@@ -97,6 +121,7 @@ class _Builder:
             step = replace(step, var=self.draw(st.sampled_from(VARIABLES)))
         self.steps.append(step)
         self.depth.append(max(self.depth[i] for i in step.inputs) + (step.op == "conv"))
+        self.is_input.append(step.op in ("dropout", "inplace") and self.is_input[step.inputs[0]])
         return len(self.steps)
 
 
@@ -109,7 +134,7 @@ def _draw_conv(draw: st.DrawFn, b: _Builder, source: int, style: str, target: in
     """A convolution reading `source`; its result has width `target` when one is given. With
     edge_weights, convolutions that accept `edge_weight=` may be drawn to take the model's w."""
     kind = draw(st.sampled_from(CONV_KINDS))
-    pair = style == "blocks" and draw(st.booleans())
+    pair = style == "blocks" and kind != "MeanConv" and draw(st.booleans())
     if target is None and draw(st.booleans()):
         target = b.width(source)  # keep the width, so residuals can add it
     if kind == "GATConv":
@@ -123,6 +148,8 @@ def _draw_conv(draw: st.DrawFn, b: _Builder, source: int, style: str, target: in
             width = target
         return b.add(Step("conv", (source,), width, kind, reduce, heads=heads, pair=pair))
     width = draw(widths) if target is None else target
+    if kind == "MeanConv":
+        return b.add(Step("conv", (source,), width, kind))
     weighted = edge_weights and draw(st.booleans())
     if kind == "SAGEConv":
         option = draw(st.sampled_from(SAGE_AGGREGATORS))
@@ -145,6 +172,15 @@ def _draw_between(draw: st.DrawFn, b: _Builder, value: int) -> int:
         return b.add(Step("linear", (value,), draw(widths)))
     if piece == "dropout":
         return b.add(Step("dropout", (value,), width, draw(st.sampled_from(("module", "functional")))))
+    if piece == "inplace":
+        if b.is_input[value]:
+            return b.add(Step("act", (value,), width, "relu"))
+        return b.add(Step("inplace", (value,), width, draw(st.sampled_from(tuple(IN_PLACE)))))
+    if piece == "scale":
+        constant = draw(st.sampled_from(CONSTANTS))
+        if constant not in b.constants:
+            b.constants.append(constant)
+        return b.add(Step("scale", (value,), width, constant))
     return b.add(Step(piece, (value,), width))
 
 
@@ -214,19 +250,68 @@ def model_specs(draw: st.DrawFn) -> ModelSpec:
         if embeddings:
             outputs = (h, draw(st.sampled_from(embeddings[::-1])))
     edge_weights = any(step.edge_weight for step in b.steps)
-    return ModelSpec(style, b.in_width, tuple(b.steps), outputs, edge_weights)
+    return ModelSpec(style, b.in_width, tuple(b.steps), outputs, edge_weights, tuple(b.constants))
+
+
+@st.composite
+def multi_round_specs(draw: st.DrawFn) -> ModelSpec:
+    """A model_specs() model with one of its convolutions a TwoRoundMeanConv."""
+    spec = draw(model_specs())
+    convs = [i for i, step in enumerate(spec.steps) if step.op == "conv"]
+    i = draw(st.sampled_from(convs))
+    step = replace(spec.steps[i], kind="TwoRoundMeanConv", option="", heads=1, pair=False,
+                   learn_eps=False, edge_weight=False)
+    if spec.steps[i].kind == "GATConv":
+        step = replace(step, width=spec.steps[i].width)
+    steps = (*spec.steps[:i], step, *spec.steps[i + 1:])
+    return replace(spec, steps=steps, edge_weights=any(s.edge_weight for s in steps))
 
 
 # --- rendering ----------------------------------------------------------------------------------
 
-_HEADER = '''"""A random model drawn by tests/random_models.py."""
+_IMPORTS = '''"""A random model drawn by tests/random_models.py."""
 
+import dgl.function as fn
 import dgl.nn as dglnn
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+'''
 
+# The user's own message-passing modules, written as DGL's tutorials write them.
+USER_MODULES = {
+    "MeanConv": '''
+class MeanConv(nn.Module):
+    """The mean of the in-neighbours' features, then a Linear."""
 
+    def __init__(self, in_feats, out_feats):
+        super().__init__()
+        self.linear = nn.Linear(in_feats, out_feats)
+
+    def forward(self, graph, feat):
+        with graph.local_scope():
+            graph.srcdata["h"] = feat
+            graph.update_all(fn.copy_u("h", "m"), fn.mean("m", "h_neigh"))
+            return self.linear(graph.dstdata["h_neigh"])
+''',
+    "TwoRoundMeanConv": '''
+class TwoRoundMeanConv(nn.Module):
+    """Two rounds of neighbour means in one call: reads two hops."""
+
+    def __init__(self, in_feats, out_feats):
+        super().__init__()
+        self.linear = nn.Linear(in_feats, out_feats)
+
+    def forward(self, graph, feat):
+        with graph.local_scope():
+            graph.ndata["h"] = feat
+            for _ in range(2):
+                graph.update_all(fn.copy_u("h", "m"), fn.mean("m", "h"))
+            return self.linear(graph.ndata["h"])
+''',
+}
+
+_CLASS = '''
 class RandomModel(nn.Module):
     def __init__(self):
         super().__init__()
@@ -248,6 +333,8 @@ def _constructor(spec: ModelSpec, step: Step) -> str | None:
         if step.kind == "GATConv":
             per_head = step.width // step.heads if step.option == "flatten" else step.width
             return f"dglnn.GATConv({w_in}, {per_head}, {step.heads}, allow_zero_in_degree=True)"
+        if step.kind in USER_MODULES:
+            return f"{step.kind}({w_in}, {step.width})"
         eps = ", learn_eps=True" if step.learn_eps else ""
         return f'dglnn.GINConv(nn.Linear({w_in}, {step.width}), "{step.option}"{eps})'
     if step.op == "linear":
@@ -284,7 +371,7 @@ def _variable_names(spec: ModelSpec) -> list[str]:
         candidates = [step.var] if step.var else []
         candidates += [f"h{index}" + "_" * k for k in range(len(spec.steps) + 2)]
         for var in candidates:
-            if var != graph and last_read.get(holder.get(var, -1), 0) <= index:
+            if var != graph and var not in spec.constants and last_read.get(holder.get(var, -1), 0) <= index:
                 break
         holder[var] = index
         names.append(var)
@@ -294,7 +381,12 @@ def _variable_names(spec: ModelSpec) -> list[str]:
 def render_model_source(spec: ModelSpec) -> str:
     blocks = spec.style == "blocks"
     depth = _value_depths(spec)
-    lines = [_HEADER.rstrip("\n")]
+    lines = [_IMPORTS]
+    # constants, some of them colliding with names the generated code uses, 0.5 to 1.5
+    lines += [f"{c} = {0.5 + i / max(len(spec.constants), 1):.2f}" for i, c in enumerate(spec.constants)]
+    kinds = {step.kind for step in spec.steps if step.op == "conv"}
+    lines += [source for kind, source in USER_MODULES.items() if kind in kinds]
+    lines.append(_CLASS.rstrip("\n"))
     for index, step in enumerate(spec.steps, start=1):
         ctor = _constructor(spec, step)
         if ctor is not None:
@@ -327,6 +419,10 @@ def render_model_source(spec: ModelSpec) -> str:
                 expr += ".flatten(1)" if step.option == "flatten" else ".mean(1)"
         elif step.op == "act":
             expr = f"{ACTIVATIONS[step.kind]}({name(args[0])})"
+        elif step.op == "inplace":
+            expr = IN_PLACE[step.kind].format(h=name(args[0]))
+        elif step.op == "scale":
+            expr = f"{name(args[0])} * {step.kind}"
         elif step.op == "dropout" and step.kind == "functional":
             expr = f"F.dropout({name(args[0])}, p=0.5, training=self.training)"
         elif step.op in ("linear", "batchnorm", "layernorm", "dropout"):

@@ -3,7 +3,9 @@ through generate_all, and the generated `inference` must equal the model's full-
 (atol = rtol = 1e-4) on a random graph of 60-120 nodes with zero-in-degree nodes, for a batch
 size below N that does not divide it and one of at least N, and every `del` in it must free
 what it names (tests/deletion_watch.py). A refusal (GnnCodegenError) is a failure too: every
-piece the generator draws is meant to be supported.
+piece the generator draws is meant to be supported. The same models with one convolution
+replaced by a user module that propagates twice in one call must be refused instead, naming it
+(test_multi_round_user_module_is_refused, 20 examples; GNN_CODEGEN_DIFF_REFUSALS for more).
 
 200 examples by default (about two minutes on a 2-core machine). To run thousands locally:
 
@@ -29,14 +31,14 @@ from hypothesis import HealthCheck, currently_in_test_context, given, note, sett
 from hypothesis import strategies as st
 
 from gnn_codegen.errors import CheckFailedError, GnnCodegenError
-from gnn_codegen.pipeline import generate_all
+from gnn_codegen.pipeline import GenerateOptions, generate_all
 from gnn_codegen.harness import (
     allclose, full_graph_forward, generated_model, import_source, make_inputs, max_difference,
     random_graph,
 )
 from gnn_codegen.perturb import perturb
 from tests.deletion_watch import views_kept_alive
-from tests.random_models import ModelSpec, model_specs, render_model_source
+from tests.random_models import USER_MODULES, ModelSpec, model_specs, multi_round_specs, render_model_source
 
 MIN_NODES, MAX_NODES = 60, 120
 ATOL = RTOL = 1e-4
@@ -49,6 +51,13 @@ def graph_and_batch_sizes(seed: int) -> tuple[int, tuple[int, int]]:
     small = rng.choice([b for b in range(num_nodes // 4, num_nodes) if num_nodes % b])
     large = num_nodes + rng.randint(0, 10)
     return num_nodes, (small, large)
+
+
+def options_for(spec: ModelSpec) -> GenerateOptions:
+    """The input's width, as a user gives it (--feat-dims) when the model's own message-passing
+    module reads it first: nothing outside that module's forward says how wide it is."""
+    user_module = any(step.kind in USER_MODULES for step in spec.steps)
+    return GenerateOptions(feat_dims=f"x={spec.in_width}" if user_module else None)
 
 
 def _note(text: str) -> None:
@@ -70,7 +79,7 @@ def check_spec(spec: ModelSpec, seed: int) -> None:
         path = folder / f"random_model_{uuid.uuid4().hex[:12]}.py"
         path.write_text(source)
         try:
-            generated = generate_all(f"{path}:RandomModel")
+            generated = generate_all(f"{path}:RandomModel", options_for(spec))
         except CheckFailedError as exc:
             pytest.fail(f"the check before writing failed: {exc}")
         except GnnCodegenError as exc:
@@ -110,3 +119,28 @@ def check_spec(spec: ModelSpec, seed: int) -> None:
 )
 def test_generated_inference_equals_full_graph_forward(spec: ModelSpec, seed: int) -> None:
     check_spec(spec, seed)
+
+
+@given(multi_round_specs())
+@settings(
+    max_examples=int(os.environ.get("GNN_CODEGEN_DIFF_REFUSALS", "20")),
+    deadline=None,
+    derandomize=os.environ.get("CI") == "true",
+    suppress_health_check=[HealthCheck.too_slow],
+)
+def test_multi_round_user_module_is_refused(spec: ModelSpec) -> None:
+    source = render_model_source(spec)
+    _note(f"model source:\n{source}")
+    folder = Path(tempfile.mkdtemp(prefix="gnn_codegen_diff_"))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        path = folder / f"random_model_{uuid.uuid4().hex[:12]}.py"
+        path.write_text(source)
+        with pytest.raises(GnnCodegenError) as refused:
+            generate_all(f"{path}:RandomModel", options_for(spec))
+        assert not isinstance(refused.value, CheckFailedError), f"written, then caught by the check: {refused.value}"
+        assert "TwoRoundMeanConv" in str(refused.value), str(refused.value)
+    finally:
+        torch.set_num_threads(threads)
+        shutil.rmtree(folder, ignore_errors=True)

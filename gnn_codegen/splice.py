@@ -24,18 +24,54 @@ class _TopLevel:
     is_import: bool
 
 
-class _NameCollector(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.names: set[str] = set()
+def _names(nodes: list[ast.AST]) -> frozenset[str]:
+    """Every identifier the statements spell: names, attributes, parameters, keywords, defined
+    and imported names (a superset of what they read, which only keeps a statement or two too
+    many). Python's own parser: libcst's visitors took most of the command's time here."""
+    names: set[str] = set()
+    for tree in nodes:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name):
+                names.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                names.add(node.attr)
+            elif isinstance(node, ast.arg):
+                names.add(node.arg)
+            elif isinstance(node, ast.keyword) and node.arg:
+                names.add(node.arg)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.alias):
+                names.update(node.name.split("."))
+                if node.asname:
+                    names.add(node.asname)
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                names.update(node.names)
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                names.add(node.name)
+    return frozenset(names)
 
-    def visit_Name(self, node: cst.Name) -> None:
-        self.names.add(node.value)
+
+def _source_reads(code: str) -> frozenset[str]:
+    return _names([ast.parse(code)])
 
 
-def _reads(node: cst.CSTNode) -> frozenset[str]:
-    collector = _NameCollector()
-    node.visit(collector)
-    return frozenset(collector.names)
+def _class_reads(tree: ast.stmt, method_name: str) -> frozenset[str]:
+    """What the class reads, less the user's method that the generated one replaces."""
+    assert isinstance(tree, ast.ClassDef)
+    body = [s for s in tree.body if not (isinstance(s, ast.FunctionDef) and s.name == method_name)]
+    return _names([*body, *tree.decorator_list, *tree.bases, *tree.keywords]) | {tree.name}
+
+
+def _statement_trees(module: cst.Module, source: str) -> dict[int, list[ast.stmt]]:
+    """Each top-level libcst statement's ast statements (a line `a = 1; b = 2` holds two), by
+    the libcst node's id: both parsers read the same source in the same order."""
+    trees = iter(ast.parse(source).body)
+    matched: dict[int, list[ast.stmt]] = {}
+    for node in module.body:
+        count = len(node.body) if isinstance(node, cst.SimpleStatementLine) else 1
+        matched[id(node)] = [next(trees) for _ in range(count)]
+    return matched
 
 
 def _import_binding(alias: cst.ImportAlias, from_import: bool) -> str:
@@ -45,23 +81,14 @@ def _import_binding(alias: cst.ImportAlias, from_import: bool) -> str:
     return dotted if from_import else dotted.split(".")[0]
 
 
-def _assigned_names(node: cst.CSTNode) -> frozenset[str]:
-    names: set[str] = set()
-    for target in _assign_targets(node):
-        names |= _reads(target)
-    return frozenset(names)
-
-
-def _assign_targets(node: cst.CSTNode) -> list[cst.CSTNode]:
-    if isinstance(node, cst.SimpleStatementLine):
-        targets: list[cst.CSTNode] = []
-        for small in node.body:
-            if isinstance(small, cst.Assign):
-                targets += [t.target for t in small.targets]
-            elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
-                targets.append(small.target)
-        return targets
-    return []
+def _assigned_names(trees: list[ast.stmt]) -> frozenset[str]:
+    targets: list[ast.AST] = []
+    for tree in trees:
+        if isinstance(tree, ast.Assign):
+            targets += tree.targets
+        elif isinstance(tree, (ast.AnnAssign, ast.AugAssign)):
+            targets.append(tree.target)
+    return _names(targets)
 
 
 def _is_main_guard(node: cst.CSTNode) -> bool:
@@ -71,9 +98,9 @@ def _is_main_guard(node: cst.CSTNode) -> bool:
     return test in ('__name__=="__main__"', '"__main__"==__name__')
 
 
-def _classify(node: cst.CSTNode) -> _TopLevel | None:
+def _classify(node: cst.CSTNode, trees: list[ast.stmt]) -> _TopLevel | None:
     if isinstance(node, (cst.ClassDef, cst.FunctionDef)):
-        return _TopLevel(node, frozenset({node.name.value}), _reads(node), False)
+        return _TopLevel(node, frozenset({node.name.value}), _names(trees), False)
     if isinstance(node, cst.SimpleStatementLine):
         first = node.body[0]
         if isinstance(first, (cst.Import, cst.ImportFrom)):
@@ -82,13 +109,13 @@ def _classify(node: cst.CSTNode) -> _TopLevel | None:
                 return _TopLevel(node, frozenset({"*"}), frozenset(), True)
             names = frozenset(_import_binding(a, from_import) for a in first.names)  # type: ignore[union-attr]
             return _TopLevel(node, names, frozenset(), True)
-        defines = _assigned_names(node)
-        return _TopLevel(node, defines, _reads(node) - defines, False) if defines else None
+        defines = _assigned_names(trees)
+        return _TopLevel(node, defines, _names(trees) - defines, False) if defines else None
     if _is_main_guard(node):
         return None
     if isinstance(node, (cst.If, cst.Try, cst.With)):
         # e.g. `try: import x except ImportError: x = None`: keep when it binds a needed name.
-        return _TopLevel(node, _reads(node), _reads(node), False)
+        return _TopLevel(node, _names(trees), _names(trees), False)
     return None
 
 
@@ -130,7 +157,8 @@ def _moved_import(node: cst.CSTNode) -> cst.CSTNode:
 def splice(source: str, class_name: str, method: str, helpers: str, header: str,
            method_name: str = "inference") -> str:
     module = cst.parse_module(source)
-    items = [c for c in (_classify(s) for s in module.body) if c is not None]
+    trees = _statement_trees(module, source)
+    items = [c for c in (_classify(s, trees[id(s)]) for s in module.body) if c is not None]
     target = [i for i in items if isinstance(i.node, cst.ClassDef) and class_name in i.defines]
     if not target:
         raise internal(f"class {class_name} not found at the top level of its file")
@@ -138,8 +166,8 @@ def splice(source: str, class_name: str, method: str, helpers: str, header: str,
     method_def = method_def.with_changes(name=cst.Name(method_name))
     # what the class reads without the user's method it replaces (its imports need not come along)
     cls = _with_method(cst.ensure_type(target[-1].node, cst.ClassDef), method_def)
-    generated_reads = _reads(cst.parse_module(method)) | _reads(cst.parse_module(helpers))
-    needed = set(_reads(cls)) | set(generated_reads)
+    generated_reads = _source_reads(method) | _source_reads(helpers)
+    needed = set(_class_reads(trees[id(target[-1].node)][0], method_name)) | generated_reads
     keep: set[int] = {id(target[-1].node)}
     changed = True
     while changed:  # the closure of what the class and the generated code read
@@ -181,14 +209,11 @@ def splice(source: str, class_name: str, method: str, helpers: str, header: str,
             early -= imported
         body.append(node)
     extra = [cst.parse_statement(line) for line in missing]
-    # the runtime helpers after everything else: a reader meets the model and its inference
-    # first; the method calls them only when it runs, after the module is imported
-    parsed = cst.parse_module(helpers)
-    helper_nodes = list(parsed.body)
-    if helper_nodes:  # the comment above the helpers (their banner) stays with them
-        first = helper_nodes[0]
-        helper_nodes[0] = first.with_changes(leading_lines=[*parsed.header, *first.leading_lines])
-    body = futures + body[:insert_at] + hoisted + extra + body[insert_at:] + helper_nodes
+    body = futures + body[:insert_at] + hoisted + extra + body[insert_at:]
+    # the runtime helpers after everything else, as written (they are ours): a reader meets the
+    # model and its inference first; the method calls them only when it runs
     code = header + "\n" + cst.Module(body=body).code
+    if helpers.strip():
+        code = code.rstrip("\n") + "\n\n\n" + helpers.strip("\n") + "\n"
     ast.parse(code)  # a bug of ours must not produce a module that does not parse
     return code

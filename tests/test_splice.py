@@ -81,6 +81,8 @@ def test_keeps_what_the_class_needs_and_drops_the_rest() -> None:
             @torch.no_grad()
             def inference(self, g, x, batch_size, device):
                 return helper_fn(x)
+
+
         def _helper(g):
             return dgl.NID
     ''')
@@ -152,6 +154,8 @@ def test_imports_below_the_class_move_above_it() -> None:
 
         # the functional API
         import torch.nn.functional as F
+
+
         def _helper(g):
             return dgl.NID
     ''')

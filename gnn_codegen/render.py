@@ -84,6 +84,10 @@ class Renderer:
         if op.kind == "module":  # self.skip(x): skip
             last = op.target.rsplit(".", 1)[-1]
             return last if last.isidentifier() else op.class_name.lower()
+        if op.kind == "method" and op.args and isinstance(op.args[0], Ref):  # e.flatten(1): e
+            receiver = self.program.op(op.args[0].name)
+            if receiver.var:
+                return receiver.var
         return op.line_var or self.hidden
 
     def _name_buffers(self) -> None:

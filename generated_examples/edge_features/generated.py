@@ -97,16 +97,16 @@ class EdgeAwareGNN(nn.Module):
             h = F.elu(h.flatten(1))
             return h, e_2.flatten(1)
 
-        h3, h3_2 = batches.map(layer_3, src=[h2], dst=[h2], edges=[e], per_edge=(1,))
+        h3, e3 = batches.map(layer_3, src=[h2], dst=[h2], edges=[e], per_edge=(1,))
         del h2, e
 
         # Layer 4 of 4: self.egat2 (EGATConv).
-        def layer_4(block, h3, h3_dst, h3_2):
-            h, e = self.egat2(block, (h3, h3_dst), h3_2)
+        def layer_4(block, h3, h3_dst, e3):
+            h, e = self.egat2(block, (h3, h3_dst), e3)
             h = h.squeeze(1)
             return h, e.squeeze(1)
 
-        return batches.map(layer_4, src=[h3], dst=[h3], edges=[h3_2], per_edge=(1,))
+        return batches.map(layer_4, src=[h3], dst=[h3], edges=[e3], per_edge=(1,))
 
 
 # --- gnn-codegen runtime: the batch loop, and DGL's layers written out -----------------------

@@ -9,9 +9,18 @@ import black
 from gnn_codegen.errors import internal
 
 
-def format_source(code: str) -> str:
+def format_source(code: str, formatted_tail: str = "") -> str:
+    """black's formatting of `code`, which ends with `formatted_tail` (the generated module's
+    helpers, already in black's format): only the rest is formatted, then the tail appended, as
+    black would separate two top-level blocks."""
+    tail = formatted_tail.strip("\n")
+    if tail and not code.rstrip("\n").endswith(tail):
+        raise internal("the formatted tail is not at the end of the code")
+    head = code.rstrip("\n")[: len(code.rstrip("\n")) - len(tail)] if tail else code
     try:
-        formatted = black.format_str(code, mode=black.Mode())
+        formatted = black.format_str(head, mode=black.Mode())
+        if tail:
+            formatted = formatted.rstrip("\n") + "\n\n\n" + tail + "\n"
         ast.parse(formatted)
     except (black.InvalidInput, SyntaxError) as exc:
         raise internal(f"generated code does not parse: {exc}") from None

@@ -129,7 +129,8 @@ def generate_all(target: str, options: GenerateOptions = GenerateOptions()) -> G
     rendered = render(program, attrs, plan, module_names, header)
     source = splice(loaded.source, loaded.class_name, rendered.method, rendered.helpers, rendered.header,
                     options.method_name)
-    generated = Generated(format_source(source), loaded, program, attrs, plan, warnings, target, rendered.buffers,
+    formatted = format_source(source, rendered.helpers if rendered.helpers_formatted else "")
+    generated = Generated(formatted, loaded, program, attrs, plan, warnings, target, rendered.buffers,
                           rendered.origins, method_name=options.method_name)
     if not options.verify:
         return generated

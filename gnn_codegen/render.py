@@ -33,6 +33,9 @@ class Rendered:
     buffers: tuple[tuple[str, str], ...] = ()  # value -> its name in the generated code
     # (generated statement, the user's line it computes), to point a failure at the user's code
     origins: tuple[tuple[str, str], ...] = ()
+    # the helpers are black-formatted as rendered: the templates are written so for their
+    # default names (tests/test_goldens.py), and formatting them again took a tenth of the command
+    helpers_formatted: bool = False
 
 
 class Renderer:
@@ -258,9 +261,14 @@ class Renderer:
         )
         return [*textwrap.wrap(first, 88), "", *textwrap.wrap(second, 88)]
 
+    def default_helper_names(self) -> bool:
+        """The runtime and the helpers have the names the templates are formatted for."""
+        return self.runtime == RUNTIME and all(name == f"_{section}" for section, name in self.helper_names.items())
+
     def helpers(self) -> str:
         names = SimpleNamespace(**self.helper_names)
-        runtime = render_template("batches.py.j2", runtime=self.runtime)
+        # one line break between the two: each convolution's section starts with its blank lines
+        runtime = render_template("batches.py.j2", runtime=self.runtime).rstrip("\n")
         convs = render_template("convs.py.j2", used=self.sections, names=names) if self.sections else ""
         return render_template("helpers.py.j2", runtime=runtime, convs=convs)
 
@@ -297,4 +305,5 @@ def render(program: Program, attrs: Attributes, plan: Plan, module_names: set[st
         method=method,
         buffers=tuple(r.buffer.items()),
         origins=tuple(r.origins),
+        helpers_formatted=r.default_helper_names(),
     )

@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 # methods whose result is a view of their receiver, nothing else
 _RESHAPES = ("flatten", "view", "reshape", "squeeze", "unsqueeze")
+# written-out convolutions' per-node parts that take in_place=True: on a tensor nothing else
+# holds they scale it where it is (templates/convs.py.j2)
+_SCALES_IN_PLACE = ("graph_conv_source",)
 
 
 @dataclass
@@ -242,10 +245,14 @@ class LayerWriter:
                 continue
             primary = self.primary_input(op)
             sole = primary if primary and uses[primary[0]] == 1 and primary[0] in self.exclusive else None
+            if sole and op.helper in _SCALES_IN_PLACE:
+                # its input is this batch's own new tensor: scaled where it is, not into a new one
+                op = replace(op, kwargs=(*op.kwargs, ("in_place", True)))
             if placed.name in nested and not (op.mutates and not sole):
                 written = replace(op, kwargs=(*op.kwargs, ("inplace", True))) if sole and op.activation_in_place else op
                 self.expressions[(op.name, placed.space)] = self.op_expression(written, placed.space)
-                if op.helper and op.kind == "mp" or sole and written is not op:
+                if op.helper and op.kind == "mp" or sole and (written is not op or op.kind == "method"
+                                                              and op.target in _RESHAPES):
                     self.exclusive.add(op.name)
                 continue
             target = self.target(op, placed.space, uses)

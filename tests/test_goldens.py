@@ -47,3 +47,20 @@ def test_output_parses_is_black_and_deterministic(case: Case) -> None:
     method = first[first.index("    @torch.no_grad()"):]
     long = [line for line in method.splitlines() if len(line) > 100]
     assert not long, long
+
+
+def test_helper_templates_render_black_formatted() -> None:
+    """The runtime and every written-out convolution, with the names the templates are written
+    for, are black's format as rendered: gnn-codegen formats only the rest of the module then."""
+    from types import SimpleNamespace
+
+    from gnn_codegen.render import RUNTIME
+    from gnn_codegen.templating import render_template
+    from gnn_codegen.write_out import SECTIONS
+
+    names = SimpleNamespace(**{s: f"_{s}" for s in SECTIONS})
+    runtime = render_template("batches.py.j2", runtime=RUNTIME).rstrip("\n")
+    for used in [set(SECTIONS), *({s} for s in SECTIONS)]:
+        convs = render_template("convs.py.j2", used=used, names=names)
+        helpers = render_template("helpers.py.j2", runtime=runtime, convs=convs).strip("\n") + "\n"
+        assert black.format_str(helpers, mode=black.Mode()) == helpers, sorted(used)

@@ -29,7 +29,7 @@ def test_a_module_that_differs_from_forward_is_refused(monkeypatch: pytest.Monke
     """As if the renderer read in-degrees for GraphConv's out-degree norm: the check finds it."""
     line = "out_degrees = g.out_degrees()"
     real = pipeline.format_source
-    monkeypatch.setattr(pipeline, "format_source", lambda source: real(source).replace(line, "out_degrees = g.in_degrees()"))
+    monkeypatch.setattr(pipeline, "format_source", lambda source, *tail: real(source, *tail).replace(line, "out_degrees = g.in_degrees()"))
     with pytest.raises(CheckFailedError, match=r"differs from TwoConvs's full-graph forward by up to .* "
                        r"with batches of \d+ nodes and source rows .*Nothing was written"):
         generate_all(KNOWN, GenerateOptions(init='{"kind": "GraphConv-left-ReLU-no-bias"}'))

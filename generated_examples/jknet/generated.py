@@ -77,7 +77,8 @@ class JKNet(nn.Module):
             return F.elu(
                 _gat_conv_aggregate(
                     self.layers[0], block, feat1, el1, feat1_dst
-                ).flatten(1)
+                ).flatten(1),
+                inplace=True,
             )
 
         h2 = batches.map(layer_2, src=[feat1, el1], dst=[feat1], in_place=True)
@@ -95,7 +96,8 @@ class JKNet(nn.Module):
             h = F.elu(
                 _gat_conv_aggregate(
                     self.layers[1], block, feat2, el2, feat2_dst
-                ).flatten(1)
+                ).flatten(1),
+                inplace=True,
             )
             return self.classify(self.jk([h1, h2, h]))
 
@@ -135,17 +137,12 @@ class _FullNeighbourBatches:
             raise ValueError(
                 f"the model is on {where}, not on device={device}: call model.to(device)"
             )
-        self.g, self.batch_size, self.max_memory, self.progress = (
-            g,
-            batch_size,
-            max_memory,
-            progress,
-        )
+        self.g, self.batch_size = g, batch_size
+        self.max_memory, self.progress = max_memory, progress
         self.num_nodes, self.num_edges = g.num_nodes(), g.num_edges()
         if "csc" not in g.formats()["created"] + g.formats()["not created"]:
-            g = g.formats(
-                g.formats()["created"] + ["csc"]
-            )  # a copy of g that allows CSC
+            # a copy of g that allows CSC
+            g = g.formats(g.formats()["created"] + ["csc"])
         self.indptr, self.indices, self.edge_ids = g.adj_tensors("csc")
         if self.edge_ids.numel() != self.indices.numel():  # no IDs given: 0, 1, 2, ...
             self.edge_ids = torch.arange(len(self.indices), device=self.indices.device)
@@ -154,17 +151,14 @@ class _FullNeighbourBatches:
             self.num_nodes, dtype=torch.bool, device=self.indices.device
         )
         self.block_ids = torch.empty_like(self.indptr[1:])
-        self.gathered = (
-            {}
-        )  # (start, end) -> its source nodes and in-edges, for the next layers
+        # (start, end) -> its source nodes and in-edges, for the next layers
+        self.gathered = {}
 
     def check_rows(self, nodes=None, edges=None):
         """Each tensor in `nodes` has a row per node of g, each in `edges` a row per edge."""
-        for tensors, rows, per in (
-            (nodes or {}, self.num_nodes, "node"),
-            (edges or {}, self.num_edges, "edge"),
-        ):
-            for name, t in tensors.items():
+        expected = ((nodes, self.num_nodes, "node"), (edges, self.num_edges, "edge"))
+        for tensors, rows, per in expected:
+            for name, t in (tensors or {}).items():
                 if not isinstance(t, torch.Tensor) or t.dim() == 0 or len(t) != rows:
                     found = (
                         tuple(t.shape)
@@ -203,13 +197,12 @@ class _FullNeighbourBatches:
                     out[start:end].copy_(r, non_blocking=True)
             del results, r  # before the next batch computes
         if self.device.type == "cuda":
-            torch.cuda.current_stream(
-                self.device
-            ).synchronize()  # the copies are in `outputs`
+            # the copies are in `outputs`
+            torch.cuda.current_stream(self.device).synchronize()
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def map_nodes(self, fn, *tensors):
-        """fn(*rows of tensors) over ranges of nodes, on `device`: the work before layer 1."""
+        """fn(*rows of tensors) over ranges of nodes, on `device`: work once per node."""
         return self.map(lambda block, *rows: fn(*rows), dst=tensors, blocks=False)
 
     def _empty(self, like, rows):
@@ -221,9 +214,8 @@ class _FullNeighbourBatches:
         prepared on a side stream while the layer computes one, after the work that used
         the memory it may reuse."""
         batch_size = self._batch_size(src, dst, edges)
-        starts = range(
-            0, max(self.num_nodes, 1), batch_size
-        )  # no nodes: one empty batch
+        # no nodes: one empty batch
+        starts = range(0, max(self.num_nodes, 1), batch_size)
         if self.progress:
             try:
                 from tqdm import tqdm
@@ -314,9 +306,8 @@ class _FullNeighbourBatches:
 
     def _rows(self, t, index):
         if isinstance(index, torch.Tensor):
-            if (
-                self.device.type == "cuda" and t.is_pinned()
-            ):  # the GPU reads the host's rows
+            if self.device.type == "cuda" and t.is_pinned():
+                # the GPU reads the host's rows
                 return dgl.utils.gather_pinned_tensor_rows(t, index.to(self.device))
             index = index.to(t.device)
         return t[index].to(self.device, non_blocking=True)

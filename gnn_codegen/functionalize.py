@@ -74,11 +74,13 @@ def _functional(op: Op) -> Op:
     return replace(op, in_place="", mutates=True)
 
 
-def _aliases(program: Program, name: str) -> set[str]:
-    """Every value that may share memory with `name`: views of it, what it is a view of, and
-    their views (through ops that may alias, in either direction)."""
+def _aliases(program: Program, name: str, before: int) -> set[str]:
+    """Every value that may share memory with `name` when program.ops[before] runs: views of
+    it, what it is a view of, and their views (through ops that may alias, in either
+    direction), made before then. A view made later sees the change: it is taken of the
+    changed value."""
     neighbours: dict[str, set[str]] = {}
-    for op in program.ops:
+    for op in program.ops[:before]:
         if may_alias(op) and op.args and isinstance(op.args[0], Ref):
             base = op.args[0].name
             neighbours.setdefault(op.name, set()).add(base)
@@ -122,7 +124,7 @@ def functionalize(program: Program) -> Program:
     for i, op in enumerate(program.ops):
         changed = _mutated(op)
         if changed is not None:
-            for alias in sorted(_aliases(program, changed.name)):
+            for alias in sorted(_aliases(program, changed.name, i)):
                 readers = [j for j in later_readers.get(alias, []) if j > i]
                 if readers or alias in outputs:
                     reader = program.ops[readers[0]] if readers else None

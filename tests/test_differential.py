@@ -18,12 +18,14 @@ failures live on as named cases in tests/models/regressions.py (tests/test_regre
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import shutil
 import tempfile
 import uuid
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 import torch
@@ -70,14 +72,7 @@ def check_spec(spec: ModelSpec, seed: int) -> None:
     raises AssertionError (pytest.fail) on a refusal or a difference."""
     source = render_model_source(spec)
     _note(f"model source:\n{source}")
-    folder = Path(tempfile.mkdtemp(prefix="gnn_codegen_diff_"))
-    threads = torch.get_num_threads()
-    # The tensors are tiny: one thread is several times faster than torch's default pool,
-    # above all on a loaded 2-core machine where idle pool threads spin.
-    torch.set_num_threads(1)
-    try:
-        path = folder / f"random_model_{uuid.uuid4().hex[:12]}.py"
-        path.write_text(source)
+    with _model_file(source) as (folder, path):
         try:
             generated = generate_all(f"{path}:RandomModel", options_for(spec))
         except CheckFailedError as exc:
@@ -105,6 +100,20 @@ def check_spec(spec: ModelSpec, seed: int) -> None:
         kept = views_kept_alive(model.inference, g, *inputs, batch_size=batch_sizes[0], device="cpu")
         if kept:
             pytest.fail(f"a `del` in inference frees nothing: {', '.join(kept)}")
+
+
+@contextlib.contextmanager
+def _model_file(source: str) -> Iterator[tuple[Path, Path]]:
+    """A scratch folder holding the model's file, and one torch thread while it is used: the
+    tensors are tiny, and one thread is several times faster than torch's default pool, above
+    all on a loaded 2-core machine where idle pool threads spin."""
+    folder = Path(tempfile.mkdtemp(prefix="gnn_codegen_diff_"))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        path = folder / f"random_model_{uuid.uuid4().hex[:12]}.py"
+        path.write_text(source)
+        yield folder, path
     finally:
         torch.set_num_threads(threads)
         shutil.rmtree(folder, ignore_errors=True)
@@ -131,16 +140,8 @@ def test_generated_inference_equals_full_graph_forward(spec: ModelSpec, seed: in
 def test_multi_round_user_module_is_refused(spec: ModelSpec) -> None:
     source = render_model_source(spec)
     _note(f"model source:\n{source}")
-    folder = Path(tempfile.mkdtemp(prefix="gnn_codegen_diff_"))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        path = folder / f"random_model_{uuid.uuid4().hex[:12]}.py"
-        path.write_text(source)
+    with _model_file(source) as (_, path):
         with pytest.raises(GnnCodegenError) as refused:
             generate_all(f"{path}:RandomModel", options_for(spec))
-        assert not isinstance(refused.value, CheckFailedError), f"written, then caught by the check: {refused.value}"
-        assert "TwoRoundMeanConv" in str(refused.value), str(refused.value)
-    finally:
-        torch.set_num_threads(threads)
-        shutil.rmtree(folder, ignore_errors=True)
+    assert not isinstance(refused.value, CheckFailedError), f"written, then caught by the check: {refused.value}"
+    assert "TwoRoundMeanConv" in str(refused.value), str(refused.value)

@@ -188,3 +188,22 @@ class InDegreesInForward(nn.Module):
     def forward(self, g, x):
         h = self.conv1(g, x) * g.in_degrees().unsqueeze(-1)
         return self.conv2(g, F.relu(h)) / g.out_degrees().clamp(min=1).unsqueeze(-1)
+
+
+class ChangedInPlaceBeforeAViewOfIt(nn.Module):
+    """`h.mul_(1.5)` and, later, a pair `(h, h[:block.num_dst_nodes()])`: the view is taken
+    after the change, so it sees it, and nothing is hidden from the layer-wise loop. It was
+    refused as a change through a view (the differential test, derandomized)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = dglnn.SAGEConv(4, 4, "mean")
+        self.conv2 = dglnn.SAGEConv(4, 4, "mean")
+        self.conv3 = dglnn.SAGEConv(4, 4, "mean")
+
+    def forward(self, blocks, x):
+        h = F.relu(self.conv1(blocks[0], x))
+        scaled = h.mul_(1.5).add_(0.25)
+        a = self.conv2(blocks[1], scaled)
+        b = self.conv3(blocks[1], (h, h[: blocks[1].num_dst_nodes()]))
+        return a + b

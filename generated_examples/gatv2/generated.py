@@ -214,7 +214,11 @@ class _FullNeighbourBatches:
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def map_nodes(self, fn, *tensors):
-        """fn(*rows of tensors) over ranges of nodes, on `device`: work once per node."""
+        """fn(*rows of tensors) over ranges of nodes, on `device`: work once per node. When
+        the tensors are on `device` and that is the host, over all nodes at once: the result
+        is then made once, not in ranges copied into it."""
+        if self.device.type == "cpu" and all(t.device == self.device for t in tensors):
+            return fn(*tensors)
         return self.map(lambda block, *rows: fn(*rows), dst=tensors, blocks=False)
 
     def _empty(self, like, rows):

@@ -446,11 +446,13 @@ def write_chart(path: Path, rows: list[dict]) -> bool:
     rows = [r for r in rows if "error" not in r]
     graphs = list(dict.fromkeys(r["graph"] for r in rows))
     models = list(dict.fromkeys(r["model"] for r in rows))
-    batch_sizes = {r["batch_size"] for r in rows if r["method"] in ("handwritten", "generated")}
+    batched = ("handwritten", "generated", "baseline")
+    order = (*METHODS, "baseline")
+    batch_sizes = {r["batch_size"] for r in rows if r["method"] in batched}
 
     def series(r: dict) -> tuple[int, int]:  # one bar per method, and per batch size if several
-        several = r["method"] in ("handwritten", "generated") and len(batch_sizes) > 1
-        return METHODS.index(r["method"]), r["batch_size"] if several else 0
+        several = r["method"] in batched and len(batch_sizes) > 1
+        return order.index(r["method"]), r["batch_size"] if several else 0
 
     methods = sorted({series(r) for r in rows})
     fig, axes = plt.subplots(len(graphs), 2, figsize=(12, 3.2 * len(graphs)), squeeze=False)
@@ -462,7 +464,7 @@ def write_chart(path: Path, rows: list[dict]) -> bool:
             for mi, method in enumerate(methods):
                 values = [next((r[key] for r in rows if (r["graph"], r["model"], series(r)) == (graph, model, method)), 0)
                           for model in models]
-                name = METHODS[method[0]] + (f" {method[1]}" if method[1] else "")
+                name = order[method[0]] + (f" {method[1]}" if method[1] else "")
                 ax.bar([i + (mi - (len(methods) - 1) / 2) * width for i in range(len(models))], values, width,
                        label=name)
             if key == "peak_rss_mib":  # what graph, features and model took before each method ran

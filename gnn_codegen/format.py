@@ -13,10 +13,12 @@ def format_source(code: str, formatted_tail: str = "") -> str:
     """black's formatting of `code`, which ends with `formatted_tail` (the generated module's
     helpers, already in black's format): only the rest is formatted, then the tail appended, as
     black would separate two top-level blocks."""
-    tail = formatted_tail.strip("\n")
-    if tail and not code.rstrip("\n").endswith(tail):
-        raise internal("the formatted tail is not at the end of the code")
-    head = code.rstrip("\n")[: len(code.rstrip("\n")) - len(tail)] if tail else code
+    tail, head = formatted_tail.strip("\n"), code
+    if tail:
+        head = code.rstrip("\n")
+        if not head.endswith(tail):
+            raise internal("the formatted tail is not at the end of the code")
+        head = head[: len(head) - len(tail)]
     try:
         formatted = black.format_str(head, mode=black.Mode())
         if tail:

@@ -266,11 +266,15 @@ class Renderer:
         return self.runtime == RUNTIME and all(name == f"_{section}" for section, name in self.helper_names.items())
 
     def helpers(self) -> str:
-        names = SimpleNamespace(**self.helper_names)
-        # one line break between the two: each convolution's section starts with its blank lines
-        runtime = render_template("batches.py.j2", runtime=self.runtime).rstrip("\n")
-        convs = render_template("convs.py.j2", used=self.sections, names=names) if self.sections else ""
-        return render_template("helpers.py.j2", runtime=runtime, convs=convs)
+        return render_helpers(self.runtime, self.sections, self.helper_names)
+
+
+def render_helpers(runtime: str, sections: set[str], names: dict[str, str]) -> str:
+    """The runtime class and the written-out convolutions' sections, after the banner."""
+    # one line break between the two: each convolution's section starts with its blank lines
+    runtime_source = render_template("batches.py.j2", runtime=runtime).rstrip("\n")
+    convs = render_template("convs.py.j2", used=sections, names=SimpleNamespace(**names)) if sections else ""
+    return render_template("helpers.py.j2", runtime=runtime_source, convs=convs)
 
 
 def _globals_read(program: Program) -> set[str]:

@@ -7,15 +7,9 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-import dgl
-import torch
-
-from gnn_codegen.templating import render_template
+from gnn_codegen.templating import exec_template
 
 
 @lru_cache(maxsize=1)
 def runtime_class() -> Any:
-    namespace: dict[str, Any] = {"torch": torch, "dgl": dgl, "__name__": __name__}
-    source = render_template("batches.py.j2", runtime="FullNeighbourBatches")
-    exec(compile(source, "<gnn-codegen batches.py.j2>", "exec"), namespace)
-    return namespace["FullNeighbourBatches"]
+    return exec_template("batches.py.j2", __name__, runtime="FullNeighbourBatches")["FullNeighbourBatches"]

@@ -115,7 +115,8 @@ def _classify(node: cst.CSTNode, trees: list[ast.stmt]) -> _TopLevel | None:
         return None
     if isinstance(node, (cst.If, cst.Try, cst.With)):
         # e.g. `try: import x except ImportError: x = None`: keep when it binds a needed name.
-        return _TopLevel(node, _names(trees), _names(trees), False)
+        names = _names(trees)
+        return _TopLevel(node, names, names, False)
     return None
 
 

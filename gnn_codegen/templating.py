@@ -34,3 +34,14 @@ def environment() -> jinja2.Environment:
 
 def render_template(name: str, **context: Any) -> str:
     return environment().get_template(name).render(**context)
+
+
+def exec_template(name: str, module: str, **context: Any) -> dict[str, Any]:
+    """The namespace a rendered Python template defines, with torch and dgl in it, its
+    functions spelled as `module`'s (torch.fx names a function it calls by its module)."""
+    import dgl
+    import torch
+
+    namespace: dict[str, Any] = {"torch": torch, "dgl": dgl, "__name__": module}
+    exec(compile(render_template(name, **context), f"<gnn-codegen {name}>", "exec"), namespace)
+    return namespace

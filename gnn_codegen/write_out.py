@@ -23,12 +23,11 @@ import operator
 from types import SimpleNamespace
 from typing import Any, Callable
 
-import dgl
 import dgl.nn as dglnn
 import torch
 import torch.fx as fx
 
-from gnn_codegen.templating import render_template
+from gnn_codegen.templating import exec_template
 
 # helper name -> the roles of its arguments after the module: "graph", "src" / "dst" rows,
 # "edge" rows, None for a constant. Message-passing helpers take the graph second.
@@ -51,10 +50,8 @@ NEEDS = {
 
 def _load_helpers() -> dict[str, Callable[..., Any]]:
     names = SimpleNamespace(**{section: f"_{section}" for section in SECTIONS})
-    source = render_template("convs.py.j2", used=set(SECTIONS), names=names)
     # defined as functions of this module, as torch.fx spells a function it calls by its module
-    namespace: dict[str, Any] = {"torch": torch, "dgl": dgl, "__name__": __name__}
-    exec(compile(source, "<gnn-codegen convs.py.j2>", "exec"), namespace)
+    namespace = exec_template("convs.py.j2", __name__, used=set(SECTIONS), names=names)
     return {section: namespace[f"_{section}"] for section in SECTIONS}
 
 

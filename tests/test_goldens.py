@@ -52,15 +52,10 @@ def test_output_parses_is_black_and_deterministic(case: Case) -> None:
 def test_helper_templates_render_black_formatted() -> None:
     """The runtime and every written-out convolution, with the names the templates are written
     for, are black's format as rendered: gnn-codegen formats only the rest of the module then."""
-    from types import SimpleNamespace
-
-    from gnn_codegen.render import RUNTIME
-    from gnn_codegen.templating import render_template
+    from gnn_codegen.render import RUNTIME, render_helpers
     from gnn_codegen.write_out import SECTIONS
 
-    names = SimpleNamespace(**{s: f"_{s}" for s in SECTIONS})
-    runtime = render_template("batches.py.j2", runtime=RUNTIME).rstrip("\n")
+    names = {s: f"_{s}" for s in SECTIONS}
     for used in [set(SECTIONS), *({s} for s in SECTIONS)]:
-        convs = render_template("convs.py.j2", used=used, names=names)
-        helpers = render_template("helpers.py.j2", runtime=runtime, convs=convs).strip("\n") + "\n"
+        helpers = render_helpers(RUNTIME, used, names).strip("\n") + "\n"
         assert black.format_str(helpers, mode=black.Mode()) == helpers, sorted(used)

@@ -186,6 +186,8 @@ def _edge_input_spec(program: Program, model: torch.nn.Module, name: str) -> Inp
             num_rels = getattr(module, "num_rels", None) or getattr(getattr(module, "linear_r", None), "num_types", None)
             if num_rels and key in (2, "etypes"):
                 return InputSpec(name, param, "edge", (), "torch.int64", int(num_rels))
+            if num_rels and key in (3, "norm"):  # RelGraphConv's norm: one number per edge, (E, 1)
+                return InputSpec(name, param, "edge", (1,))
             width = getattr(module, "_in_edge_feats", None)
             edge_func = getattr(module, "edge_func", None)
             if width is None and isinstance(edge_func, torch.nn.Module):
@@ -202,9 +204,10 @@ def infer_inputs(program: Program, model: torch.nn.Module,
     users = program.consumers()
     edges = edge_values(program)
     specs: list[InputSpec] = []
+    on_edges = {target for target, view, _ in program.graph_data if view == "edata"}
     for name in program.inputs:
         target = program.op(name).target
-        rows: Literal["node", "edge"] = "edge" if name in edges else "node"
+        rows: Literal["node", "edge"] = "edge" if name in edges or target in on_edges else "node"
         if target in given:
             specs.append(InputSpec(name, target, rows, given[target]))
             continue

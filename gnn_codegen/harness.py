@@ -16,7 +16,10 @@ from typing import TYPE_CHECKING, Any
 import dgl
 import torch
 
+from gnn_codegen.kept_graph import graph_set_on
+
 if TYPE_CHECKING:
+    from gnn_codegen.ir import Program
     from gnn_codegen.pipeline import Generated
 
 
@@ -70,17 +73,61 @@ def _never_in_place(self: Any, original: Any, layer: Any, *args: Any, **kwargs: 
 
 def full_graph_forward(model: torch.nn.Module, generated: Generated, g: dgl.DGLGraph,
                        inputs: list[torch.Tensor]) -> Any:
-    """forward(...) with the graph (a list of blocks in the blocks style) and `inputs` (in the
-    order of Program.inputs) in forward's own parameter positions."""
+    """forward(...) with the graph (a list of blocks in the blocks style, or where the model
+    keeps it) and `inputs` (in the order of Program.inputs) in forward's own parameter
+    positions, or on the graph where forward reads them there."""
     program = generated.program
+    g, arguments = with_graph_data(generated, g, inputs)
     # distinct graph objects over the same structure: `block is blocks[-1]` must mean what it says
     blocks = [g.local_var() for _ in range(program.num_blocks)]
-    values = dict(zip((program.op(name).target for name in program.inputs), inputs))
+    forward_inputs = [program.op(name).target for name in program.inputs if name not in _read_from_graph(program)]
+    values = dict(zip(forward_inputs, arguments))
     values[program.op(program.graph).target] = blocks if program.blocks_style else g
     positional = [values[name] for name, kind in program.signature if kind == "positional"]
     keywords = {name: values[name] for name, kind in program.signature if kind == "keyword"}
-    with torch.no_grad():
+    with torch.no_grad(), graph_set_on(model, program.kept_graph, g):
         return model(*positional, **keywords)
+
+
+def _read_from_graph(program: Program) -> dict[str, tuple[str, str]]:
+    """Input op -> (view, key) for the inputs forward reads from the graph."""
+    by_target = {target: (view, key) for target, view, key in program.graph_data}
+    return {name: by_target[program.op(name).target] for name in program.inputs
+            if program.op(name).target in by_target}
+
+
+def with_graph_data(generated: Generated, g: dgl.DGLGraph,
+                    inputs: list[torch.Tensor]) -> tuple[dgl.DGLGraph, list[torch.Tensor]]:
+    """The graph and the arguments that forward and inference take for `inputs` (in the order
+    of Program.inputs): those forward reads from the graph (`g.ndata["feat"]`) are set on a
+    copy of g that shares its structure; the others stay arguments, in order."""
+    program = generated.program
+    from_graph = _read_from_graph(program)
+    if not from_graph:
+        return g, list(inputs)
+    g = g.local_var()
+    arguments = []
+    for name, value in zip(program.inputs, inputs, strict=True):
+        if name in from_graph:
+            view, key = from_graph[name]
+            getattr(g, view)[key] = value
+        else:
+            arguments.append(value)
+    return g, arguments
+
+
+def run_inference(model: torch.nn.Module, generated: Generated, g: dgl.DGLGraph, inputs: list[torch.Tensor],
+                  *args: Any, **kwargs: Any) -> Any:
+    """The generated method on g and `inputs` (in the order of Program.inputs), as a user calls
+    it: inputs forward reads from the graph are on the graph."""
+    return getattr(model, generated.method_name)(*inference_arguments(generated, g, inputs), *args, **kwargs)
+
+
+def inference_arguments(generated: Generated, g: dgl.DGLGraph, inputs: list[torch.Tensor]) -> list[Any]:
+    """The generated method's positional arguments for g and `inputs`: the graph (carrying the
+    inputs forward reads from it), then the other inputs."""
+    g, arguments = with_graph_data(generated, g, inputs)
+    return [g, *arguments]
 
 
 def make_inputs(generated: Generated, num_nodes: int, seed: int, num_edges: int | None = None) -> list[torch.Tensor]:

@@ -93,6 +93,10 @@ class Program:
     # forward's graph parameter and inputs in forward's order, each "positional" or "keyword"
     # (keyword-only): how a call of forward passes them
     signature: tuple[tuple[str, str], ...] = ()
+    # where the model keeps the graph, when forward takes none (`g` for self.g): trace.Traced
+    kept_graph: tuple[str, ...] = ()
+    # inputs forward reads from the graph: (input's target, "ndata" or "edata", key), trace.Traced
+    graph_data: tuple[tuple[str, str, str], ...] = ()
     by_name: dict[str, Op] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

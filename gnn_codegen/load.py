@@ -29,6 +29,9 @@ class LoadedModel:
     model: torch.nn.Module
     init: tuple[tuple[str, Any], ...]
     warnings: tuple[str, ...] = ()  # e.g. the file runs work when imported (import_time_work)
+    # constructor parameters that take a graph (`GCN(g, in_feats, ...)`, DGL's model zoo) and
+    # were given a stand-in graph, which nothing but __init__ sees (kept_graph.py)
+    stand_in_graphs: tuple[str, ...] = ()
 
 
 def parse_target(target: str) -> tuple[Path, str]:
@@ -116,6 +119,8 @@ def load(target: str, init_json: str | None = None) -> LoadedModel:
         )
     if not callable(obj):
         raise TargetError(f"'{name}' in '{path}' is a {type(obj).__name__}, not a class or a factory function.")
+    stand_ins = _graph_parameters(obj, init)
+    init.update({name: stand_in_graph() for name in stand_ins})
     try:
         # seeded, so that the same command builds the same weights and says the same numbers
         with torch.random.fork_rng(devices=[]):
@@ -148,7 +153,38 @@ def load(target: str, init_json: str | None = None) -> LoadedModel:
         model=model,
         init=tuple(init.items()),
         warnings=(work,) if work else (),
+        stand_in_graphs=stand_ins,
     )
+
+
+# What people call a constructor's graph parameter: g, graph, G, hg, g_
+_GRAPH_PARAMETER = ("g", "graph", "G", "hg", "g_")
+
+
+def _graph_parameters(obj: Any, init: dict[str, Any]) -> tuple[str, ...]:
+    """The constructor's required parameters that take a graph and that --init cannot give
+    (JSON holds no graph): named like one, or annotated DGLGraph."""
+    try:
+        params = inspect.signature(obj).parameters.values()
+    except (TypeError, ValueError):
+        return ()
+    return tuple(
+        p.name for p in params
+        if p.name not in init and p.default is inspect.Parameter.empty
+        and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        and (p.name in _GRAPH_PARAMETER or "DGLGraph" in str(p.annotation))
+    )
+
+
+def stand_in_graph() -> Any:
+    """What a constructor that keeps its graph gets: a small graph of self-loops and a ring. The
+    generated inference takes the graph as an argument, and forward is traced and checked
+    with graphs of gnn-codegen's own in its place."""
+    import dgl
+
+    n = 8
+    nodes = torch.arange(n)
+    return dgl.graph((torch.cat([nodes, nodes]), torch.cat([nodes, (nodes + 1) % n])), num_nodes=n)
 
 
 def _signature(obj: Any) -> str:

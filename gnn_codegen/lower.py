@@ -357,4 +357,6 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
         blocks_style=traced.blocks_style,
         num_blocks=traced.num_blocks,
         signature=traced.signature,
+        kept_graph=traced.kept_graph,
+        graph_data=traced.graph_data,
     )

@@ -132,10 +132,22 @@ def generate_all(target: str, options: GenerateOptions = GenerateOptions()) -> G
     formatted = format_source(source, rendered.helpers if rendered.helpers_formatted else "")
     generated = Generated(formatted, loaded, program, attrs, plan, warnings, target, rendered.buffers,
                           rendered.origins, method_name=options.method_name)
+    generated = replace(generated, notes=_stand_in_notes(loaded))
     if not options.verify:
         return generated
     result = verify(generated)
-    return replace(generated, verification=result, notes=result.notes)
+    return replace(generated, verification=result, notes=generated.notes + result.notes)
+
+
+def _stand_in_notes(loaded: LoadedModel) -> tuple[str, ...]:
+    if not loaded.stand_in_graphs:
+        return ()
+    names = ", ".join(loaded.stand_in_graphs)
+    return (
+        f"{loaded.class_name}'s constructor takes a graph ({names}), which --init cannot give: "
+        f"gnn-codegen built the model with a stand-in graph of 8 nodes. The generated method takes "
+        "the graph as its first argument and uses it wherever forward uses the graph the model keeps",
+    )
 
 
 def _check_classes(model: torch.nn.Module, option: str, names: tuple[str, ...]) -> None:

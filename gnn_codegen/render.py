@@ -7,6 +7,7 @@ owns the mechanism: batches, blocks, moving rows to the device, buffers on the h
 from __future__ import annotations
 
 import ast
+import json
 import textwrap
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
@@ -55,12 +56,15 @@ class Renderer:
         # nothing else is reserved (a top-level `g` in the user's file is no concern of ours)
         self.reserved = _globals_read(program) | {self.runtime, *self.helper_names.values()}
         self.names = NameAllocator(self.reserved)
+        # inputs forward reads from the graph (`g.ndata["feat"]`): read from g at the top, not
+        # parameters; target -> (view, key)
+        self.from_graph = {target: (view, key) for target, view, key in program.graph_data}
         self.params = [self.names.take("g")]
-        self.params += [self.names.take(program.op(n).target) for n in program.inputs]
+        self.buffer = {n: self.names.take(program.op(n).target) for n in program.inputs}
+        self.params += [self.buffer[n] for n in program.inputs if program.op(n).target not in self.from_graph]
         self.batch_size, self.device = self.names.take("batch_size"), self.names.take("device")
         self.max_memory, self.progress = self.names.take("max_memory"), self.names.take("progress")
         self.batches = self.names.take("batches")
-        self.buffer = dict(zip(program.inputs, self.params[1:]))
         self.graph_values = [op for op in program.ops if op.kind == "graph_value"]
         for op in self.graph_values:
             self.buffer[op.name] = self.names.take(op.var or op.target)
@@ -150,6 +154,10 @@ class Renderer:
         g = self.params[0]
         lines = [f"{self.batches} = {self.runtime}(self, {g}, {self.batch_size}, {self.device}, "
                  f"{self.max_memory}, {self.progress})"]
+        for name in self.program.inputs:
+            read = self.from_graph.get(self.program.op(name).target)
+            if read:
+                lines.append(f"{self.buffer[name]} = {g}.{read[0]}[{_spell_key(read[1])}]  # as forward reads it")
         specs = {spec.name: spec for spec in self.attrs.inputs}
         nodes = [f'"{self.buffer[n]}": {self.buffer[n]}' for n in self.program.inputs if specs[n].rows == "node"]
         edges = [f'"{self.buffer[n]}": {self.buffer[n]}' for n in self.program.inputs if specs[n].rows == "edge"]
@@ -208,7 +216,7 @@ class Renderer:
     def _last_uses(self, functions: list[LayerFunction]) -> dict[str, int]:
         """Stored tensors and graph values -> the stage position after which nothing reads
         them (never forward's inputs nor its results, which are the caller's)."""
-        keep = set(self.params) | {self.buffer[n] for n in self.plan.outputs}
+        keep = set(self.params) | {self.buffer[n] for n in (*self.program.inputs, *self.plan.outputs)}
         last: dict[str, int] = {}
         for position, function in enumerate(functions):
             for tensor in (*function.src, *function.dst, *function.edges):
@@ -245,11 +253,13 @@ class Renderer:
     def _docstring(self) -> list[str]:
         p = self.program
         g = self.params[0]
-        names = {p.op(n).target: param for n, param in zip(p.inputs, self.params[1:])}
+        names = {p.op(n).target: self.buffer[n] for n in p.inputs}
         names[p.op(p.graph).target] = f"[{g}] * {p.num_blocks}" if p.blocks_style else g
         call = ", ".join(names[name] if kind == "positional" else f"{name}={names[name]}"
-                         for name, kind in p.signature)
-        first = (f"self.forward({call}) in eval mode, computed one layer at a time over batches of "
+                         for name, kind in p.signature if name not in self.from_graph)
+        kept = " and ".join(f"self.{path}" for path in p.kept_graph)
+        on_graph = f" on {g} (the graph forward reads as {kept})" if kept else ""
+        first = (f"self.forward({call}){on_graph} in eval mode, computed one layer at a time over batches of "
                  f"{self.batch_size} destination nodes, each with the block of all its in-edges.")
         second = (
             f"The model must be on `{self.device}` (model.to(device)), where every layer runs; {g} and the "
@@ -275,6 +285,16 @@ def render_helpers(runtime: str, sections: set[str], names: dict[str, str]) -> s
     runtime_source = render_template("batches.py.j2", runtime=runtime).rstrip("\n")
     convs = render_template("convs.py.j2", used=sections, names=SimpleNamespace(**names)) if sections else ""
     return render_template("helpers.py.j2", runtime=runtime_source, convs=convs)
+
+
+def _spell_key(key: str) -> str:
+    """A graph data key as the user's code writes it: `dgl.ETYPE` for DGL's reserved names."""
+    import dgl
+
+    for constant in ("ETYPE", "NTYPE", "EID", "NID"):
+        if key == getattr(dgl, constant):
+            return f"dgl.{constant}"
+    return json.dumps(key)
 
 
 def _globals_read(program: Program) -> set[str]:

@@ -3,6 +3,7 @@ are leaves and whose graph argument is one placeholder, whatever the forward's s
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import keyword
 import linecache
@@ -22,7 +23,9 @@ import torch.fx as fx
 from gnn_codegen.errors import (
     DataDependentControlFlowError, GraphUseError, SignatureError, TraceFailedError, UnsupportedOperationError,
 )
+from gnn_codegen.graph_data import lift_graph_data
 from gnn_codegen.graph_proxy import BlockListProxy
+from gnn_codegen.kept_graph import forward_taking_the_graph, graphs_on_the_model, kept_graph
 from gnn_codegen.known_modules import is_message_passing
 from gnn_codegen.rowwise import is_rowwise_module
 
@@ -44,6 +47,12 @@ class Traced:
     # forward's graph and inputs in its own order, each with how a call passes it: "positional",
     # or "keyword" (a keyword-only parameter)
     signature: tuple[tuple[str, str], ...] = ()
+    # where the model keeps the graph forward reads (`g` for self.g, `encoder.g`), when forward
+    # takes none: graph_arg is then a parameter gnn-codegen added (kept_graph.py)
+    kept_graph: tuple[str, ...] = ()
+    # forward's inputs that it reads from the graph (`g.ndata["feat"]`): (input, "ndata" or
+    # "edata", key), in the order of inputs (graph_data.py)
+    graph_data: tuple[tuple[str, str, str], ...] = ()
 
 
 class _Tracer(fx.Tracer):
@@ -82,7 +91,7 @@ class _Tracer(fx.Tracer):
 
 def _forward_params(model: torch.nn.Module) -> list[inspect.Parameter]:
     params = list(inspect.signature(type(model).forward).parameters.values())[1:]
-    if not params:
+    if not params and not graphs_on_the_model(model):
         raise TraceFailedError(
             f"{type(model).__name__}.forward takes no arguments; it must take the graph (or a list of "
             "blocks) first, then the node features, e.g. `def forward(self, g, x)`."
@@ -119,7 +128,8 @@ def _mp_depth(gm: fx.GraphModule, forced_mp: frozenset[str]) -> int:
 
 
 def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: Path,
-                leaves: frozenset[str], forced_mp: frozenset[str]) -> tuple[fx.GraphModule, bool]:
+                leaves: frozenset[str], forced_mp: frozenset[str],
+                kept: tuple[str, ...] = ()) -> tuple[fx.GraphModule, bool]:
     proxy_cls = type("_Blocks", (BlockListProxy,), {"num_blocks": num_blocks, "used_as_list": False})
     tracer = _Tracer(graph_arg, leaves, forced_mp)
     tracer.proxy = lambda node: (  # type: ignore[method-assign]
@@ -135,7 +145,8 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
         if p.default is not inspect.Parameter.empty
     }
     try:
-        graph = tracer.trace(model, concrete_args=defaults or None)
+        with forward_taking_the_graph(model, graph_arg, kept) if kept else contextlib.nullcontext():
+            graph = tracer.trace(model, concrete_args=defaults or None)
     except (GraphUseError, UnsupportedOperationError) as exc:
         where = _user_location(exc.__traceback__, path) or f"{name}.forward"
         raise type(exc)(f"{where}: {exc}") from None
@@ -204,14 +215,13 @@ def _known_trace_failure(exc: BaseException) -> str:
     return ""
 
 
-def _graph_parameter(model: torch.nn.Module, params: list[inspect.Parameter]) -> inspect.Parameter:
+def _graph_parameter(model: torch.nn.Module, params: list[inspect.Parameter]) -> inspect.Parameter | None:
     """Forward's graph (or list of blocks): the parameter named like one (or annotated with
-    DGLGraph), else the first one. A model that keeps its graph (self.g) and a forward of
-    several graphs are refused with what to change."""
+    DGLGraph), else the first one; None when forward takes none and the model keeps its graph
+    (kept_graph.py). A forward of several graphs is refused with what to change."""
     name = type(model).__name__
     graphs = [p for p in params if _GRAPH_NAME.fullmatch(p.name) or "DGLGraph" in str(p.annotation)
               or "DGLBlock" in str(p.annotation)]
-    kept = _graphs_on_the_model(model)
     if len(graphs) > 1:
         raise SignatureError(
             f"{name}.forward takes {len(graphs)} graphs ({', '.join(p.name for p in graphs)}). "
@@ -219,25 +229,9 @@ def _graph_parameter(model: torch.nn.Module, params: list[inspect.Parameter]) ->
             "the node outputs come from; generate it for a module whose forward takes one graph "
             "(the encoder of a link-prediction model, say) and apply the rest to its output."
         )
-    if not graphs and kept:
-        raise SignatureError(
-            f"{name}.forward takes no graph: it uses the graph the model keeps ({kept[0]}, a "
-            "DGLGraph). Layer-wise inference runs over the blocks of a graph passed to it, so "
-            "gnn-codegen needs the graph as an argument of forward: pass it (def forward(self, g, "
-            "features)) instead of keeping it on the model, or evaluate this model with its "
-            "full-graph forward."
-        )
+    if not graphs and graphs_on_the_model(model):
+        return None
     return graphs[0] if graphs else params[0]
-
-
-def _graphs_on_the_model(model: torch.nn.Module) -> list[str]:
-    """`self.g`, `self.layers[0].g`: DGLGraph attributes of the model and its submodules."""
-    found = []
-    for prefix, module in model.named_modules():
-        for attr, value in vars(module).items():
-            if isinstance(value, dgl.DGLGraph):
-                found.append(f"self.{prefix + '.' if prefix else ''}{attr}")
-    return found
 
 
 def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset(),
@@ -250,19 +244,24 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
             f"{type(model).__name__}.forward takes *{variadic[0]}; name every input instead "
             "(e.g. `def forward(self, g, x)`) so the generated inference can take the same ones."
         )
-    graph_arg = _graph_parameter(model, params).name
+    graph_param = _graph_parameter(model, params)
+    kept: tuple[str, ...] = ()
+    if graph_param is None:  # forward(self, features) on self.g
+        graph_arg, kept = kept_graph(model, {p.name for p in params})
+    else:
+        graph_arg = graph_param.name
     taken = [p for p in params if p.name == graph_arg or p.default is inspect.Parameter.empty]
     inputs = tuple(p.name for p in taken if p.name != graph_arg)
     signature = tuple((p.name, "keyword" if p.kind == p.KEYWORD_ONLY else "positional") for p in taken)
     num_blocks = _count_mp_modules(model, forced_mp)
     try:
-        gm, blocks_style = _trace_once(model, graph_arg, num_blocks, path, leaves, forced_mp)
+        gm, blocks_style = _trace_once(model, graph_arg, num_blocks, path, leaves, forced_mp, kept)
     except TraceFailedError as first_error:
         # A blocks-style forward may consume fewer blocks than there are message-passing modules
         # (one is unused, or two share a depth): try the other counts before giving up.
         for other in range(1, num_blocks + 1):
             try:
-                gm, blocks_style = _trace_once(model, graph_arg, other, path, leaves, forced_mp)
+                gm, blocks_style = _trace_once(model, graph_arg, other, path, leaves, forced_mp, kept)
             except TraceFailedError:
                 continue
             if _mp_depth(gm, forced_mp) == other:
@@ -275,5 +274,7 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
         # Two convolutions at one depth (or one conv called per block): the forward consumes
         # `depth` blocks, not one per module, so trace again with that many.
         num_blocks = depth
-        gm, blocks_style = _trace_once(model, graph_arg, num_blocks, path, leaves, forced_mp)
-    return Traced(model, gm, graph_arg, inputs, blocks_style, num_blocks if blocks_style else 1, signature)
+        gm, blocks_style = _trace_once(model, graph_arg, num_blocks, path, leaves, forced_mp, kept)
+    lifted, graph_data = lift_graph_data(gm, graph_arg, {p.name for p in params} | {graph_arg})
+    return Traced(model, gm, graph_arg, inputs + lifted, blocks_style, num_blocks if blocks_style else 1, signature,
+                  kept, graph_data)

@@ -28,7 +28,7 @@ import torch
 from gnn_codegen.errors import CheckFailedError
 from gnn_codegen.harness import (
     allclose, full_graph_forward, gather_sources_always, generated_model, import_source, make_inputs,
-    max_difference, random_graph,
+    max_difference, random_graph, run_inference,
 )
 from gnn_codegen.lower import without_comment
 from gnn_codegen.perturb import perturb
@@ -96,7 +96,7 @@ def check(generated: Generated, num_nodes: int = 1000, seed: int = 0,
         model, module = models["in place"] if sources == SIMULATED else models[sources]
         started = time.perf_counter()
         try:
-            actual = _run(model, generated.method_name, g, inputs, batch_size, sources == SIMULATED)
+            actual = _run(model, generated, g, inputs, batch_size, sources == SIMULATED)
         except Exception as exc:
             raise CheckFailedError(_inference_failed(generated, module, exc, g, batch_size, sources)) from None
         seconds = time.perf_counter() - started
@@ -116,17 +116,17 @@ def check(generated: Generated, num_nodes: int = 1000, seed: int = 0,
                        tuple(notes))
 
 
-def _run(model: torch.nn.Module, method: str, g: dgl.DGLGraph, inputs: list[torch.Tensor], batch_size: int,
-         simulated: bool) -> Any:
+def _run(model: torch.nn.Module, generated: Generated, g: dgl.DGLGraph, inputs: list[torch.Tensor],
+         batch_size: int, simulated: bool) -> Any:
     """The generated method on the CPU, or with the model on a simulated GPU and g and the
     inputs on the host (simulated_device.py): every host tensor that meets a device tensor
     fails there."""
     if not simulated:
-        return getattr(model, method)(g, *inputs, batch_size=batch_size, device="cpu")
+        return run_inference(model, generated, g, inputs, batch_size=batch_size, device="cpu")
     with SimulatedDevice() as sim:
         sim.move_model(model)
         sim.on_host(*inputs)
-        return getattr(model, method)(g, *inputs, batch_size=batch_size, device=sim.device)
+        return run_inference(model, generated, g, inputs, batch_size=batch_size, device=sim.device)
 
 
 def verify(generated: Generated) -> CheckResult:

@@ -23,7 +23,9 @@ gnn-codegen is meant to support:
 * `MeanConv`, a one-hop message-passing module of the user's own (`update_all` with a mean, then
   a Linear), which gnn-codegen must prove exact on blocks rather than assume;
 * module-level constants named like the generated code's own names (`device`, `batch_size`,
-  `num_nodes`, `layer_1`, ...), which forward reads (`h * batch_size`): nothing may capture them.
+  `num_nodes`, `layer_1`, ...), which forward reads (`h * batch_size`): nothing may capture them;
+* DGL's idioms: the graph kept on the model (`self.g = g`, `forward(self, x)`, full style), and
+  the inputs read from the graph (`x = g.ndata["x"]`, `blocks[0].srcdata["x"]`, `g.edata["w"]`).
 
 `multi_round_specs()` draws the same models with one convolution replaced by `TwoRoundMeanConv`,
 a user module that propagates twice in one call: those must be refused, never generated.
@@ -92,6 +94,11 @@ class ModelSpec:
     outputs: tuple[int, ...]  # one value, or (logits, embedding)
     edge_weights: bool = False  # full style only: forward(self, g, x, w), w one weight per edge
     constants: tuple[str, ...] = ()  # module-level constants forward reads (see CONSTANTS)
+    # full style only: the model keeps its graph (`self.g = g` in __init__, forward(self, x))
+    kept_graph: bool = False
+    # forward reads x (and w) from its graph: `x = g.ndata["x"]` (blocks style:
+    # `blocks[0].srcdata["x"]`), `w = g.edata["w"]`, instead of taking them as arguments
+    inputs_on_graph: bool = False
 
     def width(self, value: int) -> int:
         return self.in_width if value == 0 else self.steps[value - 1].width
@@ -250,7 +257,10 @@ def model_specs(draw: st.DrawFn) -> ModelSpec:
         if embeddings:
             outputs = (h, draw(st.sampled_from(embeddings[::-1])))
     edge_weights = any(step.edge_weight for step in b.steps)
-    return ModelSpec(style, b.in_width, tuple(b.steps), outputs, edge_weights, tuple(b.constants))
+    kept_graph = style == "full" and draw(st.booleans())
+    inputs_on_graph = draw(st.booleans())
+    return ModelSpec(style, b.in_width, tuple(b.steps), outputs, edge_weights, tuple(b.constants), kept_graph,
+                     inputs_on_graph)
 
 
 @st.composite
@@ -386,14 +396,21 @@ def render_model_source(spec: ModelSpec) -> str:
     lines += [f"{c} = {0.5 + i / max(len(spec.constants), 1):.2f}" for i, c in enumerate(spec.constants)]
     kinds = {step.kind for step in spec.steps if step.op == "conv"}
     lines += [source for kind, source in USER_MODULES.items() if kind in kinds]
-    lines.append(_CLASS.rstrip("\n"))
+    lines.append((_CLASS.replace("__init__(self)", "__init__(self, g)") if spec.kept_graph else _CLASS).rstrip("\n"))
     for index, step in enumerate(spec.steps, start=1):
         ctor = _constructor(spec, step)
         if ctor is not None:
             lines.append(f"        self.{_module_name(step, index)} = {ctor}")
-    graph = "blocks" if blocks else "g"
-    weights = ", w" if spec.edge_weights else ""
-    lines += ["", f"    def forward(self, {graph}, x{weights}):"]
+    graph = "blocks" if blocks else "self.g" if spec.kept_graph else "g"
+    if spec.kept_graph:  # as DGL's model zoo keeps it
+        lines.append("        self.g = g")
+    inputs = [] if spec.kept_graph else [graph]
+    inputs += [] if spec.inputs_on_graph else ["x", "w"] if spec.edge_weights else ["x"]
+    lines += ["", f"    def forward({', '.join(['self', *inputs])}):"]
+    if spec.inputs_on_graph:
+        lines.append(f'        x = {"blocks[0].srcdata" if blocks else f"{graph}.ndata"}["x"]')
+        if spec.edge_weights:
+            lines.append(f'        w = {graph}.edata["w"]')
 
     names = _variable_names(spec)
 
@@ -411,7 +428,7 @@ def render_model_source(spec: ModelSpec) -> str:
         module = f"self.{_module_name(step, index)}" if _constructor(spec, step) else ""
         if step.op == "conv":
             source = name(args[0])
-            block = f"blocks[{depth[args[0]]}]" if blocks else "g"
+            block = f"blocks[{depth[args[0]]}]" if blocks else graph
             feats = f"({source}, {source}[: {block}.num_dst_nodes()])" if step.pair else source
             weight = ", edge_weight=w" if step.edge_weight else ""
             expr = f"{module}({block}, {feats}{weight})"

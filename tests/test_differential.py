@@ -35,8 +35,8 @@ from hypothesis import strategies as st
 from gnn_codegen.errors import CheckFailedError, GnnCodegenError
 from gnn_codegen.pipeline import GenerateOptions, generate_all
 from gnn_codegen.harness import (
-    allclose, full_graph_forward, generated_model, import_source, make_inputs, max_difference,
-    random_graph,
+    allclose, full_graph_forward, generated_model, import_source, inference_arguments, make_inputs,
+    max_difference, random_graph, run_inference,
 )
 from gnn_codegen.perturb import perturb
 from tests.deletion_watch import views_kept_alive
@@ -91,13 +91,13 @@ def check_spec(spec: ModelSpec, seed: int) -> None:
         assert int((g.in_degrees() == 0).sum()) > 0
         expected = full_graph_forward(reference, generated, g, inputs)
         for batch_size in batch_sizes:
-            actual = model.inference(g, *inputs, batch_size=batch_size, device="cpu")
+            actual = run_inference(model, generated, g, inputs, batch_size=batch_size, device="cpu")
             if not allclose(actual, expected, ATOL, RTOL):
                 pytest.fail(
                     f"N={num_nodes}, batch_size={batch_size}: inference differs from the full-graph "
                     f"forward, max |difference| {max_difference(actual, expected):.3g}"
                 )
-        kept = views_kept_alive(model.inference, g, *inputs, batch_size=batch_sizes[0], device="cpu")
+        kept = views_kept_alive(model.inference, *inference_arguments(generated, g, inputs), batch_size=batch_sizes[0], device="cpu")
         if kept:
             pytest.fail(f"a `del` in inference frees nothing: {', '.join(kept)}")
 

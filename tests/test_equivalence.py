@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from gnn_codegen.harness import (
-    allclose, full_graph_forward, gather_sources_always, generated_model, import_source, make_inputs,
-    max_difference, random_graph,
+    allclose, full_graph_forward, gather_sources_always, generated_model, import_source, inference_arguments,
+    make_inputs, max_difference, random_graph, run_inference,
 )
 from gnn_codegen.perturb import perturb
 from tests.cases import CASES_BY_NAME, Case, all_cases, generate_case
@@ -45,17 +45,17 @@ def test_inference_equals_full_graph_forward(case: Case, seed: int, sources: str
     except Exception as exc:  # the model itself refuses zero-in-degree nodes (GATConv's default)
         assert "in-degree" in str(exc)
         with pytest.raises(type(exc), match="0-in-degree"):  # and so does inference
-            model.inference(g, *inputs, batch_size=7, device="cpu")
+            run_inference(model, generated, g, inputs, batch_size=7, device="cpu")
         g = random_graph(NUM_NODES, seed=seed, zero_in_degree=False)
         inputs = make_inputs(generated, NUM_NODES, seed, g.num_edges())
         expected = full_graph_forward(reference, generated, g, inputs)
     for batch_size in (1, 7, 64, NUM_NODES, NUM_NODES + 50):
-        actual = model.inference(g, *inputs, batch_size=batch_size, device="cpu")
+        actual = run_inference(model, generated, g, inputs, batch_size=batch_size, device="cpu")
         assert allclose(actual, expected, atol=1e-4, rtol=1e-4), (
             f"batch_size={batch_size}: max |difference| {max_difference(actual, expected)}"
         )
     # "auto" with a budget that forces several batches of a size that does not divide N
-    actual = model.inference(g, *inputs, batch_size="auto", device="cpu", max_memory=AUTO_BUDGET)
+    actual = run_inference(model, generated, g, inputs, batch_size="auto", device="cpu", max_memory=AUTO_BUDGET)
     assert allclose(actual, expected, atol=1e-4, rtol=1e-4), f"auto: {max_difference(actual, expected)}"
 
 
@@ -78,10 +78,10 @@ def test_a_graph_without_nodes(case: Case, sources: str) -> None:
         expected = full_graph_forward(generated.loaded.model.eval(), generated, g, inputs)
     except Exception as exc:
         with pytest.raises(type(exc)):
-            model.inference(g, *inputs, batch_size=7, device="cpu")
+            run_inference(model, generated, g, inputs, batch_size=7, device="cpu")
         return
     for batch_size in (7, "auto"):
-        actual = model.inference(g, *inputs, batch_size=batch_size, device="cpu")
+        actual = run_inference(model, generated, g, inputs, batch_size=batch_size, device="cpu")
         assert allclose(actual, expected, atol=1e-4, rtol=1e-4)
 
 
@@ -189,4 +189,4 @@ def test_a_deleted_tensor_is_freed(case: Case) -> None:
     model = generated_model(generated, module)
     g = random_graph(NUM_NODES, seed=0, zero_in_degree=False)
     inputs = make_inputs(generated, NUM_NODES, 0, g.num_edges())
-    assert views_kept_alive(model.inference, g, *inputs, batch_size=NUM_NODES // 4 + 1, device="cpu") == []
+    assert views_kept_alive(model.inference, *inference_arguments(generated, g, inputs), batch_size=NUM_NODES // 4 + 1, device="cpu") == []

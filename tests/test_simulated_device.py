@@ -9,7 +9,7 @@ import dgl
 import pytest
 import torch
 
-from gnn_codegen.harness import generated_model, import_source, make_inputs, random_graph
+from gnn_codegen.harness import generated_model, import_source, make_inputs, random_graph, run_inference
 from gnn_codegen.simulated_device import DEVICE, DeviceMixError, SimulatedDevice
 from tests.cases import CASES_BY_NAME, all_cases, generate_case
 
@@ -60,7 +60,7 @@ def test_a_model_left_on_the_host_is_refused_clearly(name: str) -> None:
     with SimulatedDevice() as sim, pytest.raises(ValueError, match=r"the model is on cpu, not on device="
                                                        r"cpu:0: call model.to\(device\)"):
         sim.on_host(*inputs)
-        model.inference(g, *inputs, batch_size=7, device=sim.device)
+        run_inference(model, generated, g, inputs, batch_size=7, device=sim.device)
 
 
 def test_every_example_was_checked_on_the_simulated_gpu() -> None:

@@ -28,16 +28,6 @@ class ControlFlow(nn.Module):
         return h
 
 
-class GraphData(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = dglnn.SAGEConv(8, 4, "mean")
-
-    def forward(self, g, x):
-        h = self.conv(g, x)
-        return h * g.ndata["weight"]
-
-
 class MixesRows(nn.Module):
     def __init__(self):
         super().__init__()
@@ -107,22 +97,6 @@ class TestsEdgeData(nn.Module):
         return self.conv(g, x)
 
 
-class GraphOnTheModel(nn.Module):
-    def __init__(self, g):
-        super().__init__()
-        self.g = g
-        self.conv = dglnn.SAGEConv(8, 4, "mean")
-
-    def forward(self, features):
-        return self.conv(self.g, features)
-
-
-def graph_on_the_model():
-    import dgl
-
-    return GraphOnTheModel(dgl.rand_graph(10, 30))
-
-
 class TwoGraphs(nn.Module):
     def __init__(self):
         super().__init__()
@@ -131,17 +105,6 @@ class TwoGraphs(nn.Module):
 
     def forward(self, g1, g2, x):
         return self.conv2(g2, self.conv1(g1, x))
-
-
-class EdgeTypesFromGraph(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = dglnn.RelGraphConv(8, 4, 3)
-
-    def forward(self, g, x):
-        import dgl
-
-        return self.conv(g, x, g.edata[dgl.ETYPE])
 
 
 class AssignsIntoATensor(nn.Module):

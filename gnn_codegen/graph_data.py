@@ -1,0 +1,78 @@
+"""Inputs that forward reads from its graph (`x = g.ndata["feat"]`, `blocks[0].srcdata["feat"]`,
+`g.edata[dgl.ETYPE]`, `g.edata["norm"]`), as DGL's examples write them: each becomes an input of
+the traced forward like a parameter, which the generated inference reads from the full graph it
+is given (`feat = g.ndata["feat"]`) and gathers per batch like any other input."""
+
+from __future__ import annotations
+
+import operator
+import re
+
+import torch.fx as fx
+
+# A graph's data views, by what their rows are. For a block, srcdata and dstdata are the rows of
+# its source and destination nodes; layer-wise inference reads both from the full graph's nodes.
+NODE_VIEWS = frozenset({"ndata", "srcdata", "dstdata"})
+EDGE_VIEWS = frozenset({"edata"})
+# Names for DGL's reserved keys (dgl.ETYPE is "_TYPE"): what the generated code calls them
+_RESERVED = {"_TYPE": "etype", "_ID": "ids"}
+
+
+def _read(node: fx.Node, graph_arg: str) -> tuple[str, str] | None:
+    """("ndata" or "edata", key) for `g.<view>[key]` on forward's graph with a string key."""
+    if node.op != "call_function" or node.target is not operator.getitem or len(node.args) != 2:
+        return None
+    view, key = node.args
+    if not (isinstance(key, str) and isinstance(view, fx.Node) and view.op == "call_function"
+            and view.target is getattr and len(view.args) == 2):
+        return None
+    receiver, attr = view.args
+    if not (isinstance(receiver, fx.Node) and receiver.op == "placeholder" and receiver.target == graph_arg):
+        return None
+    if attr in NODE_VIEWS:
+        return "ndata", key
+    if attr in EDGE_VIEWS:
+        return "edata", key
+    return None
+
+
+def _name_for(key: str, taken: set[str]) -> str:
+    base = _RESERVED.get(key) or re.sub(r"\W", "_", key).strip("_") or "data"
+    if base[0].isdigit():
+        base = f"data_{base}"
+    name, suffix = base, 1
+    while name in taken:
+        suffix += 1
+        name = f"{base}{suffix}"
+    taken.add(name)
+    return name
+
+
+def lift_graph_data(gm: fx.GraphModule, graph_arg: str,
+                    taken: set[str]) -> tuple[tuple[str, ...], tuple[tuple[str, str, str], ...]]:
+    """Replace every read of graph data in `gm` by a placeholder of its own (one per view kind and
+    key), after forward's own; returns the new inputs' names and (name, "ndata" or "edata", key)
+    for each. `taken`: names the new placeholders must not take (forward's parameters)."""
+    graph = gm.graph
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    lifted: dict[tuple[str, str], fx.Node] = {}
+    reads: list[tuple[str, str, str]] = []
+    taken = set(taken) | {n.name for n in graph.nodes}
+    for node in list(graph.nodes):
+        read = _read(node, graph_arg)
+        if read is None:
+            continue
+        if read not in lifted:
+            with graph.inserting_after(lifted[reads[-1][1:]] if reads else placeholders[-1]):
+                name = _name_for(read[1], taken)
+                lifted[read] = graph.placeholder(name)
+            reads.append((name, *read))
+        node.replace_all_uses_with(lifted[read])
+        graph.erase_node(node)
+    if not reads:
+        return (), ()
+    for node in list(graph.nodes):  # the `g.ndata` attribute reads, unused now
+        if node.op == "call_function" and node.target is getattr and not node.users:
+            graph.erase_node(node)
+    gm.recompile()
+    return tuple(name for name, _, _ in reads), tuple(reads)

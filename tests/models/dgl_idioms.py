@@ -1,0 +1,137 @@
+"""Models written with the idioms of DGL's own examples that gnn-codegen once refused: the graph
+kept on the model (`self.g`, also by submodules), and inputs read from the graph
+(`g.ndata["feat"]`, `blocks[0].srcdata["feat"]`, `g.edata[dgl.ETYPE]`, `g.edata["w"]`).
+Written for tests/test_dgl_idioms.py in the style of those examples; the larger ones are
+cases in generated_examples/."""
+
+import dgl
+import dgl.nn as dglnn
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class GCNOnGraph(nn.Module):
+    """DGI's example: a GCN that keeps its graph, inside an encoder that keeps it too."""
+
+    def __init__(self, g, in_feats, n_hidden, n_layers, activation):
+        super().__init__()
+        self.g = g
+        self.layers = nn.ModuleList([dglnn.GraphConv(in_feats, n_hidden, activation=activation)])
+        for _ in range(n_layers - 1):
+            self.layers.append(dglnn.GraphConv(n_hidden, n_hidden, activation=activation))
+
+    def forward(self, features):
+        h = features
+        for layer in self.layers:
+            h = layer(self.g, h)
+        return h
+
+
+class Encoder(nn.Module):
+    def __init__(self, g, in_feats, n_hidden, n_layers=2):
+        super().__init__()
+        self.g = g
+        self.conv = GCNOnGraph(g, in_feats, n_hidden, n_layers, nn.PReLU(n_hidden))
+
+    def forward(self, features, corrupt=False):
+        if corrupt:
+            perm = torch.randperm(self.g.num_nodes())
+            features = features[perm]
+        return self.conv(features)
+
+
+class FeaturesOnTheKeptGraph(nn.Module):
+    """forward() takes nothing at all: the graph and its features are the model's."""
+
+    def __init__(self, g, in_feats, hidden, n_classes):
+        super().__init__()
+        self.g = g
+        self.conv1 = dglnn.SAGEConv(in_feats, hidden, "gcn")
+        self.conv2 = dglnn.SAGEConv(hidden, n_classes, "mean")
+
+    def forward(self):
+        h = F.relu(self.conv1(self.g, self.g.ndata["feat"]))
+        return self.conv2(self.g, h)
+
+
+class KeepsTwoGraphs(nn.Module):
+    """Two different graphs and a forward that takes none: refused."""
+
+    def __init__(self, g, in_feats=8):
+        super().__init__()
+        self.g = g
+        self.rev = dgl.reverse(g)
+        self.conv1 = dglnn.GraphConv(in_feats, 4)
+        self.conv2 = dglnn.GraphConv(4, 4)
+
+    def forward(self, x):
+        return self.conv2(self.rev, self.conv1(self.g, x))
+
+
+class NodeWeightFromGraph(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = dglnn.SAGEConv(8, 4, "mean")
+
+    def forward(self, g, x):
+        h = self.conv(g, x)
+        return h * g.ndata["weight"]
+
+
+class EdgeTypesFromGraph(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = dglnn.RelGraphConv(8, 4, 3)
+
+    def forward(self, g, x):
+        return self.conv(g, x, g.edata[dgl.ETYPE])
+
+
+class WeightedGCN(nn.Module):
+    """Edge weights the graph carries, read in forward (DGL's GCN tutorials with `g.edata["w"]`)."""
+
+    def __init__(self, in_feats, hidden, n_classes):
+        super().__init__()
+        self.conv1 = dglnn.GraphConv(in_feats, hidden, norm="both", allow_zero_in_degree=True)
+        self.conv2 = dglnn.GraphConv(hidden, n_classes, norm="right", allow_zero_in_degree=True)
+
+    def forward(self, g):
+        h = g.ndata["feat"]
+        h = F.relu(self.conv1(g, h, edge_weight=g.edata["w"]))
+        return self.conv2(g, h, edge_weight=g.edata["w"])
+
+
+class BlocksFromSrcData(nn.Module):
+    """The sampled-training style of DGL's graphsage examples, reading features from the first
+    block and a skip from the last block's destination data."""
+
+    def __init__(self, in_size, hid_size, out_size):
+        super().__init__()
+        self.layers = nn.ModuleList([
+            dglnn.SAGEConv(in_size, hid_size, "mean"),
+            dglnn.SAGEConv(hid_size, out_size, "mean"),
+        ])
+        self.skip = nn.Linear(in_size, out_size)
+
+    def forward(self, blocks):
+        h = blocks[0].srcdata["feat"]
+        for i, (layer, block) in enumerate(zip(self.layers, blocks)):
+            h = layer(block, h)
+            if i != len(self.layers) - 1:
+                h = F.relu(h)
+        return h + self.skip(blocks[-1].dstdata["feat"])
+
+
+def encoder():
+    return Encoder(dgl.rand_graph(12, 40), 8, 6)
+
+
+def features_on_the_kept_graph():
+    g = dgl.rand_graph(12, 40)
+    g.ndata["feat"] = torch.randn(12, 8)
+    return FeaturesOnTheKeptGraph(g, 8, 6, 3)
+
+
+def keeps_two_graphs():
+    return KeepsTwoGraphs(dgl.rand_graph(10, 30))

@@ -1,0 +1,88 @@
+"""DGL's idioms (tests/models/dgl_idioms.py): the graph kept on the model and inputs read from the
+graph are generated, and the generated inference equals forward on graphs with and without
+nodes lacking in-edges, for batch sizes that do and do not divide the node count."""
+
+from __future__ import annotations
+
+import pytest
+
+from gnn_codegen import errors
+from gnn_codegen.pipeline import GenerateOptions, generate_all
+from gnn_codegen.verify import check
+from tests.cases import REPO
+
+MODEL = "tests/models/dgl_idioms.py"
+
+CASES = {
+    "encoder": GenerateOptions(),
+    "features_on_the_kept_graph": GenerateOptions(),
+    "NodeWeightFromGraph": GenerateOptions(feat_dims="weight=1"),
+    "EdgeTypesFromGraph": GenerateOptions(),
+    "WeightedGCN": GenerateOptions(init='{"in_feats": 8, "hidden": 6, "n_classes": 3}'),
+    "BlocksFromSrcData": GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'),
+}
+
+# what the generated method's signature and first lines must say
+SIGNATURES = {
+    "encoder": "def inference(self, g, features, batch_size, device",
+    "features_on_the_kept_graph": "def inference(self, g, batch_size, device",
+    "NodeWeightFromGraph": "def inference(self, g, x, batch_size, device",
+    "EdgeTypesFromGraph": "def inference(self, g, x, batch_size, device",
+    "WeightedGCN": "def inference(self, g, batch_size, device",
+    "BlocksFromSrcData": "def inference(self, g, batch_size, device",
+}
+READS = {
+    "features_on_the_kept_graph": ['feat = g.ndata["feat"]'],
+    "NodeWeightFromGraph": ['weight = g.ndata["weight"]'],
+    "EdgeTypesFromGraph": ["etype = g.edata[dgl.ETYPE]"],
+    "WeightedGCN": ['feat = g.ndata["feat"]', 'w = g.edata["w"]'],
+    "BlocksFromSrcData": ['feat = g.ndata["feat"]'],
+}
+
+
+def _generate(name: str, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(REPO)
+    return generate_all(f"{MODEL}:{name}", CASES[name])
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_generated_and_exact(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    generated = _generate(name, monkeypatch)
+    method = generated.source.split("    @torch.no_grad()\n    def inference")[1]
+    method = "def inference" + method.split("# --- gnn-codegen runtime")[0]
+    assert " ".join(method.split()).replace("( ", "(").startswith(SIGNATURES[name]), method[:200]
+    for line in READS.get(name, []):
+        assert line in method, line
+    assert "self.g" not in method.split('"""')[2]  # the code after the docstring uses g
+    for seed in (1, 2):
+        result = check(generated, num_nodes=97, seed=seed, batch_sizes=(1, 13, 97))
+        assert result.ok, f"{name}: max |difference| {result.max_abs_diff}"
+
+
+def test_the_kept_graph_is_the_models_again_after_generation(monkeypatch: pytest.MonkeyPatch) -> None:
+    generated = _generate("encoder", monkeypatch)
+    model = generated.loaded.model
+    assert type(model).__name__ == "Encoder" and type(model).forward.__code__.co_varnames[:2] == ("self", "features")
+    assert model.g is model.conv.g and model.g.num_nodes() == 12
+
+
+def test_the_constructors_graph_is_a_stand_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    source = (REPO / "generated_examples/citation_gcn/model.py").read_text()
+    assert "def __init__(self, g," in source
+    generated = generate_all("generated_examples/citation_gcn/model.py:GCN",
+                             GenerateOptions(init='{"in_feats": 8, "n_hidden": 6, "n_classes": 3, "n_layers": 1}'))
+    assert generated.loaded.stand_in_graphs == ("g",)
+    assert any("stand-in" in note for note in generated.notes)
+
+
+def test_two_kept_graphs_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    with pytest.raises(errors.SignatureError) as caught:
+        generate_all(f"{MODEL}:keeps_two_graphs")
+    assert str(caught.value) == (
+        "KeepsTwoGraphs keeps 2 different graphs (self.g, self.rev) and its forward takes none, so "
+        "which graph each layer runs on cannot become one graph argument of inference. Keep one "
+        "graph (every module reading the same object), or pass the graph to forward (def "
+        "forward(self, g, features))."
+    )

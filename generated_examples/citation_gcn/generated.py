@@ -40,8 +40,9 @@ class GCN(nn.Module):
     def inference(
         self, g, features, batch_size, device, max_memory=2**30, progress=False
     ):
-        """self.forward(features) with self.g = g in eval mode, computed one layer at a time over
-        batches of batch_size destination nodes, each with the block of all its in-edges.
+        """self.forward(features) on g (the graph forward reads as self.g) in eval mode, computed
+        one layer at a time over batches of batch_size destination nodes, each with the block of
+        all its in-edges.
 
         The model must be on `device` (model.to(device)), where every layer runs; g and the
         inputs may be on the host or on `device`: one batch's block and rows at a time are moved

@@ -175,6 +175,10 @@ def _edge_input_spec(program: Program, model: torch.nn.Module, name: str) -> Inp
     for op in program.ops:
         if op.kind != "mp":
             continue
+        if op.mp is not None and op.mp.inline:  # a field of an inline message: a number per edge
+            if any(name in iter_refs(value) for value in op.args[3:]):
+                return InputSpec(name, param, "edge", (1,))
+            continue
         module = model.get_submodule(program.module_path(op))
         keyed = [(i + 2, v) for i, v in enumerate(op.args[2:])] + list(op.kwargs)
         for key, value in keyed:
@@ -223,7 +227,9 @@ def infer_inputs(program: Program, model: torch.nn.Module,
                     continue
                 seen.add(user_name)
                 user = program.op(user_name)
-                if user.kind == "module" or user.helper or (user.kind == "mp" and rows == "node"):
+                if user.kind == "mp" and user.mp is not None and user.mp.inline:
+                    frontier.append(user_name)  # an inline update_all keeps the width of its fields
+                elif user.kind == "module" or user.helper or (user.kind == "mp" and rows == "node"):
                     width = _module_width(model.get_submodule(program.module_path(user)))
                 elif user.target.rsplit(".", 1)[-1] in _PASS_THROUGH:
                     frontier.append(user_name)

@@ -1,7 +1,9 @@
 """The graph argument while forward is traced (trace.py): one placeholder that also behaves as a
-list of blocks, and whose uses in Python that a layer-wise loop cannot follow are refused on
-the spot, naming the construct (`for ntype in g.ntypes`, `"w" in g.edata`, `g.ndata["h"] = h`,
-`g.update_all(...)` written in forward) instead of surfacing as torch.fx's own errors."""
+list of blocks. Message passing written inline (`g.ndata["h"] = h`, `g.update_all(fn.copy_u(...),
+fn.sum(...))`, `g.ndata.pop("h")`, `with g.local_scope():`) is followed through a symbolic frame
+of the graph's data and becomes message-passing ops (inline_mp.py); uses in Python that a
+layer-wise loop cannot follow are refused on the spot, naming the construct (`for ntype in
+g.ntypes`, `"w" in g.edata`, `g.apply_edges(...)`) instead of surfacing as torch.fx's own errors."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Any, NoReturn
 import torch.fx as fx
 
 from gnn_codegen.errors import GraphUseError
+from gnn_codegen.inline_mp import ROLE, message_fields, message_spec, reduce_spec, update_all
 
 _TYPE_LISTS = frozenset({"ntypes", "etypes", "canonical_etypes", "srctypes", "dsttypes"})
 _DATA_VIEWS = frozenset({"ndata", "edata", "srcdata", "dstdata", "nodes", "edges", "srcnodes", "dstnodes"})
@@ -24,10 +27,19 @@ _HETERO = (
     "edge types for relation-specific weights), or evaluate this model with its full-graph forward."
 )
 _INLINE_WAY_OUT = (
-    "message passing written inline in forward is not supported yet: move it into an nn.Module "
-    "whose forward takes (graph, features) and call that module in forward (gnn-codegen proves "
-    "such a module exact on blocks), or evaluate this model with its full-graph forward."
+    "gnn-codegen follows message passing written inline in forward only through graph data "
+    "writes and reads (g.ndata, srcdata, dstdata, edata), `with g.local_scope():` and "
+    "g.update_all with DGL's built-in message and reduce functions (dgl.function). Move the rest "
+    "into an nn.Module whose forward takes (graph, features) and call that module in forward "
+    "(gnn-codegen proves such a module exact on blocks), or evaluate this model with its "
+    "full-graph forward."
 )
+# Where a data view writes and reads in the symbolic frame of the traced graph: forward's graph
+# stands for every block, whose source and destination rows are all of the graph's nodes.
+_WRITES = {"ndata": ("src", "dst"), "srcdata": ("src",), "dstdata": ("dst",), "edata": ("edge",)}
+_READS = {"ndata": ("dst", "src"), "srcdata": ("src",), "dstdata": ("dst",), "edata": ("edge",)}
+# where a field an inline message reads comes from when forward did not write it: the graph's own
+_VIEW_OF_ROLE = {"src": "srcdata", "dst": "dstdata", "edge": "edata"}
 
 
 def _refuse(what: str, why: str) -> NoReturn:
@@ -67,18 +79,86 @@ class GraphAttribute(fx.proxy.Attribute):
     def __len__(self) -> int:
         self._decides("takes the length of")
 
+    def _frames(self) -> dict[str, dict[str, Any]]:
+        """The graph data forward has written so far: rows ("src", "dst", "edge") -> key -> value."""
+        if not hasattr(self.tracer, "graph_frames"):
+            self.tracer.graph_frames = {"src": {}, "dst": {}, "edge": {}}  # type: ignore[attr-defined]
+        return self.tracer.graph_frames  # type: ignore[attr-defined]
+
     def __setitem__(self, key: Any, value: Any) -> None:
-        _refuse(f"forward writes graph data ({self._what()}[{key!r}] = ...)", _INLINE_WAY_OUT)
+        if self.attr not in _WRITES or not isinstance(key, str):
+            _refuse(f"forward writes graph data ({self._what()}[{key!r}] = ...)", _INLINE_WAY_OUT)
+        for rows in _WRITES[self.attr]:
+            self._frames()[rows][key] = value
+
+    def __getitem__(self, key: Any) -> Any:
+        if self.attr in _READS and isinstance(key, str):
+            for rows in _READS[self.attr]:
+                if key in self._frames()[rows]:
+                    return self._frames()[rows][key]
+        return super().__getitem__(key)  # the graph's own data: an input (graph_data.py)
+
+    def _pop(self, key: Any, *default: Any) -> Any:
+        value = self[key]
+        for rows in _WRITES.get(self.attr, ()):
+            self._frames()[rows].pop(key, None)
+        return value
+
+    def _update(self, values: Any) -> None:
+        for key, value in dict(values).items():
+            self[key] = value
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.attr == "local_scope" and not args and not kwargs:
+            return _LocalScope(self._frames())
+        if self.attr == "update_all":
+            return self._update_all(*args, **kwargs)
         if self.attr in _INLINE:
             _refuse(f"forward calls {self._what()}({'...' if args or kwargs else ''})", _INLINE_WAY_OUT)
         return super().__call__(*args, **kwargs)
 
+    def _update_all(self, message_func: Any = None, reduce_func: Any = None, apply_node_func: Any = None,
+                    etype: Any = None) -> None:
+        message, reduce = message_spec(message_func), reduce_spec(reduce_func)
+        if message is None or reduce is None or apply_node_func is not None or etype is not None:
+            what = "a Python message function" if message is None else (
+                "a Python reduce function" if reduce is None else "apply_node_func or etype")
+            _refuse(f"forward calls {self._what()}(...) with {what}", _INLINE_WAY_OUT)
+        fields = []
+        for target, key in message_fields(message):
+            rows = ROLE[target]
+            written = self._frames()[rows].get(key)
+            fields.append(written if written is not None else GraphAttribute(self.root, _VIEW_OF_ROLE[rows])[key])
+        result = self.tracer.create_proxy("call_function", update_all, (self.root, message, reduce, *fields), {})
+        # the reduced field is node data of the graph: destination rows, and for the whole
+        # graph (which every block stands for here) source rows too
+        for rows in ("dst", "src"):
+            self._frames()[rows][reduce[-1]] = result
+
     def __getattr__(self, name: str) -> Any:
-        if self.attr in _DATA_VIEWS and name in ("update", "pop", "clear", "setdefault"):
+        if self.attr in _WRITES and name == "pop":
+            return self._pop
+        if self.attr in _WRITES and name == "update":
+            return self._update
+        if self.attr in _DATA_VIEWS and name in ("clear", "setdefault"):
             _refuse(f"forward changes graph data ({self._what()}.{name}(...))", _INLINE_WAY_OUT)
         return super().__getattr__(name)
+
+
+class _LocalScope:
+    """`with g.local_scope():` while tracing: the graph data written inside is forgotten after."""
+
+    def __init__(self, frames: dict[str, dict[str, Any]]):
+        self.frames = frames
+        self.saved: dict[str, dict[str, Any]] = {}
+
+    def __enter__(self) -> None:
+        self.saved = {rows: dict(values) for rows, values in self.frames.items()}
+
+    def __exit__(self, *exc: Any) -> None:
+        for rows, values in self.saved.items():
+            self.frames[rows].clear()
+            self.frames[rows].update(values)
 
 
 def _graph_name(proxy: fx.Proxy) -> str:

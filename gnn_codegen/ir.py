@@ -32,6 +32,11 @@ class MessagePassing:
     # each argument after the module at ("graph", "src", "dst", "edge", or None: a constant)
     helper: str = ""
     roles: tuple[str | None, ...] = ()
+    # message passing written inline in forward (inline_mp.py): args are (graph, message spec,
+    # reduce spec, *the fields the message reads); `functions` spells dgl.function as the user's
+    # file does (`fn`)
+    inline: bool = False
+    functions: str = ""
 
 
 @dataclass(frozen=True)

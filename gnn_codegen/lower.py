@@ -18,6 +18,7 @@ import torch
 import torch.fx as fx
 
 from gnn_codegen.errors import InternalError, UnsupportedModuleError, UnsupportedOperationError, internal
+from gnn_codegen.inline_mp import ROLE, message_fields, update_all
 from gnn_codegen.ir import MessagePassing, Op, Program, Ref
 from gnn_codegen.known_modules import facts_for, is_message_passing, refusal_reason
 from gnn_codegen.rowwise import EVAL_IDENTITY_MODULES, qualified_name
@@ -274,6 +275,23 @@ def _written_out(node: fx.Node, modules: dict[str, torch.nn.Module], traced: Tra
               helper=section)
 
 
+def _inline_update_all(node: fx.Node, args: tuple[Any, ...], location: str, namespace: dict[str, Any]) -> Op:
+    """`g.update_all(fn.copy_u("h", "m"), fn.sum("m", "h"))` written in forward (inline_mp.py)."""
+    import dgl
+    import dgl.function
+
+    graph, message, reduce = node.args[0], node.args[1], node.args[2]
+    roles = (None, None, *(ROLE[target] for target, _ in message_fields(message)))
+    functions = next((name for name, value in namespace.items() if value is dgl.function and not name.startswith("_")), "")
+    if not functions:
+        dgl_name = next((name for name, value in namespace.items() if value is dgl and not name.startswith("_")), "dgl")
+        functions = f"{dgl_name}.function"
+    mp = MessagePassing("update_all", sources_in_place=True, roles=roles, inline=True, functions=functions)
+    graph_name = str(graph.target) if isinstance(graph, fx.Node) else "g"
+    return Op(node.name, "mp", "update_all", args, (), location, mp, f"{message[0]}, {reduce[0]}",
+              f"{graph_name}.update_all")
+
+
 def lower(traced: Traced, namespace: dict[str, Any], path: Path,
           forced_mp: frozenset[str] = frozenset()) -> Program:
     gm = traced.graph_module
@@ -319,6 +337,8 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
                               in_place="input" if changes_its_input(module) else ""))
         elif node.op == "call_function" and getattr(node.target, "__module__", "").startswith("torch.fx"):
             continue  # fx's own guards for arguments traced at their default value
+        elif node.op == "call_function" and node.target is update_all:
+            ops.append(_inline_update_all(node, args, location, namespace))
         elif node.op == "call_function" and helper_name(node.target):
             ops.append(_written_out(node, modules, traced, args, kwargs, location))
         elif node.op == "call_function":
@@ -346,6 +366,9 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
     ops = [replace(op, var=made[op.name][0], line_var="", note=_note(traced, *made[op.name][1:]),
                    once_per_node=bool(made[op.name][1]) and op.kind != "graph_value")
            if op.name in made else op for op in ops]
+    # an inline update_all's value is the field it reduces into (`h` of fn.sum("m", "h"))
+    ops = [replace(op, var=op.var or op.line_var or op.args[2][-1]) if op.mp is not None and op.mp.inline
+           and op.args[2][-1].isidentifier() else op for op in ops]
     graph_names = [op.name for op in ops if op.kind == "graph"]
     if not graph_names:
         raise internal("graph placeholder lost while lowering")

@@ -302,6 +302,8 @@ def _globals_read(program: Program) -> set[str]:
     of every function the user's forward calls (F in F.relu, a helper of the user's file)."""
     names = {"torch", "dgl", "self"}
     for op in program.ops:
+        if op.mp is not None and op.mp.inline:
+            names.add(op.mp.functions.split(".")[0])
         if op.kind == "function" and not op.helper and op.target != "getattr" and not op.target.startswith("operator."):
             names.add(op.target.split(".")[0])
     return names

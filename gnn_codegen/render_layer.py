@@ -10,11 +10,13 @@ nothing else reads sums a product per part instead of making the concatenation."
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from gnn_codegen.errors import internal
+from gnn_codegen.inline_mp import ROLE, message_fields, spell
 from gnn_codegen.ir import Op, Ref, iter_refs
 from gnn_codegen.names import NameAllocator
 from gnn_codegen.plan import Space, Stage, mp_feature_spaces, value_deps
@@ -243,6 +245,12 @@ class LayerWriter:
             if elements:
                 self.write_unpacking(op, elements, uses)
                 continue
+            if op.mp is not None and op.mp.inline:  # named after the field it reduces into
+                target = self.names.take(op.var) if op.var else self.target(op, placed.space, uses)
+                self.lines.extend(self.inline_update_all(op, target))
+                self.local[(op.name, placed.space)] = target
+                self.exclusive.add(op.name)
+                continue
             primary = self.primary_input(op)
             sole = primary if primary and uses[primary[0]] == 1 and primary[0] in self.exclusive else None
             if sole and op.helper in _SCALES_IN_PLACE:
@@ -278,6 +286,21 @@ class LayerWriter:
             self.local[(op.name, placed.space)] = target
         self.r.note_origins(self.lines, None)
         return self.finish()
+
+    def inline_update_all(self, op: Op, target: str) -> list[str]:
+        """An update_all written in forward (inline_mp.py), written back as the user wrote it, on
+        the block: the fields its message reads, the call, the reduced field."""
+        assert op.mp is not None
+        message, reduce = op.args[1], op.args[2]
+        lines = ["with block.local_scope():"]
+        for (role_target, key), value in zip(message_fields(message), op.args[3:]):
+            rows = ROLE[role_target]
+            view = {"src": "srcdata", "dst": "dstdata", "edge": "edata"}[rows]
+            lines.append(f"    block.{view}[{json.dumps(key)}] = {self.arg(value, rows).text}")
+        functions = op.mp.functions
+        lines.append(f"    block.update_all({spell(message, functions)}, {spell(reduce, functions)})")
+        lines.append(f"    {target} = block.dstdata[{json.dumps(reduce[-1])}]")
+        return lines
 
     def nested(self, uses: Counter[str], special: set[str]) -> set[str]:
         """Values to write inside their reader's expression: read once, by the next op of the

@@ -22,6 +22,8 @@ gnn-codegen is meant to support:
   again, so the generated code must see the write through every alias;
 * `MeanConv`, a one-hop message-passing module of the user's own (`update_all` with a mean, then
   a Linear), which gnn-codegen must prove exact on blocks rather than assume;
+* message passing written inline in forward (`with g.local_scope(): g.srcdata["h"] = h;
+  g.update_all(fn.copy_u("h", "m"), fn.sum / mean / max("m", "h")); h = g.dstdata["h"]`);
 * module-level constants named like the generated code's own names (`device`, `batch_size`,
   `num_nodes`, `layer_1`, ...), which forward reads (`h * batch_size`): nothing may capture them;
 * DGL's idioms: the graph kept on the model (`self.g = g`, `forward(self, x)`, full style), and
@@ -45,7 +47,8 @@ from dataclasses import dataclass, replace
 
 from hypothesis import strategies as st
 
-CONV_KINDS = ("SAGEConv", "GraphConv", "GATConv", "GINConv", "MeanConv")
+CONV_KINDS = ("SAGEConv", "GraphConv", "GATConv", "GINConv", "MeanConv", "inline")
+INLINE_REDUCERS = ("sum", "mean", "max")
 SAGE_AGGREGATORS = ("mean", "gcn", "pool")
 GRAPHCONV_NORMS = ("both", "left", "right", "none")
 GIN_AGGREGATORS = ("sum", "mean", "max")
@@ -141,7 +144,11 @@ def _draw_conv(draw: st.DrawFn, b: _Builder, source: int, style: str, target: in
     """A convolution reading `source`; its result has width `target` when one is given. With
     edge_weights, convolutions that accept `edge_weight=` may be drawn to take the model's w."""
     kind = draw(st.sampled_from(CONV_KINDS))
-    pair = style == "blocks" and kind != "MeanConv" and draw(st.booleans())
+    if kind == "inline" and target is not None and target != b.width(source):
+        kind = "MeanConv"  # an inline propagation keeps its input's width
+    pair = style == "blocks" and kind not in ("MeanConv", "inline") and draw(st.booleans())
+    if kind == "inline":
+        return b.add(Step("conv", (source,), b.width(source), kind, draw(st.sampled_from(INLINE_REDUCERS))))
     if target is None and draw(st.booleans()):
         target = b.width(source)  # keep the width, so residuals can add it
     if kind == "GATConv":
@@ -345,6 +352,8 @@ def _constructor(spec: ModelSpec, step: Step) -> str | None:
             return f"dglnn.GATConv({w_in}, {per_head}, {step.heads}, allow_zero_in_degree=True)"
         if step.kind in USER_MODULES:
             return f"{step.kind}({w_in}, {step.width})"
+        if step.kind == "inline":
+            return None  # written in forward
         eps = ", learn_eps=True" if step.learn_eps else ""
         return f'dglnn.GINConv(nn.Linear({w_in}, {step.width}), "{step.option}"{eps})'
     if step.op == "linear":
@@ -426,6 +435,15 @@ def render_model_source(spec: ModelSpec) -> str:
     for index, step in enumerate(spec.steps, start=1):
         args = step.inputs
         module = f"self.{_module_name(step, index)}" if _constructor(spec, step) else ""
+        if step.op == "conv" and step.kind == "inline":  # as DGL's JKNet example writes it
+            block = f"blocks[{depth[args[0]]}]" if blocks else graph
+            lines += [
+                f"        with {block}.local_scope():",
+                f'            {block}.srcdata["h"] = {name(args[0])}',
+                f'            {block}.update_all(fn.copy_u("h", "m"), fn.{step.option}("m", "h"))',
+                f'            {name(index)} = {block}.dstdata["h"]',
+            ]
+            continue
         if step.op == "conv":
             source = name(args[0])
             block = f"blocks[{depth[args[0]]}]" if blocks else graph

@@ -135,3 +135,41 @@ def features_on_the_kept_graph():
 
 def keeps_two_graphs():
     return KeepsTwoGraphs(dgl.rand_graph(10, 30))
+
+
+class InlineLocalScope(nn.Module):
+    """A propagation written in forward inside a local scope, dgl.function imported there."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 4)
+
+    def forward(self, g, x):
+        import dgl.function as fn
+
+        with g.local_scope():
+            g.ndata["h"] = self.lin(x)
+            g.update_all(fn.copy_u("h", "m"), fn.sum("m", "h"))
+            return g.ndata["h"]
+
+
+class TwoInlineRounds(nn.Module):
+    """Two rounds written inline: edge-weighted sum (the weights are the graph's), then a max of
+    source-plus-destination messages; srcdata, dstdata, pop."""
+
+    def __init__(self, in_dim, out_dim):
+        super().__init__()
+        self.lin = nn.Linear(in_dim, out_dim)
+        self.lin2 = nn.Linear(out_dim, out_dim)
+
+    def forward(self, g, x):
+        import dgl.function as fn
+
+        with g.local_scope():
+            g.ndata["h"] = self.lin(x)
+            g.update_all(fn.u_mul_e("h", "w", "m"), fn.sum("m", "h"))
+            h = F.relu(g.ndata.pop("h"))
+            g.srcdata["h"] = self.lin2(h)
+            g.dstdata["r"] = h
+            g.update_all(fn.u_add_v("h", "r", "m"), fn.max("m", "z"))
+            return g.dstdata["z"]

@@ -118,7 +118,7 @@ class AssignsIntoATensor(nn.Module):
         return h
 
 
-class InlineMessagePassing(nn.Module):
+class InlineApplyEdges(nn.Module):
     def __init__(self):
         super().__init__()
         self.lin = nn.Linear(8, 4)
@@ -128,5 +128,5 @@ class InlineMessagePassing(nn.Module):
 
         with g.local_scope():
             g.ndata["h"] = self.lin(x)
-            g.update_all(fn.copy_u("h", "m"), fn.sum("m", "h"))
-            return g.ndata["h"]
+            g.apply_edges(fn.u_dot_v("h", "h", "s"))
+            return g.edata["s"]

@@ -348,7 +348,8 @@ def infer_attributes(traced: Traced, program: Program, model: torch.nn.Module,
             if op.kind not in ("mp", "module") and not (op.kind == "function" and op.target == "operator.getitem"):
                 _check_rowwise(op, program, info, values, model, leaves)
             info[op.name] = TensorInfo("tuple", (len(value),))  # shape holds the tuple's length
-        elif isinstance(value, (int, torch.Size, tuple)) or value is None:
+        elif isinstance(value, (int, torch.Size, tuple, torch.device, torch.dtype)) or value is None:
+            # a shape, or where a tensor lives (`.to(feats.device)`): read where it is used
             info[op.name] = TensorInfo("inline")
         else:
             raise _refuse(op, f"returns a {type(value).__name__}")

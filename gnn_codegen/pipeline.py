@@ -12,7 +12,7 @@ import torch
 
 from gnn_codegen.attributes import Attributes, infer_attributes
 from gnn_codegen.cut import DEFAULT_FANOUT, SEARCH_LIMIT
-from gnn_codegen.errors import FeatDimsError, OptionsError
+from gnn_codegen.errors import FeatDimsError, GnnCodegenError, OptionsError, UnsupportedModuleError
 from gnn_codegen.format import format_source
 from gnn_codegen.functionalize import functionalize
 from gnn_codegen.ir import Program
@@ -109,13 +109,8 @@ def generate_all(target: str, options: GenerateOptions = GenerateOptions()) -> G
     _check_classes(loaded.model, "--leaf", options.leaves)
     _check_classes(loaded.model, "--mp-module", options.mp_modules)
     leaves, forced_mp = frozenset(options.leaves), frozenset(options.mp_modules)
-    traced = trace(loaded.model, loaded.path, leaves, forced_mp)
-    _check_feat_dims(traced, feat_dims)
-    write_out(traced.graph_module, traced.graph_arg)
     namespace = vars(loaded.module)
-    program = simplify(functionalize(lower(traced, namespace, loaded.path, forced_mp)))
-    attrs, probe_values = infer_attributes(traced, program, loaded.model, feat_dims, leaves)
-    prove_message_passing(program, loaded.model, probe_values)
+    traced, program, attrs = _proven_program(loaded, feat_dims, leaves, forced_mp)
     plan = build_plan(program, attrs, options.fanout, options.optimize)
     if options.optimize and not plan.cut.placement.optimal:
         warnings += (
@@ -148,6 +143,36 @@ def _stand_in_notes(loaded: LoadedModel) -> tuple[str, ...]:
         f"gnn-codegen built the model with a stand-in graph of 8 nodes. The generated method takes "
         "the graph as its first argument and uses it wherever forward uses the graph the model keeps",
     )
+
+
+def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], leaves: frozenset[str],
+                    forced_mp: frozenset[str]) -> tuple[Traced, Program, Attributes]:
+    """Trace, lower and infer attributes, with every message-passing module proven exact on
+    blocks. A user's module the probe refuses (several rounds of update_all, graph.ndata on a
+    block, out-degrees) is traced into instead, where its update_all calls written with DGL's
+    built-in functions become hops of their own; if that cannot be traced either, the probe's
+    refusal stands."""
+    through: frozenset[type] = frozenset()
+    refusal: UnsupportedModuleError | None = None
+    while True:
+        try:
+            traced = trace(loaded.model, loaded.path, leaves, forced_mp, through)
+            _check_feat_dims(traced, feat_dims)
+            write_out(traced.graph_module, traced.graph_arg)
+            program = simplify(functionalize(lower(traced, vars(loaded.module), loaded.path, forced_mp)))
+            attrs, probe_values = infer_attributes(traced, program, loaded.model, feat_dims, leaves)
+            prove_message_passing(program, loaded.model, probe_values)
+            return traced, program, attrs
+        except UnsupportedModuleError as exc:
+            module_class = getattr(exc, "module_class", None)
+            if module_class is None or module_class in through or (refusal is not None and not through):
+                raise (refusal or exc) from None
+            refusal = refusal or exc
+            through = through | {module_class}
+        except GnnCodegenError:
+            if refusal is None:
+                raise
+            raise refusal from None
 
 
 def _check_classes(model: torch.nn.Module, option: str, names: tuple[str, ...]) -> None:

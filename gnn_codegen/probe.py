@@ -120,10 +120,12 @@ def _diagnosis(module: torch.nn.Module, failed_on_block: bool = False) -> tuple[
 def _refuse(call: _Call, observed: str, way_out: str, differs: bool = False) -> UnsupportedModuleError:
     op = call.op
     consequence = ", so its result would not equal forward's" if differs else ""
-    return UnsupportedModuleError(
+    error = UnsupportedModuleError(
         f"{op.location or 'forward'}: {op.accessor} ({_class_and_where(call.module)}) {observed}. "
         f"Layer-wise inference runs it on the 1-hop block of each batch of nodes{consequence}. {way_out}"
     )
+    error.module_class = type(call.module)  # type: ignore[attr-defined]  # pipeline.py traces into it
+    return error
 
 
 def _class_and_where(module: torch.nn.Module) -> str:

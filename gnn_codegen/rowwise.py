@@ -95,6 +95,13 @@ def is_rowwise(op: Op, ndim: int, module_dim: Any = None) -> bool:
         return not _touches_rows(_dim(op), ndim + (name in ("stack", "unsqueeze")))
     if name == "getitem" and len(op.args) == 2:
         return _index_keeps_rows(op.args[1], ndim)
+    if name == "permute":  # h.permute(0, 2, 1): the rows stay first
+        dims = op.args[1:] if len(op.args) > 1 else tuple(dict(op.kwargs).get("dims", ()))
+        dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else tuple(dims)
+        return bool(dims) and all(isinstance(d, int) for d in dims) and dims[0] % max(ndim, 1) == 0
+    if name in ("transpose", "swapaxes", "swapdims"):  # two dimensions other than the rows'
+        dims = [*op.args[1:3], *(v for k, v in op.kwargs if k in ("dim0", "dim1", "axis0", "axis1"))]
+        return len(dims) == 2 and all(isinstance(d, int) and d % max(ndim, 1) != 0 for d in dims)
     return False
 
 

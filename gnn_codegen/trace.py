@@ -25,6 +25,7 @@ from gnn_codegen.errors import (
 )
 from gnn_codegen.graph_data import lift_graph_data
 from gnn_codegen.graph_proxy import BlockListProxy
+from gnn_codegen.inline_mp import update_all
 from gnn_codegen.kept_graph import forward_taking_the_graph, graphs_on_the_model, kept_graph
 from gnn_codegen.known_modules import is_message_passing
 from gnn_codegen.rowwise import is_rowwise_module
@@ -56,11 +57,13 @@ class Traced:
 
 
 class _Tracer(fx.Tracer):
-    def __init__(self, graph_arg: str, forced_leaves: frozenset[str], forced_mp: frozenset[str]):
+    def __init__(self, graph_arg: str, forced_leaves: frozenset[str], forced_mp: frozenset[str],
+                 through: frozenset[type] = frozenset()):
         super().__init__()
         self.graph_arg = graph_arg
         self.forced_leaves = forced_leaves
         self.forced_mp = forced_mp
+        self.through = through
 
     def create_node(self, *args: Any, **kwargs: Any) -> fx.Node:
         """Record where in the user's code each node was created, in the format of fx's
@@ -79,6 +82,8 @@ class _Tracer(fx.Tracer):
         return node
 
     def is_leaf_module(self, m: torch.nn.Module, module_qualified_name: str) -> bool:
+        if type(m) in self.through:  # a user's message-passing module, traced into (pipeline.py)
+            return False
         if type(m).__name__ in self.forced_leaves or is_message_passing(m, self.forced_mp):
             return True
         if type(m) is torch.nn.Sequential and len(m) and is_rowwise_module(m):
@@ -122,6 +127,8 @@ def _mp_depth(gm: fx.GraphModule, forced_mp: frozenset[str]) -> int:
         d = max((depth[n.name] for n in node.all_input_nodes), default=0)
         if node.op == "call_module" and is_message_passing(modules[str(node.target)], forced_mp):
             d += 1
+        elif node.op == "call_function" and node.target is update_all:  # written inline
+            d += 1
         depth[node.name] = d
         deepest = max(deepest, d)
     return deepest
@@ -129,9 +136,9 @@ def _mp_depth(gm: fx.GraphModule, forced_mp: frozenset[str]) -> int:
 
 def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: Path,
                 leaves: frozenset[str], forced_mp: frozenset[str],
-                kept: tuple[str, ...] = ()) -> tuple[fx.GraphModule, bool]:
+                kept: tuple[str, ...] = (), through: frozenset[type] = frozenset()) -> tuple[fx.GraphModule, bool]:
     proxy_cls = type("_Blocks", (BlockListProxy,), {"num_blocks": num_blocks, "used_as_list": False})
-    tracer = _Tracer(graph_arg, leaves, forced_mp)
+    tracer = _Tracer(graph_arg, leaves, forced_mp, through)
     tracer.proxy = lambda node: (  # type: ignore[method-assign]
         proxy_cls(node, tracer) if node.op == "placeholder" and node.target == graph_arg
         else fx.Proxy(node, tracer)
@@ -235,7 +242,9 @@ def _graph_parameter(model: torch.nn.Module, params: list[inspect.Parameter]) ->
 
 
 def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset(),
-          forced_mp: frozenset[str] = frozenset()) -> Traced:
+          forced_mp: frozenset[str] = frozenset(), through: frozenset[type] = frozenset()) -> Traced:
+    """`through`: message-passing modules of the user's to trace into (their update_all calls
+    become ops of their own) instead of keeping them as leaves."""
     model.eval()  # `self.training` and Dropout must read as inference while tracing
     params = _forward_params(model)
     variadic = [p.name for p in params if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
@@ -255,13 +264,13 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
     signature = tuple((p.name, "keyword" if p.kind == p.KEYWORD_ONLY else "positional") for p in taken)
     num_blocks = _count_mp_modules(model, forced_mp)
     try:
-        gm, blocks_style = _trace_once(model, graph_arg, num_blocks, path, leaves, forced_mp, kept)
+        gm, blocks_style = _trace_once(model, graph_arg, num_blocks, path, leaves, forced_mp, kept, through)
     except TraceFailedError as first_error:
         # A blocks-style forward may consume fewer blocks than there are message-passing modules
         # (one is unused, or two share a depth): try the other counts before giving up.
         for other in range(1, num_blocks + 1):
             try:
-                gm, blocks_style = _trace_once(model, graph_arg, other, path, leaves, forced_mp, kept)
+                gm, blocks_style = _trace_once(model, graph_arg, other, path, leaves, forced_mp, kept, through)
             except TraceFailedError:
                 continue
             if _mp_depth(gm, forced_mp) == other:
@@ -274,7 +283,7 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
         # Two convolutions at one depth (or one conv called per block): the forward consumes
         # `depth` blocks, not one per module, so trace again with that many.
         num_blocks = depth
-        gm, blocks_style = _trace_once(model, graph_arg, num_blocks, path, leaves, forced_mp, kept)
+        gm, blocks_style = _trace_once(model, graph_arg, num_blocks, path, leaves, forced_mp, kept, through)
     lifted, graph_data = lift_graph_data(gm, graph_arg, {p.name for p in params} | {graph_arg})
     return Traced(model, gm, graph_arg, inputs + lifted, blocks_style, num_blocks if blocks_style else 1, signature,
                   kept, graph_data)

@@ -22,6 +22,10 @@ EXACT = {
     "InPlaceEverywhere": GenerateOptions(),
     # an in-place activation on rows the next layer reads in place: it gets a copy
     "ActivationInPlaceOnStoredRows": GenerateOptions(),
+    # user modules the probe refuses on blocks, traced into: graph.ndata written in a layer
+    # (the old gcn example), and MixHop's three rounds of update_all in one module
+    "NdataGCN": GenerateOptions(init='{"in_feats": 8, "n_hidden": 6, "n_classes": 4}', feat_dims="features=8"),
+    "MixHop": GenerateOptions(init='{"in_dim": 8, "hid_dim": 6, "out_dim": 4}', feat_dims="feats=8"),
 }
 
 
@@ -42,3 +46,12 @@ def test_in_place_steps_are_written_as_values() -> None:
 def test_an_in_place_module_gets_a_copy_of_rows_something_else_holds() -> None:
     source = generate_all(f"{MODEL}:ActivationInPlaceOnStoredRows").source.split("def inference")[1]
     assert "self.act(h1_dst.clone())" in source
+
+
+def test_a_module_refused_on_blocks_is_traced_into_as_rounds() -> None:
+    """MixHop's module propagates three times, and its output reads two of them: traced into,
+    each round it needs is a layer of its own."""
+    generated = generate_all(f"{MODEL}:MixHop", EXACT["MixHop"])
+    method = generated.source.split("def inference")[1].split("# --- gnn")[0]
+    assert method.count("block.update_all(fn.copy_u(\"h\", \"m\"), fn.sum(\"m\", \"h\"))") == 2
+    assert "self.conv(" not in method and "Layer 2 of 2" in method

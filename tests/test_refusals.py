@@ -22,9 +22,7 @@ WILD = "tests/models/in_the_wild.py"
 WILD_OPTIONS = {
     "arxiv_gat_symmetric": GenerateOptions(feat_dims="feat=8"),
     "DAGNN": GenerateOptions(init='{"k": 3, "in_dim": 8, "hid_dim": 6, "out_dim": 4}'),
-    "MixHop": GenerateOptions(init='{"in_dim": 8, "hid_dim": 6, "out_dim": 4}', feat_dims="feats=8"),
     "ARMA4NC": GenerateOptions(init='{"in_dim": 8, "hid_dim": 6, "out_dim": 4}', feat_dims="feats=8"),
-    "NdataGCN": GenerateOptions(init='{"in_feats": 8, "n_hidden": 6, "n_classes": 4}', feat_dims="features=8"),
 }
 
 EXPECTED = {
@@ -143,16 +141,6 @@ WILD_EXPECTED = {
         'batch of nodes. Make each round its own single-hop module call in forward (what happens '
         'between rounds in forward too), or evaluate this model with its full-graph forward.'
     ),
-    "MixHop": (
-        errors.UnsupportedModuleError,
-        'tests/models/in_the_wild.py:232 (`return self.fc(F.relu(self.conv(graph, feats)))`): '
-        'self.conv (MixHopConv, the class at tests/models/in_the_wild.py:199) fails on a 1-hop '
-        'block with DGLError (Expect number of features to match number of nodes (len(u)). Got 1 '
-        'and 6 instead); it runs several rounds of message passing, each one hop further. Layer-'
-        'wise inference runs it on the 1-hop block of each batch of nodes. Make each round its '
-        'own single-hop module call in forward (what happens between rounds in forward too), or '
-        'evaluate this model with its full-graph forward.'
-    ),
     "ARMA4NC": (
         errors.UnsupportedModuleError,
         'tests/models/in_the_wild.py:272 (`return self.conv2(g, F.relu(self.conv1(g, feats)))`): '
@@ -162,16 +150,6 @@ WILD_EXPECTED = {
         'inference runs it on the 1-hop block of each batch of nodes. Make each round its own '
         'single-hop module call in forward (what happens between rounds in forward too), or '
         'evaluate this model with its full-graph forward.'
-    ),
-    "NdataGCN": (
-        errors.UnsupportedModuleError,
-        'tests/models/in_the_wild.py:296 (`h = F.relu(self.layer1(g, features))`): self.layer1 '
-        '(GCNLayer, the class at tests/models/in_the_wild.py:275) fails on a 1-hop block with '
-        'AssertionError (Current HeteroNodeDataView has multiple node types, please passing the '
-        'node type and the corresponding data through a dict); it uses graph.ndata, which a '
-        'block, with its source and destination nodes, does not have. Layer-wise inference runs '
-        'it on the 1-hop block of each batch of nodes. Write graph.srcdata / graph.dstdata, as '
-        "DGL's own modules do, or evaluate this model with its full-graph forward."
     ),
     "ChangedThroughAView": (
         errors.UnsupportedOperationError,

@@ -17,6 +17,7 @@ import torch.fx as fx
 from gnn_codegen.errors import FeatDimsError, UnsupportedOperationError, internal
 from gnn_codegen.ir import Op, Program, Ref, iter_refs
 from gnn_codegen.known_modules import is_dgl_module
+from gnn_codegen.node_tables import table_of
 from gnn_codegen.rowwise import RESHAPES, START_DIM_MODULES, is_rowwise, is_rowwise_module
 from gnn_codegen.simplify import DST_COUNT_METHODS
 from gnn_codegen.trace import Traced
@@ -209,15 +210,24 @@ def infer_inputs(program: Program, model: torch.nn.Module,
     edges = edge_values(program)
     specs: list[InputSpec] = []
     on_edges = {target for target, view, _ in program.graph_data if view == "edata"}
+    tables = {target: path for target, path, _ in program.tables}
     for name in program.inputs:
         target = program.op(name).target
         rows: Literal["node", "edge"] = "edge" if name in edges or target in on_edges else "node"
+        if target in tables:  # a table of the model: its own width and dtype (node_tables.py)
+            table = table_of(model, tables[target])
+            specs.append(InputSpec(name, target, "node", tuple(table.shape[1:]), str(table.dtype)))
+            continue
         if target in given:
             specs.append(InputSpec(name, target, rows, given[target]))
             continue
         spec = _edge_input_spec(program, model, name) if rows == "edge" else None
         if spec is not None:
             specs.append(spec)
+            continue
+        ids = _embedding_ids(program, model, name, users)
+        if ids is not None:
+            specs.append(ids)
             continue
         frontier, seen, width = [name], set(), None
         while frontier and width is None:
@@ -243,6 +253,19 @@ def infer_inputs(program: Program, model: torch.nn.Module,
             )
         specs.append(InputSpec(name, target, rows, (width,)))
     return tuple(specs)
+
+
+def _embedding_ids(program: Program, model: torch.nn.Module, name: str,
+                   users: dict[str, list[str]]) -> InputSpec | None:
+    """An input that an nn.Embedding looks up (`self.emb(g.ndata[dgl.NID])`, node IDs or types):
+    one integer per row, below the table's size."""
+    readers = [program.op(u) for u in users[name]]
+    if not readers or not all(r.kind == "module" and r.module_class == "torch.nn.modules.sparse.Embedding"
+                              and r.args[:1] == (Ref(name),) for r in readers):
+        return None
+    high = min(model.get_submodule(r.target).num_embeddings for r in readers)
+    op = program.op(name)
+    return InputSpec(name, op.target, "node", (), "torch.int64", int(high))
 
 
 class _Recorder(fx.Interpreter):

@@ -4,6 +4,7 @@ full-graph forward, and comparisons of their results. Used by verify.py and by t
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import importlib.util
@@ -17,6 +18,7 @@ import dgl
 import torch
 
 from gnn_codegen.kept_graph import graph_set_on
+from gnn_codegen.node_tables import tables_set_on
 
 if TYPE_CHECKING:
     from gnn_codegen.ir import Program
@@ -80,13 +82,29 @@ def full_graph_forward(model: torch.nn.Module, generated: Generated, g: dgl.DGLG
     g, arguments = with_graph_data(generated, g, inputs)
     # distinct graph objects over the same structure: `block is blocks[-1]` must mean what it says
     blocks = [g.local_var() for _ in range(program.num_blocks)]
-    forward_inputs = [program.op(name).target for name in program.inputs if name not in _read_from_graph(program)]
+    forward_inputs = [program.op(name).target for name in program.inputs
+                      if name not in _read_from_graph(program) and name not in _tables(program)]
     values = dict(zip(forward_inputs, arguments))
     values[program.op(program.graph).target] = blocks if program.blocks_style else g
     positional = [values[name] for name, kind in program.signature if kind == "positional"]
     keywords = {name: values[name] for name, kind in program.signature if kind == "keyword"}
-    with torch.no_grad(), graph_set_on(model, program.kept_graph, g):
+    with torch.no_grad(), graph_set_on(model, program.kept_graph, g), with_tables(model, generated, inputs):
         return model(*positional, **keywords)
+
+
+def _tables(program: Program) -> dict[str, str]:
+    """Input op -> attribute path, for the tables of the model forward reads as node features."""
+    by_target = {target: path for target, path, _ in program.tables}
+    return {name: by_target[program.op(name).target] for name in program.inputs
+            if program.op(name).target in by_target}
+
+
+def with_tables(model: torch.nn.Module, generated: Generated, inputs: list[torch.Tensor]) -> Any:
+    """While inside, the model's tables read as node features (node_tables.py) hold their
+    inputs' values (in the order of Program.inputs), which have the rows of the check's graph."""
+    tables = _tables(generated.program)
+    values = {tables[name]: value for name, value in zip(generated.program.inputs, inputs) if name in tables}
+    return tables_set_on(model, values)
 
 
 def _read_from_graph(program: Program) -> dict[str, tuple[str, str]]:
@@ -102,12 +120,14 @@ def with_graph_data(generated: Generated, g: dgl.DGLGraph,
     of Program.inputs): those forward reads from the graph (`g.ndata["feat"]`) are set on a
     copy of g that shares its structure; the others stay arguments, in order."""
     program = generated.program
-    from_graph = _read_from_graph(program)
+    from_graph, tables = _read_from_graph(program), _tables(program)
     if not from_graph:
-        return g, list(inputs)
+        return g, [value for name, value in zip(program.inputs, inputs, strict=True) if name not in tables]
     g = g.local_var()
     arguments = []
     for name, value in zip(program.inputs, inputs, strict=True):
+        if name in tables:
+            continue
         if name in from_graph:
             view, key = from_graph[name]
             getattr(g, view)[key] = value
@@ -117,10 +137,12 @@ def with_graph_data(generated: Generated, g: dgl.DGLGraph,
 
 
 def run_inference(model: torch.nn.Module, generated: Generated, g: dgl.DGLGraph, inputs: list[torch.Tensor],
-                  *args: Any, **kwargs: Any) -> Any:
+                  *args: Any, tables_set: bool = False, **kwargs: Any) -> Any:
     """The generated method on g and `inputs` (in the order of Program.inputs), as a user calls
-    it: inputs forward reads from the graph are on the graph."""
-    return getattr(model, generated.method_name)(*inference_arguments(generated, g, inputs), *args, **kwargs)
+    it: inputs forward reads from the graph are on the graph, tables it reads as node features
+    are the model's (set here, unless the caller did: tables_set)."""
+    with contextlib.nullcontext() if tables_set else with_tables(model, generated, inputs):
+        return getattr(model, generated.method_name)(*inference_arguments(generated, g, inputs), *args, **kwargs)
 
 
 def inference_arguments(generated: Generated, g: dgl.DGLGraph, inputs: list[torch.Tensor]) -> list[Any]:

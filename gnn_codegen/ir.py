@@ -102,6 +102,9 @@ class Program:
     kept_graph: tuple[str, ...] = ()
     # inputs forward reads from the graph: (input's target, "ndata" or "edata", key), trace.Traced
     graph_data: tuple[tuple[str, str, str], ...] = ()
+    # inputs that are tables of the model read as node features: (input's target, attribute
+    # path, how the method reads it: `self.emb.weight`), trace.Traced
+    tables: tuple[tuple[str, str, str], ...] = ()
     by_name: dict[str, Op] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -382,4 +382,5 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
         signature=traced.signature,
         kept_graph=traced.kept_graph,
         graph_data=traced.graph_data,
+        tables=tuple((name, path, accessor(traced.model, path)) for name, path in traced.tables),
     )

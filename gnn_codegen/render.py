@@ -59,9 +59,12 @@ class Renderer:
         # inputs forward reads from the graph (`g.ndata["feat"]`): read from g at the top, not
         # parameters; target -> (view, key)
         self.from_graph = {target: (view, key) for target, view, key in program.graph_data}
+        # tables of the model read as node features (`self.emb.weight`): target -> how to read it
+        self.from_model = {target: spelled for target, _, spelled in program.tables}
         self.params = [self.names.take("g")]
         self.buffer = {n: self.names.take(program.op(n).target) for n in program.inputs}
-        self.params += [self.buffer[n] for n in program.inputs if program.op(n).target not in self.from_graph]
+        self.params += [self.buffer[n] for n in program.inputs
+                        if program.op(n).target not in self.from_graph and program.op(n).target not in self.from_model]
         self.batch_size, self.device = self.names.take("batch_size"), self.names.take("device")
         self.max_memory, self.progress = self.names.take("max_memory"), self.names.take("progress")
         self.batches = self.names.take("batches")
@@ -156,8 +159,11 @@ class Renderer:
                  f"{self.max_memory}, {self.progress})"]
         for name in self.program.inputs:
             read = self.from_graph.get(self.program.op(name).target)
+            table = self.from_model.get(self.program.op(name).target)
             if read:
-                lines.append(f"{self.buffer[name]} = {g}.{read[0]}[{_spell_key(read[1])}]  # as forward reads it")
+                lines.append(f"{self.buffer[name]} = {g}.{read[0]}[{_spell_key(*read)}]  # as forward reads it")
+            elif table:
+                lines.append(f"{self.buffer[name]} = {table}  # a row per node of {g}, as forward reads it")
         specs = {spec.name: spec for spec in self.attrs.inputs}
         nodes = [f'"{self.buffer[n]}": {self.buffer[n]}' for n in self.program.inputs if specs[n].rows == "node"]
         edges = [f'"{self.buffer[n]}": {self.buffer[n]}' for n in self.program.inputs if specs[n].rows == "edge"]
@@ -256,7 +262,7 @@ class Renderer:
         names = {p.op(n).target: self.buffer[n] for n in p.inputs}
         names[p.op(p.graph).target] = f"[{g}] * {p.num_blocks}" if p.blocks_style else g
         call = ", ".join(names[name] if kind == "positional" else f"{name}={names[name]}"
-                         for name, kind in p.signature if name not in self.from_graph)
+                         for name, kind in p.signature if name not in self.from_graph and name not in self.from_model)
         kept = " and ".join(f"self.{path}" for path in p.kept_graph)
         on_graph = f" on {g} (the graph forward reads as {kept})" if kept else ""
         first = (f"self.forward({call}){on_graph} in eval mode, computed one layer at a time over batches of "
@@ -287,11 +293,12 @@ def render_helpers(runtime: str, sections: set[str], names: dict[str, str]) -> s
     return render_template("helpers.py.j2", runtime=runtime_source, convs=convs)
 
 
-def _spell_key(key: str) -> str:
-    """A graph data key as the user's code writes it: `dgl.ETYPE` for DGL's reserved names."""
+def _spell_key(view: str, key: str) -> str:
+    """A graph data key as the user's code writes it: `dgl.ETYPE` for DGL's reserved names (NID
+    and EID are the same string: the view tells which)."""
     import dgl
 
-    for constant in ("ETYPE", "NTYPE", "EID", "NID"):
+    for constant in ("ETYPE", "EID") if view == "edata" else ("NTYPE", "NID"):
         if key == getattr(dgl, constant):
             return f"dgl.{constant}"
     return json.dumps(key)

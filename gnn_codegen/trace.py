@@ -28,6 +28,7 @@ from gnn_codegen.graph_proxy import BlockListProxy
 from gnn_codegen.inline_mp import update_all
 from gnn_codegen.kept_graph import forward_taking_the_graph, graphs_on_the_model, kept_graph
 from gnn_codegen.known_modules import is_message_passing
+from gnn_codegen.node_tables import lift_node_tables
 from gnn_codegen.rowwise import is_rowwise_module
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
@@ -54,6 +55,9 @@ class Traced:
     # forward's inputs that it reads from the graph (`g.ndata["feat"]`): (input, "ndata" or
     # "edata", key), in the order of inputs (graph_data.py)
     graph_data: tuple[tuple[str, str, str], ...] = ()
+    # forward's inputs that are tables of the model read as node features (`self.emb.weight`):
+    # (input, attribute path), in the order of inputs (node_tables.py)
+    tables: tuple[tuple[str, str], ...] = ()
 
 
 class _Tracer(fx.Tracer):
@@ -134,6 +138,10 @@ def _mp_depth(gm: fx.GraphModule, forced_mp: frozenset[str]) -> int:
     return deepest
 
 
+# how many more blocks than message-passing modules a blocks-style forward may consume
+_MORE_BLOCKS = 8
+
+
 def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: Path,
                 leaves: frozenset[str], forced_mp: frozenset[str],
                 kept: tuple[str, ...] = (), through: frozenset[type] = frozenset()) -> tuple[fx.GraphModule, bool]:
@@ -181,11 +189,11 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
             raise TraceFailedError(f"{where}: {known}") from None
         raise TraceFailedError(
             f"{where}: tracing forward with torch.fx failed with {type(exc).__name__}: {exc}. "
-            "forward may only call message-passing modules on the graph and tensor operations on "
-            "features; graph mutation, graph data access (g.ndata, g.in_degrees()) and Python code "
-            "that inspects tensor values cannot be turned into layer-wise inference. Message "
-            "passing written inline (g.update_all, g.local_scope()) works when moved into its own "
-            "nn.Module whose forward takes (graph, features)."
+            "forward may call message-passing modules on the graph, read the graph's data and "
+            "degrees, and compute on features; changing the graph (dgl.add_self_loop(g) in "
+            "forward) and Python code that inspects tensor values cannot be turned into "
+            "layer-wise inference. Message passing that gnn-codegen does not follow inline works "
+            "when moved into its own nn.Module whose forward takes (graph, features)."
         ) from None
     try:
         return fx.GraphModule(model, graph, name), proxy_cls.used_as_list
@@ -267,8 +275,9 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
         gm, blocks_style = _trace_once(model, graph_arg, num_blocks, path, leaves, forced_mp, kept, through)
     except TraceFailedError as first_error:
         # A blocks-style forward may consume fewer blocks than there are message-passing modules
-        # (one is unused, or two share a depth): try the other counts before giving up.
-        for other in range(1, num_blocks + 1):
+        # (one is unused, or two share a depth), or more (message passing written inline, or
+        # several rounds in a module traced into): try the other counts before giving up.
+        for other in range(1, num_blocks + _MORE_BLOCKS + 1):
             try:
                 gm, blocks_style = _trace_once(model, graph_arg, other, path, leaves, forced_mp, kept, through)
             except TraceFailedError:
@@ -284,6 +293,9 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
         # `depth` blocks, not one per module, so trace again with that many.
         num_blocks = depth
         gm, blocks_style = _trace_once(model, graph_arg, num_blocks, path, leaves, forced_mp, kept, through)
-    lifted, graph_data = lift_graph_data(gm, graph_arg, {p.name for p in params} | {graph_arg})
-    return Traced(model, gm, graph_arg, inputs + lifted, blocks_style, num_blocks if blocks_style else 1, signature,
-                  kept, graph_data)
+    taken = {p.name for p in params} | {graph_arg}
+    lifted, graph_data = lift_graph_data(gm, graph_arg, taken)
+    tables = lift_node_tables(gm, model, taken | set(lifted), forced_mp)
+    inputs += lifted + tuple(name for name, _ in tables)
+    return Traced(model, gm, graph_arg, inputs, blocks_style, num_blocks if blocks_style else 1, signature,
+                  kept, graph_data, tables)

@@ -28,7 +28,7 @@ import torch
 from gnn_codegen.errors import CheckFailedError
 from gnn_codegen.harness import (
     allclose, full_graph_forward, gather_sources_always, generated_model, import_source, make_inputs,
-    max_difference, random_graph, run_inference,
+    max_difference, random_graph, run_inference, with_tables,
 )
 from gnn_codegen.lower import without_comment
 from gnn_codegen.perturb import perturb
@@ -123,10 +123,11 @@ def _run(model: torch.nn.Module, generated: Generated, g: dgl.DGLGraph, inputs: 
     fails there."""
     if not simulated:
         return run_inference(model, generated, g, inputs, batch_size=batch_size, device="cpu")
-    with SimulatedDevice() as sim:
+    # the model's tables read as node features take the graph's rows before the model moves
+    with with_tables(model, generated, inputs), SimulatedDevice() as sim:
         sim.move_model(model)
         sim.on_host(*inputs)
-        return run_inference(model, generated, g, inputs, batch_size=batch_size, device=sim.device)
+        return run_inference(model, generated, g, inputs, batch_size=batch_size, device=sim.device, tables_set=True)
 
 
 def verify(generated: Generated) -> CheckResult:

@@ -21,16 +21,21 @@ gnn-codegen is meant to support:
   `h.clamp_(-2, 2)`), also on a value that dropout returned unchanged and that later lines read
   again, so the generated code must see the write through every alias;
 * `MeanConv`, a one-hop message-passing module of the user's own (`update_all` with a mean, then
-  a Linear), which gnn-codegen must prove exact on blocks rather than assume;
+  a Linear), which gnn-codegen must prove exact on blocks rather than assume, and (full style)
+  `TwoRoundMeanConv`, which propagates twice in one call and must be traced into;
 * message passing written inline in forward (`with g.local_scope(): g.srcdata["h"] = h;
   g.update_all(fn.copy_u("h", "m"), fn.sum / mean / max("m", "h")); h = g.dstdata["h"]`);
 * module-level constants named like the generated code's own names (`device`, `batch_size`,
   `num_nodes`, `layer_1`, ...), which forward reads (`h * batch_size`): nothing may capture them;
-* DGL's idioms: the graph kept on the model (`self.g = g`, `forward(self, x)`, full style), and
-  the inputs read from the graph (`x = g.ndata["x"]`, `blocks[0].srcdata["x"]`, `g.edata["w"]`).
+* DGL's idioms: the graph kept on the model (`self.g = g`, `forward(self, x)`, full style), the
+  inputs read from the graph (`x = g.ndata["x"]`, `blocks[0].srcdata["x"]`, `g.edata["w"]`), and
+  x a table of the model (`x = self.table.weight`).
 
-`multi_round_specs()` draws the same models with one convolution replaced by `TwoRoundMeanConv`,
-a user module that propagates twice in one call: those must be refused, never generated.
+`multi_round_specs()` draws the same models with one convolution replaced by `TwoRoundUDFConv`,
+a user module that propagates twice in one call with a Python message function, which
+gnn-codegen cannot split into rounds: those must be refused, never generated. (Its twin with
+DGL's built-in functions, `TwoRoundMeanConv`, is traced into, a hop per round, and drawn by
+`model_specs()` in the full-graph style.)
 
 `render_model_source(spec)` writes a spec as a model file defining `RandomModel(nn.Module)`, with
 `forward(self, g, x)` on the full graph, or `forward(self, blocks, x)` in the sampled-blocks style
@@ -47,7 +52,7 @@ from dataclasses import dataclass, replace
 
 from hypothesis import strategies as st
 
-CONV_KINDS = ("SAGEConv", "GraphConv", "GATConv", "GINConv", "MeanConv", "inline")
+CONV_KINDS = ("SAGEConv", "GraphConv", "GATConv", "GINConv", "MeanConv", "inline", "TwoRoundMeanConv")
 INLINE_REDUCERS = ("sum", "mean", "max")
 SAGE_AGGREGATORS = ("mean", "gcn", "pool")
 GRAPHCONV_NORMS = ("both", "left", "right", "none")
@@ -102,6 +107,9 @@ class ModelSpec:
     # forward reads x (and w) from its graph: `x = g.ndata["x"]` (blocks style:
     # `blocks[0].srcdata["x"]`), `w = g.edata["w"]`, instead of taking them as arguments
     inputs_on_graph: bool = False
+    # x is a table of the model (`x = self.table.weight`, an nn.Embedding's, as DGL's RGCN entity
+    # classification reads it); only where a convolution reads it through ops of one input
+    table: bool = False
 
     def width(self, value: int) -> int:
         return self.in_width if value == 0 else self.steps[value - 1].width
@@ -144,9 +152,11 @@ def _draw_conv(draw: st.DrawFn, b: _Builder, source: int, style: str, target: in
     """A convolution reading `source`; its result has width `target` when one is given. With
     edge_weights, convolutions that accept `edge_weight=` may be drawn to take the model's w."""
     kind = draw(st.sampled_from(CONV_KINDS))
+    if kind == "TwoRoundMeanConv" and style == "blocks":
+        kind = "MeanConv"  # two hops in one call of one block is no sampled-training model
     if kind == "inline" and target is not None and target != b.width(source):
         kind = "MeanConv"  # an inline propagation keeps its input's width
-    pair = style == "blocks" and kind not in ("MeanConv", "inline") and draw(st.booleans())
+    pair = style == "blocks" and kind not in ("MeanConv", "inline", "TwoRoundMeanConv") and draw(st.booleans())
     if kind == "inline":
         return b.add(Step("conv", (source,), b.width(source), kind, draw(st.sampled_from(INLINE_REDUCERS))))
     if target is None and draw(st.booleans()):
@@ -162,7 +172,7 @@ def _draw_conv(draw: st.DrawFn, b: _Builder, source: int, style: str, target: in
             width = target
         return b.add(Step("conv", (source,), width, kind, reduce, heads=heads, pair=pair))
     width = draw(widths) if target is None else target
-    if kind == "MeanConv":
+    if kind in ("MeanConv", "TwoRoundMeanConv"):
         return b.add(Step("conv", (source,), width, kind))
     weighted = edge_weights and draw(st.booleans())
     if kind == "SAGEConv":
@@ -265,18 +275,33 @@ def model_specs(draw: st.DrawFn) -> ModelSpec:
             outputs = (h, draw(st.sampled_from(embeddings[::-1])))
     edge_weights = any(step.edge_weight for step in b.steps)
     kept_graph = style == "full" and draw(st.booleans())
-    inputs_on_graph = draw(st.booleans())
+    home = draw(st.sampled_from(("argument", "graph", "table")))
+    table = home == "table" and _convolution_reads_input_alone(b.steps)
     return ModelSpec(style, b.in_width, tuple(b.steps), outputs, edge_weights, tuple(b.constants), kept_graph,
-                     inputs_on_graph)
+                     home == "graph", table)
+
+
+def _convolution_reads_input_alone(steps: list[Step]) -> bool:
+    """Whether some convolution reads x through steps of one input each (how gnn-codegen tells
+    a table of the model used as node features, node_tables.py)."""
+    for step in steps:
+        if step.op != "conv":
+            continue
+        value = step.inputs[0]
+        while value != 0 and len(steps[value - 1].inputs) == 1 and steps[value - 1].op != "conv":
+            value = steps[value - 1].inputs[0]
+        if value == 0:
+            return True
+    return False
 
 
 @st.composite
 def multi_round_specs(draw: st.DrawFn) -> ModelSpec:
-    """A model_specs() model with one of its convolutions a TwoRoundMeanConv."""
+    """A model_specs() model with one of its convolutions a TwoRoundUDFConv."""
     spec = draw(model_specs())
     convs = [i for i, step in enumerate(spec.steps) if step.op == "conv"]
     i = draw(st.sampled_from(convs))
-    step = replace(spec.steps[i], kind="TwoRoundMeanConv", option="", heads=1, pair=False,
+    step = replace(spec.steps[i], kind="TwoRoundUDFConv", option="", heads=1, pair=False,
                    learn_eps=False, edge_weight=False)
     if spec.steps[i].kind == "GATConv":
         step = replace(step, width=spec.steps[i].width)
@@ -324,6 +349,21 @@ class TwoRoundMeanConv(nn.Module):
             graph.ndata["h"] = feat
             for _ in range(2):
                 graph.update_all(fn.copy_u("h", "m"), fn.mean("m", "h"))
+            return self.linear(graph.ndata["h"])
+''',
+    "TwoRoundUDFConv": '''
+class TwoRoundUDFConv(nn.Module):
+    """Two rounds of neighbour means in one call, the message a Python function."""
+
+    def __init__(self, in_feats, out_feats):
+        super().__init__()
+        self.linear = nn.Linear(in_feats, out_feats)
+
+    def forward(self, graph, feat):
+        with graph.local_scope():
+            graph.ndata["h"] = feat
+            for _ in range(2):
+                graph.update_all(lambda edges: {"m": edges.src["h"]}, fn.mean("m", "h"))
             return self.linear(graph.ndata["h"])
 ''',
 }
@@ -413,13 +453,20 @@ def render_model_source(spec: ModelSpec) -> str:
     graph = "blocks" if blocks else "self.g" if spec.kept_graph else "g"
     if spec.kept_graph:  # as DGL's model zoo keeps it
         lines.append("        self.g = g")
+    if spec.table:
+        lines.append(f"        self.table = nn.Embedding(50, {spec.in_width})")
     inputs = [] if spec.kept_graph else [graph]
-    inputs += [] if spec.inputs_on_graph else ["x", "w"] if spec.edge_weights else ["x"]
+    if not spec.inputs_on_graph and not spec.table:
+        inputs.append("x")
+    if not spec.inputs_on_graph and spec.edge_weights:
+        inputs.append("w")
     lines += ["", f"    def forward({', '.join(['self', *inputs])}):"]
-    if spec.inputs_on_graph:
+    if spec.table:
+        lines.append("        x = self.table.weight")
+    elif spec.inputs_on_graph:
         lines.append(f'        x = {"blocks[0].srcdata" if blocks else f"{graph}.ndata"}["x"]')
-        if spec.edge_weights:
-            lines.append(f'        w = {graph}.edata["w"]')
+    if spec.inputs_on_graph and spec.edge_weights:
+        lines.append(f'        w = {graph}.edata["w"]')
 
     names = _variable_names(spec)
 

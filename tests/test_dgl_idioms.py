@@ -22,6 +22,8 @@ CASES = {
     "BlocksFromSrcData": GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'),
     "InlineLocalScope": GenerateOptions(),
     "TwoInlineRounds": GenerateOptions(init='{"in_dim": 8, "out_dim": 5}'),
+    "EntityRGCN": GenerateOptions(init='{"num_nodes": 40, "h_dim": 6, "out_dim": 3, "num_rels": 4}'),
+    "EmbeddedNodeIDs": GenerateOptions(init='{"num_nodes": 300, "dim": 6, "out_dim": 3}'),
 }
 
 # what the generated method's signature and first lines must say
@@ -34,6 +36,8 @@ SIGNATURES = {
     "BlocksFromSrcData": "def inference(self, g, batch_size, device",
     "InlineLocalScope": "def inference(self, g, x, batch_size, device",
     "TwoInlineRounds": "def inference(self, g, x, batch_size, device",
+    "EntityRGCN": "def inference(self, g, batch_size, device",
+    "EmbeddedNodeIDs": "def inference(self, g, batch_size, device",
 }
 READS = {
     "features_on_the_kept_graph": ['feat = g.ndata["feat"]'],
@@ -47,6 +51,8 @@ READS = {
         'w = g.edata["w"]', 'block.edata["w"] = w', 'block.dstdata["r"] = h1_dst',
         'block.update_all(dgl.function.u_add_v("h", "r", "m"), dgl.function.max("m", "z"))',
     ],
+    "EntityRGCN": ["emb = self.emb.weight", "etype = g.edata[dgl.ETYPE]", 'norm = g.edata["norm"]'],
+    "EmbeddedNodeIDs": ["ids = g.ndata[dgl.NID]"],
 }
 
 

@@ -13,7 +13,7 @@ import torch
 
 from gnn_codegen.harness import (
     allclose, full_graph_forward, gather_sources_always, generated_model, import_source, inference_arguments,
-    make_inputs, max_difference, random_graph, run_inference,
+    make_inputs, max_difference, random_graph, run_inference, with_tables,
 )
 from gnn_codegen.perturb import perturb
 from tests.cases import CASES_BY_NAME, Case, all_cases, generate_case
@@ -189,4 +189,7 @@ def test_a_deleted_tensor_is_freed(case: Case) -> None:
     model = generated_model(generated, module)
     g = random_graph(NUM_NODES, seed=0, zero_in_degree=False)
     inputs = make_inputs(generated, NUM_NODES, 0, g.num_edges())
-    assert views_kept_alive(model.inference, *inference_arguments(generated, g, inputs), batch_size=NUM_NODES // 4 + 1, device="cpu") == []
+    with with_tables(model, generated, inputs):
+        kept = views_kept_alive(model.inference, *inference_arguments(generated, g, inputs),
+                                batch_size=NUM_NODES // 4 + 1, device="cpu")
+    assert kept == []

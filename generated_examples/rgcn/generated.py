@@ -2,7 +2,7 @@
 # the model class, what it needs from its file, and a layer-wise full-neighbour
 # `inference` method. It needs only torch and dgl to run. Do not edit by hand;
 # regenerate with:
-#   gnn-codegen generated_examples/rgcn/model.py:RGCN -o generated_examples/rgcn/generated.py --init '{"in_size": 16, "h_dim": 8, "out_dim": 4, "num_rels": 5, "num_bases": 2}'
+#   gnn-codegen generated_examples/rgcn/model.py:RGCN -o generated_examples/rgcn/generated.py --init '{"num_nodes": 120, "h_dim": 8, "out_dim": 4, "num_rels": 5, "num_bases": 2}'
 
 
 import dgl
@@ -13,11 +13,12 @@ from dgl.nn.pytorch import RelGraphConv
 
 
 class RGCN(nn.Module):
-    def __init__(self, in_size, h_dim, out_dim, num_rels, num_bases=-1):
+    def __init__(self, num_nodes, h_dim, out_dim, num_rels, num_bases=-1):
         super().__init__()
         num_bases = num_rels if num_bases < 0 else num_bases
+        self.emb = nn.Embedding(num_nodes, h_dim)
         self.conv1 = RelGraphConv(
-            in_size,
+            h_dim,
             h_dim,
             num_rels,
             regularizer="basis",
@@ -34,7 +35,7 @@ class RGCN(nn.Module):
         )
 
     def forward(self, g):
-        x = g.ndata["feat"]
+        x = self.emb.weight
         h = F.relu(self.conv1(g, x, g.edata[dgl.ETYPE], g.edata["norm"]))
         h = self.conv2(g, h, g.edata[dgl.ETYPE], g.edata["norm"])
         return h
@@ -54,16 +55,16 @@ class RGCN(nn.Module):
         batches = _FullNeighbourBatches(
             self, g, batch_size, device, max_memory, progress
         )
-        feat = g.ndata["feat"]  # as forward reads it
         etype = g.edata[dgl.ETYPE]  # as forward reads it
         norm = g.edata["norm"]  # as forward reads it
-        batches.check_rows(nodes={"feat": feat}, edges={"etype": etype, "norm": norm})
+        emb = self.emb.weight  # a row per node of g, as forward reads it
+        batches.check_rows(nodes={"emb": emb}, edges={"etype": etype, "norm": norm})
 
         # Layer 1 of 2: self.conv1 (RelGraphConv).
-        def layer_1(block, feat, etype, norm):
-            return F.relu(self.conv1(block, feat, etype, norm))
+        def layer_1(block, emb, etype, norm):
+            return F.relu(self.conv1(block, emb, etype, norm))
 
-        h1 = batches.map(layer_1, src=[feat], edges=[etype, norm])
+        h1 = batches.map(layer_1, src=[emb], edges=[etype, norm])
 
         # Layer 2 of 2: self.conv2 (RelGraphConv).
         def layer_2(block, h1, etype, norm):

@@ -1,6 +1,7 @@
-"""RGCN for entity classification in the style of DGL's examples/pytorch/rgcn: a homogeneous
-graph whose edge types and normalisation constants are edge data, read in forward
-(`g.edata[dgl.ETYPE]`, `g.edata["norm"]`), and node features read from the graph."""
+"""RGCN for entity classification in the style of DGL's examples/pytorch/rgcn: featureless
+nodes, whose embedding table is the first layer's input (`x = self.emb.weight`), on a
+homogeneous graph whose edge types and normalisation constants are edge data read in forward
+(`g.edata[dgl.ETYPE]`, `g.edata["norm"]`)."""
 
 import dgl
 import torch
@@ -10,18 +11,19 @@ from dgl.nn.pytorch import RelGraphConv
 
 
 class RGCN(nn.Module):
-    def __init__(self, in_size, h_dim, out_dim, num_rels, num_bases=-1):
+    def __init__(self, num_nodes, h_dim, out_dim, num_rels, num_bases=-1):
         super().__init__()
         num_bases = num_rels if num_bases < 0 else num_bases
+        self.emb = nn.Embedding(num_nodes, h_dim)
         self.conv1 = RelGraphConv(
-            in_size, h_dim, num_rels, regularizer="basis", num_bases=num_bases, self_loop=False
+            h_dim, h_dim, num_rels, regularizer="basis", num_bases=num_bases, self_loop=False
         )
         self.conv2 = RelGraphConv(
             h_dim, out_dim, num_rels, regularizer="basis", num_bases=num_bases, self_loop=False
         )
 
     def forward(self, g):
-        x = g.ndata["feat"]
+        x = self.emb.weight
         h = F.relu(self.conv1(g, x, g.edata[dgl.ETYPE], g.edata["norm"]))
         h = self.conv2(g, h, g.edata[dgl.ETYPE], g.edata["norm"])
         return h

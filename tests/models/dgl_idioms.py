@@ -173,3 +173,35 @@ class TwoInlineRounds(nn.Module):
             g.dstdata["r"] = h
             g.update_all(fn.u_add_v("h", "r", "m"), fn.max("m", "z"))
             return g.dstdata["z"]
+
+
+class EntityRGCN(nn.Module):
+    """DGL's rgcn entity classification example: featureless nodes, the embedding table itself
+    is the first layer's input; edge types and norms are edge data."""
+
+    def __init__(self, num_nodes, h_dim, out_dim, num_rels):
+        super().__init__()
+        self.emb = nn.Embedding(num_nodes, h_dim)
+        self.conv1 = dglnn.RelGraphConv(h_dim, h_dim, num_rels, regularizer="basis", num_bases=num_rels,
+                                        self_loop=False)
+        self.conv2 = dglnn.RelGraphConv(h_dim, out_dim, num_rels, regularizer="basis", num_bases=num_rels,
+                                        self_loop=False)
+
+    def forward(self, g):
+        x = self.emb.weight
+        h = F.relu(self.conv1(g, x, g.edata[dgl.ETYPE], g.edata["norm"]))
+        return self.conv2(g, h, g.edata[dgl.ETYPE], g.edata["norm"])
+
+
+class EmbeddedNodeIDs(nn.Module):
+    """Node embeddings looked up by the IDs the graph carries (a subgraph's dgl.NID), and a
+    learnable feature matrix added to them."""
+
+    def __init__(self, num_nodes, dim, out_dim):
+        super().__init__()
+        self.emb = nn.Embedding(num_nodes, dim)
+        self.conv = dglnn.SAGEConv(dim, out_dim, "mean")
+
+    def forward(self, g):
+        h = self.emb(g.ndata[dgl.NID])
+        return self.conv(g, F.relu(h))

@@ -110,9 +110,9 @@ def _declared_width(module: torch.nn.Module) -> int | None:
 
 def _refuse_graph_access(program: Program) -> None:
     """Before running anything: graph data or structure read outside message passing."""
-    graph = program.graph
+    graphs = {op.name for op in program.ops if op.kind == "graph"}  # forward's, and derived ones
     for op in program.ops:
-        if op.kind in ("mp", "graph", "graph_value") or graph not in op.refs():
+        if op.kind in ("mp", "graph", "graph_value") or not graphs & set(op.refs()):
             continue
         if op.kind == "method" and op.target in DST_COUNT_METHODS:
             raise _refuse(op, "counts the block's destination nodes outside a slice `h[:n]`; only "

@@ -27,6 +27,7 @@ from typing import Any
 from gnn_codegen.cut import Cost, transfers
 from gnn_codegen.ir import Op
 from gnn_codegen.pipeline import Generated
+from gnn_codegen.plan import spell_graph
 
 SCHEMA = "gnn-codegen/explain/1"
 DEFAULT_NODES = 1_000_000
@@ -69,8 +70,10 @@ def explain_data(generated: Generated, nodes: int = DEFAULT_NODES) -> dict[str, 
                 "value": op.name, "what": describe_op(op),
                 "rows": "node" if stage.index == 0 else placed.space, "source": op.location,
             })
+        graph = spell_graph(program, program.op(stage.graph)) if stage.graph else ""
         stages.append({
             "index": stage.index, "kind": "prologue" if stage.index == 0 else "layer", "ops": ops,
+            "graph": graph,  # the graph whose blocks the layer runs on, as forward spells it
             "loads": [{"tensor": buffers[v], "rows": "node" if stage.index == 0 else rows} for v, rows in stage.loads],
             "stores": [buffers[v] for v in stage.stores], "frees": [buffers[v] for v in stage.frees],
         })
@@ -113,6 +116,8 @@ def explain_text(data: dict[str, Any]) -> str:
     ]
     for stage in data["stages"]:
         title = "Prologue (once per node)" if stage["kind"] == "prologue" else f"Layer {stage['index']} of {num_layers}"
+        if stage.get("graph") and "(" in stage["graph"]:  # a graph forward derives from its own
+            title += f", on {stage['graph']}"
         lines += ["", title]
         for load in stage["loads"]:
             lines.append(f"  load   {load['tensor']} on {_ROWS[load['rows']]}")

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
+import dgl
 import torch.fx as fx
 
+from gnn_codegen.derived_graphs import DERIVED
 from gnn_codegen.errors import GraphUseError
 from gnn_codegen.inline_mp import ROLE, message_fields, message_spec, reduce_spec, update_all
 
@@ -113,6 +115,11 @@ class GraphAttribute(fx.proxy.Attribute):
             return _LocalScope(self._frames())
         if self.attr == "update_all":
             return self._update_all(*args, **kwargs)
+        if self.attr in DERIVED and hasattr(dgl, self.attr):  # g.add_self_loop(): as dgl.add_self_loop(g)
+            function = getattr(dgl, self.attr)  # DGL's own, also while derived_graphs.py wraps it
+            function = getattr(function, "__wrapped__", function)
+            node = self.tracer.create_proxy("call_function", function, (self.root, *args), kwargs).node
+            return BlockProxy(node, self.tracer)
         if self.attr in _INLINE:
             _refuse(f"forward calls {self._what()}({'...' if args or kwargs else ''})", _INLINE_WAY_OUT)
         return super().__call__(*args, **kwargs)

@@ -17,6 +17,7 @@ from typing import Any, Callable
 import torch
 import torch.fx as fx
 
+from gnn_codegen.derived_graphs import derived_name
 from gnn_codegen.errors import InternalError, UnsupportedModuleError, UnsupportedOperationError, internal
 from gnn_codegen.inline_mp import ROLE, message_fields, update_all
 from gnn_codegen.ir import MessagePassing, Op, Program, Ref
@@ -252,11 +253,22 @@ def _note(traced: Traced, module: str, what: str) -> str:
     return f"{accessor(traced.model, module)}'s {what}" if module else ""
 
 
+def is_graph_node(node: Any, graph_arg: str) -> bool:
+    """forward's graph, or a graph derived from it alone (derived_graphs.py)."""
+    if not isinstance(node, fx.Node):
+        return False
+    if node.op == "placeholder":
+        return node.target == graph_arg
+    return node.op == "call_function" and derived_name(node.target) is not None and bool(node.args) \
+        and is_graph_node(node.args[0], graph_arg)
+
+
 def _is_graph_value(node: fx.Node, traced: Traced) -> bool:
-    """`g.out_degrees()`: a graph method of GRAPH_VALUES called on forward's graph alone."""
+    """`g.out_degrees()`: a graph method of GRAPH_VALUES called on forward's graph (or one derived
+    from it) alone."""
     receiver = node.args[0] if node.args else None
     return (node.target in GRAPH_VALUES and len(node.args) == 1 and not node.kwargs
-            and isinstance(receiver, fx.Node) and receiver.op == "placeholder" and receiver.target == traced.graph_arg)
+            and is_graph_node(receiver, traced.graph_arg))
 
 
 def _written_out(node: fx.Node, modules: dict[str, torch.nn.Module], traced: Traced, args: tuple[Any, ...],
@@ -337,6 +349,9 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
                               in_place="input" if changes_its_input(module) else ""))
         elif node.op == "call_function" and getattr(node.target, "__module__", "").startswith("torch.fx"):
             continue  # fx's own guards for arguments traced at their default value
+        elif node.op == "call_function" and is_graph_node(node, traced.graph_arg):  # dgl.add_self_loop(g)
+            spelled = _spelled(node.target, namespace) or f"dgl.{derived_name(node.target)}"  # g.add_self_loop()
+            ops.append(Op(node.name, "graph", spelled, args, kwargs, location))
         elif node.op == "call_function" and node.target is update_all:
             ops.append(_inline_update_all(node, args, location, namespace))
         elif node.op == "call_function" and helper_name(node.target):
@@ -369,7 +384,7 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
     # an inline update_all's value is the field it reduces into (`h` of fn.sum("m", "h"))
     ops = [replace(op, var=op.var or op.line_var or op.args[2][-1]) if op.mp is not None and op.mp.inline
            and op.args[2][-1].isidentifier() else op for op in ops]
-    graph_names = [op.name for op in ops if op.kind == "graph"]
+    graph_names = [op.name for op in ops if op.kind == "graph" and not op.args]
     if not graph_names:
         raise internal("graph placeholder lost while lowering")
     return Program(

@@ -35,6 +35,9 @@ class Stage:
     loads: tuple[tuple[str, Space], ...]  # (stored value, rows it is read at)
     stores: tuple[str, ...]  # values computed here that later stages or the caller need
     frees: tuple[str, ...]  # stored values no later stage reads
+    # the graph whose blocks the stage runs on: forward's, or one derived from it
+    # (derived_graphs.py); "" for the prologue and passes over node ranges
+    graph: str = ""
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,7 @@ def cut_graph(program: Program, inline: frozenset[str], attrs: Attributes) -> tu
     per row of every value, and the rows each message-passing op reads its inputs at."""
     info = attrs.as_dict()
     outputs = set(program.output_refs())
+    graphs = {op.name for op in program.ops if op.kind == "graph"}  # forward's, and derived ones
     nodes = []
     for op in program.ops:
         if op.kind == "graph" or op.name in inline:
@@ -114,7 +118,7 @@ def cut_graph(program: Program, inline: frozenset[str], attrs: Attributes) -> tu
             for refs, space in mp_feature_spaces(op):
                 for d in value_deps(program, inline, refs):
                     roles.setdefault(d, []).append(space)
-        reads_graph = program.graph in _direct_and_inline_refs(program, inline, op)
+        reads_graph = bool(graphs & _direct_and_inline_refs(program, inline, op))
         nodes.append(CutNode(
             op.name, deps, is_mp=op.kind == "mp", is_input=op.kind in ("input", "graph_value"), row_bytes=row_bytes,
             rows="tuple" if value.rows == "tuple" else "edge" if value.rows == "edge" else "node",
@@ -213,7 +217,8 @@ def build_plan(program: Program, attrs: Attributes, fanout: float = DEFAULT_FANO
         )
         later = {d for n in nodes if stage_of[n.name] > k for d in n.deps}
         stores = tuple(m for m in members if m in later or m in outputs)
-        stages.append(Stage(k, tuple(PlacedOp(m, space[m]) for m in members), loads, stores, ()))
+        stages.append(Stage(k, tuple(PlacedOp(m, space[m]) for m in members), loads, stores, (),
+                            _stage_graph(program, members)))
     stages = _with_frees(stages, outputs, inputs)
     stored = tuple(
         Stored(name, info[name].shape, info[name].dtype, stage_of[name],
@@ -223,6 +228,49 @@ def build_plan(program: Program, attrs: Attributes, fanout: float = DEFAULT_FANO
     return Plan(tuple(stages), stored, outputs, Cut(
         nodes, placement, simple, evaluate(nodes, placement, fanout), evaluate(nodes, simple, fanout), fanout,
     ))
+
+
+def _stage_graph(program: Program, members: list[str]) -> str:
+    """The one graph a stage's message passing runs on. Two graphs in one layer (`conv1(g, h) +
+    conv2(dgl.reverse(g), h)`) would need two blocks per batch: refused, as are edge tensors on
+    a derived graph, whose edges are not forward's graph's."""
+    mps = [program.op(m) for m in members if program.op(m).kind == "mp"]
+    graphs = list(dict.fromkeys(g for g in (mp_graph(op) for op in mps) if g))
+    if len(graphs) > 1:
+        first, second = (program.op(g) for g in graphs[:2])
+        raise UnsupportedOperationError(
+            f"{mps[-1].location or 'forward'}: one layer runs message passing on two graphs "
+            f"({spell_graph(program, first)} and {spell_graph(program, second)}); layer-wise "
+            "inference runs each layer on the blocks of one graph. Make them layers of their own, "
+            "or evaluate this model with its full-graph forward."
+        )
+    graph = graphs[0] if graphs else ""
+    if graph and graph != program.graph:
+        for op in mps:
+            if any(space == "edge" for _, space in mp_feature_spaces(op)):
+                raise UnsupportedOperationError(
+                    f"{op.location or 'forward'}: {op.accessor} reads edge tensors on "
+                    f"{spell_graph(program, program.op(graph))}, a graph forward derives from its graph: "
+                    "its edges are not the graph's, so edge data does not carry over. Pass the "
+                    "derived graph and its edge data to the model instead."
+                )
+    return graph
+
+
+def mp_graph(op: Op) -> str:
+    """The graph a message-passing op runs on: its first argument, or for a written-out
+    convolution (which takes its module first) the argument whose role is the graph."""
+    args = op.args
+    if op.helper and op.mp is not None and op.mp.roles:
+        args = tuple(a for a, role in zip(op.args[1:], op.mp.roles) if role == "graph")
+    return args[0].name if args and isinstance(args[0], Ref) else ""
+
+
+def spell_graph(program: Program, op: Op) -> str:
+    """`dgl.add_self_loop(g)`: a graph as forward derives it."""
+    if not op.args:
+        return op.target
+    return f"{op.target}({spell_graph(program, program.op(op.args[0].name))})"
 
 
 def _with_frees(stages: list[Stage], outputs: tuple[str, ...], inputs: set[str]) -> list[Stage]:
@@ -236,5 +284,5 @@ def _with_frees(stages: list[Stage], outputs: tuple[str, ...], inputs: set[str])
             n for n, last in last_use.items()
             if last == s.index and n not in outputs and n not in inputs
         )
-        result.append(Stage(s.index, s.ops, s.loads, s.stores, frees))
+        result.append(Stage(s.index, s.ops, s.loads, s.stores, frees, s.graph))
     return result

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from gnn_codegen.attributes import Attributes
+from gnn_codegen.derived_graphs import DERIVED
 from gnn_codegen.errors import internal
 from gnn_codegen.ir import Op, Program, Ref
 from gnn_codegen.names import NameAllocator
@@ -68,9 +69,29 @@ class Renderer:
         self.batch_size, self.device = self.names.take("batch_size"), self.names.take("device")
         self.max_memory, self.progress = self.names.take("max_memory"), self.names.take("progress")
         self.batches = self.names.take("batches")
+        # graphs forward derives from its graph (derived_graphs.py), each with batches of its own
+        # (one read only by the next: written inside it, `dgl.add_self_loop(dgl.remove_self_loop(g))`)
+        derived = [op for op in program.ops if op.kind == "graph" and op.args]
+        iterated = {stage.graph for stage in plan.stages}
+        self.nested_graphs = {
+            op.name for op in derived
+            if op.name not in iterated and len(self.users[op.name]) == 1
+            and program.op(self.users[op.name][0]).kind == "graph"
+        }
+        self.derived = [op for op in derived if op.name not in self.nested_graphs]
+        self.graph_name = {program.graph: self.params[0]}
+        self.runtimes = {program.graph: self.batches}
+        for op in self.derived:
+            suffix = DERIVED.get(op.target.rsplit(".", 1)[-1], "derived")
+            own = op.var if op.var and op.var not in self.params else ""
+            self.graph_name[op.name] = self.names.take(own or f"{self.params[0]}_{suffix}")
+            if op.name in iterated:
+                self.runtimes[op.name] = self.names.take(f"{self.batches}_{suffix}")
         self.graph_values = [op for op in program.ops if op.kind == "graph_value"]
         for op in self.graph_values:
-            self.buffer[op.name] = self.names.take(op.var or op.target)
+            receiver = op.args[0].name if op.args and isinstance(op.args[0], Ref) else program.graph
+            of = "" if receiver == program.graph else f"{self.graph_name[receiver]}_"  # rg_in_degrees
+            self.buffer[op.name] = self.names.take(op.var or f"{of}{op.target}")
         # the name a person gives the running hidden state, unless the model's input has it
         self.hidden = next(n for n in ("h", "hidden", "z", "h_") if n not in self.params)
         # names too generic to tell stored tensors apart: those get h1, h2, ... instead
@@ -134,7 +155,7 @@ class Renderer:
         last_use = self._last_uses(functions)
         for position, ((stage, writer), function) in enumerate(zip(runs, functions)):
             last = position == len(functions) - 1
-            call = self._call(function)
+            call = self._call(function, self.runtimes.get(stage.graph, self.batches))
             targets = [self.buffer[n] for n in stage.stores]
             direct = last and self._returns_directly(stage)
             lines = [f"return {call}"] if direct else [f"{', '.join(targets)} = {call}"]
@@ -170,9 +191,24 @@ class Renderer:
         checks = ([f"nodes={{{', '.join(nodes)}}}"] if nodes else []) + ([f"edges={{{', '.join(edges)}}}"] if edges else [])
         if checks:
             lines.append(f"{self.batches}.check_rows({', '.join(checks)})")
+        for op in self.derived:
+            name = self.graph_name[op.name]
+            lines.append("# as forward derives it from its graph, once for the whole graph")
+            lines.append(f"{name} = {self._graph_expression(op)}")
+            if op.name in self.runtimes:
+                lines.append(f"{self.runtimes[op.name]} = {self.runtime}(self, {name}, {self.batch_size}, "
+                             f"{self.device}, {self.max_memory}, {self.progress})")
         for op in self.graph_values:
-            lines.append(f"{self.buffer[op.name]} = {g}.{op.target}()  # of the whole graph, once")
+            receiver = self.graph_name[op.args[0].name] if op.args and isinstance(op.args[0], Ref) else g
+            lines.append(f"{self.buffer[op.name]} = {receiver}.{op.target}()  # of the whole graph, once")
         return lines
+
+    def _graph_expression(self, op: Op) -> str:
+        """`dgl.add_self_loop(g)`: a derived graph's call, on its receiver's name or call."""
+        receiver = self.program.op(op.args[0].name)
+        spelled = self._graph_expression(receiver) if receiver.name in self.nested_graphs else self.graph_name[receiver.name]
+        extra = [repr(a) for a in op.args[1:]] + [f"{k}={v!r}" for k, v in op.kwargs]
+        return f"{op.target}({', '.join([spelled, *extra])})"
 
     def _split_node_pass(self, stage: Stage) -> tuple[Stage, Stage | None]:
         """A layer whose last ops are the next layer's work on each source row (write_out.py)
@@ -206,7 +242,7 @@ class Renderer:
                       tuple((d, "dst") for d in reads), tuple(n for n in stage.stores if n in moved), ())
         return layer, after
 
-    def _call(self, function: LayerFunction) -> str:
+    def _call(self, function: LayerFunction, batches: str) -> str:
         if not function.params or function.params[0] != "block":  # the prologue: node ranges
             return f"{self.batches}.map_nodes({function.name}, {', '.join(function.dst)})"
         args = [function.name]
@@ -217,7 +253,7 @@ class Renderer:
             args.append("in_place=True")
         if function.per_edge:
             args.append(f"per_edge={function.per_edge!r}")
-        return f"{self.batches}.map({', '.join(args)})"
+        return f"{batches}.map({', '.join(args)})"
 
     def _last_uses(self, functions: list[LayerFunction]) -> dict[str, int]:
         """Stored tensors and graph values -> the stage position after which nothing reads

@@ -20,11 +20,12 @@ import dgl.nn as dglnn
 import torch
 import torch.fx as fx
 
+from gnn_codegen.derived_graphs import traced_derived_graphs
 from gnn_codegen.errors import (
     DataDependentControlFlowError, GraphUseError, SignatureError, TraceFailedError, UnsupportedOperationError,
 )
 from gnn_codegen.graph_data import lift_graph_data
-from gnn_codegen.graph_proxy import BlockListProxy
+from gnn_codegen.graph_proxy import BlockListProxy, BlockProxy
 from gnn_codegen.inline_mp import update_all
 from gnn_codegen.kept_graph import forward_taking_the_graph, graphs_on_the_model, kept_graph
 from gnn_codegen.known_modules import is_message_passing
@@ -160,7 +161,8 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
         if p.default is not inspect.Parameter.empty
     }
     try:
-        with forward_taking_the_graph(model, graph_arg, kept) if kept else contextlib.nullcontext():
+        with forward_taking_the_graph(model, graph_arg, kept) if kept else contextlib.nullcontext(), \
+                traced_derived_graphs(tracer, type(model).forward.__globals__, BlockProxy):
             graph = tracer.trace(model, concrete_args=defaults or None)
     except (GraphUseError, UnsupportedOperationError) as exc:
         where = _user_location(exc.__traceback__, path) or f"{name}.forward"

@@ -82,13 +82,15 @@ def write_out(gm: fx.GraphModule, graph_arg: str) -> fx.GraphModule:
     """Replace each known convolution call of `gm` by its two parts (in place; returns gm)."""
     modules = dict(gm.named_modules())
     graph = gm.graph
-    placeholder = next(n for n in graph.nodes if n.op == "placeholder" and n.target == graph_arg)
+    from gnn_codegen.lower import is_graph_node
+
+    graphs = {n for n in graph.nodes if is_graph_node(n, graph_arg)}  # forward's, and derived ones
     for node in list(graph.nodes):
         if node.op != "call_module":
             continue
         module = modules[str(node.target)]
         recipe = {dglnn.GraphConv: _graph_conv, dglnn.SAGEConv: _sage_conv, dglnn.GATConv: _gat_conv}.get(type(module))
-        call = _Call.of(node, placeholder) if recipe else None
+        call = _Call.of(node, graphs) if recipe else None
         if recipe is None or call is None:
             continue
         before = set(graph.nodes)
@@ -113,9 +115,10 @@ class _Call:
         self.graph, self.src, self.dst, self.edge_weight, self.extra = graph, src, dst, edge_weight, extra
 
     @classmethod
-    def of(cls, node: fx.Node, placeholder: fx.Node) -> "_Call | None":
-        if len(node.args) < 2 or node.args[0] is not placeholder:
+    def of(cls, node: fx.Node, graphs: set[fx.Node]) -> "_Call | None":
+        if len(node.args) < 2 or node.args[0] not in graphs:
             return None
+        graph = node.args[0]
         feat = node.args[1]
         if isinstance(feat, (tuple, list)) and len(feat) == 2 and all(isinstance(f, fx.Node) for f in feat):
             src, dst = feat
@@ -127,7 +130,7 @@ class _Call:
         edge_weight = kwargs.pop("edge_weight", node.args[2] if len(node.args) > 2 else None)
         if len(node.args) > 3:
             return None
-        return cls(placeholder, src, dst, edge_weight, kwargs)
+        return cls(graph, src, dst, edge_weight, kwargs)
 
     def same_rows(self) -> bool:
         """dst is src, or src's destination prefix (`h[:block.num_dst_nodes()]`)."""

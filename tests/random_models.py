@@ -29,7 +29,8 @@ gnn-codegen is meant to support:
   `num_nodes`, `layer_1`, ...), which forward reads (`h * batch_size`): nothing may capture them;
 * DGL's idioms: the graph kept on the model (`self.g = g`, `forward(self, x)`, full style), the
   inputs read from the graph (`x = g.ndata["x"]`, `blocks[0].srcdata["x"]`, `g.edata["w"]`), and
-  x a table of the model (`x = self.table.weight`).
+  x a table of the model (`x = self.table.weight`), and self-loops added in forward
+  (`g = dgl.add_self_loop(g)`, a graph derived from forward's).
 
 `multi_round_specs()` draws the same models with one convolution replaced by `TwoRoundUDFConv`,
 a user module that propagates twice in one call with a Python message function, which
@@ -110,6 +111,8 @@ class ModelSpec:
     # x is a table of the model (`x = self.table.weight`, an nn.Embedding's, as DGL's RGCN entity
     # classification reads it); only where a convolution reads it through ops of one input
     table: bool = False
+    # full style, no edge weights: forward adds self-loops first (`g = dgl.add_self_loop(g)`)
+    self_loops: bool = False
 
     def width(self, value: int) -> int:
         return self.in_width if value == 0 else self.steps[value - 1].width
@@ -277,8 +280,9 @@ def model_specs(draw: st.DrawFn) -> ModelSpec:
     kept_graph = style == "full" and draw(st.booleans())
     home = draw(st.sampled_from(("argument", "graph", "table")))
     table = home == "table" and _convolution_reads_input_alone(b.steps)
+    self_loops = style == "full" and not edge_weights and draw(st.booleans())
     return ModelSpec(style, b.in_width, tuple(b.steps), outputs, edge_weights, tuple(b.constants), kept_graph,
-                     home == "graph", table)
+                     home == "graph", table, self_loops)
 
 
 def _convolution_reads_input_alone(steps: list[Step]) -> bool:
@@ -313,6 +317,7 @@ def multi_round_specs(draw: st.DrawFn) -> ModelSpec:
 
 _IMPORTS = '''"""A random model drawn by tests/random_models.py."""
 
+import dgl
 import dgl.function as fn
 import dgl.nn as dglnn
 import torch
@@ -467,6 +472,9 @@ def render_model_source(spec: ModelSpec) -> str:
         lines.append(f'        x = {"blocks[0].srcdata" if blocks else f"{graph}.ndata"}["x"]')
     if spec.inputs_on_graph and spec.edge_weights:
         lines.append(f'        w = {graph}.edata["w"]')
+    if spec.self_loops:
+        lines.append(f"        g = dgl.add_self_loop({graph})")
+        graph = "g"
 
     names = _variable_names(spec)
 

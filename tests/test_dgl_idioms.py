@@ -24,6 +24,8 @@ CASES = {
     "TwoInlineRounds": GenerateOptions(init='{"in_dim": 8, "out_dim": 5}'),
     "EntityRGCN": GenerateOptions(init='{"num_nodes": 40, "h_dim": 6, "out_dim": 3, "num_rels": 4}'),
     "EmbeddedNodeIDs": GenerateOptions(init='{"num_nodes": 300, "dim": 6, "out_dim": 3}'),
+    "SelfLoopsInForward": GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'),
+    "BothDirections": GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'),
 }
 
 # what the generated method's signature and first lines must say
@@ -38,6 +40,8 @@ SIGNATURES = {
     "TwoInlineRounds": "def inference(self, g, x, batch_size, device",
     "EntityRGCN": "def inference(self, g, batch_size, device",
     "EmbeddedNodeIDs": "def inference(self, g, batch_size, device",
+    "SelfLoopsInForward": "def inference(self, g, features, batch_size, device",
+    "BothDirections": "def inference(self, g, x, batch_size, device",
 }
 READS = {
     "features_on_the_kept_graph": ['feat = g.ndata["feat"]'],
@@ -53,6 +57,16 @@ READS = {
     ],
     "EntityRGCN": ["emb = self.emb.weight", "etype = g.edata[dgl.ETYPE]", 'norm = g.edata["norm"]'],
     "EmbeddedNodeIDs": ["ids = g.ndata[dgl.NID]"],
+    # derived graphs: once, at the top, with batches of their own
+    "SelfLoopsInForward": [
+        "g_with_loops = dgl.add_self_loop(g)",
+        "batches_with_loops = _FullNeighbourBatches(self, g_with_loops, batch_size, device, max_memory, progress)",
+        "out_degrees = g_with_loops.out_degrees()", "batches_with_loops.map(layer_2",
+    ],
+    "BothDirections": [
+        "rg = dgl.reverse(g)", "in_degrees = g.in_degrees()",
+        "rg_in_degrees = rg.in_degrees()", "batches.map(layer_1", "batches_reversed.map(layer_2",
+    ],
 }
 
 
@@ -102,3 +116,10 @@ def test_two_kept_graphs_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
         "graph (every module reading the same object), or pass the graph to forward (def "
         "forward(self, g, features))."
     )
+
+
+def test_two_graphs_in_one_layer_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    with pytest.raises(errors.UnsupportedOperationError) as caught:
+        generate_all(f"{MODEL}:TwoGraphsInOneLayer")
+    assert "one layer runs message passing on two graphs (g and dgl.reverse(g))" in str(caught.value)

@@ -205,3 +205,43 @@ class EmbeddedNodeIDs(nn.Module):
     def forward(self, g):
         h = self.emb(g.ndata[dgl.NID])
         return self.conv(g, F.relu(h))
+
+
+class SelfLoopsInForward(nn.Module):
+    """Self-loops added in forward, as DGL's examples add them before the call."""
+
+    def __init__(self, in_size, hid_size, out_size):
+        super().__init__()
+        self.conv1 = dglnn.GraphConv(in_size, hid_size)
+        self.conv2 = dglnn.GraphConv(hid_size, out_size)
+
+    def forward(self, g, features):
+        g = dgl.add_self_loop(g)
+        h = F.relu(self.conv1(g, features))
+        return self.conv2(g, h)
+
+
+class BothDirections(nn.Module):
+    """A directed model: a layer along the edges, then one against them on dgl.reverse(g), the
+    in-degrees of each graph normalising its own layer."""
+
+    def __init__(self, in_size, hid_size, out_size):
+        super().__init__()
+        self.forward_conv = dglnn.SAGEConv(in_size, hid_size, "mean")
+        self.backward_conv = dglnn.SAGEConv(hid_size, out_size, "gcn")
+
+    def forward(self, g, x):
+        rg = dgl.reverse(g)
+        h = F.relu(self.forward_conv(g, x))
+        h = h / g.in_degrees().clamp(min=1).unsqueeze(1).float()
+        return self.backward_conv(rg, h) * rg.in_degrees().unsqueeze(1).float()
+
+
+class TwoGraphsInOneLayer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.along = dglnn.SAGEConv(8, 4, "mean")
+        self.against = dglnn.SAGEConv(8, 4, "mean")
+
+    def forward(self, g, x):
+        return self.along(g, x) + self.against(dgl.reverse(g), x)

@@ -1,0 +1,86 @@
+"""Graphs that forward derives from its graph alone (`g = dgl.add_self_loop(g)`,
+`dgl.remove_self_loop`, `dgl.reverse`, `dgl.to_bidirected`, `dgl.to_simple`,
+`dgl.add_reverse_edges`): values of the graph, computed once on the full graph at the top of the
+generated inference, each with batches of its own over the same nodes.
+
+While forward is traced, those functions of dgl are wrapped (as torch.fx's autowrap wraps a
+module's globals), so that a call on the traced graph becomes one node of the traced program
+instead of DGL code running on a proxy; outside tracing, and on any other argument, they are
+DGL's own. Every one of them keeps the graph's nodes and their IDs, so per-node tensors need no
+translation; edges differ, so edge data does not carry over (refused in plan.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from types import ModuleType
+from typing import Any, Iterator
+
+import dgl
+import torch.fx as fx
+
+# function name -> what the generated code calls its result, after the graph's own name
+DERIVED = {
+    "add_self_loop": "with_loops", "remove_self_loop": "without_loops", "reverse": "reversed",
+    "to_bidirected": "bidirected", "to_simple": "simple", "add_reverse_edges": "with_reverse",
+}
+
+
+def derived_functions() -> dict[int, str]:
+    """id of each of DGL's functions above -> its name."""
+    return {id(getattr(dgl, name)): name for name in DERIVED if hasattr(dgl, name)}
+
+
+def derived_name(fn: Any) -> str | None:
+    """The name of a derived-graph function of DGL, or None."""
+    name = derived_functions().get(id(fn))
+    return name if name is not None and getattr(dgl, name) is fn else None
+
+
+def _modules() -> list[ModuleType]:
+    found = [dgl]
+    for path in ("transforms", "transforms.functional"):
+        module: Any = dgl
+        for part in path.split("."):
+            module = getattr(module, part, None)
+        if isinstance(module, ModuleType):
+            found.append(module)
+    return found
+
+
+@contextlib.contextmanager
+def traced_derived_graphs(tracer: fx.Tracer, user_globals: dict[str, Any], graph_proxy: type) -> Iterator[None]:
+    """While inside, DGL's derived-graph functions called on a graph of `tracer` record a call
+    and return a graph proxy (`graph_proxy`) of the result."""
+    originals = {name: getattr(dgl, name) for name in DERIVED if hasattr(dgl, name)}
+
+    def wrapped(fn: Any) -> Any:
+        @functools.wraps(fn)
+        def call(g: Any, *args: Any, **kwargs: Any) -> Any:
+            if isinstance(g, fx.Proxy) and g.tracer is tracer:
+                node = tracer.create_proxy("call_function", fn, (g, *args), kwargs).node
+                return graph_proxy(node, tracer)
+            return fn(g, *args, **kwargs)
+
+        return call
+
+    wrappers = {name: wrapped(fn) for name, fn in originals.items()}
+    # (module or the user's globals, attribute or key, DGL's function, its name)
+    patched: list[tuple[Any, str, Any, str]] = []
+    for module in _modules():
+        patched += [(module, name, fn, name) for name, fn in originals.items() if getattr(module, name, None) is fn]
+    for key, value in user_globals.items():
+        patched += [(user_globals, key, fn, name) for name, fn in originals.items() if value is fn]
+    try:
+        for owner, key, _, name in patched:
+            if isinstance(owner, dict):
+                owner[key] = wrappers[name]
+            else:
+                setattr(owner, key, wrappers[name])
+        yield
+    finally:
+        for owner, key, fn, _ in patched:
+            if isinstance(owner, dict):
+                owner[key] = fn
+            else:
+                setattr(owner, key, fn)

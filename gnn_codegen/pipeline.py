@@ -153,6 +153,8 @@ def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], 
     built-in functions become hops of their own; if that cannot be traced either, the probe's
     refusal stands."""
     through: frozenset[type] = frozenset()
+    # the probe's refusal of the module traced into last: earlier ones traced, so a failure now
+    # is this one's
     refusal: UnsupportedModuleError | None = None
     while True:
         try:
@@ -165,9 +167,9 @@ def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], 
             return traced, program, attrs
         except UnsupportedModuleError as exc:
             module_class = getattr(exc, "module_class", None)
-            if module_class is None or module_class in through or (refusal is not None and not through):
+            if module_class is None or module_class in through:
                 raise (refusal or exc) from None
-            refusal = refusal or exc
+            refusal = exc
             through = through | {module_class}
         except GnnCodegenError:
             if refusal is None:

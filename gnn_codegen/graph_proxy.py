@@ -73,6 +73,16 @@ class GraphAttribute(fx.proxy.Attribute):
         self._decides("loops over")
 
     def __contains__(self, item: Any) -> bool:
+        if self.attr in _READS and isinstance(item, str):
+            if any(item in self._frames()[rows] for rows in _READS[self.attr]):
+                return True  # forward wrote it itself
+            # the graph's own data: decided once, for graphs that carry it if --feat-dims names
+            # it, and checked when inference is called (render.py)
+            view = "edata" if self.attr == "edata" else "ndata"
+            present = item in getattr(self.tracer, "declared_data", frozenset())
+            decisions = getattr(self.tracer, "graph_decisions", {})
+            self.tracer.graph_decisions = {**decisions, (view, item): present}  # type: ignore[attr-defined]
+            return present
         self._decides(f"tests {item!r} in" if isinstance(item, str) else "tests membership in")
 
     def __bool__(self) -> bool:

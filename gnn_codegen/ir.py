@@ -105,6 +105,8 @@ class Program:
     # inputs that are tables of the model read as node features: (input's target, attribute
     # path, how the method reads it: `self.emb.weight`), trace.Traced
     tables: tuple[tuple[str, str, str], ...] = ()
+    # forward's tests of the data its graph carries: (view, key, whether present), trace.Traced
+    decisions: tuple[tuple[str, str, bool], ...] = ()
     by_name: dict[str, Op] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

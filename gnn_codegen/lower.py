@@ -398,4 +398,5 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
         kept_graph=traced.kept_graph,
         graph_data=traced.graph_data,
         tables=tuple((name, path, accessor(traced.model, path)) for name, path in traced.tables),
+        decisions=traced.decisions,
     )

@@ -127,11 +127,21 @@ def generate_all(target: str, options: GenerateOptions = GenerateOptions()) -> G
     formatted = format_source(source, rendered.helpers if rendered.helpers_formatted else "")
     generated = Generated(formatted, loaded, program, attrs, plan, warnings, target, rendered.buffers,
                           rendered.origins, method_name=options.method_name)
-    generated = replace(generated, notes=_stand_in_notes(loaded))
+    generated = replace(generated, notes=_stand_in_notes(loaded) + _decision_notes(program))
     if not options.verify:
         return generated
     result = verify(generated)
     return replace(generated, verification=result, notes=generated.notes + result.notes)
+
+
+def _decision_notes(program: Program) -> tuple[str, ...]:
+    """forward tests which data its graph carries: say what the module was generated for."""
+    return tuple(
+        f'forward tests "{key}" in g.{view}: generated for graphs '
+        + ("that have it" if present else f"without it (give --feat-dims {key}=WIDTH for graphs with it)")
+        + "; the generated method checks that the graph it is given agrees"
+        for view, key, present in program.decisions
+    )
 
 
 def _stand_in_notes(loaded: LoadedModel) -> tuple[str, ...]:
@@ -158,7 +168,7 @@ def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], 
     refusal: UnsupportedModuleError | None = None
     while True:
         try:
-            traced = trace(loaded.model, loaded.path, leaves, forced_mp, through)
+            traced = trace(loaded.model, loaded.path, leaves, forced_mp, through, frozenset(feat_dims))
             _check_feat_dims(traced, feat_dims)
             write_out(traced.graph_module, traced.graph_arg)
             program = simplify(functionalize(lower(traced, vars(loaded.module), loaded.path, forced_mp)))

@@ -178,6 +178,15 @@ class Renderer:
         g = self.params[0]
         lines = [f"{self.batches} = {self.runtime}(self, {g}, {self.batch_size}, {self.device}, "
                  f"{self.max_memory}, {self.progress})"]
+        for view, key, present in self.program.decisions:  # forward's `"w" in g.edata`
+            spelled = f"{g}.{view}[{_spell_key(view, key)}]"
+            if present:
+                lines += [f"if {_spell_key(view, key)} not in {g}.{view}:",
+                          f"    raise ValueError(\"forward reads {_plain(spelled)}, which {g} lacks\")"]
+            else:
+                lines += [f"if {_spell_key(view, key)} in {g}.{view}:  # forward would read it",
+                          f"    raise ValueError(\"generated for graphs without {_plain(spelled)}: "
+                          f"regenerate with --feat-dims {key}=WIDTH\")"]
         for name in self.program.inputs:
             read = self.from_graph.get(self.program.op(name).target)
             table = self.from_model.get(self.program.op(name).target)
@@ -338,6 +347,11 @@ def _spell_key(view: str, key: str) -> str:
         if key == getattr(dgl, constant):
             return f"dgl.{constant}"
     return json.dumps(key)
+
+
+def _plain(spelled: str) -> str:
+    """A key written inside a double-quoted message: its quotes single."""
+    return spelled.replace('"', "'")
 
 
 def _globals_read(program: Program) -> set[str]:

@@ -59,6 +59,9 @@ class Traced:
     # forward's inputs that are tables of the model read as node features (`self.emb.weight`):
     # (input, attribute path), in the order of inputs (node_tables.py)
     tables: tuple[tuple[str, str], ...] = ()
+    # forward's tests of the data its graph carries (`"w" in g.edata`), as decided while tracing:
+    # ("ndata" or "edata", key, whether the graph has it), graph_proxy.py
+    decisions: tuple[tuple[str, str, bool], ...] = ()
 
 
 class _Tracer(fx.Tracer):
@@ -145,9 +148,11 @@ _MORE_BLOCKS = 8
 
 def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: Path,
                 leaves: frozenset[str], forced_mp: frozenset[str],
-                kept: tuple[str, ...] = (), through: frozenset[type] = frozenset()) -> tuple[fx.GraphModule, bool]:
+                kept: tuple[str, ...] = (), through: frozenset[type] = frozenset(),
+                declared: frozenset[str] = frozenset()) -> tuple[fx.GraphModule, bool, tuple[tuple[str, str, bool], ...]]:
     proxy_cls = type("_Blocks", (BlockListProxy,), {"num_blocks": num_blocks, "used_as_list": False})
     tracer = _Tracer(graph_arg, leaves, forced_mp, through)
+    tracer.declared_data = declared  # type: ignore[attr-defined]  # graph data --feat-dims names
     tracer.proxy = lambda node: (  # type: ignore[method-assign]
         proxy_cls(node, tracer) if node.op == "placeholder" and node.target == graph_arg
         else fx.Proxy(node, tracer)
@@ -197,8 +202,9 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
             "layer-wise inference. Message passing that gnn-codegen does not follow inline works "
             "when moved into its own nn.Module whose forward takes (graph, features)."
         ) from None
+    decisions = tuple((view, key, present) for (view, key), present in getattr(tracer, "graph_decisions", {}).items())
     try:
-        return fx.GraphModule(model, graph, name), proxy_cls.used_as_list
+        return fx.GraphModule(model, graph, name), proxy_cls.used_as_list, decisions
     except SyntaxError:
         bad = [n.target for n in graph.nodes if n.op in ("call_module", "get_attr")
                and any(keyword.iskeyword(part) for part in str(n.target).split("."))]
@@ -252,7 +258,8 @@ def _graph_parameter(model: torch.nn.Module, params: list[inspect.Parameter]) ->
 
 
 def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset(),
-          forced_mp: frozenset[str] = frozenset(), through: frozenset[type] = frozenset()) -> Traced:
+          forced_mp: frozenset[str] = frozenset(), through: frozenset[type] = frozenset(),
+          declared: frozenset[str] = frozenset()) -> Traced:
     """`through`: message-passing modules of the user's to trace into (their update_all calls
     become ops of their own) instead of keeping them as leaves."""
     model.eval()  # `self.training` and Dropout must read as inference while tracing
@@ -274,14 +281,14 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
     signature = tuple((p.name, "keyword" if p.kind == p.KEYWORD_ONLY else "positional") for p in taken)
     num_blocks = _count_mp_modules(model, forced_mp)
     try:
-        gm, blocks_style = _trace_once(model, graph_arg, num_blocks, path, leaves, forced_mp, kept, through)
+        gm, blocks_style, decisions = _trace_once(model, graph_arg, num_blocks, path, leaves, forced_mp, kept, through, declared)
     except TraceFailedError as first_error:
         # A blocks-style forward may consume fewer blocks than there are message-passing modules
         # (one is unused, or two share a depth), or more (message passing written inline, or
         # several rounds in a module traced into): try the other counts before giving up.
         for other in range(1, num_blocks + _MORE_BLOCKS + 1):
             try:
-                gm, blocks_style = _trace_once(model, graph_arg, other, path, leaves, forced_mp, kept, through)
+                gm, blocks_style, decisions = _trace_once(model, graph_arg, other, path, leaves, forced_mp, kept, through, declared)
             except TraceFailedError:
                 continue
             if _mp_depth(gm, forced_mp) == other:
@@ -294,10 +301,10 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
         # Two convolutions at one depth (or one conv called per block): the forward consumes
         # `depth` blocks, not one per module, so trace again with that many.
         num_blocks = depth
-        gm, blocks_style = _trace_once(model, graph_arg, num_blocks, path, leaves, forced_mp, kept, through)
+        gm, blocks_style, decisions = _trace_once(model, graph_arg, num_blocks, path, leaves, forced_mp, kept, through, declared)
     taken = {p.name for p in params} | {graph_arg}
     lifted, graph_data = lift_graph_data(gm, graph_arg, taken)
     tables = lift_node_tables(gm, model, taken | set(lifted), forced_mp)
     inputs += lifted + tuple(name for name, _ in tables)
     return Traced(model, gm, graph_arg, inputs, blocks_style, num_blocks if blocks_style else 1, signature,
-                  kept, graph_data, tables)
+                  kept, graph_data, tables, decisions)

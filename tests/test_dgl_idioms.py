@@ -123,3 +123,26 @@ def test_two_graphs_in_one_layer_are_refused(monkeypatch: pytest.MonkeyPatch) ->
     with pytest.raises(errors.UnsupportedOperationError) as caught:
         generate_all(f"{MODEL}:TwoGraphsInOneLayer")
     assert "one layer runs message passing on two graphs (g and dgl.reverse(g))" in str(caught.value)
+
+
+@pytest.mark.parametrize("declared", [False, True])
+def test_a_test_of_the_graphs_data_is_decided_and_checked(declared: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`if "w" in g.edata:` is decided for graphs with w when --feat-dims names it, without it
+    otherwise; the generated method refuses a graph that disagrees instead of computing the
+    other branch's result."""
+    import dgl
+    import torch
+
+    from gnn_codegen.harness import generated_model, import_source
+
+    monkeypatch.chdir(REPO)
+    generated = generate_all(f"{MODEL}:EdgeWeightsIfAny", GenerateOptions(feat_dims="w=1" if declared else None))
+    assert generated.program.decisions == (("edata", "w", declared),)
+    assert any('forward tests "w" in g.edata' in note for note in generated.notes)
+    assert check(generated, num_nodes=61, seed=3, batch_sizes=(7, 61)).ok
+    model = generated_model(generated, import_source(generated.source, generated.loaded.path.parent))
+    g = dgl.rand_graph(20, 60)
+    if not declared:  # the graph the module was not generated for: one with weights
+        g.edata["w"] = torch.ones(60, 1)
+    with pytest.raises(ValueError, match="generated for graphs without" if not declared else "which g lacks"):
+        model.inference(g, torch.randn(20, 8), batch_size=8, device="cpu")

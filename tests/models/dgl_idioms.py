@@ -245,3 +245,16 @@ class TwoGraphsInOneLayer(nn.Module):
 
     def forward(self, g, x):
         return self.along(g, x) + self.against(dgl.reverse(g), x)
+
+
+class EdgeWeightsIfAny(nn.Module):
+    """Edge weights used when the graph has them, as DGL's GCN examples test for them."""
+
+    def __init__(self, in_feats=8, out_feats=4):
+        super().__init__()
+        self.conv = dglnn.GraphConv(in_feats, out_feats, allow_zero_in_degree=True)
+
+    def forward(self, g, x):
+        if "w" in g.edata:
+            return self.conv(g, x, edge_weight=g.edata["w"])
+        return self.conv(g, x)

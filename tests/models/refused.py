@@ -86,17 +86,6 @@ class LoopsOverNodeTypes(nn.Module):
         return x
 
 
-class TestsEdgeData(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = dglnn.GraphConv(8, 4)
-
-    def forward(self, g, x):
-        if "w" in g.edata:
-            return self.conv(g, x, edge_weight=g.edata["w"])
-        return self.conv(g, x)
-
-
 class TwoGraphs(nn.Module):
     def __init__(self):
         super().__init__()

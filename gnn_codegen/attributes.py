@@ -404,6 +404,8 @@ def _check_rowwise(op: Op, program: Program, info: dict[str, TensorInfo], values
     name = op.target.rsplit(".", 1)[-1]
     if name == "getitem" and info[first_node].rows == "tuple":
         return
+    if name == "squeeze" and op.kind == "method" and len(op.args) == 1 and not op.kwargs:
+        return  # h.squeeze(): written with the dims it squeezes, never the rows' (render_layer.py)
     if name in RESHAPES:
         out = values[op.name]
         sizes = op.args[1:] if len(op.args) > 1 else ()

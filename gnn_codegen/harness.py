@@ -181,9 +181,25 @@ def _flatten(value: Any) -> list[torch.Tensor]:
 
 
 def max_difference(a: Any, b: Any) -> float:
+    """The largest |a - b|, where NaN in both counts as equal (a forward that makes NaN, say
+    `torch.pow(0, -0.5)` for nodes without in-edges, is matched NaN for NaN) and NaN in one only
+    as infinitely different."""
     pairs = list(zip(_flatten(a), _flatten(b), strict=True))
-    return max(float((x - y).abs().max()) if x.numel() else 0.0 for x, y in pairs)
+    worst = 0.0
+    for x, y in pairs:
+        if not x.numel():
+            continue
+        both = torch.isnan(x) & torch.isnan(y)
+        difference = (x - y).abs().masked_fill(both, 0.0).nan_to_num(nan=float("inf"))
+        worst = max(worst, float(difference.max()))
+    return worst
 
 
 def allclose(a: Any, b: Any, atol: float, rtol: float) -> bool:
-    return all(torch.allclose(x, y, atol=atol, rtol=rtol) for x, y in zip(_flatten(a), _flatten(b), strict=True))
+    """torch.allclose, NaN in the same places counting as equal (see max_difference)."""
+    return all(torch.allclose(x, y, atol=atol, rtol=rtol, equal_nan=True)
+               for x, y in zip(_flatten(a), _flatten(b), strict=True))
+
+
+def nan_count(value: Any) -> int:
+    return sum(int(torch.isnan(t).sum()) for t in _flatten(value) if t.is_floating_point())

@@ -162,6 +162,12 @@ class LayerWriter:
             return Code(f"{op.accessor}({self.mp_args(op)})")
         if op.kind == "method":
             receiver = self.arg(op.args[0], need).operand()
+            if op.target == "squeeze" and len(op.args) == 1 and not op.kwargs and isinstance(op.args[0], Ref):
+                # h.squeeze() would also squeeze the rows of a batch of one node: name the dims
+                shape = self.r.attrs[op.args[0].name].shape
+                dims = [str(i + 1) for i, n in enumerate(shape) if n == 1]
+                spelled = dims[0] if len(dims) == 1 else f"({', '.join(dims)})"
+                return Code(f"{receiver}.squeeze({spelled if dims else ''})")
             return Code(f"{receiver}.{op.target}({self.call_args(op, need, skip=1)})")
         if op.kind == "function":
             return self.function_expression(op, need)

@@ -95,3 +95,4 @@ def simplify(program: Program) -> Program:
     ops = [_single_features(op) for op in ops]
     output = map_refs(program.output, resolve)
     return remove_dead(program.with_ops(tuple(ops), output=output))
+

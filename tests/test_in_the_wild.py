@@ -26,6 +26,12 @@ EXACT = {
     # (the old gcn example), and MixHop's three rounds of update_all in one module
     "NdataGCN": GenerateOptions(init='{"in_feats": 8, "n_hidden": 6, "n_classes": 4}', feat_dims="features=8"),
     "MixHop": GenerateOptions(init='{"in_dim": 8, "hid_dim": 6, "out_dim": 4}', feat_dims="feats=8"),
+    # DGL's DAGNN: k rounds then a gate over the rounds; its .squeeze() is written with the dim it
+    # squeezes, and its NaN for nodes without in-edges (degree ** -0.5) is matched place for place
+    "DAGNN": GenerateOptions(init='{"k": 3, "in_dim": 8, "hid_dim": 6, "out_dim": 4}'),
+    # ARMA: K stacks of T rounds with skip terms added in place, averaged with
+    # torch.stack(output).mean(dim=0), written with the nodes' rows first
+    "ARMA4NC": GenerateOptions(init='{"in_dim": 8, "hid_dim": 6, "out_dim": 4}', feat_dims="feats=8"),
 }
 
 
@@ -55,3 +61,9 @@ def test_a_module_refused_on_blocks_is_traced_into_as_rounds() -> None:
     method = generated.source.split("def inference")[1].split("# --- gnn")[0]
     assert method.count("block.update_all(fn.copy_u(\"h\", \"m\"), fn.sum(\"m\", \"h\"))") == 2
     assert "self.conv(" not in method and "Layer 2 of 2" in method
+
+
+def test_squeeze_names_its_dims_and_nan_is_matched() -> None:
+    generated = generate_all(f"{MODEL}:DAGNN", EXACT["DAGNN"])
+    assert "torch.matmul(S, H).squeeze(1)" in generated.source
+    assert any("returns NaN" in note for note in generated.notes)

@@ -21,8 +21,6 @@ WILD = "tests/models/in_the_wild.py"
 # target -> (options, error class, message)
 WILD_OPTIONS = {
     "arxiv_gat_symmetric": GenerateOptions(feat_dims="feat=8"),
-    "DAGNN": GenerateOptions(init='{"k": 3, "in_dim": 8, "hid_dim": 6, "out_dim": 4}'),
-    "ARMA4NC": GenerateOptions(init='{"in_dim": 8, "hid_dim": 6, "out_dim": 4}', feat_dims="feats=8"),
 }
 
 EXPECTED = {
@@ -123,26 +121,6 @@ WILD_EXPECTED = {
         "block of each batch of nodes, so its result would not equal forward's. Compute what it "
         'reads of the whole graph (out-degrees, norms) outside the module and pass it to forward '
         'as a per-node input, or evaluate this model with its full-graph forward.'
-    ),
-    "DAGNN": (
-        errors.UnsupportedModuleError,
-        'tests/models/in_the_wild.py:196 (`return self.dagnn(graph, feats)`): self.dagnn '
-        '(DAGNNConv, the class at tests/models/in_the_wild.py:159) fails on a 1-hop block with '
-        'AssertionError (Current HeteroNodeDataView has multiple node types, please passing the '
-        'node type and the corresponding data through a dict); it runs several rounds of message '
-        'passing, each one hop further. Layer-wise inference runs it on the 1-hop block of each '
-        'batch of nodes. Make each round its own single-hop module call in forward (what happens '
-        'between rounds in forward too), or evaluate this model with its full-graph forward.'
-    ),
-    "ARMA4NC": (
-        errors.UnsupportedModuleError,
-        'tests/models/in_the_wild.py:272 (`return self.conv2(g, F.relu(self.conv1(g, feats)))`): '
-        'self.conv1 (ARMAConv, the class at tests/models/in_the_wild.py:235) fails on a 1-hop '
-        "block with RuntimeError (output with shape [1, 6] doesn't match the broadcast shape [6, "
-        '6]); it runs several rounds of message passing, each one hop further. Layer-wise '
-        'inference runs it on the 1-hop block of each batch of nodes. Make each round its own '
-        'single-hop module call in forward (what happens between rounds in forward too), or '
-        'evaluate this model with its full-graph forward.'
     ),
     "ChangedThroughAView": (
         errors.UnsupportedOperationError,

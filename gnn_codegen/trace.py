@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import dgl
 import dgl.nn as dglnn
 import torch
 import torch.fx as fx

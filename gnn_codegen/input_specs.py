@@ -1,0 +1,180 @@
+"""Forward's tensor inputs (part of stage 4, infer attributes): whether each is indexed by nodes
+or by edges, its trailing shape and dtype, read from the modules that first consume it (a
+Linear's in_features, RelGraphConv's relation count for edge types, an nn.Embedding's size for
+the IDs it looks up), from the model itself for its tables, or given with --feat-dims."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+from gnn_codegen.errors import FeatDimsError
+from gnn_codegen.ir import Program, Ref, iter_refs
+from gnn_codegen.known_modules import is_dgl_module
+from gnn_codegen.node_tables import table_of
+
+_WIDTH_ATTRIBUTES = ("_in_src_feats", "_in_feats", "in_feats", "in_feat", "in_size", "in_channels", "in_dim")
+# Ops whose output is as wide as their input: a width found past them is the input's.
+_PASS_THROUGH = frozenset({
+    "relu", "elu", "leaky_relu", "gelu", "tanh", "sigmoid", "float", "contiguous", "add", "sub", "mul",
+})
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One of forward's tensor inputs: indexed by nodes or by edges, its trailing shape, dtype."""
+
+    name: str  # op name
+    param: str  # forward's parameter name
+    rows: Literal["node", "edge"]
+    shape: tuple[int, ...]
+    dtype: str = "torch.float32"
+    high: int = 0  # integer inputs (edge types) take values in [0, high)
+
+    def example(self, num_nodes: int, num_edges: int, generator: torch.Generator) -> torch.Tensor:
+        rows = num_nodes if self.rows == "node" else num_edges
+        if self.dtype == "torch.int64":
+            return torch.randint(0, self.high, (rows, *self.shape), generator=generator)
+        return torch.randn((rows, *self.shape), generator=generator)
+
+
+def _module_width(module: torch.nn.Module) -> int | None:
+    width = _declared_width(module)
+    return width if width else None  # 0: a lazy module that has not seen an input yet
+
+
+def _declared_width(module: torch.nn.Module) -> int | None:
+    for attr in _WIDTH_ATTRIBUTES:
+        value = getattr(module, attr, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    for cls, attr in ((torch.nn.Linear, "in_features"), (torch.nn.BatchNorm1d, "num_features")):
+        if isinstance(module, cls):
+            return int(getattr(module, attr))
+    if isinstance(module, torch.nn.LayerNorm):
+        return int(module.normalized_shape[-1])
+    # GINConv(apply_func=MLP), nn.Sequential: the first Linear inside reads the input. A user's
+    # own module may first concatenate or project, so its Linears say nothing reliable.
+    if is_dgl_module(module) or isinstance(module, torch.nn.Sequential):
+        for sub in module.modules():
+            if sub is not module and isinstance(sub, torch.nn.Linear):
+                return int(sub.in_features)
+            if sub is not module and is_dgl_module(sub):  # RelGraphConv's TypedLinear(in_size, ...)
+                width = _declared_width(sub)
+                if width:
+                    return width
+    return None
+
+
+def edge_values(program: Program) -> frozenset[str]:
+    """Values indexed by edges: what message-passing calls take beyond their node features
+    (edge weights, edge features, edge types), and what those are computed from."""
+    from gnn_codegen.plan import mp_feature_spaces
+
+    edges: set[str] = set()
+    for op in reversed(program.ops):
+        if op.kind == "mp":
+            edges.update(r for value, space in mp_feature_spaces(op) if space == "edge" for r in iter_refs(value))
+        elif op.name in edges:
+            edges.update(r for r in op.refs() if program.op(r).kind not in ("attr", "graph"))
+    return frozenset(edges)
+
+
+def _edge_input_spec(program: Program, model: torch.nn.Module, name: str) -> InputSpec | None:
+    """Shape and dtype of an edge input, from the message-passing call that reads it."""
+    param = program.op(name).target
+    for op in program.ops:
+        if op.kind != "mp":
+            continue
+        if op.mp is not None and op.mp.inline:  # a field of an inline message: a number per edge
+            if any(name in iter_refs(value) for value in op.args[3:]):
+                return InputSpec(name, param, "edge", (1,))
+            continue
+        module = model.get_submodule(program.module_path(op))
+        keyed = [(i + 2, v) for i, v in enumerate(op.args[2:])] + list(op.kwargs)
+        for key, value in keyed:
+            if name not in iter_refs(value):
+                continue
+            if key == "edge_weight":
+                return InputSpec(name, param, "edge", ())
+            # RelGraphConv's edge types index its TypedLinear's relation weights
+            num_rels = getattr(module, "num_rels", None) or getattr(getattr(module, "linear_r", None), "num_types", None)
+            if num_rels and key in (2, "etypes"):
+                return InputSpec(name, param, "edge", (), "torch.int64", int(num_rels))
+            if num_rels and key in (3, "norm"):  # RelGraphConv's norm: one number per edge, (E, 1)
+                return InputSpec(name, param, "edge", (1,))
+            width = getattr(module, "_in_edge_feats", None)
+            edge_func = getattr(module, "edge_func", None)
+            if width is None and isinstance(edge_func, torch.nn.Module):
+                width = _module_width(edge_func)
+            if width is None and key in (2, "edge_feat"):
+                width = _module_width(module)  # GINEConv: edge features as wide as node features
+            if isinstance(width, int):
+                return InputSpec(name, param, "edge", (width,))
+    return None
+
+
+def infer_inputs(program: Program, model: torch.nn.Module,
+                 given: dict[str, tuple[int, ...]]) -> tuple[InputSpec, ...]:
+    users = program.consumers()
+    edges = edge_values(program)
+    specs: list[InputSpec] = []
+    on_edges = {target for target, view, _ in program.graph_data if view == "edata"}
+    tables = {target: path for target, path, _ in program.tables}
+    for name in program.inputs:
+        target = program.op(name).target
+        rows: Literal["node", "edge"] = "edge" if name in edges or target in on_edges else "node"
+        if target in tables:  # a table of the model: its own width and dtype (node_tables.py)
+            table = table_of(model, tables[target])
+            specs.append(InputSpec(name, target, "node", tuple(table.shape[1:]), str(table.dtype)))
+            continue
+        if target in given:
+            specs.append(InputSpec(name, target, rows, given[target]))
+            continue
+        spec = _edge_input_spec(program, model, name) if rows == "edge" else None
+        if spec is not None:
+            specs.append(spec)
+            continue
+        ids = _embedding_ids(program, model, name, users)
+        if ids is not None:
+            specs.append(ids)
+            continue
+        frontier, seen, width = [name], set(), None
+        while frontier and width is None:
+            current = frontier.pop(0)
+            for user_name in users[current]:
+                if user_name in seen:
+                    continue
+                seen.add(user_name)
+                user = program.op(user_name)
+                if user.kind == "mp" and user.mp is not None and user.mp.inline:
+                    frontier.append(user_name)  # an inline update_all keeps the width of its fields
+                elif user.kind == "module" or user.helper or (user.kind == "mp" and rows == "node"):
+                    width = _module_width(model.get_submodule(program.module_path(user)))
+                elif user.target.rsplit(".", 1)[-1] in _PASS_THROUGH:
+                    frontier.append(user_name)
+                if width is not None:
+                    break
+        if width is None:
+            kind = "edge input" if rows == "edge" else "input"
+            raise FeatDimsError(
+                f"cannot tell the width of forward's {kind} '{target}' from the module that consumes "
+                f"it. Give it with --feat-dims {target}=WIDTH (e.g. --feat-dims {target}=128)."
+            )
+        specs.append(InputSpec(name, target, rows, (width,)))
+    return tuple(specs)
+
+
+def _embedding_ids(program: Program, model: torch.nn.Module, name: str,
+                   users: dict[str, list[str]]) -> InputSpec | None:
+    """An input that an nn.Embedding looks up (`self.emb(g.ndata[dgl.NID])`, node IDs or types):
+    one integer per row, below the table's size."""
+    readers = [program.op(u) for u in users[name]]
+    if not readers or not all(r.kind == "module" and r.module_class == "torch.nn.modules.sparse.Embedding"
+                              and r.args[:1] == (Ref(name),) for r in readers):
+        return None
+    high = min(model.get_submodule(r.target).num_embeddings for r in readers)
+    op = program.op(name)
+    return InputSpec(name, op.target, "node", (), "torch.int64", int(high))

@@ -86,6 +86,8 @@ class GraphAttribute(fx.proxy.Attribute):
         self._decides(f"tests {item!r} in" if isinstance(item, str) else "tests membership in")
 
     def __bool__(self) -> bool:
+        if self.attr == "is_homogeneous":  # `assert graph.is_homogeneous` (DGL's TAGConv): the
+            return True  # runtime batches homogeneous graphs only
         self._decides("branches on")
 
     def __len__(self) -> int:

@@ -21,7 +21,7 @@ from gnn_codegen.derived_graphs import derived_name
 from gnn_codegen.errors import InternalError, UnsupportedModuleError, UnsupportedOperationError, internal
 from gnn_codegen.inline_mp import ROLE, message_fields, update_all
 from gnn_codegen.ir import MessagePassing, Op, Program, Ref
-from gnn_codegen.known_modules import facts_for, is_message_passing, refusal_reason
+from gnn_codegen.known_modules import MULTI_HOP, facts_for, is_message_passing, refusal_reason
 from gnn_codegen.rowwise import EVAL_IDENTITY_MODULES, qualified_name
 from gnn_codegen.trace import Traced
 from gnn_codegen.write_out import MESSAGE_PASSING, helper_name
@@ -331,10 +331,13 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
                 refusal = refusal_reason(module)
                 if refusal:
                     reason, way_out = refusal
-                    raise UnsupportedModuleError(
+                    error = UnsupportedModuleError(
                         f"{location or 'forward'}: self.{node.target} ({cls}) {reason}, so it cannot "
                         f"run on the 1-hop blocks of layer-wise inference. {way_out}"
                     )
+                    if type(module) in MULTI_HOP:  # its rounds may be followed one by one (pipeline.py)
+                        error.module_class = type(module)  # type: ignore[attr-defined]
+                    raise error
                 facts = facts_for(module)
                 mp = MessagePassing(cls, facts.source_out_degree_power, facts.verified, facts.needs_pair,
                                     facts.pair_collapses, facts.sources_in_place)

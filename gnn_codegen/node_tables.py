@@ -20,26 +20,31 @@ from gnn_codegen.known_modules import is_message_passing
 def _features(node: fx.Node, modules: dict[str, torch.nn.Module], forced_mp: frozenset[str]) -> list[Any]:
     """The node-feature arguments of a message-passing call (nothing for other nodes)."""
     if node.op == "call_module" and is_message_passing(modules[str(node.target)], forced_mp):
-        return list(node.args[1:2])
+        return [_first_operand(a) for a in node.args[1:2]]
     if node.op == "call_function" and node.target is update_all:
         return list(node.args[3:])
     return []
 
 
 def _origin(value: Any) -> fx.Node | None:
-    """The get_attr a feature argument comes from through ops of one tensor each
-    (`F.dropout(self.emb.weight)`, `self.proj(self.feat)`), or None."""
+    """The get_attr a feature argument comes from through the first operand of each op on the
+    way (`F.dropout(self.emb.weight)`, `self.proj(self.feat)`, `self.feat * norm` in a module
+    traced into), or None. First operands only: a weight is the second operand of what reads it
+    (`F.linear(h, self.w)`), never the data that flows to the features."""
     seen = 0
-    while isinstance(value, (tuple, list)) and value:
-        value = value[0]  # (src, dst) pairs: the source rows
     while isinstance(value, fx.Node) and seen < 64:
         if value.op == "get_attr":
             return value
-        inputs = value.all_input_nodes
-        if value.op not in ("call_function", "call_method", "call_module") or len(inputs) != 1:
+        if value.op not in ("call_function", "call_method", "call_module") or not value.args:
             return None
-        value, seen = inputs[0], seen + 1
+        value, seen = _first_operand(value.args[0]), seen + 1
     return None
+
+
+def _first_operand(value: Any) -> Any:
+    while isinstance(value, (tuple, list)) and value:
+        value = value[0]  # (src, dst) pairs: the source rows; torch.cat([x, ...]): the first
+    return value
 
 
 def _name_for(target: str, taken: set[str]) -> str:

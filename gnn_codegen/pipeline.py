@@ -140,7 +140,7 @@ def _decision_notes(program: Program) -> tuple[str, ...]:
         f'forward tests "{key}" in g.{view}: generated for graphs '
         + ("that have it" if present else f"without it (give --feat-dims {key}=WIDTH for graphs with it)")
         + "; the generated method checks that the graph it is given agrees"
-        for view, key, present in program.decisions
+        for view, key, present in program.decisions if view != "in_degrees"
     )
 
 
@@ -181,6 +181,8 @@ def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], 
                 raise (refusal or exc) from None
             refusal = exc
             through = through | {module_class}
+        except FeatDimsError:
+            raise  # the module could be followed, given its input's width: say that
         except GnnCodegenError:
             if refusal is None:
                 raise

@@ -179,6 +179,12 @@ class Renderer:
         lines = [f"{self.batches} = {self.runtime}(self, {g}, {self.batch_size}, {self.device}, "
                  f"{self.max_memory}, {self.progress})"]
         for view, key, present in self.program.decisions:  # forward's `"w" in g.edata`
+            if view == "in_degrees":  # DGL's own test in a module traced into
+                graph = self._graph_expression(self.program.op(key)) if key != self.program.graph else g
+                lines += [f"if ({graph}.in_degrees() == 0).any():  # as forward's own check",
+                          f"    raise dgl.DGLError(\"There are 0-in-degree nodes in {_plain(graph)}, which forward "
+                          "refuses: add self-loops\")"]
+                continue
             spelled = f"{g}.{view}[{_spell_key(view, key)}]"
             if present:
                 lines += [f"if {_spell_key(view, key)} not in {g}.{view}:",

@@ -7,6 +7,7 @@ import contextlib
 import inspect
 import keyword
 import linecache
+import operator
 import os
 import re
 import sys
@@ -60,7 +61,8 @@ class Traced:
     # (input, attribute path), in the order of inputs (node_tables.py)
     tables: tuple[tuple[str, str], ...] = ()
     # forward's tests of the data its graph carries (`"w" in g.edata`), as decided while tracing:
-    # ("ndata" or "edata", key, whether the graph has it), graph_proxy.py
+    # ("ndata" or "edata", key, whether the graph has it), graph_proxy.py; and DGL's test for
+    # nodes without in-edges, decided as none: ("in_degrees", the graph's node, False)
     decisions: tuple[tuple[str, str, bool], ...] = ()
 
 
@@ -89,6 +91,16 @@ class _Tracer(fx.Tracer):
         node.stack_trace = "\n".join(reversed(frames))
         return node
 
+    def to_bool(self, obj: fx.Proxy) -> bool:
+        """`if (graph.in_degrees() == 0).any(): raise DGLError(...)`, DGL's check in the modules
+        traced into: decided as no such nodes, and checked on the whole graph when inference is
+        called (render.py), where forward would raise."""
+        graph = _zero_in_degree_test(obj.node, self.graph_arg)
+        if graph is not None:
+            self.zero_in_degree_checks = [*getattr(self, "zero_in_degree_checks", []), graph]
+            return False
+        return super().to_bool(obj)
+
     def is_leaf_module(self, m: torch.nn.Module, module_qualified_name: str) -> bool:
         if type(m) in self.through:  # a user's message-passing module, traced into (pipeline.py)
             return False
@@ -100,6 +112,38 @@ class _Tracer(fx.Tracer):
             return True
         return super().is_leaf_module(m, module_qualified_name)
 
+
+
+@contextlib.contextmanager
+def _attributes_kept(model: torch.nn.Module) -> Any:
+    """Plain attributes forward sets while traced (SGConv(cached=True) keeps its propagated
+    features in self._cached_h) are restored after: no tracing proxy is left on the model."""
+    containers = ("_modules", "_parameters", "_buffers")
+    saved = [(module, {k: v for k, v in vars(module).items() if k not in containers}) for module in model.modules()]
+    try:
+        yield
+    finally:
+        for module, attributes in saved:
+            for key in [k for k in vars(module) if k not in attributes and k not in containers]:
+                del vars(module)[key]
+            vars(module).update(attributes)
+
+
+def _zero_in_degree_test(node: fx.Node, graph_arg: str) -> str | None:
+    """The graph's node name when `node` is `(graph.in_degrees() == 0).any()`, else None."""
+    from gnn_codegen.lower import is_graph_node
+
+    if not (node.op == "call_method" and node.target == "any" and len(node.args) == 1 and not node.kwargs):
+        return None
+    test = node.args[0]
+    if not (isinstance(test, fx.Node) and test.op == "call_function" and test.target is operator.eq
+            and len(test.args) == 2 and test.args[1] == 0 and isinstance(test.args[0], fx.Node)):
+        return None
+    degrees = test.args[0]
+    if not (degrees.op == "call_method" and degrees.target == "in_degrees" and len(degrees.args) == 1
+            and is_graph_node(degrees.args[0], graph_arg)):
+        return None
+    return degrees.args[0].name
 
 
 def _forward_params(model: torch.nn.Module) -> list[inspect.Parameter]:
@@ -167,7 +211,8 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
     }
     try:
         with forward_taking_the_graph(model, graph_arg, kept) if kept else contextlib.nullcontext(), \
-                traced_derived_graphs(tracer, type(model).forward.__globals__, BlockProxy):
+                traced_derived_graphs(tracer, type(model).forward.__globals__, BlockProxy), \
+                _attributes_kept(model):
             graph = tracer.trace(model, concrete_args=defaults or None)
     except (GraphUseError, UnsupportedOperationError) as exc:
         where = _user_location(exc.__traceback__, path) or f"{name}.forward"
@@ -203,6 +248,7 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
             "when moved into its own nn.Module whose forward takes (graph, features)."
         ) from None
     decisions = tuple((view, key, present) for (view, key), present in getattr(tracer, "graph_decisions", {}).items())
+    decisions += tuple(("in_degrees", graph, False) for graph in dict.fromkeys(getattr(tracer, "zero_in_degree_checks", [])))
     try:
         return fx.GraphModule(model, graph, name), proxy_cls.used_as_list, decisions
     except SyntaxError:
@@ -218,8 +264,10 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
 def _raised_in_user_file(tb: Any, path: Path) -> bool:
     frames = traceback.extract_tb(tb)
     user = [i for i, f in enumerate(frames) if Path(f.filename).resolve() == path.resolve()]
-    # fx's own frames sit on top of the user's when the user's code branches on a proxy
-    return bool(user) and all("torch/fx" in f.filename for f in frames[user[-1] + 1:])
+    # fx's own frames (and the tracer's to_bool here) sit on top of the user's when the user's
+    # code branches on a proxy
+    return bool(user) and all("torch/fx" in f.filename or Path(f.filename).resolve() == Path(__file__).resolve()
+                              for f in frames[user[-1] + 1:])
 
 
 def _known_trace_failure(exc: BaseException) -> str:

@@ -26,15 +26,9 @@ DERIVED = {
 }
 
 
-def derived_functions() -> dict[int, str]:
-    """id of each of DGL's functions above -> its name."""
-    return {id(getattr(dgl, name)): name for name in DERIVED if hasattr(dgl, name)}
-
-
 def derived_name(fn: Any) -> str | None:
     """The name of a derived-graph function of DGL, or None."""
-    name = derived_functions().get(id(fn))
-    return name if name is not None and getattr(dgl, name) is fn else None
+    return next((name for name in DERIVED if getattr(dgl, name, None) is fn), None)
 
 
 def _modules() -> list[ModuleType]:

@@ -6,9 +6,10 @@ is given (`feat = g.ndata["feat"]`) and gathers per batch like any other input."
 from __future__ import annotations
 
 import operator
-import re
 
 import torch.fx as fx
+
+from gnn_codegen.names import NameAllocator
 
 # A graph's data views, by what their rows are. For a block, srcdata and dstdata are the rows of
 # its source and destination nodes; layer-wise inference reads both from the full graph's nodes.
@@ -36,18 +37,6 @@ def _read(node: fx.Node, graph_arg: str) -> tuple[str, str] | None:
     return None
 
 
-def _name_for(key: str, taken: set[str]) -> str:
-    base = _RESERVED.get(key) or re.sub(r"\W", "_", key).strip("_") or "data"
-    if base[0].isdigit():
-        base = f"data_{base}"
-    name, suffix = base, 1
-    while name in taken:
-        suffix += 1
-        name = f"{base}{suffix}"
-    taken.add(name)
-    return name
-
-
 def lift_graph_data(gm: fx.GraphModule, graph_arg: str,
                     taken: set[str]) -> tuple[tuple[str, ...], tuple[tuple[str, str, str], ...]]:
     """Replace every read of graph data in `gm` by a placeholder of its own (one per view kind and
@@ -57,14 +46,14 @@ def lift_graph_data(gm: fx.GraphModule, graph_arg: str,
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     lifted: dict[tuple[str, str], fx.Node] = {}
     reads: list[tuple[str, str, str]] = []
-    taken = set(taken) | {n.name for n in graph.nodes}
+    names = NameAllocator(set(taken) | {n.name for n in graph.nodes})
     for node in list(graph.nodes):
         read = _read(node, graph_arg)
         if read is None:
             continue
         if read not in lifted:
             with graph.inserting_after(lifted[reads[-1][1:]] if reads else placeholders[-1]):
-                name = _name_for(read[1], taken)
+                name = names.take(_RESERVED.get(read[1]) or read[1].lstrip("_") or "data")
                 lifted[read] = graph.placeholder(name)
             reads.append((name, *read))
         node.replace_all_uses_with(lifted[read])

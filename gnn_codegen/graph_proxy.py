@@ -14,7 +14,7 @@ import torch.fx as fx
 
 from gnn_codegen.derived_graphs import DERIVED
 from gnn_codegen.errors import GraphUseError
-from gnn_codegen.inline_mp import ROLE, message_fields, message_spec, reduce_spec, update_all
+from gnn_codegen.inline_mp import ROLE, VIEW, message_fields, message_spec, reduce_spec, update_all
 
 _TYPE_LISTS = frozenset({"ntypes", "etypes", "canonical_etypes", "srctypes", "dsttypes"})
 _DATA_VIEWS = frozenset({"ndata", "edata", "srcdata", "dstdata", "nodes", "edges", "srcnodes", "dstnodes"})
@@ -40,8 +40,6 @@ _INLINE_WAY_OUT = (
 # stands for every block, whose source and destination rows are all of the graph's nodes.
 _WRITES = {"ndata": ("src", "dst"), "srcdata": ("src",), "dstdata": ("dst",), "edata": ("edge",)}
 _READS = {"ndata": ("dst", "src"), "srcdata": ("src",), "dstdata": ("dst",), "edata": ("edge",)}
-# where a field an inline message reads comes from when forward did not write it: the graph's own
-_VIEW_OF_ROLE = {"src": "srcdata", "dst": "dstdata", "edge": "edata"}
 
 
 def _refuse(what: str, why: str) -> NoReturn:
@@ -147,7 +145,7 @@ class GraphAttribute(fx.proxy.Attribute):
         for target, key in message_fields(message):
             rows = ROLE[target]
             written = self._frames()[rows].get(key)
-            fields.append(written if written is not None else GraphAttribute(self.root, _VIEW_OF_ROLE[rows])[key])
+            fields.append(written if written is not None else GraphAttribute(self.root, VIEW[rows])[key])
         result = self.tracer.create_proxy("call_function", update_all, (self.root, message, reduce, *fields), {})
         # the reduced field is node data of the graph: destination rows, and for the whole
         # graph (which every block stands for here) source rows too

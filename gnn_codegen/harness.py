@@ -92,11 +92,15 @@ def full_graph_forward(model: torch.nn.Module, generated: Generated, g: dgl.DGLG
         return model(*positional, **keywords)
 
 
-def _tables(program: Program) -> dict[str, str]:
-    """Input op -> attribute path, for the tables of the model forward reads as node features."""
-    by_target = {target: path for target, path, _ in program.tables}
+def _inputs_of(program: Program, by_target: dict[str, Any]) -> dict[str, Any]:
+    """Input op -> what `by_target` says of its target, for the inputs it names."""
     return {name: by_target[program.op(name).target] for name in program.inputs
             if program.op(name).target in by_target}
+
+
+def _tables(program: Program) -> dict[str, str]:
+    """Input op -> attribute path, for the tables of the model forward reads as node features."""
+    return _inputs_of(program, {target: path for target, path, _ in program.tables})
 
 
 def with_tables(model: torch.nn.Module, generated: Generated, inputs: list[torch.Tensor]) -> Any:
@@ -109,9 +113,7 @@ def with_tables(model: torch.nn.Module, generated: Generated, inputs: list[torch
 
 def _read_from_graph(program: Program) -> dict[str, tuple[str, str]]:
     """Input op -> (view, key) for the inputs forward reads from the graph."""
-    by_target = {target: (view, key) for target, view, key in program.graph_data}
-    return {name: by_target[program.op(name).target] for name in program.inputs
-            if program.op(name).target in by_target}
+    return _inputs_of(program, {target: (view, key) for target, view, key in program.graph_data})
 
 
 def with_graph_data(generated: Generated, g: dgl.DGLGraph,
@@ -121,17 +123,13 @@ def with_graph_data(generated: Generated, g: dgl.DGLGraph,
     copy of g that shares its structure; the others stay arguments, in order."""
     program = generated.program
     from_graph, tables = _read_from_graph(program), _tables(program)
-    if not from_graph:
-        return g, [value for name, value in zip(program.inputs, inputs, strict=True) if name not in tables]
-    g = g.local_var()
+    g = g.local_var() if from_graph else g
     arguments = []
     for name, value in zip(program.inputs, inputs, strict=True):
-        if name in tables:
-            continue
         if name in from_graph:
             view, key = from_graph[name]
             getattr(g, view)[key] = value
-        else:
+        elif name not in tables:
             arguments.append(value)
     return g, arguments
 

@@ -20,8 +20,9 @@ import dgl.function
 
 # a built-in message's operand targets, as DGL numbers them
 _TARGETS = {0: "u", 1: "v", 2: "e"}
-# the rows each target is read at (plan.Space)
+# the rows each target is read at (plan.Space), and the data view of a graph that holds them
 ROLE = {"u": "src", "v": "dst", "e": "edge"}
+VIEW = {"src": "srcdata", "dst": "dstdata", "edge": "edata"}
 REDUCERS = frozenset({"sum", "mean", "max", "min"})
 
 # (name, in-field, ..., out-field): fn.copy_u("h", "m") is ("copy_u", "h", "m")
@@ -63,8 +64,7 @@ def update_all(graph: dgl.DGLGraph, message: Spec, reduce: Spec, *fields: Any) -
     (message_fields order), in a local scope: the reduced field on destination rows."""
     with graph.local_scope():
         for (target, key), value in zip(message_fields(message), fields):
-            frame = graph.srcdata if target == "u" else graph.dstdata if target == "v" else graph.edata
-            frame[key] = value
+            getattr(graph, VIEW[ROLE[target]])[key] = value
         graph.update_all(build(message), build(reduce))
         return graph.dstdata[reduce[-1]]
 

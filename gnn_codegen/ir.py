@@ -107,6 +107,8 @@ class Program:
     tables: tuple[tuple[str, str, str], ...] = ()
     # forward's tests of the data its graph carries: (view, key, whether present), trace.Traced
     decisions: tuple[tuple[str, str, bool], ...] = ()
+    # graphs (op names) that inference checks for nodes without in-edges, as forward would
+    in_degree_checks: tuple[str, ...] = ()
     by_name: dict[str, Op] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

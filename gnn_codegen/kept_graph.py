@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import re
 from typing import Any, Iterator
 
 import dgl
 import torch
 
 from gnn_codegen.errors import SignatureError
+from gnn_codegen.names import NameAllocator
 
 
 def graphs_on_the_model(model: torch.nn.Module) -> list[tuple[str, dgl.DGLGraph]]:
@@ -43,12 +43,7 @@ def kept_graph(model: torch.nn.Module, taken: set[str]) -> tuple[str, tuple[str,
             "forward (def forward(self, g, features))."
         )
     paths = tuple(path for path, _ in kept)
-    base = re.sub(r"\W", "_", paths[0].rsplit(".", 1)[-1]) or "g"
-    graph_name, suffix = base, 1
-    while graph_name in taken:
-        suffix += 1
-        graph_name = f"{base}{suffix}"
-    return graph_name, paths
+    return NameAllocator(taken).take(paths[0].rsplit(".", 1)[-1]), paths
 
 
 @contextlib.contextmanager

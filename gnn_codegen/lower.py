@@ -402,4 +402,5 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
         graph_data=traced.graph_data,
         tables=tuple((name, path, accessor(traced.model, path)) for name, path in traced.tables),
         decisions=traced.decisions,
+        in_degree_checks=traced.in_degree_checks,
     )

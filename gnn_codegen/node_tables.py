@@ -7,7 +7,6 @@ the model (`emb = self.emb.weight`), and the checks give it the rows of their ow
 from __future__ import annotations
 
 import contextlib
-import re
 from typing import Any, Iterator
 
 import torch
@@ -15,6 +14,7 @@ import torch.fx as fx
 
 from gnn_codegen.inline_mp import update_all
 from gnn_codegen.known_modules import is_message_passing
+from gnn_codegen.names import NameAllocator
 
 
 def _features(node: fx.Node, modules: dict[str, torch.nn.Module], forced_mp: frozenset[str]) -> list[Any]:
@@ -47,16 +47,10 @@ def _first_operand(value: Any) -> Any:
     return value
 
 
-def _name_for(target: str, taken: set[str]) -> str:
+def _base_name(target: str) -> str:
+    """`emb` for `emb.weight`, `feat` for `feat`."""
     parts = target.split(".")
-    base = parts[-2] if parts[-1] == "weight" and len(parts) > 1 else parts[-1]
-    base = re.sub(r"\W", "_", base).strip("_") or "table"
-    name, suffix = base, 1
-    while name in taken:
-        suffix += 1
-        name = f"{base}{suffix}"
-    taken.add(name)
-    return name
+    return (parts[-2] if parts[-1] == "weight" and len(parts) > 1 else parts[-1]).lstrip("_") or "table"
 
 
 def lift_node_tables(gm: fx.GraphModule, model: torch.nn.Module, taken: set[str],
@@ -74,12 +68,12 @@ def lift_node_tables(gm: fx.GraphModule, model: torch.nn.Module, taken: set[str]
                 tables[str(origin.target)] = origin
     if not tables:
         return ()
-    taken = set(taken) | {n.name for n in graph.nodes}
+    names = NameAllocator(set(taken) | {n.name for n in graph.nodes})
     lifted = []
     last = [n for n in graph.nodes if n.op == "placeholder"][-1]
     for target, read in tables.items():
         with graph.inserting_after(last):
-            placeholder = graph.placeholder(_name_for(target, taken))
+            placeholder = graph.placeholder(names.take(_base_name(target)))
         for other in [n for n in graph.nodes if n.op == "get_attr" and n.target == target]:
             other.replace_all_uses_with(placeholder)
             graph.erase_node(other)

@@ -140,7 +140,7 @@ def _decision_notes(program: Program) -> tuple[str, ...]:
         f'forward tests "{key}" in g.{view}: generated for graphs '
         + ("that have it" if present else f"without it (give --feat-dims {key}=WIDTH for graphs with it)")
         + "; the generated method checks that the graph it is given agrees"
-        for view, key, present in program.decisions if view != "in_degrees"
+        for view, key, present in program.decisions
     )
 
 

@@ -179,12 +179,6 @@ class Renderer:
         lines = [f"{self.batches} = {self.runtime}(self, {g}, {self.batch_size}, {self.device}, "
                  f"{self.max_memory}, {self.progress})"]
         for view, key, present in self.program.decisions:  # forward's `"w" in g.edata`
-            if view == "in_degrees":  # DGL's own test in a module traced into
-                graph = self._graph_expression(self.program.op(key)) if key != self.program.graph else g
-                lines += [f"if ({graph}.in_degrees() == 0).any():  # as forward's own check",
-                          f"    raise dgl.DGLError(\"There are 0-in-degree nodes in {_plain(graph)}, which forward "
-                          "refuses: add self-loops\")"]
-                continue
             spelled = f"{g}.{view}[{_spell_key(view, key)}]"
             if present:
                 lines += [f"if {_spell_key(view, key)} not in {g}.{view}:",
@@ -213,6 +207,11 @@ class Renderer:
             if op.name in self.runtimes:
                 lines.append(f"{self.runtimes[op.name]} = {self.runtime}(self, {name}, {self.batch_size}, "
                              f"{self.device}, {self.max_memory}, {self.progress})")
+        for graph in self.program.in_degree_checks:  # DGL's own test in a module traced into
+            spelled = self.graph_name.get(graph) or self._graph_expression(self.program.op(graph))
+            lines += [f"if ({spelled}.in_degrees() == 0).any():  # as forward's own check",
+                      f"    raise dgl.DGLError(\"There are 0-in-degree nodes in {_plain(spelled)}, which forward "
+                      "refuses: add self-loops\")"]
         for op in self.graph_values:
             receiver = self.graph_name[op.args[0].name] if op.args and isinstance(op.args[0], Ref) else g
             lines.append(f"{self.buffer[op.name]} = {receiver}.{op.target}()  # of the whole graph, once")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from gnn_codegen.errors import internal
-from gnn_codegen.inline_mp import ROLE, message_fields, spell
+from gnn_codegen.inline_mp import ROLE, VIEW, message_fields, spell
 from gnn_codegen.ir import Op, Ref, iter_refs
 from gnn_codegen.names import NameAllocator
 from gnn_codegen.plan import Space, Stage, mp_feature_spaces, value_deps
@@ -301,8 +301,7 @@ class LayerWriter:
         lines = ["with block.local_scope():"]
         for (role_target, key), value in zip(message_fields(message), op.args[3:]):
             rows = ROLE[role_target]
-            view = {"src": "srcdata", "dst": "dstdata", "edge": "edata"}[rows]
-            lines.append(f"    block.{view}[{json.dumps(key)}] = {self.arg(value, rows).text}")
+            lines.append(f"    block.{VIEW[rows]}[{json.dumps(key)}] = {self.arg(value, rows).text}")
         functions = op.mp.functions
         lines.append(f"    block.update_all({spell(message, functions)}, {spell(reduce, functions)})")
         lines.append(f"    {target} = block.dstdata[{json.dumps(reduce[-1])}]")

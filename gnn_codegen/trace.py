@@ -61,9 +61,11 @@ class Traced:
     # (input, attribute path), in the order of inputs (node_tables.py)
     tables: tuple[tuple[str, str], ...] = ()
     # forward's tests of the data its graph carries (`"w" in g.edata`), as decided while tracing:
-    # ("ndata" or "edata", key, whether the graph has it), graph_proxy.py; and DGL's test for
-    # nodes without in-edges, decided as none: ("in_degrees", the graph's node, False)
+    # ("ndata" or "edata", key, whether the graph has it), graph_proxy.py
     decisions: tuple[tuple[str, str, bool], ...] = ()
+    # the graphs (fx node names) on which DGL's test for nodes without in-edges, in a module
+    # traced into, was decided as none (_Tracer.to_bool)
+    in_degree_checks: tuple[str, ...] = ()
 
 
 class _Tracer(fx.Tracer):
@@ -193,7 +195,8 @@ _MORE_BLOCKS = 8
 def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: Path,
                 leaves: frozenset[str], forced_mp: frozenset[str],
                 kept: tuple[str, ...] = (), through: frozenset[type] = frozenset(),
-                declared: frozenset[str] = frozenset()) -> tuple[fx.GraphModule, bool, tuple[tuple[str, str, bool], ...]]:
+                declared: frozenset[str] = frozenset(),
+                ) -> tuple[fx.GraphModule, bool, tuple[tuple[tuple[str, str, bool], ...], tuple[str, ...]]]:
     proxy_cls = type("_Blocks", (BlockListProxy,), {"num_blocks": num_blocks, "used_as_list": False})
     tracer = _Tracer(graph_arg, leaves, forced_mp, through)
     tracer.declared_data = declared  # type: ignore[attr-defined]  # graph data --feat-dims names
@@ -247,8 +250,10 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
             "layer-wise inference. Message passing that gnn-codegen does not follow inline works "
             "when moved into its own nn.Module whose forward takes (graph, features)."
         ) from None
-    decisions = tuple((view, key, present) for (view, key), present in getattr(tracer, "graph_decisions", {}).items())
-    decisions += tuple(("in_degrees", graph, False) for graph in dict.fromkeys(getattr(tracer, "zero_in_degree_checks", [])))
+    decisions = (
+        tuple((view, key, present) for (view, key), present in getattr(tracer, "graph_decisions", {}).items()),
+        tuple(dict.fromkeys(getattr(tracer, "zero_in_degree_checks", []))),
+    )
     try:
         return fx.GraphModule(model, graph, name), proxy_cls.used_as_list, decisions
     except SyntaxError:
@@ -356,4 +361,4 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
     tables = lift_node_tables(gm, model, taken | set(lifted), forced_mp)
     inputs += lifted + tuple(name for name, _ in tables)
     return Traced(model, gm, graph_arg, inputs, blocks_style, num_blocks if blocks_style else 1, signature,
-                  kept, graph_data, tables, decisions)
+                  kept, graph_data, tables, *decisions)

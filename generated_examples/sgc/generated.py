@@ -38,11 +38,11 @@ class SGC(nn.Module):
         batches = _FullNeighbourBatches(
             self, g, batch_size, device, max_memory, progress
         )
+        batches.check_rows(nodes={"features": features})
         if (g.in_degrees() == 0).any():  # as forward's own check
             raise dgl.DGLError(
                 "There are 0-in-degree nodes in g, which forward refuses: add self-loops"
             )
-        batches.check_rows(nodes={"features": features})
         in_degrees = g.in_degrees()  # of the whole graph, once
 
         # Layer 1 of 2: g.update_all (copy_u, sum).

@@ -19,6 +19,7 @@ from gnn_codegen.ir import Op, Program, Ref
 from gnn_codegen.input_specs import InputSpec, infer_inputs
 from gnn_codegen.rowwise import RESHAPES, START_DIM_MODULES, is_rowwise, is_rowwise_module
 from gnn_codegen.simplify import DST_COUNT_METHODS
+from gnn_codegen.sized_tensors import EDGE_COUNTS, count_of, is_factory, prefix_count, row_count_of
 from gnn_codegen.trace import Traced
 
 Rows = Literal["node", "edge", "none", "tuple", "graph", "inline"]
@@ -59,9 +60,12 @@ def probe_graph(num_nodes: int = PROBE_NODES, num_edges: int = PROBE_EDGES, seed
 def _refuse_graph_access(program: Program) -> None:
     """Before running anything: graph data or structure read outside message passing."""
     graphs = {op.name for op in program.ops if op.kind == "graph"}  # forward's, and derived ones
+    users = program.consumers()
     for op in program.ops:
         if op.kind in ("mp", "graph", "graph_value") or not graphs & set(op.refs()):
             continue
+        if _counts_rows_of_a_factory(op, program, users[op.name]):
+            continue  # torch.ones(g.num_edges(), 1): made per block with the block's count
         if op.kind == "method" and op.target in DST_COUNT_METHODS:
             raise _refuse(op, "counts the block's destination nodes outside a slice `h[:n]`; only "
                           "that slicing idiom is understood")
@@ -73,6 +77,13 @@ def _refuse_graph_access(program: Program) -> None:
             "etypes), computed from the graph before the call) or be read inside a "
             "message-passing module; or evaluate this model with its full-graph forward."
         )
+
+
+def _counts_rows_of_a_factory(op: Op, program: Program, users: list[str]) -> bool:
+    return op.kind == "method" and op.target in EDGE_COUNTS and bool(users) and all(
+        is_factory(program.op(u)) and row_count_of(program.op(u), program) == ("edges", op.args[0].name)
+        for u in users
+    )
 
 
 def _graph_use(program: Program, op: Op) -> str:
@@ -189,6 +200,10 @@ def infer_attributes(traced: Traced, program: Program, model: torch.nn.Module,
         if op.kind == "graph_value":  # g.out_degrees(): one entry per node
             info[op.name] = TensorInfo("node", tuple(value.shape[1:]), str(value.dtype))
             continue
+        if is_factory(op) and row_count_of(op, program) is not None:
+            # a constant per row, made where it is read with its readers' count (sized_tensors.py)
+            info[op.name] = TensorInfo("inline")
+            continue
         arg_rows = [info[r].rows for r in op.refs()]
         node_like = op.kind == "mp" or any(r in ("node", "edge", "tuple") for r in arg_rows)
         if not node_like:
@@ -239,6 +254,11 @@ def _check_rowwise(op: Op, program: Program, info: dict[str, TensorInfo], values
         return
     name = op.target.rsplit(".", 1)[-1]
     if name == "getitem" and info[first_node].rows == "tuple":
+        return
+    counted = count_of(prefix_count(op), program)
+    if counted and counted[0] == "tensor" and info[counted[1]].rows == info[first_node].rows == "node":
+        # h[: x.size(0)] of two node tensors: all of h on the full graph; on a batch, the rows
+        # of h that x has (its destination rows when x is a layer's result)
         return
     if name == "squeeze" and op.kind == "method" and len(op.args) == 1 and not op.kwargs:
         return  # h.squeeze(): written with the dims it squeezes, never the rows' (render_layer.py)

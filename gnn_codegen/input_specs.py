@@ -11,7 +11,7 @@ from typing import Literal
 import torch
 
 from gnn_codegen.errors import FeatDimsError
-from gnn_codegen.ir import Program, Ref, iter_refs
+from gnn_codegen.ir import Program, Ref, iter_refs, reads_metadata
 from gnn_codegen.known_modules import is_dgl_module
 from gnn_codegen.node_tables import table_of
 
@@ -77,7 +77,7 @@ def edge_values(program: Program) -> frozenset[str]:
     for op in reversed(program.ops):
         if op.kind == "mp":
             edges.update(r for value, space in mp_feature_spaces(op) if space == "edge" for r in iter_refs(value))
-        elif op.name in edges:
+        elif op.name in edges and not reads_metadata(op):
             edges.update(r for r in op.refs() if program.op(r).kind not in ("attr", "graph"))
     return frozenset(edges)
 

@@ -165,3 +165,20 @@ def map_refs(value: Any, fn: Any) -> Any:
     if isinstance(value, slice):
         return slice(map_refs(value.start, fn), map_refs(value.stop, fn), map_refs(value.step, fn))
     return value
+
+
+def reads_metadata(op: Op) -> bool:
+    """`h.device`, `h.dtype`, `h.shape`, `h.size(0)`, `h.dim()`, `len(h)`: a value read from a
+    tensor that is none of its rows (APPNPConv's `torch.ones(...).to(feat.device)`, an edge
+    weight, reads no row of feat)."""
+    if op.kind == "function" and op.target == "getattr":
+        return len(op.args) == 2 and op.args[1] in ("device", "dtype", "shape", "ndim")
+    if op.kind == "function" and op.target == "len":
+        return True
+    return op.kind == "method" and op.target in ("size", "dim", "ndimension")
+
+
+def reads_device(program: Program, op: Op) -> bool:
+    """`h.device` of a tensor computed per node or edge (not of a parameter: `self.w.device`)."""
+    return (op.kind == "function" and op.target == "getattr" and op.args[1:] == ("device",)
+            and isinstance(op.args[0], Ref) and program.op(op.args[0].name).kind not in ("attr", "graph"))

@@ -59,6 +59,21 @@ def user_location(node: fx.Node, path: Path) -> str:
     return ""
 
 
+_OWN_DIR = str(Path(__file__).resolve().parent)
+
+
+def naming_location(node: fx.Node, path: Path) -> str:
+    """The innermost line of code that made the node, outside gnn-codegen's own files: the
+    user's line, or the line of library code forward runs through (`src_norm = th.pow(...)`
+    inside DGL's APPNPConv, traced into), whose variable names the value better than the line
+    of the user's that called it."""
+    frames = re.findall(r'File "([^"]+)", line (\d+), in \w+\n\s*(.*)', node.stack_trace or "")
+    for filename, line, code in reversed(frames):
+        if not str(Path(filename).resolve()).startswith(_OWN_DIR):
+            return f"{filename}:{line} (`{without_comment(code)}`)"
+    return user_location(node, path)
+
+
 def without_comment(line: str) -> str:
     """A line of the user's code as a message quotes it: stripped, its trailing comment gone."""
     try:
@@ -108,15 +123,17 @@ _ASSIGNMENT = re.compile(r"\(`([A-Za-z_]\w*)\s*(?:[-+*/@]?=)(?!=)")
 _UNPACKING = re.compile(r"\(`\(?([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)+)\)?\s*=(?!=)")
 
 
-def _with_user_variables(ops: list[Op]) -> list[Op]:
+def _with_user_variables(ops: list[Op], lines: dict[str, str]) -> list[Op]:
     """Name each value after the variable its source line assigns (`h1 = F.relu(...)` names the
     relu), so that generated names are the user's. The value a line assigns is the last op
-    of a run of ops from that line; the others on the line know the variable as line_var."""
+    of a run of ops from that line; the others on the line know the variable as line_var.
+    `lines`: each op's line (naming_location), where it is not the user's own."""
     named = []
     for i, op in enumerate(ops):
-        last_of_line = i + 1 == len(ops) or ops[i + 1].location != op.location
-        match = _ASSIGNMENT.search(op.location) if op.location else None
-        unpacked = _UNPACKING.search(op.location) if op.location else None
+        line = lines.get(op.name, op.location)
+        last_of_line = i + 1 == len(ops) or lines.get(ops[i + 1].name, ops[i + 1].location) != line
+        match = _ASSIGNMENT.search(line) if line else None
+        unpacked = _UNPACKING.search(line) if line else None
         index = op.args[1] if op.target == "operator.getitem" and len(op.args) == 2 else None
         line_var = match.group(1) if match else ""
         if unpacked and isinstance(index, int):  # `h, e = conv(g, h, e)`: name each element
@@ -310,8 +327,12 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
     modules = dict(gm.named_modules())
     ops: list[Op] = []
     output: Any = None
+    lines: dict[str, str] = {}  # node -> the library line that made it, when not the user's
     for node in gm.graph.nodes:
         location = user_location(node, path)
+        naming = naming_location(node, path)
+        if naming != location:
+            lines[node.name] = naming
         args, kwargs = _convert(node.args), tuple((k, _convert(v)) for k, v in node.kwargs.items())
         if node.op == "placeholder":
             if node.target == traced.graph_arg:
@@ -378,7 +399,7 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
                           in_place=in_place, out_of_place=twin))
         else:
             raise internal(f"unexpected fx node kind {node.op}")
-    ops = _with_user_variables(ops)
+    ops = _with_user_variables(ops, lines)
     # what write_out.py calls the values it made (`feat`, `el`), and why it made them
     made = {n.name: n.meta["gnn_codegen"] for n in gm.graph.nodes if "gnn_codegen" in n.meta}
     ops = [replace(op, var=made[op.name][0], line_var="", note=_note(traced, *made[op.name][1:]),

@@ -14,7 +14,7 @@ import torch
 from gnn_codegen.attributes import Attributes
 from gnn_codegen.cut import DEFAULT_FANOUT, Cost, CutNode, Placement, evaluate, place_asap, place_optimal
 from gnn_codegen.errors import UnsupportedOperationError, internal
-from gnn_codegen.ir import Op, Program, Ref, iter_refs
+from gnn_codegen.ir import Op, Program, Ref, iter_refs, reads_device
 
 # Rows a value is computed on inside a batch: the block's source nodes (destinations first),
 # its destination nodes, or its edges (every in-edge of the destinations). The prologue (stage
@@ -75,12 +75,14 @@ def inline_ops(program: Program, attrs: Attributes) -> frozenset[str]:
 
 
 def value_deps(program: Program, inline: frozenset[str], refs: Any) -> tuple[str, ...]:
-    """The non-inline ops that `refs` reads, looking through inline expressions."""
+    """The non-inline ops that `refs` reads, looking through inline expressions (not through
+    `h.device`: where a batch computes, every tensor is on the device inference is given,
+    which is what the generated code reads instead, render_layer.py)."""
     seen: list[str] = []
 
     def visit(name: str) -> None:
         op = program.op(name)
-        if op.kind == "graph":
+        if op.kind == "graph" or reads_device(program, op):
             return
         if name in inline:
             for r in op.refs():

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from gnn_codegen.errors import internal
 from gnn_codegen.inline_mp import ROLE, VIEW, message_fields, spell
-from gnn_codegen.ir import Op, Ref, iter_refs
+from gnn_codegen.ir import Op, Ref, iter_refs, reads_device
 from gnn_codegen.names import NameAllocator
 from gnn_codegen.plan import Space, Stage, mp_feature_spaces, value_deps
 from gnn_codegen.render_code import BINARY, UNARY, Code, Copy, comment, constant
@@ -191,6 +191,8 @@ class LayerWriter:
         if module == "operator" and name == "getitem":
             receiver = self.arg(op.args[0], need).operand()
             return Code(f"{receiver}[{self.arg(op.args[1], need, in_index=True).text}]")
+        if reads_device(self.program, op):  # every tensor of a batch is on the device
+            return Code(self.r.device)
         if op.target == "getattr" and len(op.args) == 2 and isinstance(op.args[1], str):
             return Code(f"{self.arg(op.args[0], need).operand()}.{op.args[1]}")
         if module == "operator":

@@ -32,6 +32,8 @@ ROWWISE_MODULES = _names(
     nn.RReLU, nn.Hardtanh, nn.Sigmoid, nn.Tanh, nn.Softplus, nn.Softsign, nn.Hardswish,
     nn.Hardsigmoid, nn.LogSigmoid, nn.Tanhshrink, nn.Softshrink, nn.Hardshrink, nn.Threshold,
     nn.BatchNorm1d, nn.LayerNorm, nn.RMSNorm, nn.Identity,
+    # recurrent cells step each row of their batch on its own (GatedGraphConv's GRU per node)
+    nn.GRUCell, nn.LSTMCell, nn.RNNCell,
     # dgl.nn.JumpingKnowledge combines each node's layer outputs (cat, max, or an LSTM over the
     # layers with nodes as the batch): row-wise in every mode, so it stays one call.
     dglnn.JumpingKnowledge,

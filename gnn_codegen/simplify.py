@@ -94,5 +94,36 @@ def simplify(program: Program) -> Program:
         current = current.with_ops(tuple(ops))
     ops = [_single_features(op) for op in ops]
     output = map_refs(program.output, resolve)
-    return remove_dead(program.with_ops(tuple(ops), output=output))
+    return remove_dead(_computed_once(program.with_ops(tuple(ops), output=output)))
+
+
+# ops that compute a value from their arguments alone (random ones are refused before this)
+_PURE_KINDS = ("function", "method", "module", "attr")
+
+
+def _computed_once(program: Program) -> Program:
+    """Common subexpressions: an op that repeats an earlier one on the same arguments reads its
+    value (APPNPConv's teleport term `alpha * feat_0`, written once per round, is one tensor to
+    store, not k). Not where a value is changed in place afterwards (functionalize.py)."""
+    changed = {op.args[0].name for op in program.ops if op.mutates and op.args and isinstance(op.args[0], Ref)}
+    first: dict[Any, str] = {}
+    renamed: dict[str, Ref] = {}
+    ops: list[Op] = []
+    for op in program.ops:
+        op = replace(op, args=map_refs(op.args, lambda r: renamed.get(r.name, r)),
+                     kwargs=tuple((k, map_refs(v, lambda r: renamed.get(r.name, r))) for k, v in op.kwargs))
+        if op.kind in _PURE_KINDS and not op.mutates and op.name not in changed:
+            try:
+                key = (op.kind, op.target, op.args, op.kwargs, op.helper)
+                hash(key)
+            except TypeError:  # an unhashable constant argument: keep the op
+                key = None
+            if key is not None:
+                earlier = first.setdefault(key, op.name)
+                if earlier != op.name and earlier not in changed:
+                    renamed[op.name] = Ref(earlier)
+                    continue
+        ops.append(op)
+    output = map_refs(program.output, lambda r: renamed.get(r.name, r))
+    return program.with_ops(tuple(ops), output=output)
 

@@ -11,16 +11,19 @@ import operator
 import os
 import re
 import sys
+import warnings
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import dgl.nn as dglnn
+from dgl.base import DGLWarning
 import torch
 import torch.fx as fx
 
 from gnn_codegen.derived_graphs import traced_derived_graphs
+from gnn_codegen.sized_tensors import traced_factories
 from gnn_codegen.errors import (
     DataDependentControlFlowError, GraphUseError, SignatureError, TraceFailedError, UnsupportedOperationError,
 )
@@ -213,9 +216,14 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
         if p.default is not inspect.Parameter.empty
     }
     try:
-        with forward_taking_the_graph(model, graph_arg, kept) if kept else contextlib.nullcontext(), \
+        with warnings.catch_warnings(), \
+                forward_taking_the_graph(model, graph_arg, kept) if kept else contextlib.nullcontext(), \
                 traced_derived_graphs(tracer, type(model).forward.__globals__, BlockProxy), \
+                traced_factories(tracer, type(model).forward.__globals__), \
                 _attributes_kept(model):
+            # what DGL warns about a graph proxy (ChebConv's missing lambda_max) is no news to the
+            # user, once per block count tried
+            warnings.simplefilter("ignore", DGLWarning)
             graph = tracer.trace(model, concrete_args=defaults or None)
     except (GraphUseError, UnsupportedOperationError) as exc:
         where = _user_location(exc.__traceback__, path) or f"{name}.forward"

@@ -26,9 +26,9 @@ WILD_OPTIONS = {
 EXPECTED = {
     "MultiHop": (
         errors.UnsupportedModuleError,
-        'tests/models/refused.py:16 (`return self.prop(g, self.lin(x))`): self.prop (APPNPConv) '
-        'propagates k hops internally (personalised PageRank), so it cannot run on the 1-hop '
-        'blocks of layer-wise inference. Write the propagation as one single-hop convolution per '
+        'tests/models/refused.py:16 (`return self.prop(g, self.lin(x))`): self.prop (ChebConv) '
+        'applies a k-order Chebyshev polynomial of the Laplacian (k hops) internally, so it cannot'
+        ' run on the 1-hop blocks of layer-wise inference. Write the propagation as one single-hop convolution per '
         'layer (GraphConv, SAGEConv, ...), or evaluate this model with its full-graph forward.'
     ),
     "ControlFlow": (

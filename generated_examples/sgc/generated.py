@@ -47,37 +47,37 @@ class SGC(nn.Module):
 
         # Layer 1 of 2: g.update_all (copy_u, sum).
         def layer_1(block, features, in_degrees):
-            h = (
+            norm = (
                 torch.pow(in_degrees.to(features).clamp(min=1), -0.5)
-                .to(features.device)
+                .to(device)
                 .unsqueeze(1)
             )
-            h_2 = features * h
+            feat = features * norm
             with block.local_scope():
-                block.srcdata["h"] = h_2
-                block.update_all(
-                    dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
-                )
-                h_3 = block.dstdata["h"]
-            return (
-                h[: block.num_dst_nodes()],
-                (h_3 * h[: block.num_dst_nodes()]) * h[: block.num_dst_nodes()],
-            )
-
-        h1, h1_2 = batches.map(layer_1, src=[features, in_degrees])
-        del in_degrees
-
-        # Layer 2 of 2: g.update_all (copy_u, sum).
-        def layer_2(block, h1_2, h1):
-            with block.local_scope():
-                block.srcdata["h"] = h1_2
+                block.srcdata["h"] = feat
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
-            return self.net.fc(h * h1)
+            return (
+                norm[: block.num_dst_nodes()],
+                (h * norm[: block.num_dst_nodes()]) * norm[: block.num_dst_nodes()],
+            )
 
-        return batches.map(layer_2, src=[h1_2], dst=[h1], in_place=True)
+        norm, feat1 = batches.map(layer_1, src=[features, in_degrees])
+        del in_degrees
+
+        # Layer 2 of 2: g.update_all (copy_u, sum).
+        def layer_2(block, feat1, norm):
+            with block.local_scope():
+                block.srcdata["h"] = feat1
+                block.update_all(
+                    dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
+                )
+                h = block.dstdata["h"]
+            return self.net.fc(h * norm)
+
+        return batches.map(layer_2, src=[feat1], dst=[norm], in_place=True)
 
 
 # --- gnn-codegen runtime: the batch loop, and DGL's layers written out -----------------------

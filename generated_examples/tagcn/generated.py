@@ -59,88 +59,89 @@ class TAGCN(nn.Module):
 
         # Layer 1 of 4: g.update_all (copy_u, sum).
         def layer_1(block, features, in_degrees):
-            h = in_degrees.to(features)
-            h = h.clamp(min=1)
-            h = torch.pow(h, -0.5)
-            h = torch.reshape(h, h.shape + ((1,) * (features.dim() - 1)))
-            h = h.to(features.device)
-            h_2 = features * h
+            norm = in_degrees.to(features)
+            norm = norm.clamp(min=1)
+            norm = torch.pow(norm, -0.5)
+            norm = torch.reshape(norm, norm.shape + ((1,) * (features.dim() - 1)))
+            norm = norm.to(device)
+            rst = features * norm
             with block.local_scope():
-                block.srcdata["h"] = h_2
+                block.srcdata["h"] = rst
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
-                h_3 = block.dstdata["h"]
-            return h[: block.num_dst_nodes()], h_3 * h[: block.num_dst_nodes()]
+                h = block.dstdata["h"]
+            return norm[: block.num_dst_nodes()], h * norm[: block.num_dst_nodes()]
 
-        h1, h1_2 = batches.map(layer_1, src=[features, in_degrees])
+        norm, rst1 = batches.map(layer_1, src=[features, in_degrees])
 
         # Layer 2 of 4: g.update_all (copy_u, sum).
-        def layer_2(block, h1_2, h1, in_degrees, features, h1_dst, h1_2_dst):
-            h = h1_2 * h1
+        def layer_2(block, rst1, norm, in_degrees, features, norm_dst, rst1_dst):
+            rst = rst1 * norm
             with block.local_scope():
-                block.srcdata["h"] = h
+                block.srcdata["h"] = rst
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
-                h_2 = block.dstdata["h"]
-            h_2 = h_2 * h1_dst
-            # self.layers[0].lin(torch.cat([features, h1_2_dst, h_2], dim=1)) without making the
+                h = block.dstdata["h"]
+            rst_2 = h * norm_dst
+            # self.layers[0].lin(torch.cat([features, rst1_dst, rst_2], dim=1)) without making the
             # concatenation: each part times its columns of the weight, summed in place
-            lin = torch.nn.functional.linear(
+            rst_3 = torch.nn.functional.linear(
                 features, self.layers[0].lin.weight[:, :16], self.layers[0].lin.bias
             )
-            lin.addmm_(h1_2_dst, self.layers[0].lin.weight[:, 16:32].t())
-            lin.addmm_(h_2, self.layers[0].lin.weight[:, 32:].t())
-            lin = F.relu(lin, inplace=True)
-            h_3 = in_degrees.to(lin)
-            h_3 = h_3.clamp(min=1)
-            h_3 = torch.pow(h_3, -0.5)
-            h_3 = torch.reshape(h_3, h_3.shape + ((1,) * (lin.dim() - 1)))
-            h_3 = h_3.to(lin.device)
-            return lin, h_3, lin * h_3
+            rst_3.addmm_(rst1_dst, self.layers[0].lin.weight[:, 16:32].t())
+            rst_3.addmm_(rst_2, self.layers[0].lin.weight[:, 32:].t())
+            rst_4 = F.relu(rst_3, inplace=True)
+            norm_2 = in_degrees.to(rst_4)
+            norm_2 = norm_2.clamp(min=1)
+            norm_3 = torch.pow(norm_2, -0.5)
+            norm_3 = torch.reshape(norm_3, norm_3.shape + ((1,) * (rst_4.dim() - 1)))
+            norm_4 = norm_3.to(device)
+            return rst_4, norm_4, rst_4 * norm_4
 
-        h2, h2_2, h2_3 = batches.map(
-            layer_2, src=[h1_2, h1], dst=[in_degrees, features, h1, h1_2]
+        rst2, norm2, rst2_2 = batches.map(
+            layer_2, src=[rst1, norm], dst=[in_degrees, features, norm, rst1]
         )
-        del in_degrees, h1_2, h1
+        del in_degrees, rst1, norm
 
         # Layer 3 of 4: g.update_all (copy_u, sum).
-        def layer_3(block, h2_3):
+        def layer_3(block, rst2_2):
             with block.local_scope():
-                block.srcdata["h"] = h2_3
+                block.srcdata["h"] = rst2_2
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
             return h
 
-        h3 = batches.map(layer_3, src=[h2_3], in_place=True)
-        del h2_3
+        h3 = batches.map(layer_3, src=[rst2_2], in_place=True)
+        del rst2_2
 
         # Layer 4 of 4: g.update_all (copy_u, sum).
-        def layer_4(block, h2_2, h3, h2, h2_2_dst):
-            h = h3 * h2_2
-            h_2 = h * h2_2
+        def layer_4(block, norm2, h3, rst2, norm2_dst):
+            rst = h3 * norm2
+            rst_2 = rst * norm2
             with block.local_scope():
-                block.srcdata["h"] = h_2
+                block.srcdata["h"] = rst_2
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
-                h_3 = block.dstdata["h"]
-            h_3 = h_3 * h2_2_dst
-            # self.layers[1].lin(torch.cat([h2, h[: block.num_dst_nodes()], h_3], dim=1)) without
-            # making the concatenation: each part times its columns of the weight, summed in place
-            lin = torch.nn.functional.linear(
-                h2, self.layers[1].lin.weight[:, :8], self.layers[1].lin.bias
+                h = block.dstdata["h"]
+            rst_3 = h * norm2_dst
+            # self.layers[1].lin(torch.cat([rst2, rst[: block.num_dst_nodes()], rst_3], dim=1))
+            # without making the concatenation: each part times its columns of the weight, summed
+            # in place
+            rst_4 = torch.nn.functional.linear(
+                rst2, self.layers[1].lin.weight[:, :8], self.layers[1].lin.bias
             )
-            lin.addmm_(
-                h[: block.num_dst_nodes()], self.layers[1].lin.weight[:, 8:16].t()
+            rst_4.addmm_(
+                rst[: block.num_dst_nodes()], self.layers[1].lin.weight[:, 8:16].t()
             )
-            lin.addmm_(h_3, self.layers[1].lin.weight[:, 16:].t())
-            return lin
+            rst_4.addmm_(rst_3, self.layers[1].lin.weight[:, 16:].t())
+            return rst_4
 
-        return batches.map(layer_4, src=[h2_2, h3], dst=[h2, h2_2])
+        return batches.map(layer_4, src=[norm2, h3], dst=[rst2, norm2])
 
 
 # --- gnn-codegen runtime: the batch loop, and DGL's layers written out -----------------------

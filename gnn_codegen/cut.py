@@ -25,17 +25,14 @@ allow, at the end of the layer that makes its input (or in the prologue), once p
 the cut it would run once per batch that reads the row, and the benchmark measured that dearer
 than the bytes it saves (CutNode.earliest).
 
-`place_optimal` returns a placement of least (stored + reloaded, work, stage sum): an exact
-branch and bound over the ops whose stage is free, in topological order, bounded by the cost
-terms already fixed. It is proven against brute-force enumeration in tests/test_cut.py.
+`cut_search.place_optimal` returns a placement of least (stored + reloaded, work, stage sum),
+proven against brute-force enumeration (`brute_force`) in tests/test_cut.py.
 
 Why not a max-flow minimum cut per boundary: a stored tensor is written once however many
 boundaries it crosses (a skip connection) and is reloaded on source or destination rows
 depending on where its readers run; with those costs a placement's price is not a sum of
 pairwise submodular terms (checked on a residual block: f(0,0)+f(1,1) > f(0,1)+f(1,0)), so a
-per-boundary cut is not optimal in general. The free ops of real models are few (activations,
-norms and projections between layers), and the search is exact and fast for them; past
-`SEARCH_LIMIT` partial placements it keeps the best found and says that it stopped.
+per-boundary cut is not optimal in general.
 """
 
 from __future__ import annotations
@@ -47,7 +44,6 @@ Role = Literal["src", "dst", "edge"]
 Rows = Literal["node", "edge", "tuple"]
 
 DEFAULT_FANOUT = 8.0
-SEARCH_LIMIT = 200_000
 
 
 @dataclass(frozen=True)
@@ -73,7 +69,7 @@ class CutNode:
 class Placement:
     stage: tuple[tuple[str, int], ...]  # op name -> stage (0 for inputs and the prologue)
     num_stages: int  # message-passing stages, 1..num_stages
-    optimal: bool = True  # False: the search stopped at SEARCH_LIMIT (or the simple rule)
+    optimal: bool = True  # False: the search stopped at its limit (cut_search.py)
 
     def of(self, name: str) -> int:
         return dict(self.stage)[name]
@@ -299,70 +295,6 @@ def transfers(nodes: tuple[CutNode, ...], placement: Placement, fanout: float = 
         if s or r or loads:
             result.append(Transfer(n.name, stage[n.name], n.row_bytes or 0, n.rows, s, tuple(loads), r))
     return tuple(result)
-
-
-# --- the search ----------------------------------------------------------------------------------
-
-
-def place_optimal(nodes: tuple[CutNode, ...], fanout: float = DEFAULT_FANOUT,
-                  limit: int = SEARCH_LIMIT) -> Placement:
-    """A placement of least cost (see the module docstring); exact unless `limit` partial
-    placements were not enough, which the result's `optimal` flag says."""
-    g = _Graph.of(nodes)
-    order = [n.name for n in nodes]
-    fixed = {n: g.low[n] for n in order if g.low[n] == g.high[n]}
-    free = [n for n in order if n not in fixed]
-    # a value's terms are known once it and all its readers have a stage
-    position = {n: i for i, n in enumerate(free)}
-    settle: dict[int, list[str]] = {}
-    for n in order:
-        last = max([position.get(n, -1)] + [position.get(c, -1) for c in g.consumers[n]])
-        settle.setdefault(last, []).append(n)
-
-    stage = dict(fixed)
-
-    def terms(names: list[str]) -> float:
-        cost = 0.0
-        for n in names:
-            s, r, _ = _value_terms(g, n, stage, fanout)
-            cost += s + r
-        return cost
-
-    base_cost = terms(settle.get(-1, []))
-    base_work = sum(_work(g, n, stage[n], fanout) for n in fixed)
-    asap = dict(place_asap(nodes).stage)
-    best: list = [None, None]  # key, stages
-    explored = 0
-
-    def key_of(cost: float, work: float, stage_sum: int) -> tuple[float, float, int]:
-        return (round(cost, 6), round(work, 6), stage_sum)
-
-    def search(i: int, cost: float, work: float, stage_sum: int) -> None:
-        nonlocal explored
-        explored += 1
-        if explored > limit and best[0] is not None:
-            return
-        if best[0] is not None and key_of(cost, work, 0)[:2] > best[0][:2]:
-            return
-        if i == len(free):
-            key = key_of(cost, work, stage_sum)
-            if best[0] is None or key < best[0]:
-                best[0], best[1] = key, dict(stage)
-            return
-        name = free[i]
-        node = g.by_name[name]
-        low = max([g.low[name]] + [stage[d] for d in node.deps])
-        # try the simple rule's stage first, so the first complete placement is a good bound
-        choices = sorted(range(low, g.high[name] + 1), key=lambda k: (k != asap.get(name), k))
-        for k in choices:
-            stage[name] = k
-            added = terms(settle.get(i, []))
-            search(i + 1, cost + added, work + _work(g, name, k, fanout), stage_sum + k)
-        del stage[name]
-
-    search(0, base_cost, base_work, 0)
-    chosen = best[1]
-    return Placement(tuple((n, chosen[n]) for n in order), g.num_stages, optimal=explored <= limit)
 
 
 def brute_force(nodes: tuple[CutNode, ...], fanout: float = DEFAULT_FANOUT) -> tuple[Placement, Cost]:

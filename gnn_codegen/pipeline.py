@@ -11,7 +11,8 @@ from dataclasses import dataclass, field, replace
 import torch
 
 from gnn_codegen.attributes import Attributes, infer_attributes
-from gnn_codegen.cut import DEFAULT_FANOUT, SEARCH_LIMIT
+from gnn_codegen.cut import DEFAULT_FANOUT
+from gnn_codegen.cut_search import SEARCH_LIMIT
 from gnn_codegen.errors import FeatDimsError, GnnCodegenError, OptionsError, UnsupportedModuleError
 from gnn_codegen.format import format_source
 from gnn_codegen.functionalize import functionalize

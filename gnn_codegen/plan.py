@@ -12,7 +12,8 @@ import math
 import torch
 
 from gnn_codegen.attributes import Attributes
-from gnn_codegen.cut import DEFAULT_FANOUT, Cost, CutNode, Placement, evaluate, place_asap, place_optimal
+from gnn_codegen.cut import DEFAULT_FANOUT, Cost, CutNode, Placement, evaluate, place_asap
+from gnn_codegen.cut_search import place_optimal
 from gnn_codegen.errors import UnsupportedOperationError, internal
 from gnn_codegen.ir import Op, Program, Ref, iter_refs, reads_device
 
@@ -170,7 +171,7 @@ def mp_feature_spaces(op: Op) -> list[tuple[Any, Space]]:
 
 def build_plan(program: Program, attrs: Attributes, fanout: float = DEFAULT_FANOUT,
                optimize: bool = True) -> Plan:
-    """Place the ops (cut.place_optimal, or the simple rule without `optimize`) and derive
+    """Place the ops (cut_search.place_optimal, or the simple rule without `optimize`) and derive
     every stage's loads, stores and frees from the placement."""
     inline = inline_ops(program, attrs)
     nodes = cut_graph(program, inline, attrs)

@@ -10,8 +10,9 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gnn_codegen.cut_search import _Problem, place_optimal
 from gnn_codegen.cut import (
-    CutNode, brute_force, check_placement, evaluate, mp_depths, place_asap, place_optimal,
+    CutNode, brute_force, check_placement, evaluate, mp_depths, place_asap,
 )
 
 
@@ -203,3 +204,34 @@ def test_optimal_placement_matches_brute_force(nodes: tuple[CutNode, ...], fanou
     best = evaluate(nodes, placement, fanout)
     assert best.key() == reference.key(), (best, reference)
     assert best.total <= evaluate(nodes, place_asap(nodes), fanout).total
+
+
+@given(random_dags(), st.sampled_from([1.0, 8.0]))
+@settings(max_examples=100, deadline=None, derandomize=os.environ.get("CI") == "true")
+def test_fallback_search_matches_brute_force(nodes: tuple[CutNode, ...], fanout: float) -> None:
+    """The branch and bound that takes over past SEARCH_LIMIT states finds the same cost,
+    given room enough."""
+    placement = _Problem(nodes, fanout).branch_and_bound(10**7)
+    check_placement(nodes, placement)
+    assert placement.optimal
+    _, reference = brute_force(nodes, fanout)
+    assert evaluate(nodes, placement, fanout).key() == reference.key()
+
+
+def test_rounds_of_propagation_are_placed_exactly() -> None:
+    """Ten rounds of APPNP-like propagation, each a few ops that may sit on either side of a
+    cut and a teleport term every round reads: exponential for the branch and bound, a few
+    states per round for the search (optimal, never the fallback)."""
+    nodes = [V("x", width=4, inp=True), V("h0", "x", width=4), V("norm", "x", width=1)]
+    h = "h0"
+    for r in range(10):
+        nodes.append(V(f"scaled{r}", h, "norm", width=4))
+        nodes.append(V(f"mp{r}", f"scaled{r}", width=4, mp=True, roles={f"scaled{r}": ("src",)}))
+        nodes.append(V(f"a{r}", f"mp{r}", "norm", width=4))
+        nodes.append(V(f"b{r}", f"a{r}", width=4))
+        nodes.append(V(f"h{r + 1}", f"b{r}", "h0", width=4))
+        h = f"h{r + 1}"
+    nodes = [replace(n, is_output=n.name == h) for n in nodes]
+    placement = place_optimal(tuple(nodes), 8.0, limit=5_000)
+    check_placement(tuple(nodes), placement)
+    assert placement.optimal

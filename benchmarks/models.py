@@ -92,3 +92,31 @@ class JKNet(nn.Module):
             h = F.relu(layer(g, h))
             outs.append(h)
         return self.classify(torch.cat(outs, dim=1))
+
+
+class APPNP(nn.Module):
+    """APPNP (Gasteiger et al., 2019) as DGL's appnp example builds it: an MLP, then k = 10 hops
+    of personalised-PageRank propagation (APPNPConv)."""
+
+    def __init__(self, in_size, hid_size, out_size, k=10, alpha=0.1):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(in_size, hid_size), nn.Linear(hid_size, out_size)])
+        self.dropout = nn.Dropout(0.5)
+        self.propagate = dglnn.APPNPConv(k, alpha)
+
+    def forward(self, g, x):
+        h = F.relu(self.layers[0](self.dropout(x)))
+        h = self.layers[1](self.dropout(h))
+        return self.propagate(g, h)
+
+
+class SGC(nn.Module):
+    """SGC (Wu et al., 2019) as DGL's sgc example builds it: k = 2 hops of normalised
+    propagation, then a Linear (SGConv)."""
+
+    def __init__(self, in_size, out_size, k=2):
+        super().__init__()
+        self.conv = dglnn.SGConv(in_size, out_size, k=k, allow_zero_in_degree=True)
+
+    def forward(self, g, x):
+        return self.conv(g, x)

@@ -5,10 +5,12 @@ its own result is unused, so treated as an ordinary op it would be dead code, si
 one becomes an op that makes a new value (`x.add(b)`, `F.relu(h)`), and every later reader of
 the changed tensor reads that value instead; the passes after this one see plain dataflow.
 
-A change made through a view reaches the tensor it views, and the other views of it: that is
-followed here only where no such other tensor is read after the change. Otherwise the model is
-refused, naming the line: a layer-wise loop keeps each value in its own buffer, and the result
-would differ from forward's.
+A change made through a view reaches the tensor it views, and the other views of it. Where the
+"view" is the whole tensor itself (what eval-mode Dropout and Identity return, `detach()`), the
+change is the same change of the other: both read the new value after it. A change through a
+partial view (a slice, a reshape) is followed only where no other tensor sharing its memory is
+read after the change; otherwise the model is refused, naming the line: a layer-wise loop
+keeps each value in its own buffer, and the result would differ from forward's.
 
 What cannot be written without changing a tensor in place (`copy_`, `fill_`, an nn.ReLU built
 with inplace=True) stays in place, marked `Op.mutates`: the renderer hands such an op a tensor
@@ -35,6 +37,11 @@ _VIEW_MODULES = frozenset({"Dropout", "Dropout1d", "AlphaDropout", "FeatureAlpha
                            "Unflatten"})
 
 
+# ... and of those, what returns the whole tensor itself, same shape, same memory
+_WHOLE_MODULES = frozenset({"Dropout", "Dropout1d", "AlphaDropout", "FeatureAlphaDropout", "Identity"})
+_DROPOUT_FUNCTIONS = frozenset({"dropout", "alpha_dropout", "feature_alpha_dropout"})
+
+
 def _short(target: str) -> str:
     return target.rsplit(".", 1)[-1]
 
@@ -47,6 +54,18 @@ def may_alias(op: Op) -> bool:
         return _short(op.target) in _VIEW_FUNCTIONS
     if op.kind == "module":
         return op.class_name in _VIEW_MODULES
+    return False
+
+
+def is_whole_alias(op: Op) -> bool:
+    """Whether op's result is its first argument itself, in eval mode (forward is traced in it)."""
+    if op.kind == "module":
+        return op.class_name in _WHOLE_MODULES
+    if op.kind == "method":
+        return op.target == "detach"
+    if op.kind == "function" and _short(op.target) in _DROPOUT_FUNCTIONS:
+        training = dict(op.kwargs).get("training", op.args[2] if len(op.args) > 2 else True)
+        return training is False
     return False
 
 
@@ -74,14 +93,15 @@ def _functional(op: Op) -> Op:
     return replace(op, in_place="", mutates=True)
 
 
-def _aliases(program: Program, name: str, before: int) -> set[str]:
+def _aliases(program: Program, name: str, before: int, whole: bool = False) -> set[str]:
     """Every value that may share memory with `name` when program.ops[before] runs: views of
     it, what it is a view of, and their views (through ops that may alias, in either
     direction), made before then. A view made later sees the change: it is taken of the
-    changed value."""
+    changed value. whole: only those that are the whole tensor itself (is_whole_alias)."""
     neighbours: dict[str, set[str]] = {}
     for op in program.ops[:before]:
-        if may_alias(op) and op.args and isinstance(op.args[0], Ref):
+        aliases = is_whole_alias(op) if whole else may_alias(op)
+        if aliases and op.args and isinstance(op.args[0], Ref):
             base = op.args[0].name
             neighbours.setdefault(op.name, set()).add(base)
             neighbours.setdefault(base, set()).add(op.name)
@@ -123,8 +143,9 @@ def functionalize(program: Program) -> Program:
     ops = []
     for i, op in enumerate(program.ops):
         changed = _mutated(op)
+        same = _aliases(program, changed.name, i, whole=True) if changed is not None else set()
         if changed is not None:
-            for alias in sorted(_aliases(program, changed.name, i)):
+            for alias in sorted(_aliases(program, changed.name, i) - same):
                 readers = [j for j in later_readers.get(alias, []) if j > i]
                 if readers or alias in outputs:
                     reader = program.ops[readers[0]] if readers else None
@@ -137,5 +158,7 @@ def functionalize(program: Program) -> Program:
                 if value == before:
                     latest[name] = op.name
             latest[changed.name] = latest[before] = op.name
+            for alias in same:  # the same tensor under another name: changed with it
+                latest[alias] = op.name
         ops.append(op)
     return program.with_ops(tuple(ops), output=map_refs(program.output, current))

@@ -316,7 +316,8 @@ def _inline_update_all(node: fx.Node, args: tuple[Any, ...], location: str, name
         dgl_name = next((name for name, value in namespace.items() if value is dgl and not name.startswith("_")), "dgl")
         functions = f"{dgl_name}.function"
     mp = MessagePassing("update_all", sources_in_place=True, roles=roles, inline=True, functions=functions)
-    graph_name = str(graph.target) if isinstance(graph, fx.Node) else "g"
+    # a graph forward derives (dgl.add_self_loop(g)) has a function as its node's target
+    graph_name = str(graph.target) if isinstance(graph, fx.Node) and isinstance(graph.target, str) else "g"
     return Op(node.name, "mp", "update_all", args, (), location, mp, f"{message[0]}, {reduce[0]}",
               f"{graph_name}.update_all")
 

@@ -221,7 +221,7 @@ def build_plan(program: Program, attrs: Attributes, fanout: float = DEFAULT_FANO
         later = {d for n in nodes if stage_of[n.name] > k for d in n.deps}
         stores = tuple(m for m in members if m in later or m in outputs)
         stages.append(Stage(k, tuple(PlacedOp(m, space[m]) for m in members), loads, stores, (),
-                            _stage_graph(program, members)))
+                            _stage_graph(program, members, inline)))
     stages = _with_frees(stages, outputs, inputs)
     stored = tuple(
         Stored(name, info[name].shape, info[name].dtype, stage_of[name],
@@ -233,10 +233,11 @@ def build_plan(program: Program, attrs: Attributes, fanout: float = DEFAULT_FANO
     ))
 
 
-def _stage_graph(program: Program, members: list[str]) -> str:
+def _stage_graph(program: Program, members: list[str], inline: frozenset[str]) -> str:
     """The one graph a stage's message passing runs on. Two graphs in one layer (`conv1(g, h) +
     conv2(dgl.reverse(g), h)`) would need two blocks per batch: refused, as are edge tensors on
-    a derived graph, whose edges are not forward's graph's."""
+    a derived graph, whose edges are not forward's graph's (a constant made per block, APPNPConv's
+    `torch.ones(graph.num_edges(), 1)`, reads no edge of forward's graph)."""
     mps = [program.op(m) for m in members if program.op(m).kind == "mp"]
     graphs = list(dict.fromkeys(g for g in (mp_graph(op) for op in mps) if g))
     if len(graphs) > 1:
@@ -250,7 +251,7 @@ def _stage_graph(program: Program, members: list[str]) -> str:
     graph = graphs[0] if graphs else ""
     if graph and graph != program.graph:
         for op in mps:
-            if any(space == "edge" for _, space in mp_feature_spaces(op)):
+            if any(space == "edge" and value_deps(program, inline, value) for value, space in mp_feature_spaces(op)):
                 raise UnsupportedOperationError(
                     f"{op.location or 'forward'}: {op.accessor} reads edge tensors on "
                     f"{spell_graph(program, program.op(graph))}, a graph forward derives from its graph: "

@@ -22,8 +22,8 @@ gnn-codegen is meant to support:
   again, so the generated code must see the write through every alias;
 * `MeanConv`, a one-hop message-passing module of the user's own (`update_all` with a mean, then
   a Linear), which gnn-codegen must prove exact on blocks rather than assume, and (full style)
-  `TwoRoundMeanConv` and `dglnn.SGConv(k=2)`, which propagate twice in one call and must be
-  traced into;
+  `TwoRoundMeanConv`, `dglnn.SGConv(k=2)`, `dglnn.APPNPConv(k=2)` and
+  `dglnn.GatedGraphConv(n_steps=2)`, which propagate twice in one call and must be traced into;
 * message passing written inline in forward (`with g.local_scope(): g.srcdata["h"] = h;
   g.update_all(fn.copy_u("h", "m"), fn.sum / mean / max("m", "h")); h = g.dstdata["h"]`);
 * module-level constants named like the generated code's own names (`device`, `batch_size`,
@@ -54,10 +54,11 @@ from dataclasses import dataclass, replace
 
 from hypothesis import strategies as st
 
-CONV_KINDS = ("SAGEConv", "GraphConv", "GATConv", "GINConv", "MeanConv", "inline", "TwoRoundMeanConv", "SGConv")
+CONV_KINDS = ("SAGEConv", "GraphConv", "GATConv", "GINConv", "MeanConv", "inline", "TwoRoundMeanConv", "SGConv",
+              "APPNPConv", "GatedGraphConv")
 # convolutions of several hops in one call: full-graph style only (a sampled-training model
 # would give them as many blocks)
-MULTI_HOP_KINDS = ("TwoRoundMeanConv", "SGConv")
+MULTI_HOP_KINDS = ("TwoRoundMeanConv", "SGConv", "APPNPConv", "GatedGraphConv")
 INLINE_REDUCERS = ("sum", "mean", "max")
 SAGE_AGGREGATORS = ("mean", "gcn", "pool")
 GRAPHCONV_NORMS = ("both", "left", "right", "none")
@@ -161,8 +162,10 @@ def _draw_conv(draw: st.DrawFn, b: _Builder, source: int, style: str, target: in
     kind = draw(st.sampled_from(CONV_KINDS))
     if kind in MULTI_HOP_KINDS and style == "blocks":
         kind = "MeanConv"  # two hops in one call of one block is no sampled-training model
-    if kind == "inline" and target is not None and target != b.width(source):
-        kind = "MeanConv"  # an inline propagation keeps its input's width
+    if kind in ("inline", "APPNPConv") and target is not None and target != b.width(source):
+        kind = "MeanConv"  # an inline propagation (and APPNP's) keeps its input's width
+    if kind == "APPNPConv":
+        return b.add(Step("conv", (source,), b.width(source), kind))
     pair = style == "blocks" and kind not in ("MeanConv", "inline", *MULTI_HOP_KINDS) and draw(st.booleans())
     if kind == "inline":
         return b.add(Step("conv", (source,), b.width(source), kind, draw(st.sampled_from(INLINE_REDUCERS))))
@@ -179,6 +182,8 @@ def _draw_conv(draw: st.DrawFn, b: _Builder, source: int, style: str, target: in
             width = target
         return b.add(Step("conv", (source,), width, kind, reduce, heads=heads, pair=pair))
     width = draw(widths) if target is None else target
+    if kind == "GatedGraphConv" and width < b.width(source):
+        kind = "MeanConv"  # GatedGraphConv pads its input up to its width, never down
     if kind in ("MeanConv", *MULTI_HOP_KINDS):
         return b.add(Step("conv", (source,), width, kind))
     weighted = edge_weights and draw(st.booleans())
@@ -403,6 +408,10 @@ def _constructor(spec: ModelSpec, step: Step) -> str | None:
             return f"{step.kind}({w_in}, {step.width})"
         if step.kind == "SGConv":  # two hops of DGL's own, traced into
             return f"dglnn.SGConv({w_in}, {step.width}, k=2, allow_zero_in_degree=True)"
+        if step.kind == "APPNPConv":  # two hops and a teleport term, traced into
+            return "dglnn.APPNPConv(k=2, alpha=0.2)"
+        if step.kind == "GatedGraphConv":  # two rounds of a GRU per node, traced into
+            return f"dglnn.GatedGraphConv({w_in}, {step.width}, 2, 1)"
         if step.kind == "inline":
             return None  # written in forward
         eps = ", learn_eps=True" if step.learn_eps else ""

@@ -57,8 +57,10 @@ def graph_and_batch_sizes(seed: int) -> tuple[int, tuple[int, int]]:
 
 def options_for(spec: ModelSpec) -> GenerateOptions:
     """The input's width, as a user gives it (--feat-dims) when the model's own message-passing
-    module reads it first: nothing outside that module's forward says how wide it is."""
-    user_module = any(step.kind in USER_MODULES or step.kind == "inline" for step in spec.steps)
+    module reads it first, or one of DGL's traced into whose first use of it is no Linear:
+    nothing outside that module's forward says how wide it is."""
+    untold = (*USER_MODULES, "inline", "APPNPConv", "GatedGraphConv")
+    user_module = any(step.kind in untold for step in spec.steps)
     user_module = user_module and not spec.table  # a table of the model says its own width
     return GenerateOptions(feat_dims=f"x={spec.in_width}" if user_module else None)
 

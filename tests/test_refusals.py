@@ -108,6 +108,15 @@ EXPECTED = {
         'call that module in forward (gnn-codegen proves such a module exact on blocks), or '
         'evaluate this model with its full-graph forward.'
     ),
+    "ChangedThroughASliceReadAgain": (
+        errors.UnsupportedOperationError,
+        'tests/models/refused.py:135 (`h[:, :2].mul_(2.0)`): this changes a tensor in place, which '
+        'shares memory with h (one is a view of the other), and h is read again at '
+        'tests/models/refused.py:136 (`return self.conv2(g, h)`). A layer-wise loop keeps each '
+        'value in its own buffer, so the change would not reach it and the result would differ '
+        "from forward's. Write the change out of place (`h = h + b` instead of `h.add_(b)`, "
+        '`F.relu(h)` instead of inplace=True), or change the tensor before taking views of it.'
+    ),
 }
 
 WILD_EXPECTED = {

@@ -119,3 +119,18 @@ class InlineApplyEdges(nn.Module):
             g.ndata["h"] = self.lin(x)
             g.apply_edges(fn.u_dot_v("h", "h", "s"))
             return g.edata["s"]
+
+
+class ChangedThroughASliceReadAgain(nn.Module):
+    """Unlike Dropout's result (the whole tensor itself), a slice is part of h: the change is
+    h's, which a later line reads, and the layer-wise loop keeps each value apart."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = dglnn.SAGEConv(4, 4, "mean")
+        self.conv2 = dglnn.SAGEConv(4, 4, "mean")
+
+    def forward(self, g, x):
+        h = F.relu(self.conv1(g, x))
+        h[:, :2].mul_(2.0)
+        return self.conv2(g, h)

@@ -207,3 +207,25 @@ class ChangedInPlaceBeforeAViewOfIt(nn.Module):
         a = self.conv2(blocks[1], scaled)
         b = self.conv3(blocks[1], (h, h[: blocks[1].num_dst_nodes()]))
         return a + b
+
+
+class ChangedThroughDropoutsResult(nn.Module):
+    """`h5 = self.drop(h4); h5.mul_(1.5)`, then h4 read again: in eval mode Dropout returns h4
+    itself, so the change is h4's too and the later reader sees it. It was refused as a change
+    through a view (the differential test, 1000 random examples)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = dglnn.SAGEConv(4, 4, "mean")
+        self.drop = nn.Dropout(0.5)
+        self.conv2 = dglnn.SAGEConv(4, 4, "mean")
+        self.conv3 = dglnn.SAGEConv(4, 4, "mean")
+
+    def forward(self, blocks, x):
+        h4 = F.relu(self.conv1(blocks[0], x))
+        h5 = self.drop(h4)
+        h6 = h5.mul_(1.5).add_(0.25)
+        a = self.conv2(blocks[1], h6)
+        b = self.conv3(blocks[1], h4)  # the changed h4, as forward reads it
+        return a + b
+

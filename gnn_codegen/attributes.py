@@ -79,6 +79,11 @@ def _refuse_graph_access(program: Program) -> None:
         )
 
 
+def _takes_only_dtype_and_device(op: Op) -> bool:
+    """`t.to(other)`, `t.type_as(other)`: of `other`, only its dtype and device are read."""
+    return op.kind == "method" and op.target in ("to", "type_as") and len(op.args) == 2 and not op.kwargs
+
+
 def _counts_rows_of_a_factory(op: Op, program: Program, users: list[str]) -> bool:
     return op.kind == "method" and op.target in EDGE_COUNTS and bool(users) and all(
         is_factory(program.op(u)) and row_count_of(program.op(u), program) == ("edges", op.args[0].name)
@@ -205,6 +210,8 @@ def infer_attributes(traced: Traced, program: Program, model: torch.nn.Module,
             info[op.name] = TensorInfo("inline")
             continue
         arg_rows = [info[r].rows for r in op.refs()]
+        if _takes_only_dtype_and_device(op):  # t.to(feat): feat's dtype and device, none of its rows
+            arg_rows = arg_rows[:1] if isinstance(op.args[0], Ref) else []
         node_like = op.kind == "mp" or any(r in ("node", "edge", "tuple") for r in arg_rows)
         if not node_like:
             info[op.name] = TensorInfo("inline")

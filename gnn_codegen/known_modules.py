@@ -36,14 +36,24 @@ _SLICES_DESTINATIONS = frozenset({
 })
 _SLICES_DESTINATIONS_WITH_ONE_WIDTH = frozenset({dglnn.GATConv, dglnn.DotGatConv})
 
-# Modules that propagate over several hops inside one call: a 1-hop block cannot feed them.
+# Modules that propagate over several hops inside one call: a 1-hop block cannot feed them
+# whole. Their rounds are traced into (pipeline.py), a layer each; this says why, when that
+# could not be followed either.
 MULTI_HOP = {
-    dglnn.APPNPConv: "propagates k hops internally (personalised PageRank)",
+    dglnn.APPNPConv: "propagates k hops internally (personalised PageRank); with edge_weight, "
+                     "its normalisation (EdgeWeightNorm) tests the weights' values, which cannot be "
+                     "followed round by round",
     dglnn.TAGConv: "sums k hops of propagation internally",
-    dglnn.ChebConv: "applies a k-order Chebyshev polynomial of the Laplacian (k hops) internally",
-    dglnn.GatedGraphConv: "runs n_steps rounds of message passing internally",
+    dglnn.ChebConv: "applies a k-order Chebyshev polynomial of the Laplacian (k hops) internally; "
+                    "without lambda_max it asks the graph how many graphs it batches, which cannot "
+                    "be followed round by round (pass lambda_max, e.g. [2] as DGL's examples do)",
+    dglnn.GatedGraphConv: "runs n_steps rounds of message passing internally; with several edge "
+                          "types it selects edges by their type's value, which cannot be followed "
+                          "round by round",
     dglnn.SGConv: "propagates k hops internally and normalises source rows by their in-degrees",
-    dglnn.GCN2Conv: "normalises by source degrees and mixes in initial features in ways not yet verified on blocks",
+    dglnn.GCN2Conv: "propagates one hop with the initial features mixed in; with edge_weight, its "
+                    "normalisation (EdgeWeightNorm) tests the weights' values, which cannot be "
+                    "followed round by round",
 }
 
 DENSE = frozenset({dglnn.DenseGraphConv, dglnn.DenseSAGEConv, dglnn.DenseChebConv})

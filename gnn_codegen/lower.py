@@ -144,6 +144,20 @@ def _with_user_variables(ops: list[Op], lines: dict[str, str]) -> list[Op]:
     return named
 
 
+def _traced_constant(traced: Traced, target: str) -> torch.Tensor | None:
+    """A small tensor torch.fx keeps on the traced module (`_tensor_constant0`) that the model
+    itself lacks: written out as numbers where it is read."""
+    try:
+        traced.model.get_parameter(target) if "." in target else getattr(traced.model, target)
+        return None
+    except AttributeError:
+        pass
+    value = getattr(traced.graph_module, target, None)
+    if isinstance(value, torch.Tensor) and value.numel() <= 64 and not value.requires_grad:
+        return value
+    return None
+
+
 def _spelled(fn: Any, namespace: dict[str, Any]) -> str | None:
     """How the user's file writes `fn`, or None when it does not (a lambda, a module object)."""
     try:
@@ -343,6 +357,11 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
             # other placeholders are parameters traced at their default value: nothing uses them
         elif node.op == "output":
             output = args[0]
+        elif node.op == "get_attr" and _traced_constant(traced, str(node.target)) is not None:
+            # a tensor library code made from numbers while traced (ChebConv's th.Tensor([2.0]))
+            value = _traced_constant(traced, str(node.target))
+            ops.append(Op(node.name, "function", "torch.tensor", (value.tolist(),), (("dtype", value.dtype),),
+                          location))
         elif node.op == "get_attr":
             ops.append(Op(node.name, "attr", target=str(node.target), location=location,
                           accessor=accessor(traced.model, str(node.target))))

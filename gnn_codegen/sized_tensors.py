@@ -1,6 +1,7 @@
 """Constant tensors made with a row count: `torch.ones(graph.num_edges(), 1)` (DGL's APPNPConv:
 an edge weight of one per edge), `feat.new_zeros((feat.shape[0], d))` (GatedGraphConv's padding),
-`torch.zeros(x.shape[0], d)`.
+`torch.zeros(x.shape[0], d)`; and `dgl.broadcast_nodes(graph, x)` of a one-row x (ChebConv's
+`lambda_max` of a single graph), which is x itself wherever it is read: a row broadcasts.
 
 Every row of such a tensor is the same constant, so it is row-wise: made on a batch's rows
 with the batch's count, it holds exactly the rows the full graph's would. The generated code
@@ -18,12 +19,16 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 from typing import Any, Iterator
 
+import dgl
 import torch
 import torch.fx as fx
 
+from gnn_codegen.errors import UnsupportedOperationError
 from gnn_codegen.ir import Op, Program, Ref
+from gnn_codegen.static_shapes import static_shape
 
 # torch functions that make a tensor of one constant from a size (torch.empty: of no value, so
 # whatever is written into it later decides)
@@ -61,17 +66,50 @@ def traced_factories(tracer: fx.Tracer, user_globals: dict[str, Any]) -> Iterato
         return call
 
     wrappers = {name: wrapped(fn) for name, fn in originals.items()}
+    broadcast = dgl.broadcast_nodes
+    # DGL's modules import it by name (`from .... import broadcast_nodes` in ChebConv's)
+    holders = [m for name, m in list(sys.modules.items())
+               if (name == "dgl" or name.startswith("dgl.")) and getattr(m, "broadcast_nodes", None) is broadcast]
+    holders += [user_globals] if user_globals.get("broadcast_nodes") is broadcast else []
+
+    @functools.wraps(broadcast)
+    def broadcast_one_row(graph: Any, graph_feat: Any, *, ntype: Any = None) -> Any:
+        if not (isinstance(graph, fx.Proxy) and graph.tracer is tracer):
+            return broadcast(graph, graph_feat, ntype=ntype)
+        if isinstance(graph_feat, fx.Proxy):
+            shape = static_shape(graph_feat.node, tracer.root)
+        else:
+            shape = tuple(graph_feat.shape) if isinstance(graph_feat, torch.Tensor) else None
+        if ntype is not None or not shape or shape[0] != 1:
+            raise UnsupportedOperationError(
+                "dgl.broadcast_nodes spreads per-graph values over the nodes of a batched graph, "
+                "and layer-wise inference runs over one graph's nodes, whatever their graph: give "
+                "one value for the whole graph (a tensor of one row), or evaluate this model with "
+                "its full-graph forward"
+            )
+        return graph_feat  # the same row for every node, read where it broadcasts
+
     try:
         for name in originals:
             setattr(torch, name, wrappers[name])
         for key, name in imported.items():
             user_globals[key] = wrappers[name]
+        for holder in holders:
+            if isinstance(holder, dict):
+                holder["broadcast_nodes"] = broadcast_one_row
+            else:
+                setattr(holder, "broadcast_nodes", broadcast_one_row)
         yield
     finally:
         for name, fn in originals.items():
             setattr(torch, name, fn)
         for key, name in imported.items():
             user_globals[key] = originals[name]
+        for holder in holders:
+            if isinstance(holder, dict):
+                holder["broadcast_nodes"] = broadcast
+            else:
+                setattr(holder, "broadcast_nodes", broadcast)
 
 
 def is_factory(op: Op) -> bool:

@@ -24,6 +24,7 @@ import torch.fx as fx
 
 from gnn_codegen.derived_graphs import traced_derived_graphs
 from gnn_codegen.sized_tensors import traced_factories
+from gnn_codegen.static_shapes import decided
 from gnn_codegen.errors import (
     DataDependentControlFlowError, GraphUseError, SignatureError, TraceFailedError, UnsupportedOperationError,
 )
@@ -104,6 +105,9 @@ class _Tracer(fx.Tracer):
         if graph is not None:
             self.zero_in_degree_checks = [*getattr(self, "zero_in_degree_checks", []), graph]
             return False
+        known = decided(obj.node, self.root)  # ChebConv's `if lambda_max.dim() == 1:`
+        if known is not None:
+            return known
         return super().to_bool(obj)
 
     def is_leaf_module(self, m: torch.nn.Module, module_qualified_name: str) -> bool:
@@ -262,7 +266,13 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
         tuple((view, key, present) for (view, key), present in getattr(tracer, "graph_decisions", {}).items()),
         tuple(dict.fromkeys(getattr(tracer, "zero_in_degree_checks", []))),
     )
+    # tensors fx made from numbers while tracing (ChebConv's th.Tensor([2.0])): kept by the
+    # GraphModule, not by the model (lower.py writes them out as numbers)
+    constants = {qualname: t for t, qualname in tracer.tensor_attrs.items()
+                 if qualname.startswith("_tensor_constant") and not hasattr(model, qualname)}
     try:
+        for qualname, t in constants.items():
+            setattr(model, qualname, t)
         return fx.GraphModule(model, graph, name), proxy_cls.used_as_list, decisions
     except SyntaxError:
         bad = [n.target for n in graph.nodes if n.op in ("call_module", "get_attr")
@@ -272,6 +282,9 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
             "(e.g. a ModuleDict key 'in' or 'class'), which generated code cannot spell as an "
             "attribute. Rename the key."
         ) from None
+    finally:
+        for qualname in constants:
+            delattr(model, qualname)
 
 
 def _raised_in_user_file(tb: Any, path: Path) -> bool:

@@ -27,8 +27,10 @@ EXPECTED = {
     "MultiHop": (
         errors.UnsupportedModuleError,
         'tests/models/refused.py:16 (`return self.prop(g, self.lin(x))`): self.prop (ChebConv) '
-        'applies a k-order Chebyshev polynomial of the Laplacian (k hops) internally, so it cannot'
-        ' run on the 1-hop blocks of layer-wise inference. Write the propagation as one single-hop convolution per '
+        'applies a k-order Chebyshev polynomial of the Laplacian (k hops) internally; without '
+        'lambda_max it asks the graph how many graphs it batches, which cannot be followed round '
+        'by round (pass lambda_max, e.g. [2] as DGL\'s examples do), so it cannot run on the 1-hop'
+        ' blocks of layer-wise inference. Write the propagation as one single-hop convolution per '
         'layer (GraphConv, SAGEConv, ...), or evaluate this model with its full-graph forward.'
     ),
     "ControlFlow": (

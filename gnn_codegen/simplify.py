@@ -8,6 +8,7 @@ from typing import Any
 
 from gnn_codegen.ir import Op, Program, Ref, map_refs
 from gnn_codegen.rowwise import EVAL_IDENTITY_MODULES
+from gnn_codegen.sized_tensors import prefix_count
 _DROPOUT_FUNCTIONS = ("dropout", "alpha_dropout", "feature_alpha_dropout")
 # Graph methods that count destination nodes: on the full graph every node is a destination.
 DST_COUNT_METHODS = frozenset({"num_dst_nodes", "number_of_dst_nodes"})
@@ -27,14 +28,7 @@ def _is_dst_count(op: Op, program: Program) -> bool:
 
 def _is_prefix_slice(op: Op, program: Program) -> bool:
     """`h[:block.num_dst_nodes()]` (or `[0:n]`, or `[:n, ...]`) with n counting destinations."""
-    if op.kind != "function" or op.target != "operator.getitem" or len(op.args) != 2:
-        return False
-    index = op.args[1]
-    if isinstance(index, tuple) and index and all(i == slice(None) or i is Ellipsis for i in index[1:]):
-        index = index[0]
-    if not isinstance(index, slice) or index.start not in (None, 0) or index.step not in (None, 1):
-        return False
-    stop = index.stop
+    stop = prefix_count(op)
     return isinstance(stop, Ref) and _is_dst_count(program.op(stop.name), program)
 
 

@@ -89,27 +89,24 @@ def traced_factories(tracer: fx.Tracer, user_globals: dict[str, Any]) -> Iterato
             )
         return graph_feat  # the same row for every node, read where it broadcasts
 
+    # (a module or a dict of globals, the name, DGL's or torch's function, its wrapper)
+    patched: list[tuple[Any, str, Any, Any]] = [(torch, name, fn, wrappers[name]) for name, fn in originals.items()]
+    patched += [(user_globals, key, originals[name], wrappers[name]) for key, name in imported.items()]
+    patched += [(holder, "broadcast_nodes", broadcast, broadcast_one_row) for holder in holders]
     try:
-        for name in originals:
-            setattr(torch, name, wrappers[name])
-        for key, name in imported.items():
-            user_globals[key] = wrappers[name]
-        for holder in holders:
-            if isinstance(holder, dict):
-                holder["broadcast_nodes"] = broadcast_one_row
-            else:
-                setattr(holder, "broadcast_nodes", broadcast_one_row)
+        for owner, key, _, wrapper in patched:
+            _put(owner, key, wrapper)
         yield
     finally:
-        for name, fn in originals.items():
-            setattr(torch, name, fn)
-        for key, name in imported.items():
-            user_globals[key] = originals[name]
-        for holder in holders:
-            if isinstance(holder, dict):
-                holder["broadcast_nodes"] = broadcast
-            else:
-                setattr(holder, "broadcast_nodes", broadcast)
+        for owner, key, original, _ in patched:
+            _put(owner, key, original)
+
+
+def _put(owner: Any, key: str, value: Any) -> None:
+    if isinstance(owner, dict):
+        owner[key] = value
+    else:
+        setattr(owner, key, value)
 
 
 def is_factory(op: Op) -> bool:

@@ -134,19 +134,23 @@ class _Problem:
             if len(best) >= limit:
                 raise _TooManyStates
             name, found = self.free[i], None
+            # what placing step i may change, to undo it before the next choice
+            touched = {name, *(d for d, _ in pairs.get(i, []))}
             for k in self.choices(name, stage):
                 stage[name] = k
-                saved = ({n: dict(r) for n, r in reloads.items()}, dict(stored))
+                saved = {n: (dict(reloads[n]), stored.get(n)) for n in touched}
                 added = place(i)
                 rest = solve(i + 1)
                 total = (added + rest[0], _work(g, name, k, fanout) + rest[1], k + rest[2])
                 rank = (round(total[0], 6), round(total[1], 6), total[2])
                 if found is None or rank < found[0]:
                     found = (rank, total, k)
-                reloads.clear()
-                reloads.update(saved[0])
-                stored.clear()
-                stored.update(saved[1])
+                for n, (before, was_stored) in saved.items():
+                    reloads[n] = before
+                    if was_stored is None:
+                        stored.pop(n, None)
+                    else:
+                        stored[n] = was_stored
             del stage[name]
             assert found is not None
             best[key] = (found[1], found[2])

@@ -19,6 +19,8 @@ from typing import Any, Iterator
 import dgl
 import torch.fx as fx
 
+from gnn_codegen.patching import replaced
+
 # function name -> what the generated code calls its result, after the graph's own name
 DERIVED = {
     "add_self_loop": "with_loops", "remove_self_loop": "without_loops", "reverse": "reversed",
@@ -59,22 +61,12 @@ def traced_derived_graphs(tracer: fx.Tracer, user_globals: dict[str, Any], graph
         return call
 
     wrappers = {name: wrapped(fn) for name, fn in originals.items()}
-    # (module or the user's globals, attribute or key, DGL's function, its name)
-    patched: list[tuple[Any, str, Any, str]] = []
+    # (module or the user's globals, attribute or key, DGL's function, its wrapper)
+    patches: list[tuple[Any, str, Any, Any]] = []
     for module in _modules():
-        patched += [(module, name, fn, name) for name, fn in originals.items() if getattr(module, name, None) is fn]
+        patches += [(module, name, fn, wrappers[name]) for name, fn in originals.items()
+                    if getattr(module, name, None) is fn]
     for key, value in user_globals.items():
-        patched += [(user_globals, key, fn, name) for name, fn in originals.items() if value is fn]
-    try:
-        for owner, key, _, name in patched:
-            if isinstance(owner, dict):
-                owner[key] = wrappers[name]
-            else:
-                setattr(owner, key, wrappers[name])
+        patches += [(user_globals, key, fn, wrappers[name]) for name, fn in originals.items() if value is fn]
+    with replaced(patches):
         yield
-    finally:
-        for owner, key, fn, _ in patched:
-            if isinstance(owner, dict):
-                owner[key] = fn
-            else:
-                setattr(owner, key, fn)

@@ -4,6 +4,7 @@ function is spelled in the user's file and which module calls are message passin
 from __future__ import annotations
 
 import builtins
+import functools
 import inspect
 import io
 import operator
@@ -49,29 +50,31 @@ def activation_in_place(fn: Any, kwargs: tuple[tuple[str, Any], ...] = ()) -> bo
             and "inplace" not in dict(kwargs))
 
 
-def user_location(node: fx.Node, path: Path) -> str:
-    """The innermost frame of the user's file in the node's recorded stack trace."""
-    trace = node.stack_trace or ""
-    frames = re.findall(r'File "([^"]+)", line (\d+), in \w+\n\s*(.*)', trace)
-    for filename, line, code in reversed(frames):
-        if Path(filename).resolve() == path.resolve():
-            return f"{path}:{line} (`{without_comment(code)}`)"
-    return ""
-
-
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in \w+\n\s*(.*)')
 _OWN_DIR = str(Path(__file__).resolve().parent)
 
 
-def naming_location(node: fx.Node, path: Path) -> str:
-    """The innermost line of code that made the node, outside gnn-codegen's own files: the
-    user's line, or the line of library code forward runs through (`src_norm = th.pow(...)`
-    inside DGL's APPNPConv, traced into), whose variable names the value better than the line
-    of the user's that called it."""
-    frames = re.findall(r'File "([^"]+)", line (\d+), in \w+\n\s*(.*)', node.stack_trace or "")
-    for filename, line, code in reversed(frames):
-        if not str(Path(filename).resolve()).startswith(_OWN_DIR):
-            return f"{filename}:{line} (`{without_comment(code)}`)"
-    return user_location(node, path)
+@functools.lru_cache(maxsize=None)
+def _resolved(filename: str) -> str:
+    return str(Path(filename).resolve())
+
+
+def locations(node: fx.Node, path: Path) -> tuple[str, str]:
+    """Where the node was made, from its recorded stack trace: the innermost line of the user's
+    file (for messages), and the innermost line outside gnn-codegen's own files (for names):
+    the user's line, or the line of library code forward runs through (`src_norm =
+    th.pow(...)` inside DGL's APPNPConv, traced into), whose variable names the value better
+    than the user's line that called it."""
+    user = naming = ""
+    own = _resolved(str(path))
+    for filename, line, code in reversed(_FRAME.findall(node.stack_trace or "")):
+        resolved = _resolved(filename)
+        if not naming and not resolved.startswith(_OWN_DIR):
+            naming = f"{filename}:{line} (`{without_comment(code)}`)"
+        if resolved == own:
+            user = f"{path}:{line} (`{without_comment(code)}`)"
+            break
+    return user, naming or user
 
 
 def without_comment(line: str) -> str:
@@ -127,7 +130,7 @@ def _with_user_variables(ops: list[Op], lines: dict[str, str]) -> list[Op]:
     """Name each value after the variable its source line assigns (`h1 = F.relu(...)` names the
     relu), so that generated names are the user's. The value a line assigns is the last op
     of a run of ops from that line; the others on the line know the variable as line_var.
-    `lines`: each op's line (naming_location), where it is not the user's own."""
+    `lines`: each op's line (locations), where it is not the user's own."""
     named = []
     for i, op in enumerate(ops):
         line = lines.get(op.name, op.location)
@@ -344,8 +347,7 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
     output: Any = None
     lines: dict[str, str] = {}  # node -> the library line that made it, when not the user's
     for node in gm.graph.nodes:
-        location = user_location(node, path)
-        naming = naming_location(node, path)
+        location, naming = locations(node, path)
         if naming != location:
             lines[node.name] = naming
         args, kwargs = _convert(node.args), tuple((k, _convert(v)) for k, v in node.kwargs.items())

@@ -28,6 +28,7 @@ import torch.fx as fx
 
 from gnn_codegen.errors import UnsupportedOperationError
 from gnn_codegen.ir import Op, Program, Ref
+from gnn_codegen.patching import replaced
 from gnn_codegen.static_shapes import static_shape
 
 # torch functions that make a tensor of one constant from a size (torch.empty: of no value, so
@@ -37,8 +38,6 @@ FACTORIES = ("ones", "zeros", "full", "empty")
 FACTORY_METHODS = frozenset({"new_ones", "new_zeros", "new_full", "new_empty"})
 # graph methods whose count is a block's own on a batch: one per in-edge of its destinations
 EDGE_COUNTS = frozenset({"num_edges", "number_of_edges"})
-# how forward reads a tensor's row count
-_ROW_COUNTS = frozenset({"size", "shape"})
 
 
 def _has_proxy(value: Any) -> bool:
@@ -90,23 +89,11 @@ def traced_factories(tracer: fx.Tracer, user_globals: dict[str, Any]) -> Iterato
         return graph_feat  # the same row for every node, read where it broadcasts
 
     # (a module or a dict of globals, the name, DGL's or torch's function, its wrapper)
-    patched: list[tuple[Any, str, Any, Any]] = [(torch, name, fn, wrappers[name]) for name, fn in originals.items()]
-    patched += [(user_globals, key, originals[name], wrappers[name]) for key, name in imported.items()]
-    patched += [(holder, "broadcast_nodes", broadcast, broadcast_one_row) for holder in holders]
-    try:
-        for owner, key, _, wrapper in patched:
-            _put(owner, key, wrapper)
+    patches: list[tuple[Any, str, Any, Any]] = [(torch, name, fn, wrappers[name]) for name, fn in originals.items()]
+    patches += [(user_globals, key, originals[name], wrappers[name]) for key, name in imported.items()]
+    patches += [(holder, "broadcast_nodes", broadcast, broadcast_one_row) for holder in holders]
+    with replaced(patches):
         yield
-    finally:
-        for owner, key, original, _ in patched:
-            _put(owner, key, original)
-
-
-def _put(owner: Any, key: str, value: Any) -> None:
-    if isinstance(owner, dict):
-        owner[key] = value
-    else:
-        setattr(owner, key, value)
 
 
 def is_factory(op: Op) -> bool:

@@ -56,7 +56,9 @@ class LayerWriter:
         self.node_ranges = node_ranges or stage.index == 0
         self.program = r.program
         self.space = {p.name: p.space for p in stage.ops}
-        self.names = NameAllocator(r.reserved | {"block"})
+        # the layer reads inference's `device` where forward reads a tensor's device
+        # (reads_device): no local of the user's may take its name
+        self.names = NameAllocator(r.reserved | {"block", r.device})
         self.local: dict[tuple[str, Space], str] = {}  # (value, rows) -> local name
         self.params: dict[str, list[tuple[str, str]]] = {"src": [], "dst": [], "edge": []}
         self.lines: list[str] = []

@@ -229,3 +229,24 @@ class ChangedThroughDropoutsResult(nn.Module):
         b = self.conv3(blocks[1], h4)  # the changed h4, as forward reads it
         return a + b
 
+
+
+
+class LocalNamedDevice(nn.Module):
+    """Values the user calls `device` in the last layer of DGL's APPNPConv, whose
+    `.to(feat.device)` the generated layer reads as inference's `device`: the local took that
+    name and the layer raised UnboundLocalError (the differential test, 1000 random examples;
+    caught by the check before writing, never written)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin1 = nn.Linear(4, 4)
+        self.prop = dglnn.APPNPConv(k=2, alpha=0.2)
+        self.lin2 = nn.Linear(4, 4)
+        self.bn = nn.BatchNorm1d(4)
+
+    def forward(self, g, x):
+        device = self.lin1(x)
+        h = self.prop(g, F.relu(device))
+        device = self.bn(self.lin2(x) + h)
+        return F.elu(device)

@@ -119,8 +119,11 @@ def cut_graph(program: Program, inline: frozenset[str], attrs: Attributes) -> tu
         roles: dict[str, list[str]] = {}
         if op.kind == "mp":
             for refs, space in mp_feature_spaces(op):
+                # a stored tensor a convolution reads only inside messages may be read in place
+                # (render_layer.LayerWriter.in_place): the cut prices it as read once per row
+                direct = space == "src" and isinstance(refs, Ref) and op.mp is not None and op.mp.sources_in_place
                 for d in value_deps(program, inline, refs):
-                    roles.setdefault(d, []).append(space)
+                    roles.setdefault(d, []).append("src_in_place" if direct and d == refs.name else space)
         reads_graph = bool(graphs & _direct_and_inline_refs(program, inline, op))
         nodes.append(CutNode(
             op.name, deps, is_mp=op.kind == "mp", is_input=op.kind in ("input", "graph_value"), row_bytes=row_bytes,

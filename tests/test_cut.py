@@ -142,6 +142,18 @@ def test_a_widening_encoder_stays_in_layer_one() -> None:
     assert optimal_stages(nodes)["enc"] == 1
 
 
+def test_work_before_a_convolution_reading_in_place_becomes_a_prologue() -> None:
+    """SGC's `feat * norm` before its first hop: stored once per node, then read in place by
+    the propagation (F x 64 bytes gathered per node otherwise); for a convolution that gathers
+    its source rows (a Linear on them, say), computing it on the gathered rows stores nothing."""
+    def sgc(source_rows: str) -> tuple[CutNode, ...]:
+        return (V("x", width=64, inp=True), V("deg", width=1, inp=True), V("norm", "deg", width=1),
+                V("feat", "x", "norm", width=64), V("hop1", "feat", width=64, mp=True, roles={"feat": (source_rows,)}),
+                V("scaled", "hop1", "norm", width=64), V("hop2", "scaled", width=64, mp=True, out=True))
+    assert optimal_stages(sgc("src_in_place"))["feat"] == 0
+    assert optimal_stages(sgc("src"))["feat"] == 1
+
+
 def test_a_skip_projection_runs_where_it_costs_least() -> None:
     """out = conv3(...) + skip(x): the 8-wide projection of the 64-wide input is computed in the
     prologue, stored narrow and read on destination rows by layer 3."""
@@ -175,7 +187,9 @@ def random_dags(draw: st.DrawFn) -> tuple[CutNode, ...]:
         mp = draw(st.integers(0, 3)) == 0
         if mp:
             feat = draw(st.sampled_from(node_values))
-            roles = {feat: ("src", "dst") if draw(st.integers(0, 4)) == 0 else ("src",)}
+            # source rows gathered, or read in place by a convolution that reads them only in messages
+            src = draw(st.sampled_from(("src", "src_in_place")))
+            roles = {feat: (src, "dst") if draw(st.integers(0, 4)) == 0 else (src,)}
             deps = [feat]
             if has_w and draw(st.booleans()):
                 deps.append("w")

@@ -129,10 +129,10 @@ def test_progress_bar_changes_nothing_but_stderr(capfd) -> None:
     # every layer only aggregates the rows it reads on source rows: SAGEConv("mean") written
     # out, its last layer's fc_neigh computed at the end of layer 2
     ("sage", [True, True, True]),
-    # layer 1 runs the Linear encoder on the gathered source rows before SAGEConv; GATConv and
-    # GraphConv(norm="both") are written out, their work per source row (fc and attn_l, the
-    # out-degree scaling) at the end of the layer before, and then read in place
-    ("mixed", [False, True, True]),
+    # the Linear encoder runs in the prologue, once per node, and SAGEConv reads its result in
+    # place; GATConv and GraphConv(norm="both") are written out, their work per source row (fc
+    # and attn_l, the out-degree scaling) at the end of the layer before, and then read in place
+    ("mixed", [True, True, True]),
 ])
 def test_sources_are_read_in_place_only_by_layers_that_only_aggregate(name: str, expected: list[bool]) -> None:
     generated = generate_case(CASES_BY_NAME[name])

@@ -47,55 +47,59 @@ class ChebNet(nn.Module):
         batches.check_rows(nodes={"features": features})
         in_degrees = g.in_degrees()  # of the whole graph, once
 
-        # Layer 1 of 4: g.update_all (copy_u, sum).
-        def layer_1(block, features, in_degrees, features_dst):
+        # Before the first layer, once per node: work on the inputs.
+        def prologue(features, in_degrees):
             h = in_degrees.to(features)
             h = h.clamp(min=1)
             D_invsqrt = torch.pow(h, -0.5)
             D_invsqrt = D_invsqrt.unsqueeze(-1)
-            h_2 = features * D_invsqrt
+            return D_invsqrt, features * D_invsqrt
+
+        D_invsqrt, h0 = batches.map_nodes(prologue, features, in_degrees)
+
+        # Layer 1 of 4: g.update_all (copy_u, sum).
+        def layer_1(block, h0, D_invsqrt, features):
             with block.local_scope():
-                block.srcdata["h"] = h_2
+                block.srcdata["h"] = h0
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
-                h_3 = block.dstdata["h"]
-            h_3 = h_3 * D_invsqrt[: block.num_dst_nodes()]
+                h = block.dstdata["h"]
+            h = h * D_invsqrt
             X_1 = (
                 -(
                     2.0
                     / torch.tensor([2.0], dtype=torch.float32)
-                    .to(features_dst)
+                    .to(features)
                     .unsqueeze(-1)
                 )
-            ) * h_3
-            X_1_2 = features_dst * (
+            ) * h
+            X_1_2 = features * (
                 (
                     2.0
                     / torch.tensor([2.0], dtype=torch.float32)
-                    .to(features_dst)
+                    .to(features)
                     .unsqueeze(-1)
                 )
                 - 1
             )
-            return D_invsqrt[: block.num_dst_nodes()], X_1 + X_1_2
+            X_1 = X_1 + X_1_2
+            return X_1, X_1 * D_invsqrt
 
-        D_invsqrt, X_1 = batches.map(
-            layer_1, src=[features, in_degrees], dst=[features]
+        X_1, h1 = batches.map(
+            layer_1, src=[h0], dst=[D_invsqrt, features], in_place=True
         )
+        del h0
 
         # Layer 2 of 4: g.update_all (copy_u, sum).
-        def layer_2(
-            block, X_1, D_invsqrt, in_degrees, features, D_invsqrt_dst, X_1_dst
-        ):
-            h = X_1 * D_invsqrt
+        def layer_2(block, h1, in_degrees, features, X_1, D_invsqrt):
             with block.local_scope():
-                block.srcdata["h"] = h
+                block.srcdata["h"] = h1
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
-                h_2 = block.dstdata["h"]
-            h_2 = h_2 * D_invsqrt_dst
+                h = block.dstdata["h"]
+            h = h * D_invsqrt
             X_i = (
                 (-2)
                 * (
@@ -104,8 +108,8 @@ class ChebNet(nn.Module):
                     .to(features)
                     .unsqueeze(-1)
                 )
-            ) * h_2
-            X_i_2 = X_1_dst * 2
+            ) * h
+            X_i_2 = X_1 * 2
             X_i_2 = X_i_2 * (
                 (
                     2.0
@@ -117,84 +121,79 @@ class ChebNet(nn.Module):
             )
             X_i = X_i + X_i_2
             X_i = X_i - features
-            # self.layers[0].linear(torch.cat([features, X_1_dst, X_i], dim=1)) without making the
+            # self.layers[0].linear(torch.cat([features, X_1, X_i], dim=1)) without making the
             # concatenation: each part times its columns of the weight, summed in place
-            h_3 = torch.nn.functional.linear(
+            h_2 = torch.nn.functional.linear(
                 features,
                 self.layers[0].linear.weight[:, :16],
                 self.layers[0].linear.bias,
             )
-            h_3.addmm_(X_1_dst, self.layers[0].linear.weight[:, 16:32].t())
-            h_3.addmm_(X_i, self.layers[0].linear.weight[:, 32:].t())
-            h_3 = torch.nn.functional.relu(h_3, inplace=True)
-            h_4 = in_degrees.to(h_3)
-            h_4 = h_4.clamp(min=1)
-            D_invsqrt_2 = torch.pow(h_4, -0.5)
-            return h_3, D_invsqrt_2.unsqueeze(-1)
+            h_2.addmm_(X_1, self.layers[0].linear.weight[:, 16:32].t())
+            h_2.addmm_(X_i, self.layers[0].linear.weight[:, 32:].t())
+            h_2 = torch.nn.functional.relu(h_2, inplace=True)
+            h_3 = in_degrees.to(h_2)
+            h_3 = h_3.clamp(min=1)
+            D_invsqrt_2 = torch.pow(h_3, -0.5)
+            D_invsqrt_2 = D_invsqrt_2.unsqueeze(-1)
+            return h_2, D_invsqrt_2, h_2 * D_invsqrt_2
 
-        h2, D_invsqrt2 = batches.map(
-            layer_2, src=[X_1, D_invsqrt], dst=[in_degrees, features, D_invsqrt, X_1]
+        h2, D_invsqrt2, h2_2 = batches.map(
+            layer_2, src=[h1], dst=[in_degrees, features, X_1, D_invsqrt], in_place=True
         )
-        del in_degrees, X_1, D_invsqrt
+        del in_degrees, D_invsqrt, h1, X_1
 
         # Layer 3 of 4: g.update_all (copy_u, sum).
-        def layer_3(block, h2, D_invsqrt2, D_invsqrt2_dst, h2_dst):
-            h = h2 * D_invsqrt2
+        def layer_3(block, h2_2, D_invsqrt2, h2):
             with block.local_scope():
-                block.srcdata["h"] = h
+                block.srcdata["h"] = h2_2
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
-                h_2 = block.dstdata["h"]
-            h_2 = h_2 * D_invsqrt2_dst
+                h = block.dstdata["h"]
+            h = h * D_invsqrt2
             X_1 = (
-                -(
-                    2.0
-                    / torch.tensor([2.0], dtype=torch.float32).to(h2_dst).unsqueeze(-1)
-                )
-            ) * h_2
-            X_1_2 = h2_dst * (
-                (
-                    2.0
-                    / torch.tensor([2.0], dtype=torch.float32).to(h2_dst).unsqueeze(-1)
-                )
+                -(2.0 / torch.tensor([2.0], dtype=torch.float32).to(h2).unsqueeze(-1))
+            ) * h
+            X_1_2 = h2 * (
+                (2.0 / torch.tensor([2.0], dtype=torch.float32).to(h2).unsqueeze(-1))
                 - 1
             )
-            return X_1 + X_1_2
+            X_1 = X_1 + X_1_2
+            return X_1, X_1 * D_invsqrt2
 
-        X_13 = batches.map(layer_3, src=[h2, D_invsqrt2], dst=[D_invsqrt2, h2])
+        X_13, h3 = batches.map(layer_3, src=[h2_2], dst=[D_invsqrt2, h2], in_place=True)
+        del h2_2
 
         # Layer 4 of 4: g.update_all (copy_u, sum).
-        def layer_4(block, X_13, D_invsqrt2, h2, D_invsqrt2_dst, X_13_dst):
-            h = X_13 * D_invsqrt2
+        def layer_4(block, h3, h2, X_13, D_invsqrt2):
             with block.local_scope():
-                block.srcdata["h"] = h
+                block.srcdata["h"] = h3
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
-                h_2 = block.dstdata["h"]
-            h_2 = h_2 * D_invsqrt2_dst
+                h = block.dstdata["h"]
+            h = h * D_invsqrt2
             X_i = (
                 (-2)
                 * (2.0 / torch.tensor([2.0], dtype=torch.float32).to(h2).unsqueeze(-1))
-            ) * h_2
-            X_i_2 = X_13_dst * 2
+            ) * h
+            X_i_2 = X_13 * 2
             X_i_2 = X_i_2 * (
                 (2.0 / torch.tensor([2.0], dtype=torch.float32).to(h2).unsqueeze(-1))
                 - 1
             )
             X_i = X_i + X_i_2
             X_i = X_i - h2
-            # self.layers[1].linear(torch.cat([h2, X_13_dst, X_i], dim=1)) without making the
+            # self.layers[1].linear(torch.cat([h2, X_13, X_i], dim=1)) without making the
             # concatenation: each part times its columns of the weight, summed in place
-            h_3 = torch.nn.functional.linear(
+            h_2 = torch.nn.functional.linear(
                 h2, self.layers[1].linear.weight[:, :8], self.layers[1].linear.bias
             )
-            h_3.addmm_(X_13_dst, self.layers[1].linear.weight[:, 8:16].t())
-            h_3.addmm_(X_i, self.layers[1].linear.weight[:, 16:].t())
-            return torch.nn.functional.relu(h_3, inplace=True)
+            h_2.addmm_(X_13, self.layers[1].linear.weight[:, 8:16].t())
+            h_2.addmm_(X_i, self.layers[1].linear.weight[:, 16:].t())
+            return torch.nn.functional.relu(h_2, inplace=True)
 
-        return batches.map(layer_4, src=[X_13, D_invsqrt2], dst=[h2, D_invsqrt2, X_13])
+        return batches.map(layer_4, src=[h3], dst=[h2, X_13, D_invsqrt2], in_place=True)
 
 
 # --- gnn-codegen runtime: the batch loop, and DGL's layers written out -----------------------

@@ -121,32 +121,36 @@ class DAGNN(nn.Module):
         del feats1_2
 
         # Layer 3 of 4: graph.update_all (copy_u, sum).
-        def layer_3(block, feats2_2):
+        def layer_3(block, feats2_2, norm):
             with block.local_scope():
                 block.srcdata["h"] = feats2_2
                 block.update_all(fn.copy_u("h", "m"), fn.sum("m", "h"))
                 h = block.dstdata["h"]
-            return h
+            h = h * norm
+            return h, h * norm
 
-        h3 = batches.map(layer_3, src=[feats2_2], in_place=True)
+        feats3, feats3_2 = batches.map(
+            layer_3, src=[feats2_2], dst=[norm], in_place=True
+        )
         del feats2_2
 
         # Layer 4 of 4: graph.update_all (copy_u, sum).
-        def layer_4(block, norm, h3, h0, feats1, feats2, norm_dst):
-            feats = h3 * norm
-            feats_2 = feats * norm
+        def layer_4(block, feats3_2, h0, feats1, feats2, feats3, norm):
             with block.local_scope():
-                block.srcdata["h"] = feats_2
+                block.srcdata["h"] = feats3_2
                 block.update_all(fn.copy_u("h", "m"), fn.sum("m", "h"))
                 h = block.dstdata["h"]
-            h = h * norm_dst
-            H = torch.stack(
-                [h0, feats1, feats2, feats[: block.num_dst_nodes()], h], dim=1
-            )
+            h = h * norm
+            H = torch.stack([h0, feats1, feats2, feats3, h], dim=1)
             S = torch.sigmoid(torch.matmul(H, self.dagnn.s)).permute(0, 2, 1)
             return torch.matmul(S, H).squeeze(1)
 
-        return batches.map(layer_4, src=[norm, h3], dst=[h0, feats1, feats2, norm])
+        return batches.map(
+            layer_4,
+            src=[feats3_2],
+            dst=[h0, feats1, feats2, feats3, norm],
+            in_place=True,
+        )
 
 
 # --- gnn-codegen runtime: the batch loop, and DGL's layers written out -----------------------

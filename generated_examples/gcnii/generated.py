@@ -73,64 +73,68 @@ class GCNII(nn.Module):
             )
         in_degrees = g.in_degrees()  # of the whole graph, once
 
-        # Layer 1 of 8: graph.update_all (copy_u, sum).
-        def layer_1(block, in_degrees, features, in_degrees_dst):
+        # Before the first layer, once per node: self.fcs[0] (Linear).
+        def prologue(in_degrees, features):
             h = F.relu(self.fcs[0](features))
             norm = (
                 torch.pow(in_degrees.to(h).clamp(min=1), -0.5).to(device).unsqueeze(1)
             )
-            feat = h * norm
+            return h, norm, h * norm
+
+        h0, norm, feat0 = batches.map_nodes(prologue, in_degrees, features)
+
+        # Layer 1 of 8: graph.update_all (copy_u, sum).
+        def layer_1(block, feat0, in_degrees, h0, norm):
             with block.local_scope():
-                block.srcdata["h"] = feat
+                block.srcdata["h"] = feat0
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
-                h_2 = block.dstdata["h"]
-            h_2 = (h_2 * norm[: block.num_dst_nodes()]) * 0.9
-            feat_sum = h_2 + (h[: block.num_dst_nodes()][: h_2.size(0)] * 0.1)
+                h = block.dstdata["h"]
+            h = (h * norm) * 0.9
+            feat_sum = h + (h0[: h.size(0)] * 0.1)
             feat_proj_sum = feat_sum @ self.convs[0].weight1
             rst = 0.5945348918918356 * feat_sum
             rst = F.relu(
                 (rst + (0.4054651081081644 * feat_proj_sum)) + self.convs[0].bias
             )
             norm_2 = (
-                torch.pow(in_degrees_dst.to(rst).clamp(min=1), -0.5)
-                .to(device)
-                .unsqueeze(1)
+                torch.pow(in_degrees.to(rst).clamp(min=1), -0.5).to(device).unsqueeze(1)
             )
-            return h[: block.num_dst_nodes()], norm_2, rst * norm_2
+            return norm_2, rst * norm_2
 
-        h1, norm, feat1 = batches.map(
-            layer_1, src=[in_degrees, features], dst=[in_degrees]
+        norm1, feat1 = batches.map(
+            layer_1, src=[feat0], dst=[in_degrees, h0, norm], in_place=True
         )
+        del feat0, norm
 
         # Layer 2 of 8: graph.update_all (copy_u, sum).
-        def layer_2(block, feat1, in_degrees, h1, norm):
+        def layer_2(block, feat1, in_degrees, h0, norm1):
             with block.local_scope():
                 block.srcdata["h"] = feat1
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
-            h = (h * norm) * 0.9
-            feat_sum = h + (h1[: h.size(0)] * 0.1)
+            h = (h * norm1) * 0.9
+            feat_sum = h + (h0[: h.size(0)] * 0.1)
             feat_proj_sum = feat_sum @ self.convs[1].weight1
             rst = 0.7768564486857903 * feat_sum
             rst = F.relu(
                 (rst + (0.22314355131420976 * feat_proj_sum)) + self.convs[1].bias
             )
-            norm_2 = (
+            norm = (
                 torch.pow(in_degrees.to(rst).clamp(min=1), -0.5).to(device).unsqueeze(1)
             )
-            return norm_2, rst * norm_2
+            return norm, rst * norm
 
         norm2, feat2 = batches.map(
-            layer_2, src=[feat1], dst=[in_degrees, h1, norm], in_place=True
+            layer_2, src=[feat1], dst=[in_degrees, h0, norm1], in_place=True
         )
-        del feat1, norm
+        del feat1, norm1
 
         # Layer 3 of 8: graph.update_all (copy_u, sum).
-        def layer_3(block, feat2, in_degrees, h1, norm2):
+        def layer_3(block, feat2, in_degrees, h0, norm2):
             with block.local_scope():
                 block.srcdata["h"] = feat2
                 block.update_all(
@@ -138,7 +142,7 @@ class GCNII(nn.Module):
                 )
                 h = block.dstdata["h"]
             h = (h * norm2) * 0.9
-            feat_sum = h + (h1[: h.size(0)] * 0.1)
+            feat_sum = h + (h0[: h.size(0)] * 0.1)
             feat_proj_sum = feat_sum @ self.convs[2].weight1
             rst = 0.8458493201727416 * feat_sum
             rst = F.relu(
@@ -150,12 +154,12 @@ class GCNII(nn.Module):
             return norm, rst * norm
 
         norm3, feat3 = batches.map(
-            layer_3, src=[feat2], dst=[in_degrees, h1, norm2], in_place=True
+            layer_3, src=[feat2], dst=[in_degrees, h0, norm2], in_place=True
         )
         del feat2, norm2
 
         # Layer 4 of 8: graph.update_all (copy_u, sum).
-        def layer_4(block, feat3, in_degrees, h1, norm3):
+        def layer_4(block, feat3, in_degrees, h0, norm3):
             with block.local_scope():
                 block.srcdata["h"] = feat3
                 block.update_all(
@@ -163,7 +167,7 @@ class GCNII(nn.Module):
                 )
                 h = block.dstdata["h"]
             h = (h * norm3) * 0.9
-            feat_sum = h + (h1[: h.size(0)] * 0.1)
+            feat_sum = h + (h0[: h.size(0)] * 0.1)
             feat_proj_sum = feat_sum @ self.convs[3].weight1
             rst = 0.8822169643436165 * feat_sum
             rst = F.relu(
@@ -175,12 +179,12 @@ class GCNII(nn.Module):
             return norm, rst * norm
 
         norm4, feat4 = batches.map(
-            layer_4, src=[feat3], dst=[in_degrees, h1, norm3], in_place=True
+            layer_4, src=[feat3], dst=[in_degrees, h0, norm3], in_place=True
         )
         del feat3, norm3
 
         # Layer 5 of 8: graph.update_all (copy_u, sum).
-        def layer_5(block, feat4, in_degrees, h1, norm4):
+        def layer_5(block, feat4, in_degrees, h0, norm4):
             with block.local_scope():
                 block.srcdata["h"] = feat4
                 block.update_all(
@@ -188,7 +192,7 @@ class GCNII(nn.Module):
                 )
                 h = block.dstdata["h"]
             h = (h * norm4) * 0.9
-            feat_sum = h + (h1[: h.size(0)] * 0.1)
+            feat_sum = h + (h0[: h.size(0)] * 0.1)
             feat_proj_sum = feat_sum @ self.convs[4].weight1
             rst = 0.904689820195675 * feat_sum
             rst = F.relu(
@@ -200,12 +204,12 @@ class GCNII(nn.Module):
             return norm, rst * norm
 
         norm5, feat5 = batches.map(
-            layer_5, src=[feat4], dst=[in_degrees, h1, norm4], in_place=True
+            layer_5, src=[feat4], dst=[in_degrees, h0, norm4], in_place=True
         )
         del feat4, norm4
 
         # Layer 6 of 8: graph.update_all (copy_u, sum).
-        def layer_6(block, feat5, in_degrees, h1, norm5):
+        def layer_6(block, feat5, in_degrees, h0, norm5):
             with block.local_scope():
                 block.srcdata["h"] = feat5
                 block.update_all(
@@ -213,7 +217,7 @@ class GCNII(nn.Module):
                 )
                 h = block.dstdata["h"]
             h = (h * norm5) * 0.9
-            feat_sum = h + (h1[: h.size(0)] * 0.1)
+            feat_sum = h + (h0[: h.size(0)] * 0.1)
             feat_proj_sum = feat_sum @ self.convs[5].weight1
             rst = 0.9199572923264636 * feat_sum
             rst = F.relu(
@@ -225,12 +229,12 @@ class GCNII(nn.Module):
             return norm, rst * norm
 
         norm6, feat6 = batches.map(
-            layer_6, src=[feat5], dst=[in_degrees, h1, norm5], in_place=True
+            layer_6, src=[feat5], dst=[in_degrees, h0, norm5], in_place=True
         )
         del feat5, norm5
 
         # Layer 7 of 8: graph.update_all (copy_u, sum).
-        def layer_7(block, feat6, in_degrees, h1, norm6):
+        def layer_7(block, feat6, in_degrees, h0, norm6):
             with block.local_scope():
                 block.srcdata["h"] = feat6
                 block.update_all(
@@ -238,7 +242,7 @@ class GCNII(nn.Module):
                 )
                 h = block.dstdata["h"]
             h = (h * norm6) * 0.9
-            feat_sum = h + (h1[: h.size(0)] * 0.1)
+            feat_sum = h + (h0[: h.size(0)] * 0.1)
             feat_proj_sum = feat_sum @ self.convs[6].weight1
             rst = 0.9310071285130486 * feat_sum
             rst = F.relu(
@@ -250,12 +254,12 @@ class GCNII(nn.Module):
             return norm, rst * norm
 
         norm7, feat7 = batches.map(
-            layer_7, src=[feat6], dst=[in_degrees, h1, norm6], in_place=True
+            layer_7, src=[feat6], dst=[in_degrees, h0, norm6], in_place=True
         )
         del in_degrees, feat6, norm6
 
         # Layer 8 of 8: graph.update_all (copy_u, sum).
-        def layer_8(block, feat7, h1, norm7):
+        def layer_8(block, feat7, h0, norm7):
             with block.local_scope():
                 block.srcdata["h"] = feat7
                 block.update_all(
@@ -263,7 +267,7 @@ class GCNII(nn.Module):
                 )
                 h = block.dstdata["h"]
             h = (h * norm7) * 0.9
-            feat_sum = h + (h1[: h.size(0)] * 0.1)
+            feat_sum = h + (h0[: h.size(0)] * 0.1)
             feat_proj_sum = feat_sum @ self.convs[7].weight1
             rst = 0.9393753781835652 * feat_sum
             rst = F.relu(
@@ -271,7 +275,7 @@ class GCNII(nn.Module):
             )
             return self.fcs[1](rst)
 
-        return batches.map(layer_8, src=[feat7], dst=[h1, norm7], in_place=True)
+        return batches.map(layer_8, src=[feat7], dst=[h0, norm7], in_place=True)
 
 
 # --- gnn-codegen runtime: the batch loop, and DGL's layers written out -----------------------

@@ -58,19 +58,23 @@ class MixedGNN(nn.Module):
         batches.check_rows(nodes={"x": x})
         out_degrees = g.out_degrees()  # of the whole graph, once
 
+        # Before the first layer, once per node: self.encoder (Linear).
+        def prologue(x):
+            return F.relu(self.encoder(x))
+
+        h0 = batches.map_nodes(prologue, x)
+
         # Layer 1 of 3: self.sage (SAGEConv).
-        def layer_1(block, x):
-            h = F.relu(self.encoder(x))
-            h_2 = F.relu(
-                _sage_conv_mean(
-                    self.sage, block, h, h[: block.num_dst_nodes()], projected=False
-                ),
+        def layer_1(block, h0, h0_dst):
+            h = F.relu(
+                _sage_conv_mean(self.sage, block, h0, h0_dst, projected=False),
                 inplace=True,
             )
             # self.gat's fc and attention term on each source row, once per node
-            return _gat_conv_source(self.gat, h_2)
+            return _gat_conv_source(self.gat, h)
 
-        feat1, el1 = batches.map(layer_1, src=[x])
+        feat1, el1 = batches.map(layer_1, src=[h0], dst=[h0], in_place=True)
+        del h0
 
         # Layer 2 of 3: self.gat (GATConv).
         def layer_2(block, feat1, el1, out_degrees, feat1_dst):

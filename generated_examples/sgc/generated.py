@@ -45,27 +45,30 @@ class SGC(nn.Module):
             )
         in_degrees = g.in_degrees()  # of the whole graph, once
 
-        # Layer 1 of 2: g.update_all (copy_u, sum).
-        def layer_1(block, features, in_degrees):
+        # Before the first layer, once per node: work on the inputs.
+        def prologue(features, in_degrees):
             norm = (
                 torch.pow(in_degrees.to(features).clamp(min=1), -0.5)
                 .to(device)
                 .unsqueeze(1)
             )
-            feat = features * norm
+            return norm, features * norm
+
+        norm, feat0 = batches.map_nodes(prologue, features, in_degrees)
+        del in_degrees
+
+        # Layer 1 of 2: g.update_all (copy_u, sum).
+        def layer_1(block, feat0, norm):
             with block.local_scope():
-                block.srcdata["h"] = feat
+                block.srcdata["h"] = feat0
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
-            return (
-                norm[: block.num_dst_nodes()],
-                (h * norm[: block.num_dst_nodes()]) * norm[: block.num_dst_nodes()],
-            )
+            return (h * norm) * norm
 
-        norm, feat1 = batches.map(layer_1, src=[features, in_degrees])
-        del in_degrees
+        feat1 = batches.map(layer_1, src=[feat0], dst=[norm], in_place=True)
+        del feat0
 
         # Layer 2 of 2: g.update_all (copy_u, sum).
         def layer_2(block, feat1, norm):

@@ -57,91 +57,95 @@ class TAGCN(nn.Module):
         batches.check_rows(nodes={"features": features})
         in_degrees = g.in_degrees()  # of the whole graph, once
 
-        # Layer 1 of 4: g.update_all (copy_u, sum).
-        def layer_1(block, features, in_degrees):
+        # Before the first layer, once per node: work on the inputs.
+        def prologue(features, in_degrees):
             norm = in_degrees.to(features)
             norm = norm.clamp(min=1)
             norm = torch.pow(norm, -0.5)
             norm = torch.reshape(norm, norm.shape + ((1,) * (features.dim() - 1)))
             norm = norm.to(device)
-            rst = features * norm
+            return norm, features * norm
+
+        norm, rst0 = batches.map_nodes(prologue, features, in_degrees)
+
+        # Layer 1 of 4: g.update_all (copy_u, sum).
+        def layer_1(block, rst0, norm):
             with block.local_scope():
-                block.srcdata["h"] = rst
+                block.srcdata["h"] = rst0
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
-            return norm[: block.num_dst_nodes()], h * norm[: block.num_dst_nodes()]
+            rst = h * norm
+            return rst, rst * norm
 
-        norm, rst1 = batches.map(layer_1, src=[features, in_degrees])
+        rst1, rst1_2 = batches.map(layer_1, src=[rst0], dst=[norm], in_place=True)
+        del rst0
 
         # Layer 2 of 4: g.update_all (copy_u, sum).
-        def layer_2(block, rst1, norm, in_degrees, features, norm_dst, rst1_dst):
-            rst = rst1 * norm
+        def layer_2(block, rst1_2, in_degrees, features, rst1, norm):
             with block.local_scope():
-                block.srcdata["h"] = rst
+                block.srcdata["h"] = rst1_2
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
-            rst_2 = h * norm_dst
-            # self.layers[0].lin(torch.cat([features, rst1_dst, rst_2], dim=1)) without making the
+            rst = h * norm
+            # self.layers[0].lin(torch.cat([features, rst1, rst], dim=1)) without making the
             # concatenation: each part times its columns of the weight, summed in place
-            rst_3 = torch.nn.functional.linear(
+            rst_2 = torch.nn.functional.linear(
                 features, self.layers[0].lin.weight[:, :16], self.layers[0].lin.bias
             )
-            rst_3.addmm_(rst1_dst, self.layers[0].lin.weight[:, 16:32].t())
-            rst_3.addmm_(rst_2, self.layers[0].lin.weight[:, 32:].t())
-            rst_4 = F.relu(rst_3, inplace=True)
-            norm_2 = in_degrees.to(rst_4)
+            rst_2.addmm_(rst1, self.layers[0].lin.weight[:, 16:32].t())
+            rst_2.addmm_(rst, self.layers[0].lin.weight[:, 32:].t())
+            rst_3 = F.relu(rst_2, inplace=True)
+            norm_2 = in_degrees.to(rst_3)
             norm_2 = norm_2.clamp(min=1)
             norm_3 = torch.pow(norm_2, -0.5)
-            norm_3 = torch.reshape(norm_3, norm_3.shape + ((1,) * (rst_4.dim() - 1)))
+            norm_3 = torch.reshape(norm_3, norm_3.shape + ((1,) * (rst_3.dim() - 1)))
             norm_4 = norm_3.to(device)
-            return rst_4, norm_4, rst_4 * norm_4
+            return rst_3, norm_4, rst_3 * norm_4
 
         rst2, norm2, rst2_2 = batches.map(
-            layer_2, src=[rst1, norm], dst=[in_degrees, features, norm, rst1]
+            layer_2, src=[rst1_2], dst=[in_degrees, features, rst1, norm], in_place=True
         )
-        del in_degrees, rst1, norm
+        del in_degrees, norm, rst1_2, rst1
 
         # Layer 3 of 4: g.update_all (copy_u, sum).
-        def layer_3(block, rst2_2):
+        def layer_3(block, rst2_2, norm2):
             with block.local_scope():
                 block.srcdata["h"] = rst2_2
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
-            return h
+            rst = h * norm2
+            return rst, rst * norm2
 
-        h3 = batches.map(layer_3, src=[rst2_2], in_place=True)
+        rst3, rst3_2 = batches.map(layer_3, src=[rst2_2], dst=[norm2], in_place=True)
         del rst2_2
 
         # Layer 4 of 4: g.update_all (copy_u, sum).
-        def layer_4(block, norm2, h3, rst2, norm2_dst):
-            rst = h3 * norm2
-            rst_2 = rst * norm2
+        def layer_4(block, rst3_2, rst2, rst3, norm2):
             with block.local_scope():
-                block.srcdata["h"] = rst_2
+                block.srcdata["h"] = rst3_2
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
-            rst_3 = h * norm2_dst
-            # self.layers[1].lin(torch.cat([rst2, rst[: block.num_dst_nodes()], rst_3], dim=1))
-            # without making the concatenation: each part times its columns of the weight, summed
-            # in place
-            rst_4 = torch.nn.functional.linear(
+            rst = h * norm2
+            # self.layers[1].lin(torch.cat([rst2, rst3, rst], dim=1)) without making the
+            # concatenation: each part times its columns of the weight, summed in place
+            rst_2 = torch.nn.functional.linear(
                 rst2, self.layers[1].lin.weight[:, :8], self.layers[1].lin.bias
             )
-            rst_4.addmm_(
-                rst[: block.num_dst_nodes()], self.layers[1].lin.weight[:, 8:16].t()
-            )
-            rst_4.addmm_(rst_3, self.layers[1].lin.weight[:, 16:].t())
-            return rst_4
+            rst_2.addmm_(rst3, self.layers[1].lin.weight[:, 8:16].t())
+            rst_2.addmm_(rst, self.layers[1].lin.weight[:, 16:].t())
+            return rst_2
 
-        return batches.map(layer_4, src=[norm2, h3], dst=[rst2, norm2])
+        return batches.map(
+            layer_4, src=[rst3_2], dst=[rst2, rst3, norm2], in_place=True
+        )
 
 
 # --- gnn-codegen runtime: the batch loop, and DGL's layers written out -----------------------

@@ -14,9 +14,10 @@ import dgl
 import torch
 import torch.fx as fx
 
+from gnn_codegen.edge_weight_norm import EDGE_WEIGHT_NORM
 from gnn_codegen.errors import UnsupportedOperationError, internal
 from gnn_codegen.ir import Op, Program, Ref
-from gnn_codegen.input_specs import InputSpec, infer_inputs
+from gnn_codegen.input_specs import InputSpec, infer_inputs, unknown_width_error
 from gnn_codegen.rowwise import RESHAPES, START_DIM_MODULES, is_rowwise, is_rowwise_module
 from gnn_codegen.simplify import DST_COUNT_METHODS
 from gnn_codegen.sized_tensors import EDGE_COUNTS, count_of, is_factory, prefix_count, row_count_of
@@ -144,12 +145,14 @@ def _probe_values(traced: Traced, program: Program, inputs: tuple[InputSpec, ...
         elif node.target in by_target:
             args.append(by_target[node.target].example(PROBE_NODES, PROBE_EDGES, gen))
         else:
-            args.append(node.args[0] if node.args else None)
+            args.append(node.args[0] if node.args else None)  # its default (trace: as traced)
     recorder = _Recorder(traced.graph_module)
     with torch.no_grad():
         try:
             recorder.run(*args)
         except Exception as exc:
+            if any(s.guessed for s in inputs):
+                raise unknown_width_error(inputs, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
             raise UnsupportedOperationError(
                 f"running forward on a small probe graph with inputs of widths "
                 f"{ {s.param: s.shape for s in inputs} } failed with "
@@ -190,7 +193,7 @@ def infer_attributes(traced: Traced, program: Program, model: torch.nn.Module,
         if op.kind == "mp":
             mp_feature_spaces(op)
     _refuse_graph_access(program)
-    inputs = infer_inputs(program, model, given or {})
+    inputs = infer_inputs(program, model, given or {}, dict(traced.declared_widths))
     values = _probe_values(traced, program, inputs)
     specs = {s.name: s for s in inputs}
     info: dict[str, TensorInfo] = {}
@@ -202,8 +205,9 @@ def infer_attributes(traced: Traced, program: Program, model: torch.nn.Module,
         if op.kind == "input":
             info[op.name] = TensorInfo(specs[op.name].rows, tuple(value.shape[1:]), str(value.dtype))
             continue
-        if op.kind == "graph_value":  # g.out_degrees(): one entry per node
-            info[op.name] = TensorInfo("node", tuple(value.shape[1:]), str(value.dtype))
+        if op.kind == "graph_value":  # g.out_degrees(): one entry per node; EdgeWeightNorm per edge
+            rows = "edge" if op.target == EDGE_WEIGHT_NORM else "node"
+            info[op.name] = TensorInfo(rows, tuple(value.shape[1:]), str(value.dtype))
             continue
         if is_factory(op) and row_count_of(op, program) is not None:
             # a constant per row, made where it is read with its readers' count (sized_tensors.py)

@@ -41,6 +41,12 @@ class UnsupportedOperationError(GnnCodegenError):
     """An operation that mixes rows of different nodes outside message passing, or reads the graph."""
 
 
+class GraphValueError(UnsupportedOperationError):
+    """A value of the whole graph (EdgeWeightNorm's normalised weights) that cannot be computed
+    before the first batch. Said as it is also when it stops a multi-hop module traced into:
+    the module itself could be followed."""
+
+
 class GraphUseError(GnnCodegenError):
     """forward decides in Python on the graph, or passes messages inline, in a way a layer-wise
     loop cannot follow (graph_proxy.py)."""

@@ -38,9 +38,9 @@ _COLOURS = ("#e8e8e8", "#cfe2f3", "#d9ead3", "#fff2cc", "#f4cccc", "#d9d2e9", "#
 
 def describe_op(op: Op) -> str:
     if op.helper and op.kind != "mp":  # a written-out convolution's work per source row
-        return f"{op.accessor} ({op.class_name}) on source rows"
+        return f"{op.accessor} ({op.class_name})'s per-node work"  # once per node, for its source rows
     if op.kind == "graph_value":
-        return f"g.{op.target}()"
+        return f"{op.accessor}(g, ...)" if op.accessor else f"g.{op.target}()"
     if op.kind in ("mp", "module"):
         return f"{op.accessor} ({op.class_name})"
     if op.kind == "method":

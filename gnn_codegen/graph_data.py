@@ -19,7 +19,7 @@ EDGE_VIEWS = frozenset({"edata"})
 _RESERVED = {"_TYPE": "etype", "_ID": "ids"}
 
 
-def _read(node: fx.Node, graph_arg: str) -> tuple[str, str] | None:
+def graph_data_read(node: fx.Node, graph_arg: str) -> tuple[str, str] | None:
     """("ndata" or "edata", key) for `g.<view>[key]` on forward's graph with a string key."""
     if node.op != "call_function" or node.target is not operator.getitem or len(node.args) != 2:
         return None
@@ -48,7 +48,7 @@ def lift_graph_data(gm: fx.GraphModule, graph_arg: str,
     reads: list[tuple[str, str, str]] = []
     names = NameAllocator(set(taken) | {n.name for n in graph.nodes})
     for node in list(graph.nodes):
-        read = _read(node, graph_arg)
+        read = graph_data_read(node, graph_arg)
         if read is None:
             continue
         if read not in lifted:

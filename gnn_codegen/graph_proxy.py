@@ -162,6 +162,10 @@ class GraphAttribute(fx.proxy.Attribute):
         return super().__getattr__(name)
 
 
+# the decision (view, key) that forward's graph is one graph, not a batch of several
+BATCH_SIZE = "batch_size"
+
+
 class _LocalScope:
     """`with g.local_scope():` while tracing: the graph data written inside is forgotten after."""
 
@@ -176,6 +180,15 @@ class _LocalScope:
         for rows, values in self.saved.items():
             self.frames[rows].clear()
             self.frames[rows].update(values)
+
+
+def _one_graph(graph: fx.Proxy) -> int:
+    """`graph.batch_size` (ChebConv without lambda_max: `[2] * graph.batch_size`): decided as
+    one graph, which layer-wise inference runs over (a batch of graphs is one graph to its
+    blocks), and checked when inference is called (a decision, as for `"w" in g.edata`)."""
+    decisions = getattr(graph.tracer, "graph_decisions", {})
+    graph.tracer.graph_decisions = {**decisions, (BATCH_SIZE, "1"): True}  # type: ignore[attr-defined]
+    return 1
 
 
 def _graph_name(proxy: fx.Proxy) -> str:
@@ -208,6 +221,8 @@ class BlockListProxy(fx.Proxy):
         return super().__getitem__(index)
 
     def __getattr__(self, name: str) -> Any:
+        if name == "batch_size":
+            return _one_graph(self)
         return GraphAttribute(self, name)
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -218,4 +233,6 @@ class BlockProxy(fx.Proxy):
     """One block of the list: the same placeholder, its attributes watched the same way."""
 
     def __getattr__(self, name: str) -> Any:
+        if name == "batch_size":
+            return _one_graph(self)
         return GraphAttribute(self, name)

@@ -88,6 +88,7 @@ def full_graph_forward(model: torch.nn.Module, generated: Generated, g: dgl.DGLG
     values[program.op(program.graph).target] = blocks if program.blocks_style else g
     positional = [values[name] for name, kind in program.signature if kind == "positional"]
     keywords = {name: values[name] for name, kind in program.signature if kind == "keyword"}
+    keywords.update(program.flags)  # training=False: forward as eval runs it
     with torch.no_grad(), graph_set_on(model, program.kept_graph, g), with_tables(model, generated, inputs):
         return model(*positional, **keywords)
 

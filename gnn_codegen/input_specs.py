@@ -5,17 +5,20 @@ the IDs it looks up), from the model itself for its tables, or given with --feat
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import torch
 
+from gnn_codegen.edge_weight_norm import EDGE_WEIGHT_NORM
 from gnn_codegen.errors import FeatDimsError
 from gnn_codegen.ir import Program, Ref, iter_refs, reads_metadata
 from gnn_codegen.known_modules import is_dgl_module
 from gnn_codegen.node_tables import table_of
 
 _WIDTH_ATTRIBUTES = ("_in_src_feats", "_in_feats", "in_feats", "in_feat", "in_size", "in_channels", "in_dim")
+# The width an input gets when nothing in the model fixes it (InputSpec.guessed)
+GUESSED_WIDTH = 5
 # Ops whose output is as wide as their input: a width found past them is the input's.
 _PASS_THROUGH = frozenset({
     "relu", "elu", "leaky_relu", "gelu", "tanh", "sigmoid", "float", "contiguous", "add", "sub", "mul",
@@ -32,20 +35,28 @@ class InputSpec:
     shape: tuple[int, ...]
     dtype: str = "torch.float32"
     high: int = 0  # integer inputs (edge types) take values in [0, high)
+    # weights EdgeWeightNorm normalises: positive, as its norm="both" demands (edge_weight_norm.py)
+    positive: bool = False
+    # no module fixes its width (it only meets propagation and elementwise ops): checked with
+    # GUESSED_WIDTH; the generated inference sizes its buffers from the first batch, whatever
+    # width it is given
+    guessed: bool = False
 
     def example(self, num_nodes: int, num_edges: int, generator: torch.Generator) -> torch.Tensor:
         rows = num_nodes if self.rows == "node" else num_edges
         if self.dtype == "torch.int64":
             return torch.randint(0, self.high, (rows, *self.shape), generator=generator)
+        if self.positive:
+            return torch.rand((rows, *self.shape), generator=generator) + 0.1
         return torch.randn((rows, *self.shape), generator=generator)
 
 
 def _module_width(module: torch.nn.Module) -> int | None:
-    width = _declared_width(module)
+    width = declared_width(module)
     return width if width else None  # 0: a lazy module that has not seen an input yet
 
 
-def _declared_width(module: torch.nn.Module) -> int | None:
+def declared_width(module: torch.nn.Module) -> int | None:
     for attr in _WIDTH_ATTRIBUTES:
         value = getattr(module, attr, None)
         if isinstance(value, int) and not isinstance(value, bool):
@@ -62,7 +73,7 @@ def _declared_width(module: torch.nn.Module) -> int | None:
             if sub is not module and isinstance(sub, torch.nn.Linear):
                 return int(sub.in_features)
             if sub is not module and is_dgl_module(sub):  # RelGraphConv's TypedLinear(in_size, ...)
-                width = _declared_width(sub)
+                width = declared_width(sub)
                 if width:
                     return width
     return None
@@ -86,6 +97,8 @@ def _edge_input_spec(program: Program, model: torch.nn.Module, name: str) -> Inp
     """Shape and dtype of an edge input, from the message-passing call that reads it."""
     param = program.op(name).target
     for op in program.ops:
+        if op.kind == "graph_value" and op.target == EDGE_WEIGHT_NORM and Ref(name) in op.args[1:]:
+            return InputSpec(name, param, "edge", ())  # DGL's needs one number per edge
         if op.kind != "mp":
             continue
         if op.mp is not None and op.mp.inline:  # a field of an inline message: a number per edge
@@ -116,8 +129,18 @@ def _edge_input_spec(program: Program, model: torch.nn.Module, name: str) -> Inp
     return None
 
 
-def infer_inputs(program: Program, model: torch.nn.Module,
-                 given: dict[str, tuple[int, ...]]) -> tuple[InputSpec, ...]:
+def infer_inputs(program: Program, model: torch.nn.Module, given: dict[str, tuple[int, ...]],
+                 declared: dict[str, int] | None = None) -> tuple[InputSpec, ...]:
+    """`declared`: widths that modules traced into declare for inputs they take directly
+    (trace.Traced.declared_widths), read when no module consumes the input otherwise."""
+    normalised = {r for op in program.ops if op.kind == "graph_value" and op.target == EDGE_WEIGHT_NORM
+                  for r in iter_refs(op.args[1:])}
+    specs = _inputs(program, model, given, declared or {})
+    return tuple(replace(spec, positive=spec.name in normalised) for spec in specs)
+
+
+def _inputs(program: Program, model: torch.nn.Module, given: dict[str, tuple[int, ...]],
+            declared: dict[str, int]) -> tuple[InputSpec, ...]:
     users = program.consumers()
     edges = edge_values(program)
     specs: list[InputSpec] = []
@@ -157,14 +180,25 @@ def infer_inputs(program: Program, model: torch.nn.Module,
                     frontier.append(user_name)
                 if width is not None:
                     break
-        if width is None:
-            kind = "edge input" if rows == "edge" else "input"
-            raise FeatDimsError(
-                f"cannot tell the width of forward's {kind} '{target}' from the module that consumes "
-                f"it. Give it with --feat-dims {target}=WIDTH (e.g. --feat-dims {target}=128)."
-            )
+        if width is None and rows == "node":
+            width = declared.get(target)
+        if width is None:  # forward takes any width, or fails on the probe graph (attributes.py)
+            specs.append(InputSpec(name, target, rows, (GUESSED_WIDTH,), guessed=True))
+            continue
         specs.append(InputSpec(name, target, rows, (width,)))
     return tuple(specs)
+
+
+def unknown_width_error(specs: tuple[InputSpec, ...], failure: str) -> FeatDimsError:
+    """The refusal when forward fails at the widths guessed for inputs no module fixes."""
+    guessed = [s for s in specs if s.guessed]
+    kind = "edge input" if guessed[0].rows == "edge" else "input"
+    target = guessed[0].param
+    return FeatDimsError(
+        f"cannot tell the width of forward's {kind} '{target}' from the module that consumes it "
+        f"(forward fails with width {GUESSED_WIDTH}: {failure}). Give it with --feat-dims "
+        f"{target}=WIDTH (e.g. --feat-dims {target}=128)."
+    )
 
 
 def _embedding_ids(program: Program, model: torch.nn.Module, name: str,

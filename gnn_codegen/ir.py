@@ -109,6 +109,8 @@ class Program:
     decisions: tuple[tuple[str, str, bool], ...] = ()
     # graphs (op names) that inference checks for nodes without in-edges, as forward would
     in_degree_checks: tuple[str, ...] = ()
+    # forward's training flags and the value eval passes (`training=False`): trace.Traced.flags
+    flags: tuple[tuple[str, bool], ...] = ()
     by_name: dict[str, Op] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

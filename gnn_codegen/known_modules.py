@@ -40,20 +40,14 @@ _SLICES_DESTINATIONS_WITH_ONE_WIDTH = frozenset({dglnn.GATConv, dglnn.DotGatConv
 # whole. Their rounds are traced into (pipeline.py), a layer each; this says why, when that
 # could not be followed either.
 MULTI_HOP = {
-    dglnn.APPNPConv: "propagates k hops internally (personalised PageRank); with edge_weight, "
-                     "its normalisation (EdgeWeightNorm) tests the weights' values, which cannot be "
-                     "followed round by round",
+    dglnn.APPNPConv: "propagates k hops internally (personalised PageRank)",
     dglnn.TAGConv: "sums k hops of propagation internally",
-    dglnn.ChebConv: "applies a k-order Chebyshev polynomial of the Laplacian (k hops) internally; "
-                    "without lambda_max it asks the graph how many graphs it batches, which cannot "
-                    "be followed round by round (pass lambda_max, e.g. [2] as DGL's examples do)",
+    dglnn.ChebConv: "applies a k-order Chebyshev polynomial of the Laplacian (k hops) internally",
     dglnn.GatedGraphConv: "runs n_steps rounds of message passing internally; with several edge "
                           "types it selects edges by their type's value, which cannot be followed "
                           "round by round",
     dglnn.SGConv: "propagates k hops internally and normalises source rows by their in-degrees",
-    dglnn.GCN2Conv: "propagates one hop with the initial features mixed in; with edge_weight, its "
-                    "normalisation (EdgeWeightNorm) tests the weights' values, which cannot be "
-                    "followed round by round",
+    dglnn.GCN2Conv: "propagates one hop with the initial features mixed in",
 }
 
 DENSE = frozenset({dglnn.DenseGraphConv, dglnn.DenseSAGEConv, dglnn.DenseChebConv})

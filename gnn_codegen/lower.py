@@ -19,7 +19,10 @@ import torch
 import torch.fx as fx
 
 from gnn_codegen.derived_graphs import derived_name
-from gnn_codegen.errors import InternalError, UnsupportedModuleError, UnsupportedOperationError, internal
+from gnn_codegen.edge_weight_norm import EDGE_WEIGHT_NORM, MODULE_PATH, normalized_edge_weight
+from gnn_codegen.errors import (
+    GraphValueError, InternalError, UnsupportedModuleError, UnsupportedOperationError, internal,
+)
 from gnn_codegen.inline_mp import ROLE, message_fields, update_all
 from gnn_codegen.ir import MessagePassing, Op, Program, Ref
 from gnn_codegen.known_modules import MULTI_HOP, facts_for, is_message_passing, refusal_reason
@@ -305,6 +308,33 @@ def _is_graph_value(node: fx.Node, traced: Traced) -> bool:
             and is_graph_node(receiver, traced.graph_arg))
 
 
+def _edge_weight_norm(node: fx.Node, traced: Traced, args: tuple[Any, ...], kwargs: tuple[tuple[str, Any], ...],
+                      location: str) -> Op:
+    """EdgeWeightNorm on forward's graph (edge_weight_norm.py): a graph value of one number per
+    edge, computed once on the full graph from weights that forward is given or reads from it."""
+    graph, weight = node.args[0], node.args[1]
+    if not is_graph_node(graph, traced.graph_arg):
+        raise GraphValueError(
+            f"{location or 'forward'}: EdgeWeightNorm is called on a graph forward makes, which "
+            "gnn-codegen cannot rebuild on the full graph: call it on forward's graph (or one "
+            "derived from it by dgl.add_self_loop and the like).")
+    if not (isinstance(weight, fx.Node) and weight.op == "placeholder" and weight.target in traced.inputs):
+        raise GraphValueError(
+            f"{location or 'forward'}: EdgeWeightNorm divides each edge's weight by sums over the edges "
+            "of its endpoints in the whole graph, so inference computes it once on the full graph "
+            "before the first batch, from weights it is given; these are computed in forward. Compute "
+            "them before calling the model and pass them to forward as an input (or in g.edata), or "
+            "evaluate this model with its full-graph forward.")
+    path = node.meta.get(MODULE_PATH)
+    if path:
+        spelled = accessor(traced.model, path)
+    else:
+        options = dict(kwargs)
+        spelled = f"dgl.nn.EdgeWeightNorm(norm={options['norm']!r}" + (
+            f", eps={options['eps']!r})" if options["eps"] else ")")
+    return Op(node.name, "graph_value", EDGE_WEIGHT_NORM, args, kwargs, location, accessor=spelled)
+
+
 def _written_out(node: fx.Node, modules: dict[str, torch.nn.Module], traced: Traced, args: tuple[Any, ...],
                  kwargs: tuple[tuple[str, Any], ...], location: str) -> Op:
     """A call of a write_out.py helper: a message-passing op (the part on each block) or a
@@ -398,6 +428,8 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
         elif node.op == "call_function" and is_graph_node(node, traced.graph_arg):  # dgl.add_self_loop(g)
             spelled = _spelled(node.target, namespace) or f"dgl.{derived_name(node.target)}"  # g.add_self_loop()
             ops.append(Op(node.name, "graph", spelled, args, kwargs, location))
+        elif node.op == "call_function" and node.target is normalized_edge_weight:
+            ops.append(_edge_weight_norm(node, traced, args, kwargs, location))
         elif node.op == "call_function" and node.target is update_all:
             ops.append(_inline_update_all(node, args, location, namespace))
         elif node.op == "call_function" and helper_name(node.target):
@@ -446,4 +478,5 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
         tables=tuple((name, path, accessor(traced.model, path)) for name, path in traced.tables),
         decisions=traced.decisions,
         in_degree_checks=traced.in_degree_checks,
+        flags=traced.flags,
     )

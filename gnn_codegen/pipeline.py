@@ -13,9 +13,12 @@ import torch
 from gnn_codegen.attributes import Attributes, infer_attributes
 from gnn_codegen.cut import DEFAULT_FANOUT
 from gnn_codegen.cut_search import SEARCH_LIMIT
-from gnn_codegen.errors import FeatDimsError, GnnCodegenError, OptionsError, UnsupportedModuleError
+from gnn_codegen.errors import (
+    FeatDimsError, GnnCodegenError, GraphValueError, OptionsError, UnsupportedModuleError,
+)
 from gnn_codegen.format import format_source
 from gnn_codegen.functionalize import functionalize
+from gnn_codegen.graph_proxy import BATCH_SIZE
 from gnn_codegen.ir import Program
 from gnn_codegen.load import LoadedModel, load
 from gnn_codegen.lower import lower
@@ -128,18 +131,29 @@ def generate_all(target: str, options: GenerateOptions = GenerateOptions()) -> G
     formatted = format_source(source, rendered.helpers if rendered.helpers_formatted else "")
     generated = Generated(formatted, loaded, program, attrs, plan, warnings, target, rendered.buffers,
                           rendered.origins, method_name=options.method_name)
-    generated = replace(generated, notes=_stand_in_notes(loaded) + _decision_notes(program))
+    generated = replace(generated, notes=_stand_in_notes(loaded) + _decision_notes(program) + _width_notes(generated))
     if not options.verify:
         return generated
     result = verify(generated)
     return replace(generated, verification=result, notes=generated.notes + result.notes)
 
 
+def _width_notes(generated: Generated) -> tuple[str, ...]:
+    """Inputs whose width no module fixes: checked at a width of gnn-codegen's choosing."""
+    return tuple(
+        f"no module of the model fixes the width of forward's input {s.param}: checked with width "
+        f"{s.shape[0]}; the generated method takes the width it is given (give --feat-dims "
+        f"{s.param}=WIDTH to check yours)"
+        for s in generated.attributes.inputs if s.guessed
+    )
+
+
 def _decision_notes(program: Program) -> tuple[str, ...]:
     """forward tests which data its graph carries: say what the module was generated for."""
     return tuple(
-        f'forward tests "{key}" in g.{view}: generated for graphs '
-        + ("that have it" if present else f"without it (give --feat-dims {key}=WIDTH for graphs with it)")
+        ("forward reads g.batch_size: generated for one graph (not a batch of graphs)" if view == BATCH_SIZE else
+         f'forward tests "{key}" in g.{view}: generated for graphs '
+         + ("that have it" if present else f"without it (give --feat-dims {key}=WIDTH for graphs with it)"))
         + "; the generated method checks that the graph it is given agrees"
         for view, key, present in program.decisions
     )
@@ -182,8 +196,8 @@ def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], 
                 raise (refusal or exc) from None
             refusal = exc
             through = through | {module_class}
-        except FeatDimsError:
-            raise  # the module could be followed, given its input's width: say that
+        except (FeatDimsError, GraphValueError):
+            raise  # the module could be followed, given its input's width or other weights: say that
         except GnnCodegenError:
             if refusal is None:
                 raise

@@ -168,7 +168,6 @@ def _flatten(value: Any) -> list[torch.Tensor]:
 
 
 def _prove(call: _Call, values: dict[str, Any]) -> None:
-    op = call.op
     module = call.module
     full_name = {name for value, _ in call.spaces for name in iter_refs(value)}
     for seed, (num_nodes, num_edges, zero_in_degree) in enumerate(_GRAPHS):

@@ -15,8 +15,10 @@ from typing import Any
 
 from gnn_codegen.attributes import Attributes
 from gnn_codegen.derived_graphs import DERIVED
+from gnn_codegen.edge_weight_norm import EDGE_WEIGHT_NORM
+from gnn_codegen.graph_proxy import BATCH_SIZE
 from gnn_codegen.errors import internal
-from gnn_codegen.ir import Op, Program, Ref
+from gnn_codegen.ir import Op, Program, Ref, iter_refs
 from gnn_codegen.names import NameAllocator
 from gnn_codegen.plan import Plan, Stage, inline_ops, value_deps
 from gnn_codegen.render_code import comment
@@ -91,7 +93,10 @@ class Renderer:
         for op in self.graph_values:
             receiver = op.args[0].name if op.args and isinstance(op.args[0], Ref) else program.graph
             of = "" if receiver == program.graph else f"{self.graph_name[receiver]}_"  # rg_in_degrees
-            self.buffer[op.name] = self.names.take(op.var or f"{of}{op.target}")
+            name = op.var or f"{of}{op.target}"
+            if op.target == EDGE_WEIGHT_NORM:  # `w = self.norm(g, w)`: w_norm, not w_2
+                name = op.var if op.var and op.var not in self.names.taken else f"{op.var or 'edge_weight'}_norm"
+            self.buffer[op.name] = self.names.take(name)
         # the name a person gives the running hidden state, unless the model's input has it
         self.hidden = next(n for n in ("h", "hidden", "z", "h_") if n not in self.params)
         # names too generic to tell stored tensors apart: those get h1, h2, ... instead
@@ -180,7 +185,11 @@ class Renderer:
                  f"{self.max_memory}, {self.progress})"]
         for view, key, present in self.program.decisions:  # forward's `"w" in g.edata`
             spelled = f"{g}.{view}[{_spell_key(view, key)}]"
-            if present:
+            if view == BATCH_SIZE:  # `graph.batch_size` read as one graph (graph_proxy.py)
+                lines += [f"if {g}.batch_size != 1:",
+                          f"    raise ValueError(\"generated for one graph, as forward reads {g}.batch_size: \"",
+                          f"                     f\"{{{g}.batch_size}} batched in {g}\")"]
+            elif present:
                 lines += [f"if {_spell_key(view, key)} not in {g}.{view}:",
                           f"    raise ValueError(\"forward reads {_plain(spelled)}, which {g} lacks\")"]
             else:
@@ -214,7 +223,12 @@ class Renderer:
                       "refuses: add self-loops\")"]
         for op in self.graph_values:
             receiver = self.graph_name[op.args[0].name] if op.args and isinstance(op.args[0], Ref) else g
-            lines.append(f"{self.buffer[op.name]} = {receiver}.{op.target}()  # of the whole graph, once")
+            if op.accessor:  # EdgeWeightNorm: sums over every edge of a node (edge_weight_norm.py)
+                weights = ", ".join(self.buffer[r] for r in iter_refs(op.args[1:]))
+                lines.append("# normalised by sums over every edge of a node: on the whole graph, once")
+                lines.append(f"{self.buffer[op.name]} = {op.accessor}({receiver}, {weights})")
+            else:
+                lines.append(f"{self.buffer[op.name]} = {receiver}.{op.target}()  # of the whole graph, once")
         return lines
 
     def _graph_expression(self, op: Op) -> str:
@@ -313,6 +327,7 @@ class Renderer:
         names[p.op(p.graph).target] = f"[{g}] * {p.num_blocks}" if p.blocks_style else g
         call = ", ".join(names[name] if kind == "positional" else f"{name}={names[name]}"
                          for name, kind in p.signature if name not in self.from_graph and name not in self.from_model)
+        call = ", ".join([call, *(f"{name}={value}" for name, value in p.flags)])
         kept = " and ".join(f"self.{path}" for path in p.kept_graph)
         on_graph = f" on {g} (the graph forward reads as {kept})" if kept else ""
         first = (f"self.forward({call}){on_graph} in eval mode, computed one layer at a time over batches of "

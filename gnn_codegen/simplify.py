@@ -71,12 +71,12 @@ def simplify(program: Program) -> Program:
 
     ops: list[Op] = []
     current = program
-    graph_values: dict[tuple[str, Any], str] = {}  # g.out_degrees() once, however often read
+    graph_values: dict[tuple[str, Any, Any], str] = {}  # g.out_degrees() once, however often read
     for op in program.ops:
         op = replace(op, args=map_refs(op.args, resolve),
                      kwargs=tuple((k, map_refs(v, resolve)) for k, v in op.kwargs))
         if op.kind == "graph_value":
-            first = graph_values.setdefault((op.target, op.args), op.name)
+            first = graph_values.setdefault((op.target, op.args, op.kwargs), op.name)
             if first != op.name:
                 aliases[op.name] = Ref(first)
                 continue

@@ -23,14 +23,17 @@ import torch
 import torch.fx as fx
 
 from gnn_codegen.derived_graphs import traced_derived_graphs
+from gnn_codegen.edge_weight_norm import is_edge_weight_norm, traced_edge_weight_norms
+from gnn_codegen.eval_flags import defaults_as_traced, eval_flags
 from gnn_codegen.sized_tensors import traced_factories
 from gnn_codegen.static_shapes import decided
 from gnn_codegen.errors import (
     DataDependentControlFlowError, GraphUseError, SignatureError, TraceFailedError, UnsupportedOperationError,
 )
-from gnn_codegen.graph_data import lift_graph_data
+from gnn_codegen.graph_data import graph_data_read, lift_graph_data
 from gnn_codegen.graph_proxy import BlockListProxy, BlockProxy
 from gnn_codegen.inline_mp import update_all
+from gnn_codegen.input_specs import declared_width
 from gnn_codegen.kept_graph import forward_taking_the_graph, graphs_on_the_model, kept_graph
 from gnn_codegen.known_modules import is_message_passing
 from gnn_codegen.node_tables import lift_node_tables
@@ -70,6 +73,11 @@ class Traced:
     # the graphs (fx node names) on which DGL's test for nodes without in-edges, in a module
     # traced into, was decided as none (_Tracer.to_bool)
     in_degree_checks: tuple[str, ...] = ()
+    # widths the modules traced into declare for the inputs they take directly (TAGConv's
+    # in_feats for `layer(g, features)`): (input, width), for inputs no module consumes otherwise
+    declared_widths: tuple[tuple[str, int], ...] = ()
+    # forward's training flags, passed as eval needs them (`training=False`): EVAL_FLAGS
+    flags: tuple[tuple[str, bool], ...] = ()
 
 
 class _Tracer(fx.Tracer):
@@ -109,6 +117,20 @@ class _Tracer(fx.Tracer):
         if known is not None:
             return known
         return super().to_bool(obj)
+
+    def call_module(self, m: torch.nn.Module, forward: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if type(m) in self.through:  # its inside is traced: remember the width it declares
+            features = args[1] if len(args) > 1 else None
+            width = declared_width(m)
+            if isinstance(features, fx.Proxy) and width:
+                # forward's parameter, or its graph's data (`g.ndata["x"]`, an input once lifted)
+                read = graph_data_read(features.node, self.graph_arg)
+                which = features.node.target if features.node.op == "placeholder" else read
+                if which is not None:
+                    self.declared_widths = {**getattr(self, "declared_widths", {}), which: width}
+        if is_edge_weight_norm(m):  # also one DGL's modules make in forward, not the model's
+            return forward(*args, **kwargs)  # records one call (edge_weight_norm.py)
+        return super().call_module(m, forward, args, kwargs)
 
     def is_leaf_module(self, m: torch.nn.Module, module_qualified_name: str) -> bool:
         if type(m) in self.through:  # a user's message-passing module, traced into (pipeline.py)
@@ -213,22 +235,25 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
     )
     name = type(model).__name__
     # Parameters with defaults (`edge_weight=None`, `return_attention=False`) are traced at their
-    # default value, like Python would call forward(g, x).
+    # default value, like Python would call forward(g, x); a training flag at eval's (EVAL_FLAGS).
     defaults = {
         p.name: p.default
         for p in inspect.signature(type(model).forward).parameters.values()
         if p.default is not inspect.Parameter.empty
     }
+    defaults.update(eval_flags(model))
     try:
         with warnings.catch_warnings(), \
                 forward_taking_the_graph(model, graph_arg, kept) if kept else contextlib.nullcontext(), \
                 traced_derived_graphs(tracer, type(model).forward.__globals__, BlockProxy), \
                 traced_factories(tracer, type(model).forward.__globals__), \
+                traced_edge_weight_norms(tracer), \
                 _attributes_kept(model):
             # what DGL warns about a graph proxy (ChebConv's missing lambda_max) is no news to the
             # user, once per block count tried
             warnings.simplefilter("ignore", DGLWarning)
             graph = tracer.trace(model, concrete_args=defaults or None)
+            defaults_as_traced(graph, defaults)
     except (GraphUseError, UnsupportedOperationError) as exc:
         where = _user_location(exc.__traceback__, path) or f"{name}.forward"
         raise type(exc)(f"{where}: {exc}") from None
@@ -265,6 +290,7 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
     decisions = (
         tuple((view, key, present) for (view, key), present in getattr(tracer, "graph_decisions", {}).items()),
         tuple(dict.fromkeys(getattr(tracer, "zero_in_degree_checks", []))),
+        tuple(getattr(tracer, "declared_widths", {}).items()),
     )
     # tensors fx made from numbers while tracing (ChebConv's th.Tensor([2.0])): kept by the
     # GraphModule, not by the model (lower.py writes them out as numbers)
@@ -381,5 +407,9 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
     lifted, graph_data = lift_graph_data(gm, graph_arg, taken)
     tables = lift_node_tables(gm, model, taken | set(lifted), forced_mp)
     inputs += lifted + tuple(name for name, _ in tables)
+    # widths declared for graph data, by the inputs that now stand for it
+    lifted_as = {(view, key): name for name, view, key in graph_data}
+    widths = tuple((lifted_as.get(which, which), width) for which, width in decisions[2]
+                   if lifted_as.get(which, which) in inputs)
     return Traced(model, gm, graph_arg, inputs, blocks_style, num_blocks if blocks_style else 1, signature,
-                  kept, graph_data, tables, *decisions)
+                  kept, graph_data, tables, *decisions[:2], widths, flags=tuple(eval_flags(model).items()))

@@ -22,8 +22,11 @@ gnn-codegen is meant to support:
   again, so the generated code must see the write through every alias;
 * `MeanConv`, a one-hop message-passing module of the user's own (`update_all` with a mean, then
   a Linear), which gnn-codegen must prove exact on blocks rather than assume, and (full style)
-  `TwoRoundMeanConv`, `dglnn.SGConv(k=2)`, `dglnn.APPNPConv(k=2)` and
-  `dglnn.GatedGraphConv(n_steps=2)`, which propagate twice in one call and must be traced into;
+  `TwoRoundMeanConv`, `dglnn.SGConv(k=2)`, `dglnn.APPNPConv(k=2)`,
+  `dglnn.GatedGraphConv(n_steps=2)`, `dglnn.TAGConv(k=2)` and `dglnn.ChebConv(k=2)` (no
+  lambda_max: DGL reads g.batch_size), which propagate twice in one call and must be traced into
+  (APPNPConv, SGConv and TAGConv may take w, which DGL's EdgeWeightNorm normalises on the whole
+  graph);
 * message passing written inline in forward (`with g.local_scope(): g.srcdata["h"] = h;
   g.update_all(fn.copy_u("h", "m"), fn.sum / mean / max("m", "h")); h = g.dstdata["h"]`);
 * module-level constants named like the generated code's own names (`device`, `batch_size`,
@@ -55,10 +58,10 @@ from dataclasses import dataclass, replace
 from hypothesis import strategies as st
 
 CONV_KINDS = ("SAGEConv", "GraphConv", "GATConv", "GINConv", "MeanConv", "inline", "TwoRoundMeanConv", "SGConv",
-              "APPNPConv", "GatedGraphConv")
+              "APPNPConv", "GatedGraphConv", "TAGConv", "ChebConv")
 # convolutions of several hops in one call: full-graph style only (a sampled-training model
 # would give them as many blocks)
-MULTI_HOP_KINDS = ("TwoRoundMeanConv", "SGConv", "APPNPConv", "GatedGraphConv")
+MULTI_HOP_KINDS = ("TwoRoundMeanConv", "SGConv", "APPNPConv", "GatedGraphConv", "TAGConv", "ChebConv")
 INLINE_REDUCERS = ("sum", "mean", "max")
 SAGE_AGGREGATORS = ("mean", "gcn", "pool")
 GRAPHCONV_NORMS = ("both", "left", "right", "none")
@@ -164,8 +167,8 @@ def _draw_conv(draw: st.DrawFn, b: _Builder, source: int, style: str, target: in
         kind = "MeanConv"  # two hops in one call of one block is no sampled-training model
     if kind in ("inline", "APPNPConv") and target is not None and target != b.width(source):
         kind = "MeanConv"  # an inline propagation (and APPNP's) keeps its input's width
-    if kind == "APPNPConv":
-        return b.add(Step("conv", (source,), b.width(source), kind))
+    if kind == "APPNPConv":  # with w, normalised by DGL's EdgeWeightNorm on the whole graph
+        return b.add(Step("conv", (source,), b.width(source), kind, edge_weight=edge_weights and draw(st.booleans())))
     pair = style == "blocks" and kind not in ("MeanConv", "inline", *MULTI_HOP_KINDS) and draw(st.booleans())
     if kind == "inline":
         return b.add(Step("conv", (source,), b.width(source), kind, draw(st.sampled_from(INLINE_REDUCERS))))
@@ -184,9 +187,11 @@ def _draw_conv(draw: st.DrawFn, b: _Builder, source: int, style: str, target: in
     width = draw(widths) if target is None else target
     if kind == "GatedGraphConv" and width < b.width(source):
         kind = "MeanConv"  # GatedGraphConv pads its input up to its width, never down
+    weighted = edge_weights and draw(st.booleans())
+    if kind in ("SGConv", "TAGConv"):
+        return b.add(Step("conv", (source,), width, kind, edge_weight=weighted))
     if kind in ("MeanConv", *MULTI_HOP_KINDS):
         return b.add(Step("conv", (source,), width, kind))
-    weighted = edge_weights and draw(st.booleans())
     if kind == "SAGEConv":
         option = draw(st.sampled_from(SAGE_AGGREGATORS))
         return b.add(Step("conv", (source,), width, kind, option, pair=pair, edge_weight=weighted))
@@ -412,6 +417,10 @@ def _constructor(spec: ModelSpec, step: Step) -> str | None:
             return "dglnn.APPNPConv(k=2, alpha=0.2)"
         if step.kind == "GatedGraphConv":  # two rounds of a GRU per node, traced into
             return f"dglnn.GatedGraphConv({w_in}, {step.width}, 2, 1)"
+        if step.kind == "TAGConv":  # a Linear over hops 0..2, traced into
+            return f"dglnn.TAGConv({w_in}, {step.width}, k=2)"
+        if step.kind == "ChebConv":  # two terms of the recurrence, lambda_max DGL's default
+            return f"dglnn.ChebConv({w_in}, {step.width}, 2)"
         if step.kind == "inline":
             return None  # written in forward
         eps = ", learn_eps=True" if step.learn_eps else ""

@@ -4,6 +4,8 @@ nodes lacking in-edges, for batch sizes that do and do not divide the node count
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from gnn_codegen import errors
@@ -26,6 +28,7 @@ CASES = {
     "EmbeddedNodeIDs": GenerateOptions(init='{"num_nodes": 300, "dim": 6, "out_dim": 3}'),
     "SelfLoopsInForward": GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'),
     "BothDirections": GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'),
+    "TrainingFlagGAT": GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'),
 }
 
 # what the generated method's signature and first lines must say
@@ -42,8 +45,10 @@ SIGNATURES = {
     "EmbeddedNodeIDs": "def inference(self, g, batch_size, device",
     "SelfLoopsInForward": "def inference(self, g, features, batch_size, device",
     "BothDirections": "def inference(self, g, x, batch_size, device",
+    "TrainingFlagGAT": "def inference(self, g, x, batch_size, device",
 }
 READS = {
+    "TrainingFlagGAT": ["self.forward(g, x, training=False) in eval mode"],
     "features_on_the_kept_graph": ['feat = g.ndata["feat"]'],
     "NodeWeightFromGraph": ['weight = g.ndata["weight"]'],
     "EdgeTypesFromGraph": ["etype = g.edata[dgl.ETYPE]"],
@@ -52,7 +57,7 @@ READS = {
     # dgl.function imported inside forward: spelled in full
     "InlineLocalScope": ['block.update_all(dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h"))'],
     "TwoInlineRounds": [
-        'w = g.edata["w"]', 'block.edata["w"] = w', 'block.dstdata["r"] = h1_dst',
+        'w = g.edata["w"]', 'block.edata["w"] = w', 'block.dstdata["r"] = h1',
         'block.update_all(dgl.function.u_add_v("h", "r", "m"), dgl.function.max("m", "z"))',
     ],
     "EntityRGCN": ["emb = self.emb.weight", "etype = g.edata[dgl.ETYPE]", 'norm = g.edata["norm"]'],
@@ -83,7 +88,7 @@ def test_generated_and_exact(name: str, monkeypatch: pytest.MonkeyPatch) -> None
     assert " ".join(method.split()).replace("( ", "(").startswith(SIGNATURES[name]), method[:200]
     for line in READS.get(name, []):  # as black wraps it or not
         assert "".join(line.split()) in "".join(method.split()).replace(",)", ")"), line
-    assert "self.g" not in method.split('"""')[2]  # the code after the docstring uses g
+    assert not re.search(r"self\.g\b", method.split('"""')[2])  # the code after the docstring uses g
     for seed in (1, 2):
         result = check(generated, num_nodes=97, seed=seed, batch_sizes=(1, 13, 97))
         assert result.ok, f"{name}: max |difference| {result.max_abs_diff}"
@@ -146,3 +151,25 @@ def test_a_test_of_the_graphs_data_is_decided_and_checked(declared: bool, monkey
         g.edata["w"] = torch.ones(60, 1)
     with pytest.raises(ValueError, match="generated for graphs without" if not declared else "which g lacks"):
         model.inference(g, torch.randn(20, 8), batch_size=8, device="cpu")
+
+
+def test_an_input_whose_width_no_module_fixes_is_checked_at_a_width_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No --feat-dims and no module that says the input's width: generated anyway, checked at
+    a width gnn-codegen picks and says so; the generated method takes any width."""
+    import torch
+
+    from gnn_codegen.harness import generated_model, import_source
+
+    monkeypatch.chdir(REPO)
+    generated = generate_all(f"{MODEL}:SmoothGivenFeatures")
+    assert any("fixes the width of forward's input labels" in note for note in generated.notes)
+    model = generated_model(generated, import_source(generated.source, generated.loaded.path.parent))
+    g = __import__("dgl").rand_graph(30, 120)
+    labels = torch.rand(30, 11)  # another width than the check's
+    assert torch.allclose(model.inference(g, labels, batch_size=7, device="cpu"), model(g, labels), atol=1e-5)
+
+
+def test_a_guessed_width_that_forward_rejects_asks_for_feat_dims(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    with pytest.raises(errors.FeatDimsError, match=r"--feat-dims x=WIDTH"):
+        generate_all(f"{MODEL}:WidthFixedByAWeightMatrix")

@@ -1,5 +1,5 @@
-"""Multi-hop modules (tests/models/multi_hop.py): each round of DGL's APPNPConv, SGConv,
-GCN2Conv and GatedGraphConv is one layer of the generated inference, equal to forward on graphs
+"""Multi-hop modules (tests/models/multi_hop.py): each round of DGL's APPNPConv, SGConv, TAGConv,
+ChebConv, GCN2Conv and GatedGraphConv (with EdgeWeightNorm's weights, too) is one layer of the generated inference, equal to forward on graphs
 with and without nodes lacking in-edges, for batch sizes that do and do not divide N."""
 
 from __future__ import annotations
@@ -19,6 +19,15 @@ CASES = {
     "SampledAPPNP": (GenerateOptions(init='{"in_size": 8, "hid_size": 12, "out_size": 4}'), 3),
     "ShallowGCNII": (GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'), 3),
     "SGCThenAPPNP": (GenerateOptions(init='{"in_size": 8, "out_size": 4}'), 4),
+    # edge weights normalised on the whole graph by DGL's EdgeWeightNorm, inside the module or
+    # the model's own
+    "WeightedAPPNP": (GenerateOptions(init='{"in_size": 8, "hid_size": 12, "out_size": 4}'), 4),
+    "WeightedSGC": (GenerateOptions(init='{"in_size": 8, "out_size": 4}'), 2),
+    "WeightedGCNII": (GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'), 3),
+    "WeightedTAGCN": (GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'), 4),
+    "NormalisedWeightGCN": (GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'), 2),
+    # DGL's default lambda_max of 2 per graph of the batch: generated for one graph
+    "ChebNetDefaultLambda": (GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'), 2),
 }
 
 
@@ -33,3 +42,19 @@ def test_every_round_is_a_layer_and_exact(name: str, monkeypatch: pytest.MonkeyP
     for seed in (1, 2):
         result = check(generated, num_nodes=97, seed=seed, batch_sizes=(1, 13, 97))
         assert result.ok, f"{name}: max |difference| {result.max_abs_diff}"
+
+
+def test_a_batch_of_graphs_is_refused_where_forward_reads_batch_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ChebConv without lambda_max reads g.batch_size: the generated method was made for one
+    graph and says so for a batch, never computing something else."""
+    import dgl
+    import torch
+
+    from gnn_codegen.harness import generated_model, import_source
+
+    monkeypatch.chdir(REPO)
+    generated = generate_all(f"{MODEL}:ChebNetDefaultLambda", CASES["ChebNetDefaultLambda"][0])
+    model = generated_model(generated, import_source(generated.source, generated.loaded.path.parent))
+    batch = dgl.batch([dgl.rand_graph(10, 30), dgl.rand_graph(12, 40)])
+    with pytest.raises(ValueError, match="generated for one graph"):
+        model.inference(batch, torch.randn(22, 8), batch_size=8, device="cpu")

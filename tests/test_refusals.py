@@ -26,12 +26,12 @@ WILD_OPTIONS = {
 EXPECTED = {
     "MultiHop": (
         errors.UnsupportedModuleError,
-        'tests/models/refused.py:16 (`return self.prop(g, self.lin(x))`): self.prop (ChebConv) '
-        'applies a k-order Chebyshev polynomial of the Laplacian (k hops) internally; without '
-        'lambda_max it asks the graph how many graphs it batches, which cannot be followed round '
-        'by round (pass lambda_max, e.g. [2] as DGL\'s examples do), so it cannot run on the 1-hop'
-        ' blocks of layer-wise inference. Write the propagation as one single-hop convolution per '
-        'layer (GraphConv, SAGEConv, ...), or evaluate this model with its full-graph forward.'
+        'tests/models/refused.py:16 (`return self.prop(g, self.lin(x), etypes)`): self.prop '
+        '(GatedGraphConv) runs n_steps rounds of message passing internally; with several edge types '
+        "it selects edges by their type's value, which cannot be followed round by round, so it "
+        'cannot run on the 1-hop blocks of layer-wise inference. Write the propagation as one '
+        'single-hop convolution per layer (GraphConv, SAGEConv, ...), or evaluate this model with '
+        'its full-graph forward.'
     ),
     "ControlFlow": (
         errors.DataDependentControlFlowError,
@@ -118,6 +118,15 @@ EXPECTED = {
         'value in its own buffer, so the change would not reach it and the result would differ '
         "from forward's. Write the change out of place (`h = h + b` instead of `h.add_(b)`, "
         '`F.relu(h)` instead of inplace=True), or change the tensor before taking views of it.'
+    ),
+    "NormalisesComputedWeights": (
+        errors.GraphValueError,
+        "tests/models/refused.py:151 (`return self.prop(g, self.lin(x), edge_weight=w)`): "
+        "EdgeWeightNorm divides each edge's weight by sums over the edges of its endpoints in the "
+        "whole graph, so inference computes it once on the full graph before the first batch, from "
+        "weights it is given; these are computed in forward. Compute them before calling the model "
+        "and pass them to forward as an input (or in g.edata), or evaluate this model with its "
+        "full-graph forward."
     ),
 }
 

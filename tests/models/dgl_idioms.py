@@ -258,3 +258,44 @@ class EdgeWeightsIfAny(nn.Module):
         if "w" in g.edata:
             return self.conv(g, x, edge_weight=g.edata["w"])
         return self.conv(g, x)
+
+
+class TrainingFlagGAT(nn.Module):
+    """`forward(self, g, x, training=True)` passing the flag on to F.dropout, as several papers'
+    reference code does instead of self.training: traced, checked and documented at False."""
+
+    def __init__(self, in_size, hid_size, out_size, heads=2):
+        super().__init__()
+        self.gat1 = dglnn.GATConv(in_size, hid_size, heads, allow_zero_in_degree=True)
+        self.gat2 = dglnn.GATConv(hid_size * heads, out_size, 1, allow_zero_in_degree=True)
+
+    def forward(self, g, x, training=True):
+        h = F.dropout(x, 0.6, training=training)
+        h = F.elu(self.gat1(g, h).flatten(1))
+        h = F.dropout(h, 0.6, training=training)
+        return self.gat2(g, h).mean(1)
+
+
+class SmoothGivenFeatures(nn.Module):
+    """Propagation of whatever features it is given (DGL's correct-and-smooth smooths label
+    distributions this way): no module fixes the input's width, so any width is forward's."""
+
+    def __init__(self, k=3, alpha=0.2):
+        super().__init__()
+        self.propagate = dglnn.APPNPConv(k, alpha)
+
+    def forward(self, g, labels):
+        return self.propagate(g, labels)
+
+
+class WidthFixedByAWeightMatrix(nn.Module):
+    """A raw weight matrix (no Linear) fixes the width after the propagation: the guessed width
+    fails on the probe graph, and the refusal asks for --feat-dims."""
+
+    def __init__(self):
+        super().__init__()
+        self.propagate = dglnn.APPNPConv(2, 0.1)
+        self.weight = nn.Parameter(torch.randn(8, 3))
+
+    def forward(self, g, x):
+        return self.propagate(g, x) @ self.weight

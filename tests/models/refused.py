@@ -10,10 +10,10 @@ class MultiHop(nn.Module):
     def __init__(self):
         super().__init__()
         self.lin = nn.Linear(8, 4)
-        self.prop = dglnn.ChebConv(4, 4, k=3)
+        self.prop = dglnn.GatedGraphConv(4, 4, 2, n_etypes=2)
 
-    def forward(self, g, x):
-        return self.prop(g, self.lin(x))
+    def forward(self, g, x, etypes):
+        return self.prop(g, self.lin(x), etypes)
 
 
 class ControlFlow(nn.Module):
@@ -134,3 +134,18 @@ class ChangedThroughASliceReadAgain(nn.Module):
         h = F.relu(self.conv1(g, x))
         h[:, :2].mul_(2.0)
         return self.conv2(g, h)
+
+
+class NormalisesComputedWeights(nn.Module):
+    """Edge weights an MLP computes from edge features, which APPNPConv normalises by sums over
+    each node's edges: those need every edge's weight before the first batch."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 4)
+        self.edge_mlp = nn.Linear(3, 1)
+        self.prop = dglnn.APPNPConv(3, alpha=0.1)
+
+    def forward(self, g, x, efeat):
+        w = torch.sigmoid(self.edge_mlp(efeat)).squeeze(-1)
+        return self.prop(g, self.lin(x), edge_weight=w)

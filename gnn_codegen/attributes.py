@@ -18,12 +18,14 @@ from gnn_codegen.edge_weight_norm import EDGE_WEIGHT_NORM
 from gnn_codegen.errors import UnsupportedOperationError, internal
 from gnn_codegen.ir import Op, Program, Ref
 from gnn_codegen.input_specs import InputSpec, infer_inputs, unknown_width_error
+from gnn_codegen.node_reductions import node_reduction
 from gnn_codegen.rowwise import RESHAPES, START_DIM_MODULES, is_rowwise, is_rowwise_module
 from gnn_codegen.simplify import DST_COUNT_METHODS
 from gnn_codegen.sized_tensors import EDGE_COUNTS, count_of, is_factory, prefix_count, row_count_of
 from gnn_codegen.trace import Traced
 
-Rows = Literal["node", "edge", "none", "tuple", "graph", "inline"]
+# global: one value for all nodes, a reduction over them (node_reductions.py)
+Rows = Literal["node", "edge", "none", "tuple", "graph", "inline", "global"]
 # Primes, so that no width in a model coincides with a row count by accident.
 PROBE_NODES = 29
 PROBE_EDGES = 113
@@ -216,6 +218,14 @@ def infer_attributes(traced: Traced, program: Program, model: torch.nn.Module,
         arg_rows = [info[r].rows for r in op.refs()]
         if _takes_only_dtype_and_device(op):  # t.to(feat): feat's dtype and device, none of its rows
             arg_rows = arg_rows[:1] if isinstance(op.args[0], Ref) else []
+        if node_reduction(op, lambda name: info[name].rows) is not None and isinstance(value, torch.Tensor):
+            info[op.name] = TensorInfo("global", tuple(value.shape), str(value.dtype))  # `h.mean(0)`
+            continue
+        if ("global" in arg_rows and isinstance(value, torch.Tensor)
+                and all(info[r].rows == "global" or program.op(r).kind == "attr" for r in op.refs())):
+            # `torch.softmax(w, dim=0)` of a reduction: once for all nodes, before the batches
+            info[op.name] = TensorInfo("global", tuple(value.shape), str(value.dtype))
+            continue
         node_like = op.kind == "mp" or any(r in ("node", "edge", "tuple") for r in arg_rows)
         if not node_like:
             info[op.name] = TensorInfo("inline")
@@ -239,6 +249,12 @@ def infer_attributes(traced: Traced, program: Program, model: torch.nn.Module,
         else:
             raise _refuse(op, f"returns a {type(value).__name__}")
     for name in program.output_refs():
+        if info[name].rows == "global":
+            op = program.op(name)
+            raise UnsupportedOperationError(
+                f"{op.location or 'forward'}: forward returns {_describe(op)}, one value for all nodes "
+                "(a graph-level readout), not a row per node. Generate inference for the per-node "
+                "part and apply the readout to its result.")
         if info[name].rows not in ("node", "edge"):
             raise internal(f"forward's output {name} is not indexed by nodes or edges")
     return Attributes(tuple(info.items()), inputs), values

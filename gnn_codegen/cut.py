@@ -28,6 +28,10 @@ allow, at the end of the layer that makes its input (or in the prologue), once p
 the cut it would run once per batch that reads the row, and the benchmark measured that dearer
 than the bytes it saves (CutNode.earliest).
 
+A reduction over all nodes (`h.mean(0)`, node_reductions.py) is a barrier: it reads every
+stored row of h in a pass before its stage's batch loop, so it runs in a stage after h's
+(`after_deps`), and costs h's store and one read per row; the result is one small tensor.
+
 `cut_search.place_optimal` returns a placement of least (stored + reloaded, work, stage sum),
 proven against brute-force enumeration (`brute_force`) in tests/test_cut.py.
 
@@ -46,7 +50,8 @@ from typing import Literal
 # src_in_place: source rows a convolution reads only inside its messages, which a stored tensor
 # on the device gives in place, without gathering them (render_layer.LayerWriter.in_place)
 Role = Literal["src", "src_in_place", "dst", "edge"]
-Rows = Literal["node", "edge", "tuple"]
+# global: one value for all nodes (a reduction over them, CutNode.reduces)
+Rows = Literal["node", "edge", "tuple", "global"]
 
 DEFAULT_FANOUT = 8.0
 
@@ -68,6 +73,14 @@ class CutNode:
     # a convolution's work on each source row (write_out.py): placed as early as its inputs
     # allow, where it runs once per node
     earliest: bool = False
+    # a reduction over all nodes (node_reductions.py): it reads its dep's stored rows in a pass
+    # before its stage's batch loop, so it runs in a stage after the one that makes them
+    reduces: bool = False
+
+
+def after_deps(node: "CutNode", stage_of_dep: int) -> int:
+    """The earliest stage `node` may take after a dep placed in `stage_of_dep`."""
+    return stage_of_dep + 1 if node.reduces else stage_of_dep
 
 
 @dataclass(frozen=True)
@@ -131,10 +144,12 @@ def place_asap(nodes: tuple[CutNode, ...]) -> Placement:
         elif node.earliest:
             stage[node.name] = g.low[node.name]
         else:
-            stage[node.name] = max([1] + [stage[d] for d in node.deps])
+            stage[node.name] = max([1] + [after_deps(node, stage[d]) for d in node.deps])
+            if node.reduces:  # no later than its readers allow: what it reads moves earlier
+                stage[node.name] = min(stage[node.name], g.high[node.name])
     for node in reversed(nodes):  # what such work reads runs no later (the prologue, say)
         for d in node.deps:
-            stage[d] = min(stage[d], stage[node.name])
+            stage[d] = min(stage[d], stage[node.name] - (1 if node.reduces else 0))
     return Placement(tuple(stage.items()), max(depth.values(), default=0))
 
 
@@ -170,6 +185,8 @@ class _Graph:
             stages: set[int] = set()
             for c in g.consumers[n.name]:
                 consumer = g.by_name[c]
+                if consumer.reduces:
+                    continue  # it reads the stored rows once each, in a pass of its own
                 if consumer.is_mp:
                     if {"src", "src_in_place"} & set(dict(consumer.roles).get(n.name, ())):
                         stages.add(g.depth[c])
@@ -184,7 +201,7 @@ class _Graph:
                 g.low[n.name] = g.depth[n.name]
             else:
                 floor = 0 if prologue[n.name] else 1
-                g.low[n.name] = max([floor] + [g.low[d] for d in n.deps])
+                g.low[n.name] = max([floor] + [after_deps(n, g.low[d]) for d in n.deps])
         for n in reversed(nodes):
             if n.is_input:
                 g.high[n.name] = 0
@@ -192,8 +209,9 @@ class _Graph:
                 g.high[n.name] = g.depth[n.name]
             elif n.earliest:
                 g.high[n.name] = g.low[n.name]
-            else:
-                g.high[n.name] = min([g.num_stages] + [g.high[c] for c in g.consumers[n.name]])
+            else:  # a reduction reads its dep in a stage after the dep's
+                g.high[n.name] = min([g.num_stages] + [g.high[c] - (1 if g.by_name[c].reduces else 0)
+                                                       for c in g.consumers[n.name]])
         return g
 
     def space(self, name: str, stage: int) -> Role | Literal["node"]:
@@ -224,6 +242,8 @@ def _role_in(g: _Graph, value: str, consumer: str, stage: int) -> Role | Literal
     if stage == 0:
         return "node"
     c = g.by_name[consumer]
+    if c.reduces:
+        return "dst"  # each stored row read once, in a pass over ranges of nodes
     if c.is_mp:
         roles = dict(c.roles).get(value, ("src",))
         return next(r for r in ("edge", "src", "src_in_place", "dst") if r in roles)
@@ -275,7 +295,7 @@ def check_placement(nodes: tuple[CutNode, ...], placement: Placement) -> None:
         if not g.low[n.name] <= stage[n.name] <= g.high[n.name]:
             raise ValueError(f"{n.name} in stage {stage[n.name]}, outside {g.low[n.name]}..{g.high[n.name]}")
         for d in n.deps:
-            if stage[d] > stage[n.name]:
+            if after_deps(n, stage[d]) > stage[n.name]:
                 raise ValueError(f"{n.name} in stage {stage[n.name]} reads {d} of stage {stage[d]}")
 
 
@@ -312,7 +332,7 @@ def brute_force(nodes: tuple[CutNode, ...], fanout: float = DEFAULT_FANOUT) -> t
     best = None
     for stages in product(*(range(g.low[n], g.high[n] + 1) for n in order)):
         stage = dict(zip(order, stages))
-        if any(stage[d] > stage[n.name] for n in nodes for d in n.deps):
+        if any(after_deps(n, stage[d]) > stage[n.name] for n in nodes for d in n.deps):
             continue
         placement = Placement(tuple(stage.items()), g.num_stages)
         cost = evaluate(nodes, placement, fanout)

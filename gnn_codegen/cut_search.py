@@ -17,7 +17,7 @@ import math
 from typing import Any
 
 from gnn_codegen.cut import (
-    DEFAULT_FANOUT, CutNode, Placement, _Graph, _role_in, _rows_factor, _value_terms, _work, place_asap,
+    DEFAULT_FANOUT, CutNode, Placement, _Graph, _role_in, _rows_factor, _value_terms, _work, after_deps, place_asap,
 )
 
 SEARCH_LIMIT = 200_000
@@ -50,7 +50,8 @@ class _Problem:
         self.step = {n: position.get(n, -1) for n in self.order}  # fixed ops: before step 0
 
     def choices(self, name: str, stage: dict[str, int]) -> list[int]:
-        low = max([self.g.low[name]] + [stage[d] for d in self.g.by_name[name].deps])
+        node = self.g.by_name[name]
+        low = max([self.g.low[name]] + [after_deps(node, stage[d]) for d in node.deps])
         # the simple rule's stage first: the first complete placement is a good bound
         return sorted(range(low, self.g.high[name] + 1), key=lambda k: (k != self.asap.get(name), k))
 

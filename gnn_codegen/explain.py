@@ -26,6 +26,7 @@ from typing import Any
 
 from gnn_codegen.cut import Cost, transfers
 from gnn_codegen.ir import Op
+from gnn_codegen.node_reductions import node_reduction
 from gnn_codegen.pipeline import Generated
 from gnn_codegen.plan import spell_graph
 
@@ -57,6 +58,12 @@ def _cost(cost: Cost, nodes: int) -> dict[str, float]:
     }
 
 
+def _reduction(op: Op, info: dict[str, Any]) -> str:
+    """`.mean(0)`: how a reduction over all nodes reduces (node_reductions.py)."""
+    reduction = node_reduction(op, lambda name: info[name].rows)
+    return describe_op(op) if reduction is None else f".{reduction.how}({'0' if reduction.over_rows_only else ''})"
+
+
 def explain_data(generated: Generated, nodes: int = DEFAULT_NODES) -> dict[str, Any]:
     program, plan, cut = generated.program, generated.plan, generated.plan.cut
     buffers = dict(generated.buffers)
@@ -76,6 +83,9 @@ def explain_data(generated: Generated, nodes: int = DEFAULT_NODES) -> dict[str, 
             "graph": graph,  # the graph whose blocks the layer runs on, as forward spells it
             "loads": [{"tensor": buffers[v], "rows": "node" if stage.index == 0 else rows} for v, rows in stage.loads],
             "stores": [buffers[v] for v in stage.stores], "frees": [buffers[v] for v in stage.frees],
+            # reductions over all nodes, in a pass over stored rows before the batch loop
+            "reductions": [{"value": buffers.get(r, r), "of": buffers.get(v, v), "what": _reduction(program.op(r), info),
+                            "source": program.op(r).location} for r, v in stage.reductions],
         })
     tensors = []
     for t in transfers(cut.nodes, cut.placement, cut.fanout):
@@ -119,6 +129,9 @@ def explain_text(data: dict[str, Any]) -> str:
         if stage.get("graph") and "(" in stage["graph"]:  # a graph forward derives from its own
             title += f", on {stage['graph']}"
         lines += ["", title]
+        for reduction in stage.get("reductions", []):
+            lines.append(f"  reduce {reduction['of']}{reduction['what']} over all nodes, before the batches "
+                         f"(read as {reduction['value']})")
         for load in stage["loads"]:
             lines.append(f"  load   {load['tensor']} on {_ROWS[load['rows']]}")
         for op in stage["ops"]:

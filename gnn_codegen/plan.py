@@ -12,10 +12,11 @@ import math
 import torch
 
 from gnn_codegen.attributes import Attributes
-from gnn_codegen.cut import DEFAULT_FANOUT, Cost, CutNode, Placement, evaluate, place_asap
+from gnn_codegen.cut import DEFAULT_FANOUT, Cost, CutNode, Placement, _Graph, evaluate, place_asap
 from gnn_codegen.cut_search import place_optimal
 from gnn_codegen.errors import UnsupportedOperationError, internal
 from gnn_codegen.ir import Op, Program, Ref, iter_refs, reads_device
+from gnn_codegen.node_reductions import node_reduction
 
 # Rows a value is computed on inside a batch: the block's source nodes (destinations first),
 # its destination nodes, or its edges (every in-edge of the destinations). The prologue (stage
@@ -39,6 +40,11 @@ class Stage:
     # the graph whose blocks the stage runs on: forward's, or one derived from it
     # (derived_graphs.py); "" for the prologue and passes over node ranges
     graph: str = ""
+    # reductions over all nodes computed before the stage's batch loop, from stored rows:
+    # (the reduction's op, the value it reduces), node_reductions.py
+    reductions: tuple[tuple[str, str], ...] = ()
+    # values computed from those alone (`torch.softmax(w, dim=0)`), once, after them
+    once: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -114,6 +120,8 @@ def cut_graph(program: Program, inline: frozenset[str], attrs: Attributes) -> tu
         value = info[op.name]
         if value.rows in ("node", "edge"):
             row_bytes: int | None = math.prod(value.shape) * dtype_size(value.dtype)
+        elif value.rows == "global":
+            row_bytes = 0  # one small tensor for all nodes, kept on the device (node_reductions.py)
         else:
             row_bytes = None  # a tuple: its elements are stored, never the tuple
         roles: dict[str, list[str]] = {}
@@ -127,9 +135,11 @@ def cut_graph(program: Program, inline: frozenset[str], attrs: Attributes) -> tu
         reads_graph = bool(graphs & _direct_and_inline_refs(program, inline, op))
         nodes.append(CutNode(
             op.name, deps, is_mp=op.kind == "mp", is_input=op.kind in ("input", "graph_value"), row_bytes=row_bytes,
-            rows="tuple" if value.rows == "tuple" else "edge" if value.rows == "edge" else "node",
+            rows="tuple" if value.rows == "tuple" else "edge" if value.rows == "edge" else
+                 "global" if value.rows == "global" else "node",
             roles=tuple((d, tuple(r)) for d, r in roles.items()), is_output=op.name in outputs,
             reads_graph=reads_graph, earliest=op.once_per_node,
+            reduces=value.rows == "global" and node_reduction(op, lambda n: info[n].rows) is not None,
         ))
     return tuple(nodes)
 
@@ -184,6 +194,7 @@ def build_plan(program: Program, attrs: Attributes, fanout: float = DEFAULT_FANO
             "layer-wise. gnn-codegen expects dgl.nn convolutions (or modules that call "
             "update_all/apply_edges) applied to the graph argument."
         )
+    _refuse_unplaceable_reductions(nodes, program)
     simple = place_asap(nodes)
     placement = place_optimal(nodes, fanout) if optimize else simple
     stage_of = dict(placement.stage)
@@ -193,8 +204,10 @@ def build_plan(program: Program, attrs: Attributes, fanout: float = DEFAULT_FANO
     info = attrs.as_dict()
     stages = []
     first = 0 if any(k == 0 and n not in inputs for n, k in placement.stage) else 1
+    reduced = {n.name: n.deps[0] for n in nodes if n.reduces}
+    once = [n.name for n in nodes if n.rows == "global" and not n.reduces]
     for k in range(first, placement.num_stages + 1):
-        members = [n.name for n in nodes if stage_of[n.name] == k and not n.is_input]
+        members = [n.name for n in nodes if stage_of[n.name] == k and not n.is_input and n.rows != "global"]
         space: dict[str, Space] = {}
         needs: dict[str, set[Space]] = {}
         for name in reversed(members):
@@ -218,13 +231,16 @@ def build_plan(program: Program, attrs: Attributes, fanout: float = DEFAULT_FANO
         # Source rows start with the destination rows, so a value loaded on source rows gives
         # its destination rows as a slice instead of a second host-to-device copy.
         loads = tuple(
-            (d, sp) for d in needs if d not in space for sp in ("src", "dst", "edge")
+            (d, sp) for d in needs if d not in space and d not in reduced and d not in once
+            for sp in ("src", "dst", "edge")
             if sp in needs[d] and not (sp == "dst" and "src" in needs[d])
         )
         later = {d for n in nodes if stage_of[n.name] > k for d in n.deps}
         stores = tuple(m for m in members if m in later or m in outputs)
+        reductions = tuple((r, x) for r, x in reduced.items() if stage_of[r] == k)
         stages.append(Stage(k, tuple(PlacedOp(m, space[m]) for m in members), loads, stores, (),
-                            _stage_graph(program, members, inline)))
+                            _stage_graph(program, members, inline), reductions,
+                            tuple(n for n in once if stage_of[n] == k)))
     stages = _with_frees(stages, outputs, inputs)
     stored = tuple(
         Stored(name, info[name].shape, info[name].dtype, stage_of[name],
@@ -280,10 +296,30 @@ def spell_graph(program: Program, op: Op) -> str:
     return f"{op.target}({spell_graph(program, program.op(op.args[0].name))})"
 
 
+def _refuse_unplaceable_reductions(nodes: tuple[CutNode, ...], program: Program) -> None:
+    """A reduction over all nodes read in the layer that makes its input, or after the last
+    layer: no stage has every row of its input before a batch loop that reads it."""
+    g = _Graph.of(nodes)
+    for n in nodes:
+        if n.reduces and g.low[n.name] > g.high[n.name]:
+            op = program.op(n.name)
+            last = g.low[n.name] > g.num_stages
+            raise UnsupportedOperationError(
+                f"{op.location or 'forward'}: this reduces over all nodes (`.{op.target.rsplit('.', 1)[-1]}"
+                f"(...)` of every node's row), which layer-wise inference has only after the layer that "
+                "computes those rows has run over every batch; forward reads the result "
+                + ("after its last message-passing layer, where no pass over all nodes follows yet"
+                   if last else "in that same layer")
+                + ". Compute it on inference's result outside the model, or evaluate this model with "
+                "its full-graph forward (a reduction that a later layer reads is supported).")
+
+
 def _with_frees(stages: list[Stage], outputs: tuple[str, ...], inputs: set[str]) -> list[Stage]:
     last_use: dict[str, int] = {}
     for s in stages:
         for name, _ in s.loads:
+            last_use[name] = s.index
+        for _, name in s.reductions:  # read in the pass before the stage's batch loop
             last_use[name] = s.index
     result = []
     for s in stages:
@@ -291,5 +327,5 @@ def _with_frees(stages: list[Stage], outputs: tuple[str, ...], inputs: set[str])
             n for n, last in last_use.items()
             if last == s.index and n not in outputs and n not in inputs
         )
-        result.append(Stage(s.index, s.ops, s.loads, s.stores, frees, s.graph))
+        result.append(Stage(s.index, s.ops, s.loads, s.stores, frees, s.graph, s.reductions, s.once))
     return result

@@ -20,6 +20,7 @@ from gnn_codegen.graph_proxy import BATCH_SIZE
 from gnn_codegen.errors import internal
 from gnn_codegen.ir import Op, Program, Ref, iter_refs
 from gnn_codegen.names import NameAllocator
+from gnn_codegen.node_reductions import node_reduction, pass_expression
 from gnn_codegen.plan import Plan, Stage, inline_ops, value_deps
 from gnn_codegen.render_code import comment
 from gnn_codegen.render_layer import LayerFunction, LayerWriter
@@ -102,6 +103,15 @@ class Renderer:
         # names too generic to tell stored tensors apart: those get h1, h2, ... instead
         self.generic = {"h", "x", "out", "hidden", "feat", "feats", "inputs", "z", "el", *self.params}
         self._name_buffers()
+        for stage in plan.stages:  # reductions over all nodes: `h1_mean`, after what they reduce
+            for name, value in stage.reductions:
+                op = program.op(name)
+                how = op.target.rsplit(".", 1)[-1]
+                own = op.var if op.var and op.var not in self.generic else ""  # forward's `w = ...mean(0)`
+                self.buffer[name] = self.names.take(own or f"{self.buffer[value]}_{how}")
+            for name in stage.once:  # and what is computed from them alone: as forward names it
+                op = program.op(name)
+                self.buffer[name] = self.names.take(op.var or op.line_var or self.hidden)
 
     def note_origins(self, lines: list[str], op: Op | None) -> None:
         """The lines appended to `lines` since the last note came from the op noted then; `op`
@@ -158,6 +168,15 @@ class Renderer:
                 runs.append((after, LayerWriter(self, after, name, node_ranges=True)))
         functions = [writer.write() for _, writer in runs]
         last_use = self._last_uses(functions)
+        # a tensor whose last reader is a reduction (read before its stage's loop) is deleted
+        # right after it, not after an earlier stage
+        keep, freed_after_reductions = self._callers_tensors(), {}
+        for position, (stage, _) in enumerate(runs):
+            for _, value in stage.reductions:
+                name = self.buffer[value]
+                if name not in keep and last_use.get(name, -1) < position:
+                    last_use.pop(name, None)
+                    freed_after_reductions.setdefault(position, []).append(name)
         for position, ((stage, writer), function) in enumerate(zip(runs, functions)):
             last = position == len(functions) - 1
             call = self._call(function, self.runtimes.get(stage.graph, self.batches))
@@ -168,7 +187,10 @@ class Renderer:
             if frees:
                 lines.append(f"del {', '.join(frees)}")
             comment = self._describe(stage, writer.node_ranges and stage.index > 0)
-            stages.append({"comment": comment, "function": function, "after": lines})
+            before = self._reductions(stage, writer)
+            if position in freed_after_reductions:
+                before.append(f"del {', '.join(freed_after_reductions[position])}")
+            stages.append({"comment": comment, "function": function, "after": lines, "before": before})
         result = None if stages and stages[-1]["after"][0].startswith("return ") else self._result(self.program.output)
         return render_template(
             "inference.py.j2",
@@ -238,6 +260,25 @@ class Renderer:
         extra = [repr(a) for a in op.args[1:]] + [f"{k}={v!r}" for k, v in op.kwargs]
         return f"{op.target}({', '.join([spelled, *extra])})"
 
+    def _reductions(self, stage: Stage, writer: LayerWriter) -> list[str]:
+        """The lines that compute the stage's reductions over all nodes from stored rows, in a
+        pass over ranges of nodes before its batch loop (node_reductions.py), and what it
+        computes from them alone, once (`beta = torch.softmax(w, dim=0)`)."""
+        lines = []
+        for name, value in stage.reductions:
+            op = self.program.op(name)
+            reduction = node_reduction(op, lambda n: self.attrs[n].rows)
+            if reduction is None:
+                raise internal(f"{name} is placed as a reduction over nodes but is none")
+            stored = self.buffer[value]
+            spelled = f"{stored}.{reduction.how}({'0' if reduction.over_rows_only else ''})"
+            lines += comment(f"{spelled} over all nodes, which layer {stage.index} reads: summed in a "
+                             "pass over ranges of the stored rows")
+            lines.append(f"{self.buffer[name]} = {pass_expression(reduction, stored, self.batches)}")
+        for name in stage.once:
+            lines.append(f"{self.buffer[name]} = {writer.op_expression(self.program.op(name), 'dst').text}")
+        return lines
+
     def _split_node_pass(self, stage: Stage) -> tuple[Stage, Stage | None]:
         """A layer whose last ops are the next layer's work on each source row (write_out.py)
         that reads only what the layer stores anyway (SAGEConv's fc_neigh of the layer's
@@ -283,10 +324,14 @@ class Renderer:
             args.append(f"per_edge={function.per_edge!r}")
         return f"{batches}.map({', '.join(args)})"
 
+    def _callers_tensors(self) -> set[str]:
+        """forward's inputs and results: the caller's, never deleted."""
+        return set(self.params) | {self.buffer[n] for n in (*self.program.inputs, *self.plan.outputs)}
+
     def _last_uses(self, functions: list[LayerFunction]) -> dict[str, int]:
         """Stored tensors and graph values -> the stage position after which nothing reads
         them (never forward's inputs nor its results, which are the caller's)."""
-        keep = set(self.params) | {self.buffer[n] for n in (*self.program.inputs, *self.plan.outputs)}
+        keep = self._callers_tensors()
         last: dict[str, int] = {}
         for position, function in enumerate(functions):
             for tensor in (*function.src, *function.dst, *function.edges):
@@ -347,13 +392,15 @@ class Renderer:
         return self.runtime == RUNTIME and all(name == f"_{section}" for section, name in self.helper_names.items())
 
     def helpers(self) -> str:
-        return render_helpers(self.runtime, self.sections, self.helper_names)
+        reduces = any(stage.reductions for stage in self.plan.stages)
+        return render_helpers(self.runtime, self.sections, self.helper_names, reduces)
 
 
-def render_helpers(runtime: str, sections: set[str], names: dict[str, str]) -> str:
-    """The runtime class and the written-out convolutions' sections, after the banner."""
+def render_helpers(runtime: str, sections: set[str], names: dict[str, str], reduces: bool = False) -> str:
+    """The runtime class and the written-out convolutions' sections, after the banner.
+    reduces: the runtime sums over all nodes too (node_reductions.py)."""
     # one line break between the two: each convolution's section starts with its blank lines
-    runtime_source = render_template("batches.py.j2", runtime=runtime).rstrip("\n")
+    runtime_source = render_template("batches.py.j2", runtime=runtime, reduces=reduces).rstrip("\n")
     convs = render_template("convs.py.j2", used=sections, names=SimpleNamespace(**names)) if sections else ""
     return render_template("helpers.py.j2", runtime=runtime_source, convs=convs)
 

@@ -108,6 +108,8 @@ class LayerWriter:
             return self.op_expression(op, need)
         if (name, need) in self.local:
             return Code(self.local[(name, need)])
+        if self.r.attrs[name].rows == "global":  # a reduction over all nodes, made before the loop
+            return Code(self.r.buffer[name])
         if (name, need) in self.expressions:  # written where its only reader is, on its line
             return self.expressions[(name, need)]
         if self.r.attrs[name].rows == "tuple":

@@ -12,4 +12,4 @@ from gnn_codegen.templating import exec_template
 
 @lru_cache(maxsize=1)
 def runtime_class() -> Any:
-    return exec_template("batches.py.j2", __name__, runtime="FullNeighbourBatches")["FullNeighbourBatches"]
+    return exec_template("batches.py.j2", __name__, runtime="FullNeighbourBatches", reduces=True)["FullNeighbourBatches"]

@@ -7,12 +7,12 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from gnn_codegen.cut_search import _Problem, place_optimal
 from gnn_codegen.cut import (
-    CutNode, brute_force, check_placement, evaluate, mp_depths, place_asap,
+    CutNode, _Graph, brute_force, check_placement, evaluate, mp_depths, place_asap,
 )
 
 
@@ -154,6 +154,17 @@ def test_work_before_a_convolution_reading_in_place_becomes_a_prologue() -> None
     assert optimal_stages(sgc("src"))["feat"] == 1
 
 
+def test_a_mean_over_all_nodes_runs_before_the_layer_that_reads_it() -> None:
+    """h1 = conv1(x); conv2(h1 - h1.mean(0)): the mean needs every row of h1, so it runs after
+    layer 1, in the pass before layer 2's batches, and the subtraction in layer 2."""
+    nodes = (V("x", width=16, inp=True), V("conv1", "x", width=16, mp=True),
+             replace(V("mean", "conv1", width=0), rows="global", reduces=True),
+             V("centred", "conv1", "mean", width=16), V("conv2", "centred", width=4, mp=True, out=True))
+    stage = optimal_stages(nodes)
+    assert stage["mean"] == 2 and stage["centred"] == 2
+    assert place_asap(nodes).of("mean") == 2
+
+
 def test_a_skip_projection_runs_where_it_costs_least() -> None:
     """out = conv3(...) + skip(x): the 8-wide projection of the 64-wide input is computed in the
     prologue, stored narrow and read on destination rows by layer 3."""
@@ -195,6 +206,9 @@ def random_dags(draw: st.DrawFn) -> tuple[CutNode, ...]:
                 deps.append("w")
                 roles["w"] = ("edge",)
             nodes.append(V(name, *deps, width=width, mp=True, roles=roles))
+        elif draw(st.integers(0, 5)) == 0:  # a reduction over all nodes (a mean over them, say)
+            source = draw(st.sampled_from(node_values))
+            nodes.append(replace(V(name, source, width=0), rows="global", reduces=True))
         else:
             deps = draw(st.lists(st.sampled_from(node_values), min_size=1, max_size=3, unique=True))
             nodes.append(V(name, *deps, width=width))
@@ -203,9 +217,15 @@ def random_dags(draw: st.DrawFn) -> tuple[CutNode, ...]:
         nodes.append(V("mp", node_values[-1], width=4, mp=True))
         node_values.append("mp")
     consumed = {d for n in nodes for d in n.deps}
-    outs = {n.name for n in nodes if not n.is_input and n.name not in consumed}
+    outs = {n.name for n in nodes if not n.is_input and n.name not in consumed and not n.reduces}
     outs.add(node_values[-1])
-    return tuple(replace(n, is_output=n.name in outs) for n in nodes)
+    nodes = [replace(n, is_output=n.name in outs) for n in nodes]
+    # a reduction read in the layer that makes its input, or after the last layer, is refused
+    # before any placement (plan.py): only placeable graphs here
+    g = _Graph.of(tuple(nodes))
+    assume(all(g.low[n.name] <= g.high[n.name] for n in nodes))
+    assume(all(g.consumers[n.name] for n in nodes if n.reduces))  # an unread one is dead code
+    return tuple(nodes)
 
 
 @given(random_dags(), st.sampled_from([1.0, 3.0, 8.0, 25.0]))

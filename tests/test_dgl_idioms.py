@@ -29,6 +29,8 @@ CASES = {
     "SelfLoopsInForward": GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'),
     "BothDirections": GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'),
     "TrainingFlagGAT": GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'),
+    "CentredGCN": GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'),
+    "SemanticAttentionBetweenLayers": GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'),
 }
 
 # what the generated method's signature and first lines must say
@@ -46,8 +48,16 @@ SIGNATURES = {
     "SelfLoopsInForward": "def inference(self, g, features, batch_size, device",
     "BothDirections": "def inference(self, g, x, batch_size, device",
     "TrainingFlagGAT": "def inference(self, g, x, batch_size, device",
+    "CentredGCN": "def inference(self, g, features, batch_size, device",
+    "SemanticAttentionBetweenLayers": "def inference(self, g, h, batch_size, device",
 }
 READS = {
+    # the mean over all nodes: a pass over the stored layer before the next layer's loop
+    "CentredGCN": ["h1_mean = batches.sum_nodes(h1) / h1.shape[0]", "x = h1 - h1_mean",
+                   "h2_mean = batches.sum_nodes(h2) / h2.shape[0]"],
+    # HAN's semantic attention: the mean, then what is computed from it alone, once
+    "SemanticAttentionBetweenLayers": ["w = batches.sum_nodes(project) / project.shape[0]",
+                                       "beta = torch.softmax(w, dim=0)"],
     "TrainingFlagGAT": ["self.forward(g, x, training=False) in eval mode"],
     "features_on_the_kept_graph": ['feat = g.ndata["feat"]'],
     "NodeWeightFromGraph": ['weight = g.ndata["weight"]'],

@@ -57,5 +57,6 @@ def test_helper_templates_render_black_formatted() -> None:
 
     names = {s: f"_{s}" for s in SECTIONS}
     for used in [set(SECTIONS), *({s} for s in SECTIONS)]:
-        helpers = render_helpers(RUNTIME, used, names).strip("\n") + "\n"
-        assert black.format_str(helpers, mode=black.Mode()) == helpers, sorted(used)
+        for reduces in (False, True):  # the runtime's sum over all nodes (node_reductions.py)
+            helpers = render_helpers(RUNTIME, used, names, reduces).strip("\n") + "\n"
+            assert black.format_str(helpers, mode=black.Mode()) == helpers, (sorted(used), reduces)

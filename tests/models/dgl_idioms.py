@@ -299,3 +299,48 @@ class WidthFixedByAWeightMatrix(nn.Module):
 
     def forward(self, g, x):
         return self.propagate(g, x) @ self.weight
+
+
+class CentredGCN(nn.Module):
+    """PairNorm's "scale individually" variant (Zhao and Akoglu, 2020) between GCN layers: each
+    layer's output is centred by its mean over all nodes, then every row scaled to a fixed
+    norm. The mean reads every node's row: computed in a pass over the stored layer before the
+    next layer reads it."""
+
+    def __init__(self, in_size, hid_size, out_size, scale=1.0):
+        super().__init__()
+        self.conv1 = dglnn.GraphConv(in_size, hid_size, allow_zero_in_degree=True)
+        self.conv2 = dglnn.GraphConv(hid_size, hid_size, allow_zero_in_degree=True)
+        self.conv3 = dglnn.GraphConv(hid_size, out_size, allow_zero_in_degree=True)
+        self.scale = scale
+
+    def pair_norm(self, x):
+        x = x - x.mean(dim=0)
+        return self.scale * x / (1e-6 + x.pow(2).sum(dim=1, keepdim=True)).sqrt()
+
+    def forward(self, g, features):
+        h = F.relu(self.pair_norm(self.conv1(g, features)))
+        h = F.relu(self.pair_norm(self.conv2(g, h)))
+        return self.conv3(g, h)
+
+
+class SemanticAttentionBetweenLayers(nn.Module):
+    """HAN's semantic attention (DGL's han example) over two GAT views of the graph, written as
+    the example writes it, then a GraphConv: the attention weights are a mean over all nodes
+    (`self.project(z).mean(0)`), computed in a pass over the stored projections before the
+    GraphConv's layer."""
+
+    def __init__(self, in_size, hid_size, out_size, heads=2):
+        super().__init__()
+        self.views = nn.ModuleList(
+            dglnn.GATConv(in_size, hid_size, heads, allow_zero_in_degree=True) for _ in range(2)
+        )
+        self.project = nn.Sequential(nn.Linear(hid_size * heads, 8), nn.Tanh(), nn.Linear(8, 1, bias=False))
+        self.conv = dglnn.GraphConv(hid_size * heads, out_size, allow_zero_in_degree=True)
+
+    def forward(self, g, h):
+        z = torch.stack([view(g, h).flatten(1) for view in self.views], dim=1)  # (N, M, D * K)
+        w = self.project(z).mean(0)  # (M, 1)
+        beta = torch.softmax(w, dim=0)  # (M, 1)
+        beta = beta.expand((z.shape[0],) + beta.shape)  # (N, M, 1)
+        return self.conv(g, (beta * z).sum(1))

@@ -153,12 +153,12 @@ def _probe_values(traced: Traced, program: Program, inputs: tuple[InputSpec, ...
         try:
             recorder.run(*args)
         except Exception as exc:
+            failure = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
             if any(s.guessed for s in inputs):
-                raise unknown_width_error(inputs, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
+                raise unknown_width_error(inputs, failure) from None
             raise UnsupportedOperationError(
                 f"running forward on a small probe graph with inputs of widths "
-                f"{ {s.param: s.shape for s in inputs} } failed with "
-                f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}. If an "
+                f"{ {s.param: s.shape for s in inputs} } failed with {failure}. If an "
                 "input width is wrong, give it with "
                 "--feat-dims NAME=WIDTH."
             ) from None
@@ -218,12 +218,11 @@ def infer_attributes(traced: Traced, program: Program, model: torch.nn.Module,
         arg_rows = [info[r].rows for r in op.refs()]
         if _takes_only_dtype_and_device(op):  # t.to(feat): feat's dtype and device, none of its rows
             arg_rows = arg_rows[:1] if isinstance(op.args[0], Ref) else []
-        if node_reduction(op, lambda name: info[name].rows) is not None and isinstance(value, torch.Tensor):
-            info[op.name] = TensorInfo("global", tuple(value.shape), str(value.dtype))  # `h.mean(0)`
-            continue
-        if ("global" in arg_rows and isinstance(value, torch.Tensor)
-                and all(info[r].rows == "global" or program.op(r).kind == "attr" for r in op.refs())):
-            # `torch.softmax(w, dim=0)` of a reduction: once for all nodes, before the batches
+        # `h.mean(0)`, and `torch.softmax(w, dim=0)` of it: once for all nodes, before the batches
+        reduces = node_reduction(op, lambda name: info[name].rows) is not None
+        of_reductions = "global" in arg_rows and all(info[r].rows == "global" or program.op(r).kind == "attr"
+                                                     for r in op.refs())
+        if isinstance(value, torch.Tensor) and (reduces or of_reductions):
             info[op.name] = TensorInfo("global", tuple(value.shape), str(value.dtype))
             continue
         node_like = op.kind == "mp" or any(r in ("node", "edge", "tuple") for r in arg_rows)

@@ -50,6 +50,9 @@ from typing import Literal
 # src_in_place: source rows a convolution reads only inside its messages, which a stored tensor
 # on the device gives in place, without gathering them (render_layer.LayerWriter.in_place)
 Role = Literal["src", "src_in_place", "dst", "edge"]
+# a value read at several rows in one stage is loaded at the dearest: source rows start with the
+# destination rows, and a gather serves what reads in place too
+_DEAREST_FIRST = ("edge", "src", "src_in_place", "dst", "node")
 # global: one value for all nodes (a reduction over them, CutNode.reduces)
 Rows = Literal["node", "edge", "tuple", "global"]
 
@@ -246,7 +249,7 @@ def _role_in(g: _Graph, value: str, consumer: str, stage: int) -> Role | Literal
         return "dst"  # each stored row read once, in a pass over ranges of nodes
     if c.is_mp:
         roles = dict(c.roles).get(value, ("src",))
-        return next(r for r in ("edge", "src", "src_in_place", "dst") if r in roles)
+        return next(r for r in _DEAREST_FIRST if r in roles)
     return g.space(consumer, stage)
 
 
@@ -274,8 +277,7 @@ def _value_terms(g: _Graph, name: str, stage: dict[str, int], fanout: float) -> 
     reloaded, loads = 0.0, []
     for k in sorted(later):
         roles = later[k]
-        # source rows start with the destination rows: a value read on both loads source rows
-        role = next(r for r in ("edge", "src", "src_in_place", "dst", "node") if r in roles)
+        role = next(r for r in _DEAREST_FIRST if r in roles)
         reloaded += _rows_factor(role, fanout) * node.row_bytes
         loads.append((k, "src" if role == "src_in_place" else role))
     return stored, reloaded, loads

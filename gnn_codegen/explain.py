@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from gnn_codegen.cut import Cost, transfers
+from gnn_codegen.edge_weight_norm import EDGE_WEIGHT_NORM
 from gnn_codegen.ir import Op
 from gnn_codegen.node_reductions import node_reduction
 from gnn_codegen.pipeline import Generated
@@ -41,7 +42,7 @@ def describe_op(op: Op) -> str:
     if op.helper and op.kind != "mp":  # a written-out convolution's work per source row
         return f"{op.accessor} ({op.class_name})'s per-node work"  # once per node, for its source rows
     if op.kind == "graph_value":
-        return f"{op.accessor}(g, ...)" if op.accessor else f"g.{op.target}()"
+        return f"{op.accessor}(g, ...)" if op.target == EDGE_WEIGHT_NORM else f"g.{op.target}()"
     if op.kind in ("mp", "module"):
         return f"{op.accessor} ({op.class_name})"
     if op.kind == "method":

@@ -182,10 +182,13 @@ class _LocalScope:
             self.frames[rows].update(values)
 
 
-def _one_graph(graph: fx.Proxy) -> int:
-    """`graph.batch_size` (ChebConv without lambda_max: `[2] * graph.batch_size`): decided as
-    one graph, which layer-wise inference runs over (a batch of graphs is one graph to its
-    blocks), and checked when inference is called (a decision, as for `"w" in g.edata`)."""
+def _attribute_of(graph: fx.Proxy, name: str) -> Any:
+    """`graph.<name>` of the graph placeholder or a block of it: watched (GraphAttribute), but
+    `graph.batch_size` (ChebConv without lambda_max: `[2] * graph.batch_size`) is decided as one
+    graph, which layer-wise inference runs over (a batch of graphs is one graph to its blocks),
+    and checked when inference is called (a decision, as for `"w" in g.edata`)."""
+    if name != "batch_size":
+        return GraphAttribute(graph, name)
     decisions = getattr(graph.tracer, "graph_decisions", {})
     graph.tracer.graph_decisions = {**decisions, (BATCH_SIZE, "1"): True}  # type: ignore[attr-defined]
     return 1
@@ -221,9 +224,7 @@ class BlockListProxy(fx.Proxy):
         return super().__getitem__(index)
 
     def __getattr__(self, name: str) -> Any:
-        if name == "batch_size":
-            return _one_graph(self)
-        return GraphAttribute(self, name)
+        return _attribute_of(self, name)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         _refuse(f"forward assigns {_graph_name(self)}[{key!r}]", _INLINE_WAY_OUT)
@@ -233,6 +234,4 @@ class BlockProxy(fx.Proxy):
     """One block of the list: the same placeholder, its attributes watched the same way."""
 
     def __getattr__(self, name: str) -> Any:
-        if name == "batch_size":
-            return _one_graph(self)
-        return GraphAttribute(self, name)
+        return _attribute_of(self, name)

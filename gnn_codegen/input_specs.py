@@ -93,12 +93,18 @@ def edge_values(program: Program) -> frozenset[str]:
     return frozenset(edges)
 
 
+def normalised_weights(program: Program) -> set[str]:
+    """The inputs EdgeWeightNorm normalises (edge_weight_norm.py)."""
+    return {r for op in program.ops if op.kind == "graph_value" and op.target == EDGE_WEIGHT_NORM
+            for r in iter_refs(op.args[1:])}
+
+
 def _edge_input_spec(program: Program, model: torch.nn.Module, name: str) -> InputSpec | None:
     """Shape and dtype of an edge input, from the message-passing call that reads it."""
     param = program.op(name).target
+    if name in normalised_weights(program):
+        return InputSpec(name, param, "edge", ())  # DGL's EdgeWeightNorm needs one number per edge
     for op in program.ops:
-        if op.kind == "graph_value" and op.target == EDGE_WEIGHT_NORM and Ref(name) in op.args[1:]:
-            return InputSpec(name, param, "edge", ())  # DGL's needs one number per edge
         if op.kind != "mp":
             continue
         if op.mp is not None and op.mp.inline:  # a field of an inline message: a number per edge
@@ -133,8 +139,7 @@ def infer_inputs(program: Program, model: torch.nn.Module, given: dict[str, tupl
                  declared: dict[str, int] | None = None) -> tuple[InputSpec, ...]:
     """`declared`: widths that modules traced into declare for inputs they take directly
     (trace.Traced.declared_widths), read when no module consumes the input otherwise."""
-    normalised = {r for op in program.ops if op.kind == "graph_value" and op.target == EDGE_WEIGHT_NORM
-                  for r in iter_refs(op.args[1:])}
+    normalised = normalised_weights(program)
     specs = _inputs(program, model, given, declared or {})
     return tuple(replace(spec, positive=spec.name in normalised) for spec in specs)
 

@@ -24,9 +24,8 @@ _REDUCERS = frozenset({"sum", "mean"})
 
 @dataclass(frozen=True)
 class NodeReduction:
-    """`x.mean(0)` and its kin: which value it reduces and how."""
+    """`x.mean(0)` and its kin: how it reduces."""
 
-    value: str  # the op whose rows it reduces
     how: str  # "sum" or "mean"
     over_rows_only: bool  # dim=0 (one value per column); False: every element (`.mean()`)
     keepdim: bool = False
@@ -50,9 +49,9 @@ def node_reduction(op: Op, rows_of: Any) -> NodeReduction | None:
     if isinstance(dim, (tuple, list)) and len(dim) == 1:
         dim = dim[0]
     if dim is None and not keepdim:
-        return NodeReduction(op.args[0].name, name, False)
+        return NodeReduction(name, False)
     if dim == 0:
-        return NodeReduction(op.args[0].name, name, True, keepdim)
+        return NodeReduction(name, True, keepdim)
     return None
 
 

@@ -204,10 +204,12 @@ def build_plan(program: Program, attrs: Attributes, fanout: float = DEFAULT_FANO
     info = attrs.as_dict()
     stages = []
     first = 0 if any(k == 0 and n not in inputs for n, k in placement.stage) else 1
+    # one value for all nodes: reductions, and what is computed from them alone (node_reductions.py)
     reduced = {n.name: n.deps[0] for n in nodes if n.reduces}
     once = [n.name for n in nodes if n.rows == "global" and not n.reduces]
+    global_values = set(reduced) | set(once)
     for k in range(first, placement.num_stages + 1):
-        members = [n.name for n in nodes if stage_of[n.name] == k and not n.is_input and n.rows != "global"]
+        members = [n.name for n in nodes if stage_of[n.name] == k and not n.is_input and n.name not in global_values]
         space: dict[str, Space] = {}
         needs: dict[str, set[Space]] = {}
         for name in reversed(members):
@@ -231,8 +233,7 @@ def build_plan(program: Program, attrs: Attributes, fanout: float = DEFAULT_FANO
         # Source rows start with the destination rows, so a value loaded on source rows gives
         # its destination rows as a slice instead of a second host-to-device copy.
         loads = tuple(
-            (d, sp) for d in needs if d not in space and d not in reduced and d not in once
-            for sp in ("src", "dst", "edge")
+            (d, sp) for d in needs if d not in space and d not in global_values for sp in ("src", "dst", "edge")
             if sp in needs[d] and not (sp == "dst" and "src" in needs[d])
         )
         later = {d for n in nodes if stage_of[n.name] > k for d in n.deps}

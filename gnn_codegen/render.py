@@ -187,7 +187,7 @@ class Renderer:
             if frees:
                 lines.append(f"del {', '.join(frees)}")
             comment = self._describe(stage, writer.node_ranges and stage.index > 0)
-            before = self._reductions(stage, writer)
+            before = self._before_loop(stage, writer)
             if position in freed_after_reductions:
                 before.append(f"del {', '.join(freed_after_reductions[position])}")
             stages.append({"comment": comment, "function": function, "after": lines, "before": before})
@@ -245,7 +245,7 @@ class Renderer:
                       "refuses: add self-loops\")"]
         for op in self.graph_values:
             receiver = self.graph_name[op.args[0].name] if op.args and isinstance(op.args[0], Ref) else g
-            if op.accessor:  # EdgeWeightNorm: sums over every edge of a node (edge_weight_norm.py)
+            if op.target == EDGE_WEIGHT_NORM:  # sums over every edge of a node (edge_weight_norm.py)
                 weights = ", ".join(self.buffer[r] for r in iter_refs(op.args[1:]))
                 lines.append("# normalised by sums over every edge of a node: on the whole graph, once")
                 lines.append(f"{self.buffer[op.name]} = {op.accessor}({receiver}, {weights})")
@@ -260,7 +260,7 @@ class Renderer:
         extra = [repr(a) for a in op.args[1:]] + [f"{k}={v!r}" for k, v in op.kwargs]
         return f"{op.target}({', '.join([spelled, *extra])})"
 
-    def _reductions(self, stage: Stage, writer: LayerWriter) -> list[str]:
+    def _before_loop(self, stage: Stage, writer: LayerWriter) -> list[str]:
         """The lines that compute the stage's reductions over all nodes from stored rows, in a
         pass over ranges of nodes before its batch loop (node_reductions.py), and what it
         computes from them alone, once (`beta = torch.softmax(w, dim=0)`)."""

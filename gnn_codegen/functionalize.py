@@ -101,8 +101,10 @@ def _aliases(program: Program, name: str, before: int, whole: bool = False) -> s
     neighbours: dict[str, set[str]] = {}
     for op in program.ops[:before]:
         aliases = is_whole_alias(op) if whole else may_alias(op)
-        if aliases and op.args and isinstance(op.args[0], Ref):
-            base = op.args[0].name
+        # an in-place op returns the tensor it changes: `h10 = h9.mul_(2)` is h9 itself
+        base_ref = _mutated(op) or (op.args[0] if aliases and op.args else None)
+        if isinstance(base_ref, Ref):
+            base = base_ref.name
             neighbours.setdefault(op.name, set()).add(base)
             neighbours.setdefault(base, set()).add(op.name)
     seen, todo = {name}, [name]

@@ -189,7 +189,7 @@ def max_difference(a: Any, b: Any) -> float:
         if not x.numel():
             continue
         both = torch.isnan(x) & torch.isnan(y)
-        difference = (x - y).abs().masked_fill(both, 0.0).nan_to_num(nan=float("inf"))
+        difference = (x.detach() - y.detach()).abs().masked_fill(both, 0.0).nan_to_num(nan=float("inf"))
         worst = max(worst, float(difference.max()))
     return worst
 

@@ -250,3 +250,46 @@ class LocalNamedDevice(nn.Module):
         h = self.prop(g, F.relu(device))
         device = self.bn(self.lin2(x) + h)
         return F.elu(device)
+
+
+class ChangedTwiceThroughAChain(nn.Module):
+    """`h2 = h1.mul_(1.5).add_(0.25)`, then `h3 = F.dropout(h2, training=False)` and
+    `h3.mul_(1.5)`, then h1 read again: each in-place op returns the tensor it changes and eval
+    dropout returns its input, so all four names are h1 and the reader sees both changes. The
+    loop read h1 with the first change only, off by up to 1.94 (the differential test, 1000
+    random examples; caught by the check before writing, never written)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = dglnn.SAGEConv(4, 4, "mean")
+        self.conv2 = dglnn.SAGEConv(4, 4, "mean")
+        self.conv3 = dglnn.SAGEConv(4, 4, "mean")
+
+    def forward(self, blocks, x):
+        h1 = self.conv1(blocks[0], x)
+        h2 = h1.mul_(1.5).add_(0.25)
+        h3 = F.dropout(h2, p=0.5, training=self.training)
+        h4 = h3.mul_(1.5).add_(0.25)
+        h5 = self.conv2(blocks[1], h4)
+        return h5 + self.conv3(blocks[1], h1)  # h1 changed twice, as forward reads it
+
+
+class TableReturnedAsItIs(nn.Module):
+    """An embedding table used as node features and also returned through eval Dropout
+    (`h = self.drop(self.emb.weight)`; `return out, h[: blocks[1].num_dst_nodes()]`): the
+    generated method returned the parameter itself, which then changed with the model (the check
+    swaps a table's rows for its graph's) and carried requires_grad to the caller. Now its
+    values, detached (the differential test, 1000 random examples; caught by the check before
+    writing, never written)."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(30, 4)
+        self.drop = nn.Dropout(0.5)
+        self.conv1 = dglnn.SAGEConv(4, 4, "mean")
+        self.conv2 = dglnn.SAGEConv(4, 4, "mean")
+
+    def forward(self, blocks):
+        h = self.drop(self.emb.weight)
+        out = self.conv2(blocks[1], F.relu(self.conv1(blocks[0], h)))
+        return out, h[: blocks[1].num_dst_nodes()]

@@ -2,8 +2,9 @@
 torch-free dependency graph, separate from building the Plan (plan.py), as fx's split_module
 separates its policy callback from the mechanism.
 
-Message-passing depth d(v) = max(d(inputs)) + [v is message passing]. A message-passing op of
-depth k runs in stage k (layer k). Any other op may run in any stage from its latest producer's
+Message-passing depth d(v) = max(d(inputs)) + [v is message passing] (`mp_depths`, which also
+counts reductions over all nodes as barriers). A message-passing op of depth k runs in stage k
+(its layer); a stage without one is a pass over ranges of nodes. Any other op may run in any stage from its latest producer's
 to its earliest consumer's; stage 0 is a prologue over all nodes for work that reads only
 forward's inputs. Between stages, values are stored on the host for every node and reloaded by
 the later stages that read them, so where an op runs decides which tensors cross a boundary.
@@ -126,9 +127,27 @@ class Transfer:
 
 
 def mp_depths(nodes: tuple[CutNode, ...]) -> dict[str, int]:
+    """The earliest stage each op can run in: a message-passing op runs a stage after the
+    convolutions its input comes from, and a reduction over all nodes a stage after what it
+    reduces (in a pass before that stage's loop). A convolution reading a reduction, or what is
+    computed from one and stored rows alone, runs in the reduction's stage: the value is whole
+    before the stage's loop begins. A stage no convolution reaches this way is a pass over ranges
+    of nodes (between layers, where reductions chain: PairNorm's mean then its mean row norm; or
+    after the last layer: HAN's semantic attention before its classifier)."""
     depth: dict[str, int] = {}
+    # whether the value at its earliest stage comes out of that stage's loop (made from a
+    # convolution of that stage), not whole before it
+    in_loop: dict[str, bool] = {}
     for node in nodes:
-        depth[node.name] = max((depth[d] for d in node.deps), default=0) + int(node.is_mp)
+        if node.reduces:
+            depth[node.name] = max((depth[d] for d in node.deps), default=0) + 1
+            in_loop[node.name] = False
+        elif node.is_mp:
+            depth[node.name] = max([1] + [depth[d] + int(in_loop[d]) for d in node.deps])
+            in_loop[node.name] = True
+        else:
+            depth[node.name] = max((depth[d] for d in node.deps), default=0)
+            in_loop[node.name] = any(in_loop[d] and depth[d] == depth[node.name] for d in node.deps)
     return depth
 
 
@@ -150,10 +169,12 @@ def place_asap(nodes: tuple[CutNode, ...]) -> Placement:
             stage[node.name] = max([1] + [after_deps(node, stage[d]) for d in node.deps])
             if node.reduces:  # no later than its readers allow: what it reads moves earlier
                 stage[node.name] = min(stage[node.name], g.high[node.name])
+            # edge rows in the next layer, not in a pass over ranges of nodes
+            stage[node.name] = next(iter(g.stages_of(node.name, stage[node.name])), stage[node.name])
     for node in reversed(nodes):  # what such work reads runs no later (the prologue, say)
         for d in node.deps:
             stage[d] = min(stage[d], stage[node.name] - (1 if node.reduces else 0))
-    return Placement(tuple(stage.items()), max(depth.values(), default=0))
+    return Placement(tuple(stage.items()), g.num_stages)
 
 
 # --- the cost model ------------------------------------------------------------------------------
@@ -173,6 +194,15 @@ class _Graph:
     feeds: dict[str, frozenset[int]] = field(default_factory=dict)
     low: dict[str, int] = field(default_factory=dict)
     high: dict[str, int] = field(default_factory=dict)
+    # stages without message passing: passes over ranges of nodes, where no edge has a row
+    node_passes: frozenset[int] = frozenset()
+
+    def stages_of(self, name: str, low: int | None = None) -> list[int]:
+        """The stages an op may take (from `low`, when its deps' stages raise it)."""
+        node = self.by_name[name]
+        start = self.low[name] if low is None else low
+        return [k for k in range(start, self.high[name] + 1)
+                if not (node.rows == "edge" and k in self.node_passes)]
 
     @classmethod
     def of(cls, nodes: tuple[CutNode, ...]) -> "_Graph":
@@ -184,6 +214,8 @@ class _Graph:
                 g.consumers[d].append(n.name)
         g.depth = mp_depths(nodes)
         g.num_stages = max(g.depth.values(), default=0)
+        layers = {g.depth[n.name] for n in nodes if n.is_mp}
+        g.node_passes = frozenset(range(1, g.num_stages + 1)) - layers
         for n in reversed(nodes):
             stages: set[int] = set()
             for c in g.consumers[n.name]:
@@ -294,7 +326,7 @@ def check_placement(nodes: tuple[CutNode, ...], placement: Placement) -> None:
     g = _Graph.of(nodes)
     stage = dict(placement.stage)
     for n in nodes:
-        if not g.low[n.name] <= stage[n.name] <= g.high[n.name]:
+        if stage[n.name] not in g.stages_of(n.name):
             raise ValueError(f"{n.name} in stage {stage[n.name]}, outside {g.low[n.name]}..{g.high[n.name]}")
         for d in n.deps:
             if after_deps(n, stage[d]) > stage[n.name]:
@@ -332,7 +364,7 @@ def brute_force(nodes: tuple[CutNode, ...], fanout: float = DEFAULT_FANOUT) -> t
     g = _Graph.of(nodes)
     order = [n.name for n in nodes]
     best = None
-    for stages in product(*(range(g.low[n], g.high[n] + 1) for n in order)):
+    for stages in product(*(g.stages_of(n) for n in order)):
         stage = dict(zip(order, stages))
         if any(after_deps(n, stage[d]) > stage[n.name] for n in nodes for d in n.deps):
             continue

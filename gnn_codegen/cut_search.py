@@ -53,7 +53,7 @@ class _Problem:
         node = self.g.by_name[name]
         low = max([self.g.low[name]] + [after_deps(node, stage[d]) for d in node.deps])
         # the simple rule's stage first: the first complete placement is a good bound
-        return sorted(range(low, self.g.high[name] + 1), key=lambda k: (k != self.asap.get(name), k))
+        return sorted(self.g.stages_of(name, low), key=lambda k: (k != self.asap.get(name), k))
 
     def placement(self, chosen: dict[str, int], optimal: bool) -> Placement:
         return Placement(tuple((n, chosen[n]) for n in self.order), self.g.num_stages, optimal=optimal)

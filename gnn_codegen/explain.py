@@ -5,7 +5,9 @@ and bytes, and the total cost against the simple rule's (a cut right after each 
 JSON schema ("gnn-codegen/explain/1"), every byte count for `nodes` nodes:
   model: "FILE:NAME"; nodes: int; fanout: float (source rows gathered per stored row, and
   edges per node); optimal: bool (false when the search stopped early, see cut.py)
-  stages: [{index: 0 (the prologue) or k (layer k), kind: "prologue" | "layer",
+  stages: [{index: 0 (the prologue) or k, kind: "prologue" | "layer" | "pass" (over ranges of
+            nodes, between layers or after the last: cut.mp_depths), layer: the layer's number,
+            or how many layers come before the stage,
             ops: [{value, what, rows: "src" | "dst" | "edge" | "node", source}],
             loads: [{tensor, rows}], stores: [tensor], frees: [tensor]}]
   tensors: [{tensor (its name in the generated code), value (the op), input: bool,
@@ -76,13 +78,14 @@ def explain_data(generated: Generated, nodes: int = DEFAULT_NODES) -> dict[str, 
             op = program.op(placed.name)
             ops.append({
                 "value": op.name, "what": describe_op(op),
-                "rows": "node" if stage.index == 0 else placed.space, "source": op.location,
+                "rows": "node" if stage.index == 0 or stage.node_pass else placed.space, "source": op.location,
             })
         graph = spell_graph(program, program.op(stage.graph)) if stage.graph else ""
         stages.append({
-            "index": stage.index, "kind": "prologue" if stage.index == 0 else "layer", "ops": ops,
+            "index": stage.index, "kind": _kind(stage), "layer": stage.layer, "ops": ops,
             "graph": graph,  # the graph whose blocks the layer runs on, as forward spells it
-            "loads": [{"tensor": buffers[v], "rows": "node" if stage.index == 0 else rows} for v, rows in stage.loads],
+            "loads": [{"tensor": buffers[v], "rows": "node" if stage.index == 0 or stage.node_pass else rows}
+                      for v, rows in stage.loads],
             "stores": [buffers[v] for v in stage.stores], "frees": [buffers[v] for v in stage.frees],
             # reductions over all nodes, in a pass over stored rows before the batch loop
             "reductions": [{"value": buffers.get(r, r), "of": buffers.get(v, v), "what": _reduction(program.op(r), info),
@@ -114,19 +117,34 @@ def human_bytes(n: float) -> str:
     raise AssertionError
 
 
-def _stage_name(index: int, num_layers: int) -> str:
-    return "prologue" if index == 0 else f"layer {index}"
+def _kind(stage: Any) -> str:
+    return "prologue" if stage.index == 0 else "pass" if stage.node_pass else "layer"
+
+
+def stage_names(data: dict[str, Any]) -> dict[int, str]:
+    """Stage index -> `prologue`, `layer 2`, `pass before layer 3`, `pass after the last layer`."""
+    num_layers = sum(1 for s in data["stages"] if s["kind"] == "layer")
+    names = {0: "prologue"}
+    for s in data["stages"]:
+        if s["kind"] == "layer":
+            names[s["index"]] = f"layer {s['layer']}"
+        elif s["kind"] == "pass":
+            names[s["index"]] = (f"pass before layer {s['layer'] + 1}" if s["layer"] < num_layers
+                                 else "pass after the last layer")
+    return names
 
 
 def explain_text(data: dict[str, Any]) -> str:
     num_layers = sum(1 for s in data["stages"] if s["kind"] == "layer")
+    names = stage_names(data)
     lines = [
-        f"Plan for {data['model']}: {num_layers} layers"
+        f"Plan for {data['model']}: {num_layers} layer{'s' if num_layers != 1 else ''}"
         + (", with a prologue" if any(s["kind"] == "prologue" for s in data["stages"]) else "")
         + f"; costs for {data['nodes']:,} nodes, fanout {data['fanout']:g}.",
     ]
     for stage in data["stages"]:
-        title = "Prologue (once per node)" if stage["kind"] == "prologue" else f"Layer {stage['index']} of {num_layers}"
+        title = {"prologue": "Prologue (once per node)", "layer": f"Layer {stage['layer']} of {num_layers}",
+                 "pass": names[stage["index"]].capitalize() + " (once per node)"}[stage["kind"]]
         if stage.get("graph") and "(" in stage["graph"]:  # a graph forward derives from its own
             title += f", on {stage['graph']}"
         lines += ["", title]
@@ -144,9 +162,9 @@ def explain_text(data: dict[str, Any]) -> str:
     header = ("tensor", "written", "read", "shape", "dtype", "bytes/row", "stored", "reloaded")
     rows = [header]
     for t in data["tensors"]:
-        read = ", ".join(f"{_stage_name(r['stage'], num_layers)} ({r['rows']})" for r in t["read_in"]) or "output"
+        read = ", ".join(f"{names[r['stage']]} ({r['rows']})" for r in t["read_in"]) or "output"
         rows.append((
-            t["tensor"], "input" if t["input"] else _stage_name(t["written_in"], num_layers), read,
+            t["tensor"], "input" if t["input"] else names[t["written_in"]], read,
             "x".join(map(str, t["shape"])) + (" per edge" if t["rows"] == "edge" else ""), t["dtype"],
             str(t["bytes_per_row"]), human_bytes(t["stored_bytes"]), human_bytes(t["reloaded_bytes"]),
         ))
@@ -181,6 +199,7 @@ def explain_dot(generated: Generated, data: dict[str, Any]) -> str:
     stage_of = dict(cut.placement.stage)
     stored = {t["value"]: t for t in data["tensors"]}
     num_layers = sum(1 for s in data["stages"] if s["kind"] == "layer")
+    names = stage_names(data)
     lines = [
         "digraph plan {",
         "  rankdir=TB;",
@@ -194,7 +213,8 @@ def explain_dot(generated: Generated, data: dict[str, Any]) -> str:
         by_stage.setdefault(stage_of[node.name], []).append(node.name)
     info = generated.attributes.as_dict()
     for index in sorted(by_stage):
-        title = "inputs and prologue" if index == 0 else f"layer {index} of {num_layers}"
+        title = "inputs and prologue" if index == 0 else names.get(index, f"stage {index}")
+        title += f" of {num_layers}" if title.startswith("layer ") else ""
         lines += [f"  subgraph cluster_{index} {{", f"    label={_dot_id(title)};", '    style="rounded";']
         colour = _COLOURS[index % len(_COLOURS)]
         for name in by_stage[index]:

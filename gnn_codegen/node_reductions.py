@@ -7,8 +7,9 @@ computes h has run over every batch. So it is a stage barrier: h is stored by th
 makes it, the reduction is computed in a pass over ranges of the stored rows before a later
 stage's batch loop (`h_mean = batches.sum_nodes(h) / h.shape[0]`), and that stage and the
 ones after read the result, one small tensor for all batches (ir rows "global"). The cut
-places the pass (cut.py: CutNode.reduces); a reduction that forward reads in the layer that
-makes its input, or after the last layer, has no stage to run in and is refused.
+places the pass (cut.py: CutNode.reduces). Where no layer follows to read it (reductions that
+chain in one gap, one after the last layer), the stage that reads it is a pass over ranges of
+nodes of its own (cut.mp_depths).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ tensors it loads and in which rows, the ones it writes, and the buffers it can f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import math
@@ -45,6 +45,10 @@ class Stage:
     reductions: tuple[tuple[str, str], ...] = ()
     # values computed from those alone (`torch.softmax(w, dim=0)`), once, after them
     once: tuple[str, ...] = ()
+    # the layer it is (a stage with message passing), or how many layers come before it (the
+    # prologue, and passes over ranges of nodes that no convolution needs: cut.mp_depths)
+    layer: int = 0
+    node_pass: bool = False
 
 
 @dataclass(frozen=True)
@@ -194,7 +198,7 @@ def build_plan(program: Program, attrs: Attributes, fanout: float = DEFAULT_FANO
             "layer-wise. gnn-codegen expects dgl.nn convolutions (or modules that call "
             "update_all/apply_edges) applied to the graph argument."
         )
-    _refuse_unplaceable_reductions(nodes, program)
+    _check_reductions_placeable(nodes, program)
     simple = place_asap(nodes)
     placement = place_optimal(nodes, fanout) if optimize else simple
     stage_of = dict(placement.stage)
@@ -242,7 +246,7 @@ def build_plan(program: Program, attrs: Attributes, fanout: float = DEFAULT_FANO
         stages.append(Stage(k, tuple(PlacedOp(m, space[m]) for m in members), loads, stores, (),
                             _stage_graph(program, members, inline), reductions,
                             tuple(n for n in once if stage_of[n] == k)))
-    stages = _with_frees(stages, outputs, inputs)
+    stages = _numbered(_with_frees(stages, outputs, inputs), program)
     stored = tuple(
         Stored(name, info[name].shape, info[name].dtype, stage_of[name],
                "edge" if info[name].rows == "edge" else "node")
@@ -297,22 +301,20 @@ def spell_graph(program: Program, op: Op) -> str:
     return f"{op.target}({spell_graph(program, program.op(op.args[0].name))})"
 
 
-def _refuse_unplaceable_reductions(nodes: tuple[CutNode, ...], program: Program) -> None:
-    """A reduction over all nodes read in the layer that makes its input, or after the last
-    layer: no stage has every row of its input before a batch loop that reads it."""
+def _check_reductions_placeable(nodes: tuple[CutNode, ...], program: Program) -> None:
+    """Every reduction over all nodes has a stage: its readers run in a stage after what it
+    reduces, a pass over ranges of nodes where no layer follows (cut.mp_depths)."""
     g = _Graph.of(nodes)
     for n in nodes:
         if n.reduces and g.low[n.name] > g.high[n.name]:
+            raise internal(f"no stage for the reduction {program.op(n.name).location or n.name}")
+        if not g.stages_of(n.name):  # edge rows after a pass over ranges of nodes
             op = program.op(n.name)
-            last = g.low[n.name] > g.num_stages
             raise UnsupportedOperationError(
-                f"{op.location or 'forward'}: this reduces over all nodes (`.{op.target.rsplit('.', 1)[-1]}"
-                f"(...)` of every node's row), which layer-wise inference has only after the layer that "
-                "computes those rows has run over every batch; forward reads the result "
-                + ("after its last message-passing layer, where no pass over all nodes follows yet"
-                   if last else "in that same layer")
-                + ". Compute it on inference's result outside the model, or evaluate this model with "
-                "its full-graph forward (a reduction that a later layer reads is supported).")
+                f"{op.location or 'forward'}: this computes a value per edge from a reduction over "
+                "all nodes after the last message-passing layer, where layer-wise inference runs "
+                "over ranges of nodes without edges. Compute it on inference's result outside the "
+                "model, or evaluate this model with its full-graph forward.")
 
 
 def _with_frees(stages: list[Stage], outputs: tuple[str, ...], inputs: set[str]) -> list[Stage]:
@@ -328,5 +330,16 @@ def _with_frees(stages: list[Stage], outputs: tuple[str, ...], inputs: set[str])
             n for n, last in last_use.items()
             if last == s.index and n not in outputs and n not in inputs
         )
-        result.append(Stage(s.index, s.ops, s.loads, s.stores, frees, s.graph, s.reductions, s.once))
+        result.append(replace(s, frees=frees))
+    return result
+
+
+def _numbered(stages: list[Stage], program: Program) -> list[Stage]:
+    """Each stage with its layer's number; stages after the prologue without message passing
+    are passes over ranges of nodes."""
+    result, layer = [], 0
+    for s in stages:
+        has_mp = any(program.op(p.name).kind == "mp" for p in s.ops)
+        layer += int(has_mp)
+        result.append(replace(s, layer=layer, node_pass=s.index > 0 and not has_mp))
     return result

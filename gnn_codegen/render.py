@@ -102,16 +102,24 @@ class Renderer:
         self.hidden = next(n for n in ("h", "hidden", "z", "h_") if n not in self.params)
         # names too generic to tell stored tensors apart: those get h1, h2, ... instead
         self.generic = {"h", "x", "out", "hidden", "feat", "feats", "inputs", "z", "el", *self.params}
+        # values computed once for all nodes keep forward's names: `w = ...mean(0)`, and
+        # `rownorm_mean = (...).sqrt()` before the line's parts take its name
+        self.reduced = {value for stage in plan.stages for _, value in stage.reductions}
+        global_values = [n for stage in plan.stages for n in (*(r for r, _ in stage.reductions), *stage.once)]
+        for name in global_values:
+            op = program.op(name)
+            if op.var and op.var not in self.generic:
+                self.buffer[name] = self.names.take(op.var)
         self._name_buffers()
         for stage in plan.stages:  # reductions over all nodes: `h1_mean`, after what they reduce
             for name, value in stage.reductions:
-                op = program.op(name)
-                how = op.target.rsplit(".", 1)[-1]
-                own = op.var if op.var and op.var not in self.generic else ""  # forward's `w = ...mean(0)`
-                self.buffer[name] = self.names.take(own or f"{self.buffer[value]}_{how}")
+                if name not in self.buffer:
+                    how = program.op(name).target.rsplit(".", 1)[-1]
+                    self.buffer[name] = self.names.take(f"{self.buffer[value]}_{how}")
             for name in stage.once:  # and what is computed from them alone: as forward names it
-                op = program.op(name)
-                self.buffer[name] = self.names.take(op.var or op.line_var or self.hidden)
+                if name not in self.buffer:
+                    op = program.op(name)
+                    self.buffer[name] = self.names.take(op.var or op.line_var or self.hidden)
 
     def note_origins(self, lines: list[str], op: Op | None) -> None:
         """The lines appended to `lines` since the last note came from the op noted then; `op`
@@ -134,6 +142,8 @@ class Renderer:
             receiver = self.program.op(op.args[0].name)
             if receiver.var:
                 return receiver.var
+        if op.line_var and op.name in self.reduced:  # `x.pow(2).sum(1)` of `rownorm_mean = (...mean()).sqrt()`
+            return f"{op.line_var}_terms"
         return op.line_var or self.hidden
 
     def _name_buffers(self) -> None:
@@ -152,7 +162,7 @@ class Renderer:
             elif own not in self.generic and own not in self.names.taken:
                 base = own
             else:  # readout1: the part of readout that layer 1 computes
-                base = f"{own}{stage.index}"
+                base = f"{own}{stage.layer}"
             self.buffer[name] = self.names.take(base)
 
     # -- the method -----------------------------------------------------------------------------
@@ -161,11 +171,9 @@ class Renderer:
         runs: list[tuple[Stage, LayerWriter]] = []
         for stage in self.plan.stages:
             stage, after = self._split_node_pass(stage)
-            name = "prologue" if stage.index == 0 else f"layer_{stage.index}"
-            runs.append((stage, LayerWriter(self, stage, self.names.take(name))))
+            runs.append((stage, LayerWriter(self, stage, self.names.take(self._function_name(stage)))))
             if after is not None:
-                name = self.names.take(f"before_layer_{stage.index + 1}")
-                runs.append((after, LayerWriter(self, after, name, node_ranges=True)))
+                runs.append((after, LayerWriter(self, after, self.names.take(self._function_name(after)))))
         functions = [writer.write() for _, writer in runs]
         last_use = self._last_uses(functions)
         # a tensor whose last reader is a reduction (read before its stage's loop) is deleted
@@ -186,7 +194,7 @@ class Renderer:
             frees = [name for name, at in last_use.items() if at == position and not last]
             if frees:
                 lines.append(f"del {', '.join(frees)}")
-            comment = self._describe(stage, writer.node_ranges and stage.index > 0)
+            comment = self._describe(stage)
             before = self._before_loop(stage, writer)
             if position in freed_after_reductions:
                 before.append(f"del {', '.join(freed_after_reductions[position])}")
@@ -223,6 +231,10 @@ class Renderer:
             table = self.from_model.get(self.program.op(name).target)
             if read:
                 lines.append(f"{self.buffer[name]} = {g}.{read[0]}[{_spell_key(*read)}]  # as forward reads it")
+            elif table and name in self.plan.outputs:
+                # returned as it is: its values, never the parameter itself (which would carry
+                # requires_grad to the caller and change with the model)
+                lines.append(f"{self.buffer[name]} = {table}.detach()  # a row per node of {g}, as forward reads it")
             elif table:
                 lines.append(f"{self.buffer[name]} = {table}  # a row per node of {g}, as forward reads it")
         specs = {spec.name: spec for spec in self.attrs.inputs}
@@ -272,11 +284,16 @@ class Renderer:
                 raise internal(f"{name} is placed as a reduction over nodes but is none")
             stored = self.buffer[value]
             spelled = f"{stored}.{reduction.how}({'0' if reduction.over_rows_only else ''})"
-            lines += comment(f"{spelled} over all nodes, which layer {stage.index} reads: summed in a "
-                             "pass over ranges of the stored rows")
+            lines += comment(f"{spelled} over all nodes, which {self._stage_words(stage)} reads: summed "
+                             "in a pass over ranges of the stored rows")
             lines.append(f"{self.buffer[name]} = {pass_expression(reduction, stored, self.batches)}")
         for name in stage.once:
-            lines.append(f"{self.buffer[name]} = {writer.op_expression(self.program.op(name), 'dst').text}")
+            text = writer.op_expression(self.program.op(name), "dst").text
+            if len(self.users[name]) == 1 and self.users[name][0] in stage.once and name not in self.plan.outputs:
+                # a part of its one reader's line, as forward writes it: `(1e-06 + m).sqrt()`
+                self.buffer[name] = f"({text})"
+                continue
+            lines.append(f"{self.buffer[name]} = {text}")
         return lines
 
     def _split_node_pass(self, stage: Stage) -> tuple[Stage, Stage | None]:
@@ -285,7 +302,7 @@ class Renderer:
         output, which the next layer also reads as its destination rows): those run in a pass
         over ranges of nodes after the layer, once the layer's own input is freed, so that the
         layer's input, its output and the work's output are never all held at once."""
-        if stage.index == 0:
+        if stage.index == 0 or stage.node_pass:
             return stage, None
         members = {p.name for p in stage.ops}
         moved: list[str] = []
@@ -308,7 +325,8 @@ class Renderer:
         ))
         layer = replace(stage, ops=kept, stores=tuple(n for n in stage.stores if n not in moved))
         after = Stage(stage.index, tuple(replace(p, space="dst") for p in stage.ops if p.name in moved),
-                      tuple((d, "dst") for d in reads), tuple(n for n in stage.stores if n in moved), ())
+                      tuple((d, "dst") for d in reads), tuple(n for n in stage.stores if n in moved), (),
+                      layer=stage.layer, node_pass=True)
         return layer, after
 
     def _call(self, function: LayerFunction, batches: str) -> str:
@@ -354,16 +372,37 @@ class Renderer:
             return "[" + ", ".join(self._result(v) for v in value) + "]"
         raise internal(f"cannot return {value!r}")
 
-    def _describe(self, stage: Stage, after_layer: bool = False) -> list[str]:
+    def _num_layers(self) -> int:
+        return max((s.layer for s in self.plan.stages), default=0)
+
+    def _function_name(self, stage: Stage) -> str:
+        if stage.index == 0:
+            return "prologue"
+        if not stage.node_pass:
+            return f"layer_{stage.layer}"
+        return f"before_layer_{stage.layer + 1}" if stage.layer < self._num_layers() else "after_last_layer"
+
+    def _stage_words(self, stage: Stage) -> str:
+        """How a comment names the stage: `layer 2`, `the pass after the last layer`."""
+        if stage.index == 0:
+            return "the prologue"
+        if not stage.node_pass:
+            return f"layer {stage.layer}"
+        if stage.layer < self._num_layers():
+            return f"the pass before layer {stage.layer + 1}"
+        return "the pass after the last layer"
+
+    def _describe(self, stage: Stage) -> list[str]:
         ops = [self.program.op(p.name) for p in stage.ops]
-        if after_layer:
-            return comment(f"Before layer {stage.index + 1}, once per node, from what layer {stage.index} stored.")
+        if stage.node_pass:
+            if stage.layer < self._num_layers():
+                return comment(f"Before layer {stage.layer + 1}, once per node, from what layer {stage.layer} stored.")
+            return comment("After the last layer, once per node, from what the layers stored.")
         if stage.index == 0:
             what = ", ".join(f"{op.accessor} ({op.class_name})" for op in ops if op.kind == "module" or op.helper)
             return comment(f"Before the first layer, once per node: {what or 'work on the inputs'}.")
-        num_layers = sum(1 for s in self.plan.stages if s.index > 0)
         convs = ", ".join(f"{op.accessor} ({op.class_name})" for op in ops if op.kind == "mp")
-        return comment(f"Layer {stage.index} of {num_layers}: {convs}.")
+        return comment(f"Layer {stage.layer} of {self._num_layers()}: {convs}.")
 
     def _docstring(self) -> list[str]:
         p = self.program

@@ -52,8 +52,8 @@ class LayerWriter:
 
     def __init__(self, r: "Renderer", stage: Stage, name: str, node_ranges: bool = False):
         self.r, self.stage, self.name = r, stage, name
-        # the prologue, or a pass after a layer: ranges of nodes, no block (map_nodes)
-        self.node_ranges = node_ranges or stage.index == 0
+        # the prologue, or a pass between or after layers: ranges of nodes, no block (map_nodes)
+        self.node_ranges = node_ranges or stage.index == 0 or stage.node_pass
         self.program = r.program
         self.space = {p.name: p.space for p in stage.ops}
         # the layer reads inference's `device` where forward reads a tensor's device

@@ -29,8 +29,8 @@ gnn-codegen is meant to support:
   graph);
 * message passing written inline in forward (`with g.local_scope(): g.srcdata["h"] = h;
   g.update_all(fn.copy_u("h", "m"), fn.sum / mean / max("m", "h")); h = g.dstdata["h"]`);
-* `h - h.mean(0)` before a layer: a mean over all nodes, computed in a pass before the layer
-  that reads it;
+* `h - h.mean(0)` anywhere between or after layers, several in a row: a mean over all nodes,
+  computed in a pass before the stage that reads it;
 * module-level constants named like the generated code's own names (`device`, `batch_size`,
   `num_nodes`, `layer_1`, ...), which forward reads (`h * batch_size`): nothing may capture them;
 * DGL's idioms: the graph kept on the model (`self.g = g`, `forward(self, x)`, full style), the
@@ -206,10 +206,11 @@ def _draw_conv(draw: st.DrawFn, b: _Builder, source: int, style: str, target: in
                       edge_weight=weighted))
 
 
-def _draw_between(draw: st.DrawFn, b: _Builder, value: int, layer_follows: bool = False) -> int:
-    """A piece between convolutions; with layer_follows, also `h - h.mean(0)`, a mean over all
-    nodes that the next layer reads (after the last layer it is refused)."""
-    piece = draw(st.sampled_from(BETWEEN + (("centre",) if layer_follows else ())))
+def _draw_between(draw: st.DrawFn, b: _Builder, value: int) -> int:
+    """A piece between convolutions, or after the last: also `h - h.mean(0)`, a mean over all
+    nodes (a pass before the stage that reads it; several in one gap chain, each a pass of its
+    own; after the last layer, a pass after it)."""
+    piece = draw(st.sampled_from(BETWEEN + ("centre",)))
     width = b.width(value)
     if piece == "act":
         return b.add(Step("act", (value,), width, draw(st.sampled_from(tuple(ACTIVATIONS)))))
@@ -229,12 +230,6 @@ def _draw_between(draw: st.DrawFn, b: _Builder, value: int, layer_follows: bool 
     return b.add(Step(piece, (value,), width))
 
 
-def _centred_since_a_layer(b: _Builder, value: int) -> bool:
-    """Whether `value` is already centred after the last convolution: a second mean over all
-    nodes of the centred rows before one layer is refused (it needs two passes)."""
-    return any(step.op == "centre" and b.depth[i + 1] == b.depth[value] for i, step in enumerate(b.steps))
-
-
 def _ordered(draw: st.DrawFn, a: int, b: int) -> tuple[int, int]:
     """(a, b), or (b, a): `conv(g, h) + h` and `h + conv(g, h)` are both written."""
     return (b, a) if draw(st.booleans()) else (a, b)
@@ -250,7 +245,7 @@ def model_specs(draw: st.DrawFn) -> ModelSpec:
         h = b.add(Step("linear", (h,), draw(widths)))
         h = b.add(Step("act", (h,), b.width(h), "relu"))
     for _ in range(draw(st.integers(0, 2)) if draw(st.booleans()) else 0):  # e.g. input dropout
-        h = _draw_between(draw, b, h, layer_follows=not _centred_since_a_layer(b, h))
+        h = _draw_between(draw, b, h)
     depth_outputs: list[int] = []
     num_depths = draw(st.integers(1, 3))
     for d in range(num_depths):
@@ -284,7 +279,7 @@ def model_specs(draw: st.DrawFn) -> ModelSpec:
             skip = b.add(Step("linear", (other,), b.width(h)))
             h = b.add(Step("add", _ordered(draw, h, skip), b.width(h)))
         for _ in range(draw(st.integers(0, 3))):
-            h = _draw_between(draw, b, h, layer_follows=d < num_depths - 1 and not _centred_since_a_layer(b, h))
+            h = _draw_between(draw, b, h)
         depth_outputs.append(h)
     if len(depth_outputs) >= 2 and draw(st.booleans()):  # jumping knowledge
         chosen = [v for v in depth_outputs[:-1] if draw(st.booleans())] or depth_outputs[:1]

@@ -165,6 +165,26 @@ def test_a_mean_over_all_nodes_runs_before_the_layer_that_reads_it() -> None:
     assert place_asap(nodes).of("mean") == 2
 
 
+def test_chained_reductions_and_one_after_the_last_layer_get_passes_over_nodes() -> None:
+    """PairNorm's mean row norm of the centred rows before layer 2: the centring runs in a pass
+    of its own (stage 2, no convolution) and layer 2 moves to stage 3; HAN's semantic attention
+    after the last layer: a pass after it (stage 2)."""
+    pair_norm = (V("x", width=16, inp=True), V("conv1", "x", width=16, mp=True),
+                 replace(V("mean", "conv1", width=0), rows="global", reduces=True),
+                 V("centred", "conv1", "mean", width=16), V("sq", "centred", width=1),
+                 replace(V("norm", "sq", width=0), rows="global", reduces=True),
+                 V("scaled", "centred", "norm", width=16), V("conv2", "scaled", width=4, mp=True, out=True))
+    assert mp_depths(pair_norm)["conv2"] == 3
+    stage = optimal_stages(pair_norm)
+    assert (stage["mean"], stage["centred"], stage["sq"], stage["norm"], stage["conv2"]) == (2, 2, 2, 3, 3)
+    han = (V("x", width=16, inp=True), V("gat", "x", width=16, mp=True), V("project", "gat", width=1),
+           replace(V("w", "project", width=0), rows="global", reduces=True),
+           V("weighted", "gat", "w", width=16), V("predict", "weighted", width=3, out=True))
+    placement = place_optimal(han, F)
+    assert placement.num_stages == 2
+    assert dict(placement.stage)["predict"] == 2 and dict(placement.stage)["project"] == 1
+
+
 def test_a_skip_projection_runs_where_it_costs_least() -> None:
     """out = conv3(...) + skip(x): the 8-wide projection of the 64-wide input is computed in the
     prologue, stored narrow and read on destination rows by layer 3."""
@@ -192,6 +212,7 @@ def random_dags(draw: st.DrawFn) -> tuple[CutNode, ...]:
     if has_w:
         nodes.append(V("w", width=draw(st.sampled_from([1, 4])), inp=True, rows="edge"))
     node_values = ["x0"]
+    edge_values = ["w"]  # edge rows: what a convolution may read per edge
     for i in range(draw(st.integers(2, 10))):
         name = f"v{i}"
         width = draw(st.sampled_from([2, 8, 16, 64, 256]))
@@ -203,9 +224,16 @@ def random_dags(draw: st.DrawFn) -> tuple[CutNode, ...]:
             roles = {feat: (src, "dst") if draw(st.integers(0, 4)) == 0 else (src,)}
             deps = [feat]
             if has_w and draw(st.booleans()):
-                deps.append("w")
-                roles["w"] = ("edge",)
+                weight = draw(st.sampled_from(edge_values))
+                deps.append(weight)
+                roles[weight] = ("edge",)
             nodes.append(V(name, *deps, width=width, mp=True, roles=roles))
+        elif has_w and draw(st.integers(0, 6)) == 0:  # edge rows: the weight scaled, say by a reduction
+            scales = [v for v in node_values if any(n.name == v and n.reduces for n in nodes)]
+            deps = ["w", *([draw(st.sampled_from(scales))] if scales and draw(st.booleans()) else [])]
+            nodes.append(replace(V(name, *deps, width=1), rows="edge"))
+            edge_values.append(name)
+            continue
         elif draw(st.integers(0, 5)) == 0:  # a reduction over all nodes (a mean over them, say)
             source = draw(st.sampled_from(node_values))
             nodes.append(replace(V(name, source, width=0), rows="global", reduces=True))
@@ -220,11 +248,13 @@ def random_dags(draw: st.DrawFn) -> tuple[CutNode, ...]:
     outs = {n.name for n in nodes if not n.is_input and n.name not in consumed and not n.reduces}
     outs.add(node_values[-1])
     nodes = [replace(n, is_output=n.name in outs) for n in nodes]
-    # a reduction read in the layer that makes its input, or after the last layer, is refused
-    # before any placement (plan.py): only placeable graphs here
+    # every graph has a placement: a reduction's readers run in a stage after what it reduces
+    # (a pass over ranges of nodes where no layer follows: cut.mp_depths)
     g = _Graph.of(tuple(nodes))
-    assume(all(g.low[n.name] <= g.high[n.name] for n in nodes))
+    assert all(g.low[n.name] <= g.high[n.name] for n in nodes)
     assume(all(g.consumers[n.name] for n in nodes if n.reduces))  # an unread one is dead code
+    # edge rows from a reduction read after the last layer: refused (plan.py), no layer to run in
+    assume(all(g.stages_of(n.name) for n in nodes))
     return tuple(nodes)
 
 

@@ -31,6 +31,8 @@ CASES = {
     "TrainingFlagGAT": GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'),
     "CentredGCN": GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'),
     "SemanticAttentionBetweenLayers": GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'),
+    "PairNormGCN": GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'),
+    "HANClassifier": GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'),
 }
 
 # what the generated method's signature and first lines must say
@@ -50,6 +52,8 @@ SIGNATURES = {
     "TrainingFlagGAT": "def inference(self, g, x, batch_size, device",
     "CentredGCN": "def inference(self, g, features, batch_size, device",
     "SemanticAttentionBetweenLayers": "def inference(self, g, h, batch_size, device",
+    "PairNormGCN": "def inference(self, g, features, batch_size, device",
+    "HANClassifier": "def inference(self, g, h, batch_size, device",
 }
 READS = {
     # the mean over all nodes: a pass over the stored layer before the next layer's loop
@@ -58,6 +62,15 @@ READS = {
     # HAN's semantic attention: the mean, then what is computed from it alone, once
     "SemanticAttentionBetweenLayers": ["w = batches.sum_nodes(project) / project.shape[0]",
                                        "beta = torch.softmax(w, dim=0)"],
+    # chained reductions: a pass over ranges of nodes between the layers makes what the second reduces
+    "PairNormGCN": ["h1_mean = batches.sum_nodes(h1) / h1.shape[0]", "def before_layer_2(h1):",
+                    "rownorm_mean_terms = x.pow(2).sum(dim=1)",
+                    "rownorm_mean_terms_mean = (batches.sum_nodes(rownorm_mean_terms).sum() / rownorm_mean_terms.numel())",
+                    "rownorm_mean = (1e-06 + rownorm_mean_terms_mean).sqrt()", "def layer_2(block,"],
+    # a reduction after the last layer: a pass over ranges of nodes after it
+    "HANClassifier": ["w = batches.sum_nodes(project) / project.shape[0]", "beta = torch.softmax(w, dim=0)",
+                      "def after_last_layer(z1):", "return self.predict(hidden)",
+                      "return batches.map_nodes(after_last_layer, z1)"],
     "TrainingFlagGAT": ["self.forward(g, x, training=False) in eval mode"],
     "features_on_the_kept_graph": ['feat = g.ndata["feat"]'],
     "NodeWeightFromGraph": ['weight = g.ndata["weight"]'],
@@ -183,3 +196,19 @@ def test_a_guessed_width_that_forward_rejects_asks_for_feat_dims(monkeypatch: py
     monkeypatch.chdir(REPO)
     with pytest.raises(errors.FeatDimsError, match=r"--feat-dims x=WIDTH"):
         generate_all(f"{MODEL}:WidthFixedByAWeightMatrix")
+
+
+def test_explain_lists_reductions_and_passes_over_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--explain names the passes over ranges of nodes that reductions need: between layers
+    where they chain (PairNorm), after the last layer (HAN's semantic attention)."""
+    from gnn_codegen.explain import explain_data, explain_text
+
+    pair_norm = explain_text(explain_data(_generate("PairNormGCN", monkeypatch)))
+    assert "\nPass before layer 2 (once per node)\n  reduce h1.mean(0) over all nodes" in pair_norm
+    assert "\nLayer 2 of 2\n  reduce rownorm_mean_terms.mean() over all nodes" in pair_norm
+    han = explain_data(_generate("HANClassifier", monkeypatch))
+    assert [s["kind"] for s in han["stages"]] == ["prologue", "layer", "pass"]
+    text = explain_text(han)
+    assert text.startswith("Plan for tests/models/dgl_idioms.py:HANClassifier: 1 layer, with a prologue")
+    assert "\nPass after the last layer (once per node)\n  reduce project.mean(0) over all nodes" in text
+    assert "  run    self.predict (Linear) on node rows\n" in text

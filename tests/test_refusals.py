@@ -42,12 +42,12 @@ EXPECTED = {
     ),
     "MixesRows": (
         errors.UnsupportedOperationError,
-        "tests/models/refused.py:38 (`return h - h.mean(0)`): this reduces over all nodes "
-        "(`.mean(...)` of every node's row), which layer-wise inference has only after the layer "
-        "that computes those rows has run over every batch; forward reads the result after its "
-        "last message-passing layer, where no pass over all nodes follows yet. Compute it on "
-        "inference's result outside the model, or evaluate this model with its full-graph forward "
-        "(a reduction that a later layer reads is supported)."
+        "tests/models/refused.py:38 (`return torch.cumsum(h, dim=0)`): torch.cumsum(...) mixes the "
+        "rows of different nodes (or is not known to keep them apart). Layer-wise inference computes "
+        "everything outside message-passing modules on one batch of nodes at a time, so only "
+        "operations that treat each node's row on its own can be placed there. Move this "
+        "computation into a message-passing module, or, if it does treat rows independently, mark "
+        "its module with --leaf NAME."
     ),
     "NoMessagePassing": (
         errors.UnsupportedOperationError,

@@ -344,3 +344,58 @@ class SemanticAttentionBetweenLayers(nn.Module):
         beta = torch.softmax(w, dim=0)  # (M, 1)
         beta = beta.expand((z.shape[0],) + beta.shape)  # (N, M, 1)
         return self.conv(g, (beta * z).sum(1))
+
+
+class PairNormGCN(nn.Module):
+    """PairNorm in its default mode (Zhao and Akoglu, 2020, "PN") between GCN layers: centre by
+    the mean over all nodes, then divide by the mean row norm of the centred rows over all
+    nodes. The two reductions chain (the second reads what the first made), so a pass over
+    ranges of nodes computes the centred rows between the layers."""
+
+    def __init__(self, in_size, hid_size, out_size, scale=1.0):
+        super().__init__()
+        self.layers = nn.ModuleList([
+            dglnn.GraphConv(in_size, hid_size, allow_zero_in_degree=True),
+            dglnn.GraphConv(hid_size, out_size, allow_zero_in_degree=True),
+        ])
+        self.scale = scale
+
+    def pair_norm(self, x):
+        x = x - x.mean(dim=0)
+        rownorm_mean = (1e-6 + x.pow(2).sum(dim=1).mean()).sqrt()
+        return self.scale * x / rownorm_mean
+
+    def forward(self, g, features):
+        h = features
+        for i, layer in enumerate(self.layers):
+            h = layer(g, h)
+            if i != len(self.layers) - 1:
+                h = F.relu(self.pair_norm(h))
+        return h
+
+
+class HANClassifier(nn.Module):
+    """A one-layer HAN as DGL's han example builds it for node classification: a GAT per view
+    of the graph, semantic attention over the views (a mean over all nodes), then a Linear
+    classifier. The attention reads every node's projection after the last message passing, so
+    a pass over ranges of nodes after the last layer applies it and the classifier."""
+
+    def __init__(self, in_size, hid_size, out_size, heads=2, num_views=2):
+        super().__init__()
+        self.gats = nn.ModuleList(
+            dglnn.GATConv(in_size, hid_size, heads, activation=F.elu, allow_zero_in_degree=True)
+            for _ in range(num_views)
+        )
+        self.project = nn.Sequential(nn.Linear(hid_size * heads, 16), nn.Tanh(), nn.Linear(16, 1, bias=False))
+        self.predict = nn.Linear(hid_size * heads, out_size)
+
+    def semantic_attention(self, z):
+        w = self.project(z).mean(0)
+        beta = torch.softmax(w, dim=0)
+        beta = beta.expand((z.shape[0],) + beta.shape)
+        return (beta * z).sum(1)
+
+    def forward(self, g, h):
+        views = [gat(g, h).flatten(1) for gat in self.gats]
+        z = self.semantic_attention(torch.stack(views, dim=1))
+        return self.predict(z)

@@ -4,8 +4,8 @@ separates its policy callback from the mechanism.
 
 Message-passing depth d(v) = max(d(inputs)) + [v is message passing] (`mp_depths`, which also
 counts reductions over all nodes as barriers). A message-passing op of depth k runs in stage k
-(its layer); a stage without one is a pass over ranges of nodes. Any other op may run in any stage from its latest producer's
-to its earliest consumer's; stage 0 is a prologue over all nodes for work that reads only
+(its layer); a stage without one is a pass over ranges of nodes. Any other op may run in any
+stage from its latest producer's to its earliest consumer's; stage 0 is a prologue over all nodes for work that reads only
 forward's inputs. Between stages, values are stored on the host for every node and reloaded by
 the later stages that read them, so where an op runs decides which tensors cross a boundary.
 

@@ -7,7 +7,7 @@ JSON schema ("gnn-codegen/explain/1"), every byte count for `nodes` nodes:
   edges per node); optimal: bool (false when the search stopped early, see cut.py)
   stages: [{index: 0 (the prologue) or k, kind: "prologue" | "layer" | "pass" (over ranges of
             nodes, between layers or after the last: cut.mp_depths), layer: the layer's number,
-            or how many layers come before the stage,
+            or how many layers come before the stage, name: "layer 2", "pass before layer 3", ...,
             ops: [{value, what, rows: "src" | "dst" | "edge" | "node", source}],
             loads: [{tensor, rows}], stores: [tensor], frees: [tensor]}]
   tensors: [{tensor (its name in the generated code), value (the op), input: bool,
@@ -82,7 +82,8 @@ def explain_data(generated: Generated, nodes: int = DEFAULT_NODES) -> dict[str, 
             })
         graph = spell_graph(program, program.op(stage.graph)) if stage.graph else ""
         stages.append({
-            "index": stage.index, "kind": _kind(stage), "layer": stage.layer, "ops": ops,
+            "index": stage.index, "kind": _kind(stage), "layer": stage.layer, "name": plan.stage_name(stage),
+            "ops": ops,
             "graph": graph,  # the graph whose blocks the layer runs on, as forward spells it
             "loads": [{"tensor": buffers[v], "rows": "node" if stage.index == 0 or stage.node_pass else rows}
                       for v, rows in stage.loads],
@@ -123,15 +124,7 @@ def _kind(stage: Any) -> str:
 
 def stage_names(data: dict[str, Any]) -> dict[int, str]:
     """Stage index -> `prologue`, `layer 2`, `pass before layer 3`, `pass after the last layer`."""
-    num_layers = sum(1 for s in data["stages"] if s["kind"] == "layer")
-    names = {0: "prologue"}
-    for s in data["stages"]:
-        if s["kind"] == "layer":
-            names[s["index"]] = f"layer {s['layer']}"
-        elif s["kind"] == "pass":
-            names[s["index"]] = (f"pass before layer {s['layer'] + 1}" if s["layer"] < num_layers
-                                 else "pass after the last layer")
-    return names
+    return {0: "prologue", **{s["index"]: s["name"] for s in data["stages"]}}
 
 
 def explain_text(data: dict[str, Any]) -> str:

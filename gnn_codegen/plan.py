@@ -79,6 +79,19 @@ class Plan:
     outputs: tuple[str, ...]
     cut: Cut
 
+    @property
+    def num_layers(self) -> int:
+        return max((s.layer for s in self.stages), default=0)
+
+    def stage_name(self, stage: Stage) -> str:
+        """`prologue`, `layer 2`, `pass before layer 3` or `pass after the last layer`: how the
+        generated code's comments and --explain name a stage."""
+        if stage.index == 0:
+            return "prologue"
+        if not stage.node_pass:
+            return f"layer {stage.layer}"
+        return f"pass before layer {stage.layer + 1}" if stage.layer < self.num_layers else "pass after the last layer"
+
 
 def inline_ops(program: Program, attrs: Attributes) -> frozenset[str]:
     info = attrs.as_dict()
@@ -198,7 +211,7 @@ def build_plan(program: Program, attrs: Attributes, fanout: float = DEFAULT_FANO
             "layer-wise. gnn-codegen expects dgl.nn convolutions (or modules that call "
             "update_all/apply_edges) applied to the graph argument."
         )
-    _check_reductions_placeable(nodes, program)
+    _check_every_op_placeable(nodes, program)
     simple = place_asap(nodes)
     placement = place_optimal(nodes, fanout) if optimize else simple
     stage_of = dict(placement.stage)
@@ -301,9 +314,10 @@ def spell_graph(program: Program, op: Op) -> str:
     return f"{op.target}({spell_graph(program, program.op(op.args[0].name))})"
 
 
-def _check_reductions_placeable(nodes: tuple[CutNode, ...], program: Program) -> None:
-    """Every reduction over all nodes has a stage: its readers run in a stage after what it
-    reduces, a pass over ranges of nodes where no layer follows (cut.mp_depths)."""
+def _check_every_op_placeable(nodes: tuple[CutNode, ...], program: Program) -> None:
+    """Every op has a stage: a reduction over all nodes has one after what it reduces (a pass
+    over ranges of nodes where no layer follows, cut.mp_depths); a value per edge has one only
+    in a layer, where edges are."""
     g = _Graph.of(nodes)
     for n in nodes:
         if n.reduces and g.low[n.name] > g.high[n.name]:

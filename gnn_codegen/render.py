@@ -284,7 +284,9 @@ class Renderer:
                 raise internal(f"{name} is placed as a reduction over nodes but is none")
             stored = self.buffer[value]
             spelled = f"{stored}.{reduction.how}({'0' if reduction.over_rows_only else ''})"
-            lines += comment(f"{spelled} over all nodes, which {self._stage_words(stage)} reads: summed "
+            where = self.plan.stage_name(stage)  # layer 2, the pass after the last layer
+            where = where if where.startswith("layer ") else f"the {where}"
+            lines += comment(f"{spelled} over all nodes, which {where} reads: summed "
                              "in a pass over ranges of the stored rows")
             lines.append(f"{self.buffer[name]} = {pass_expression(reduction, stored, self.batches)}")
         for name in stage.once:
@@ -372,37 +374,22 @@ class Renderer:
             return "[" + ", ".join(self._result(v) for v in value) + "]"
         raise internal(f"cannot return {value!r}")
 
-    def _num_layers(self) -> int:
-        return max((s.layer for s in self.plan.stages), default=0)
-
     def _function_name(self, stage: Stage) -> str:
-        if stage.index == 0:
-            return "prologue"
-        if not stage.node_pass:
-            return f"layer_{stage.layer}"
-        return f"before_layer_{stage.layer + 1}" if stage.layer < self._num_layers() else "after_last_layer"
-
-    def _stage_words(self, stage: Stage) -> str:
-        """How a comment names the stage: `layer 2`, `the pass after the last layer`."""
-        if stage.index == 0:
-            return "the prologue"
-        if not stage.node_pass:
-            return f"layer {stage.layer}"
-        if stage.layer < self._num_layers():
-            return f"the pass before layer {stage.layer + 1}"
-        return "the pass after the last layer"
+        if stage.node_pass:
+            return f"before_layer_{stage.layer + 1}" if stage.layer < self.plan.num_layers else "after_last_layer"
+        return "prologue" if stage.index == 0 else f"layer_{stage.layer}"
 
     def _describe(self, stage: Stage) -> list[str]:
         ops = [self.program.op(p.name) for p in stage.ops]
         if stage.node_pass:
-            if stage.layer < self._num_layers():
+            if stage.layer < self.plan.num_layers:
                 return comment(f"Before layer {stage.layer + 1}, once per node, from what layer {stage.layer} stored.")
             return comment("After the last layer, once per node, from what the layers stored.")
         if stage.index == 0:
             what = ", ".join(f"{op.accessor} ({op.class_name})" for op in ops if op.kind == "module" or op.helper)
             return comment(f"Before the first layer, once per node: {what or 'work on the inputs'}.")
         convs = ", ".join(f"{op.accessor} ({op.class_name})" for op in ops if op.kind == "mp")
-        return comment(f"Layer {stage.layer} of {self._num_layers()}: {convs}.")
+        return comment(f"Layer {stage.layer} of {self.plan.num_layers}: {convs}.")
 
     def _docstring(self) -> list[str]:
         p = self.program

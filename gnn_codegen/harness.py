@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 import dgl
 import torch
 
+from gnn_codegen.errors import internal
+from gnn_codegen.ir import iter_refs
 from gnn_codegen.kept_graph import graph_set_on
 from gnn_codegen.node_tables import tables_set_on
 
@@ -173,17 +175,38 @@ def generated_model(generated: Generated, module: ModuleType,
     return model.eval()
 
 
-def _flatten(value: Any) -> list[torch.Tensor]:
+def returns_edge_rows(generated: Generated) -> bool:
+    """Whether forward returns a value per edge (inference then takes no `nodes`)."""
+    return any(generated.attributes[n].rows == "edge" for n in iter_refs(generated.program.output))
+
+
+def rows_for(generated: Generated, value: Any, nodes: torch.Tensor) -> list[torch.Tensor]:
+    """forward's results `value`, flattened, each with a row per node taken at `nodes`: what
+    inference(..., nodes=nodes) returns."""
+    kinds = [generated.attributes[n].rows for n in iter_refs(generated.program.output)]
+    flat = flatten(value)
+    if len(kinds) != len(flat):
+        raise internal(f"forward returns {len(flat)} tensors for {len(kinds)} results")
+    return [t[nodes] if kind == "node" else t for t, kind in zip(flat, kinds)]
+
+
+def some_nodes(num_nodes: int, count: int, seed: int) -> torch.Tensor:
+    """`count` node IDs in no order, one of them twice: inference(nodes=...) keeps both."""
+    picked = torch.randperm(num_nodes, generator=torch.Generator().manual_seed(seed))[:count]
+    return torch.cat([picked, picked[:1]]) if len(picked) else picked
+
+
+def flatten(value: Any) -> list[torch.Tensor]:
     if isinstance(value, torch.Tensor):
         return [value]
-    return [t for v in value for t in _flatten(v)]
+    return [t for v in value for t in flatten(v)]
 
 
 def max_difference(a: Any, b: Any) -> float:
     """The largest |a - b|, where NaN in both counts as equal (a forward that makes NaN, say
     `torch.pow(0, -0.5)` for nodes without in-edges, is matched NaN for NaN) and NaN in one only
     as infinitely different."""
-    pairs = list(zip(_flatten(a), _flatten(b), strict=True))
+    pairs = list(zip(flatten(a), flatten(b), strict=True))
     worst = 0.0
     for x, y in pairs:
         if not x.numel():
@@ -197,8 +220,8 @@ def max_difference(a: Any, b: Any) -> float:
 def allclose(a: Any, b: Any, atol: float, rtol: float) -> bool:
     """torch.allclose, NaN in the same places counting as equal (see max_difference)."""
     return all(torch.allclose(x, y, atol=atol, rtol=rtol, equal_nan=True)
-               for x, y in zip(_flatten(a), _flatten(b), strict=True))
+               for x, y in zip(flatten(a), flatten(b), strict=True))
 
 
 def nan_count(value: Any) -> int:
-    return sum(int(torch.isnan(t).sum()) for t in _flatten(value) if t.is_floating_point())
+    return sum(int(torch.isnan(t).sum()) for t in flatten(value) if t.is_floating_point())

@@ -71,7 +71,8 @@ class Renderer:
                         if program.op(n).target not in self.from_graph and program.op(n).target not in self.from_model]
         self.batch_size, self.device = self.names.take("batch_size"), self.names.take("device")
         self.max_memory, self.progress = self.names.take("max_memory"), self.names.take("progress")
-        self.batches = self.names.take("batches")
+        self.nodes, self.storage = self.names.take("nodes"), self.names.take("storage")
+        self.batches, self.needed = self.names.take("batches"), self.names.take("needed")
         # graphs forward derives from its graph (derived_graphs.py), each with batches of its own
         # (one read only by the next: written inside it, `dgl.add_self_loop(dgl.remove_self_loop(g))`)
         derived = [op for op in program.ops if op.kind == "graph" and op.args]
@@ -185,12 +186,15 @@ class Renderer:
                 if name not in keep and last_use.get(name, -1) < position:
                     last_use.pop(name, None)
                     freed_after_reductions.setdefault(position, []).append(name)
+        # with nodes=...: the stages before the last that reads a reduction over all nodes run
+        # for all nodes, the others for the nodes the output needs (_FullNeighbourBatches.needed)
+        all_nodes_before = max((position for position, (stage, _) in enumerate(runs) if stage.reductions), default=0)
         for position, ((stage, writer), function) in enumerate(zip(runs, functions)):
             last = position == len(functions) - 1
-            call = self._call(function, self.runtimes.get(stage.graph, self.batches))
+            which = None if position < all_nodes_before else f"{self.needed}[{stage.layer}]"
+            call = self._call(function, self.runtimes.get(stage.graph, self.batches), which)
             targets = [self.buffer[n] for n in stage.stores]
-            direct = last and self._returns_directly(stage)
-            lines = [f"return {call}"] if direct else [f"{', '.join(targets)} = {call}"]
+            lines = [f"{', '.join(targets)} = {call}"]
             frees = [name for name, at in last_use.items() if at == position and not last]
             if frees:
                 lines.append(f"del {', '.join(frees)}")
@@ -199,20 +203,20 @@ class Renderer:
             if position in freed_after_reductions:
                 before.append(f"del {', '.join(freed_after_reductions[position])}")
             stages.append({"comment": comment, "function": function, "after": lines, "before": before})
-        result = None if stages and stages[-1]["after"][0].startswith("return ") else self._result(self.program.output)
         return render_template(
             "inference.py.j2",
-            params=[*self.params, self.batch_size, self.device, f"{self.max_memory}=2**30", f"{self.progress}=False"],
+            params=[*self.params, self.batch_size, self.device, f"{self.max_memory}=2**30", f"{self.progress}=False",
+                    f"{self.nodes}=None", f"{self.storage}=None"],
             docstring=self._docstring(),
             preamble=self._preamble(),
             stages=stages,
-            result=result,
+            result=self._returned(self.program.output),
         )
 
     def _preamble(self) -> list[str]:
         g = self.params[0]
         lines = [f"{self.batches} = {self.runtime}(self, {g}, {self.batch_size}, {self.device}, "
-                 f"{self.max_memory}, {self.progress})"]
+                 f"{self.max_memory}, {self.progress}, {self.storage})"]
         for view, key, present in self.program.decisions:  # forward's `"w" in g.edata`
             spelled = f"{g}.{view}[{_spell_key(view, key)}]"
             if view == BATCH_SIZE:  # `graph.batch_size` read as one graph (graph_proxy.py)
@@ -249,7 +253,7 @@ class Renderer:
             lines.append(f"{name} = {self._graph_expression(op)}")
             if op.name in self.runtimes:
                 lines.append(f"{self.runtimes[op.name]} = {self.runtime}(self, {name}, {self.batch_size}, "
-                             f"{self.device}, {self.max_memory}, {self.progress})")
+                             f"{self.device}, {self.max_memory}, {self.progress}, {self.storage})")
         for graph in self.program.in_degree_checks:  # DGL's own test in a module traced into
             spelled = self.graph_name.get(graph) or self._graph_expression(self.program.op(graph))
             lines += [f"if ({spelled}.in_degrees() == 0).any():  # as forward's own check",
@@ -263,7 +267,25 @@ class Renderer:
                 lines.append(f"{self.buffer[op.name]} = {op.accessor}({receiver}, {weights})")
             else:
                 lines.append(f"{self.buffer[op.name]} = {receiver}.{op.target}()  # of the whole graph, once")
+        return lines + self._needed_nodes()
+
+    def _needed_nodes(self) -> list[str]:
+        """The line that works out which nodes each layer computes for `nodes`."""
+        lines = []
+        if any(self.attrs[n].rows == "edge" for n in self._output_names()):
+            lines += [f"if {self.nodes} is not None:",
+                      f"    raise ValueError(\"forward returns values per edge: {self.nodes}= selects nodes\")"]
+        layers = [next(self.runtimes.get(s.graph, self.batches) for s in self.plan.stages
+                       if not s.node_pass and s.layer == k) for k in range(1, self.plan.num_layers + 1)]
+        spelled = f"{len(layers)}" if set(layers) <= {self.batches} else f"[{', '.join(layers)}]"
+        lines += comment(f"the nodes whose rows each layer computes: all of them, or for {self.nodes}= "
+                         "those, and before each layer the in-neighbours of the nodes the layer computes")
+        lines.append(f"{self.needed} = {self.batches}.needed({self.nodes}, layers={spelled})")
         return lines
+
+    def _output_names(self) -> list[str]:
+        """forward's results, in the order it returns them."""
+        return list(iter_refs(self.program.output))
 
     def _graph_expression(self, op: Op) -> str:
         """`dgl.add_self_loop(g)`: a derived graph's call, on its receiver's name or call."""
@@ -331,9 +353,10 @@ class Renderer:
                       layer=stage.layer, node_pass=True)
         return layer, after
 
-    def _call(self, function: LayerFunction, batches: str) -> str:
+    def _call(self, function: LayerFunction, batches: str, nodes: str | None) -> str:
+        which = [] if nodes is None else [f"nodes={nodes}"]
         if not function.params or function.params[0] != "block":  # the prologue: node ranges
-            return f"{self.batches}.map_nodes({function.name}, {', '.join(function.dst)})"
+            return f"{self.batches}.map_nodes({', '.join([function.name, *function.dst, *which])})"
         args = [function.name]
         for keyword, tensors in (("src", function.src), ("dst", function.dst), ("edges", function.edges)):
             if tensors:
@@ -342,7 +365,7 @@ class Renderer:
             args.append("in_place=True")
         if function.per_edge:
             args.append(f"per_edge={function.per_edge!r}")
-        return f"{batches}.map({', '.join(args)})"
+        return f"{batches}.map({', '.join([*args, *which])})"
 
     def _callers_tensors(self) -> set[str]:
         """forward's inputs and results: the caller's, never deleted."""
@@ -359,20 +382,30 @@ class Renderer:
                     last[tensor] = position
         return last
 
-    def _returns_directly(self, stage: Stage) -> bool:
-        """Whether forward returns exactly what the last stage writes, in that order."""
-        output = self.program.output
-        refs = [output] if isinstance(output, Ref) else list(output) if isinstance(output, tuple) else None
-        return bool(refs) and all(isinstance(r, Ref) for r in refs) and [r.name for r in refs] == list(stage.stores)
+    def _returned(self, value: Any) -> str:
+        """What inference returns: forward's results, each with a row per node or edge through
+        the runtime's `result` (its rows for `nodes`, its file out of core)."""
+        with_rows = [n for n in self._output_names() if self.attrs[n].rows in ("node", "edge")]
+        files = iter(range(len(with_rows)))  # out of core, each in a file of its own
 
-    def _result(self, value: Any) -> str:
-        if isinstance(value, Ref):
-            return self.buffer[value.name]
-        if isinstance(value, tuple):
-            return ", ".join(self._result(v) for v in value) + ("," if len(value) == 1 else "")
-        if isinstance(value, list):
-            return "[" + ", ".join(self._result(v) for v in value) + "]"
-        raise internal(f"cannot return {value!r}")
+        def spell(value: Any) -> str:
+            if isinstance(value, tuple):
+                return ", ".join(spell(v) for v in value) + ("," if len(value) == 1 else "")
+            if isinstance(value, list):
+                return "[" + ", ".join(spell(v) for v in value) + "]"
+            if not isinstance(value, Ref):
+                raise internal(f"cannot return {value!r}")
+            name = self.buffer[value.name]
+            if value.name not in with_rows:
+                return name
+            args = [name]
+            if self.attrs[value.name].rows == "node":
+                args.append(f"{self.nodes}={self.nodes}")
+            if len(with_rows) > 1:
+                args.append(f'name="result_{next(files)}"')
+            return f"{self.batches}.result({', '.join(args)})"
+
+        return spell(value)
 
     def _function_name(self, stage: Stage) -> str:
         if stage.node_pass:
@@ -411,7 +444,17 @@ class Renderer:
             f"the largest batches whose rows fit in {self.max_memory} bytes on `{self.device}`. "
             f"{self.progress}: a tqdm bar per layer."
         )
-        return [*textwrap.wrap(first, 88), "", *textwrap.wrap(second, 88)]
+        returns = (" with a row per node" if any(self.attrs[n].rows == "node" for n in self._output_names())
+                   else "")
+        third = (
+            f"{self.nodes}: a 1-D tensor of node IDs, for forward's rows of those nodes alone, in that "
+            "order: each layer computes only the rows that the layers after it read (all rows, from "
+            f"where that is most of the graph). {self.storage}: a directory where the layers' results "
+            f"and the ones returned{returns} are kept in .npy files (memory-mapped), not in memory, which "
+            "then holds about a batch's rows; the files returned (result.npy) stay there, the others "
+            "are deleted once read."
+        )
+        return [*textwrap.wrap(first, 88), "", *textwrap.wrap(second, 88), "", *textwrap.wrap(third, 88)]
 
     def default_helper_names(self) -> bool:
         """The runtime and the helpers have the names the templates are formatted for."""

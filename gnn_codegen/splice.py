@@ -13,7 +13,11 @@ import libcst as cst
 from gnn_codegen.errors import internal
 
 # Names the generated code reads that a plain import provides when the user's file lacks it.
-_IMPORTS = {"torch": "import torch", "dgl": "import dgl"}
+# The runtime keeps results out of core with numpy memory maps (templates/batches.py.j2).
+_IMPORTS = {
+    "os": "import os", "tempfile": "import tempfile", "weakref": "import weakref",
+    "numpy": "import numpy", "torch": "import torch", "dgl": "import dgl",
+}
 
 
 @dataclass(frozen=True)

@@ -37,11 +37,17 @@ def render_template(name: str, **context: Any) -> str:
 
 
 def exec_template(name: str, module: str, **context: Any) -> dict[str, Any]:
-    """The namespace a rendered Python template defines, with torch and dgl in it, its
+    """The namespace a rendered Python template defines, with the modules it imports in it, its
     functions spelled as `module`'s (torch.fx names a function it calls by its module)."""
+    import os
+    import tempfile
+    import weakref
+
     import dgl
+    import numpy
     import torch
 
-    namespace: dict[str, Any] = {"torch": torch, "dgl": dgl, "__name__": module}
+    namespace: dict[str, Any] = {"os": os, "tempfile": tempfile, "weakref": weakref, "numpy": numpy,
+                                 "torch": torch, "dgl": dgl, "__name__": module}
     exec(compile(render_template(name, **context), f"<gnn-codegen {name}>", "exec"), namespace)
     return namespace

@@ -3,8 +3,9 @@ on a seeded random graph (nodes without in-edges included, unless the model refu
 weights and normalisation statistics perturbed on a copy of the model, for batch sizes that do
 and do not divide the node count, reading source rows in place and gathering them (as on a GPU),
 and once with the model on a simulated GPU and the graph and inputs on the host, where a host
-tensor meeting a device tensor fails (simulated_device.py); its result must equal the model's
-full-graph forward.
+tensor meeting a device tensor fails (simulated_device.py), with its results kept in files
+(storage=), and for a few nodes only (nodes=, alone and with storage=); its result must equal the
+model's full-graph forward (its rows for those nodes).
 
 `verify` is the check gnn-codegen runs on every module before it writes it (a few hundred
 nodes); `check` is `--check`, the same on a graph of the user's size. A difference, or an
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import tempfile
 import time
 import traceback
 from dataclasses import dataclass
@@ -27,8 +29,9 @@ import torch
 
 from gnn_codegen.errors import CheckFailedError
 from gnn_codegen.harness import (
-    allclose, full_graph_forward, gather_sources_always, generated_model, import_source, make_inputs,
-    max_difference, nan_count, random_graph, run_inference, with_tables,
+    allclose, flatten, full_graph_forward, gather_sources_always, generated_model, import_source,
+    make_inputs, max_difference, nan_count, random_graph, returns_edge_rows, rows_for, run_inference, some_nodes,
+    with_tables,
 )
 from gnn_codegen.lower import without_comment
 from gnn_codegen.perturb import perturb
@@ -43,6 +46,11 @@ VERIFY_BATCH_SIZES = (47, 60)
 ATOL = RTOL = 1e-4
 # BatchResult.sources of the run with the model on a simulated GPU (simulated_device.py)
 SIMULATED = "gathered, the model on a simulated GPU"
+# and of the runs for some nodes only (nodes=...) and with the results in files (storage=DIR)
+SUBSET_SIZE = 40
+SUBSET = f"in place, for {SUBSET_SIZE} of the nodes (nodes=)"
+STORAGE = "gathered, kept in files (storage=)"
+STORAGE_SUBSET = f"gathered, kept in files, for {SUBSET_SIZE} of the nodes"
 
 
 @dataclass(frozen=True)
@@ -98,18 +106,23 @@ def check(generated: Generated, num_nodes: int = 1000, seed: int = 0,
         )
     results, ok = [], True
     sizes = batch_sizes or (97, num_nodes + 1)
-    runs = [(b, sources) for b in sizes for sources in models] + [(sizes[0], SIMULATED)]
+    runs = [(b, sources) for b in sizes for sources in models] + [(sizes[0], SIMULATED), (sizes[0], STORAGE)]
+    if not returns_edge_rows(generated):
+        runs += [(sizes[0], SUBSET), (sizes[-1], STORAGE_SUBSET)]
     for batch_size, sources in runs:
-        model, module = models["in place"] if sources == SIMULATED else models[sources]
+        model, module = models["gathered" if sources in ("gathered", STORAGE, STORAGE_SUBSET) else "in place"]
+        nodes = some_nodes(g.num_nodes(), SUBSET_SIZE, seed) if sources in (SUBSET, STORAGE_SUBSET) else None
         started = time.perf_counter()
         try:
-            actual = _run(model, generated, g, inputs, batch_size, sources == SIMULATED)
+            actual = _run(model, generated, g, inputs, batch_size, sources, nodes)
+            expected_here = expected if nodes is None else rows_for(generated, expected, nodes)
+            actual = actual if nodes is None else flatten(actual)
         except Exception as exc:
             raise CheckFailedError(_inference_failed(generated, module, exc, g, batch_size, sources)) from None
         seconds = time.perf_counter() - started
         try:
-            difference = max_difference(actual, expected)
-            same = allclose(actual, expected, atol, rtol)
+            difference = max_difference(actual, expected_here)
+            same = allclose(actual, expected_here, atol, rtol)
         except (RuntimeError, ValueError, TypeError) as exc:  # shapes or structure differ
             raise CheckFailedError(
                 f"the generated inference returns a result of another shape or structure than "
@@ -123,7 +136,7 @@ def check(generated: Generated, num_nodes: int = 1000, seed: int = 0,
         loops = random_graph(num_nodes, seed=seed, zero_in_degree=False)
         loop_inputs = make_inputs(generated, num_nodes, seed, loops.num_edges())
         loop_expected = full_graph_forward(reference, generated, loops, loop_inputs)
-        loop_actual = _run(models["in place"][0], generated, loops, loop_inputs, sizes[0], False)
+        loop_actual = _run(models["in place"][0], generated, loops, loop_inputs, sizes[0], "in place")
         results.append(BatchResult(sizes[0], "in place, a graph of self-loops",
                                    max_difference(loop_actual, loop_expected), 0.0))
         ok = ok and allclose(loop_actual, loop_expected, atol, rtol)
@@ -133,17 +146,31 @@ def check(generated: Generated, num_nodes: int = 1000, seed: int = 0,
 
 
 def _run(model: torch.nn.Module, generated: Generated, g: dgl.DGLGraph, inputs: list[torch.Tensor],
-         batch_size: int, simulated: bool) -> Any:
-    """The generated method on the CPU, or with the model on a simulated GPU and g and the
-    inputs on the host (simulated_device.py): every host tensor that meets a device tensor
-    fails there."""
-    if not simulated:
-        return run_inference(model, generated, g, inputs, batch_size=batch_size, device="cpu")
+         batch_size: int, sources: str, nodes: torch.Tensor | None = None) -> Any:
+    """The generated method on the CPU, for `nodes` or all, its results in memory or in files
+    (read back here), or with the model on a simulated GPU and g and the inputs on the host
+    (simulated_device.py): every host tensor that meets a device tensor fails there."""
+    if sources in (STORAGE, STORAGE_SUBSET):
+        with tempfile.TemporaryDirectory(prefix="gnn-codegen-check-") as storage:
+            result = run_inference(model, generated, g, inputs, batch_size=batch_size, device="cpu",
+                                   nodes=nodes, storage=storage)
+            return [t.clone() for t in flatten(result)] if nodes is not None else _cloned(result)
+    if sources != SIMULATED:
+        return run_inference(model, generated, g, inputs, batch_size=batch_size, device="cpu", nodes=nodes)
     # the model's tables read as node features take the graph's rows before the model moves
     with with_tables(model, generated, inputs), SimulatedDevice() as sim:
         sim.move_model(model)
         sim.on_host(*inputs)
         return run_inference(model, generated, g, inputs, batch_size=batch_size, device=sim.device, tables_set=True)
+
+
+def _cloned(value: Any) -> Any:
+    """value's tensors copied out of their files (which go with the check's directory)."""
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, (tuple, list)):
+        return type(value)(_cloned(v) for v in value)
+    return value
 
 
 def verify(generated: Generated) -> CheckResult:

@@ -70,7 +70,8 @@ READS = {
     # a reduction after the last layer: a pass over ranges of nodes after it
     "HANClassifier": ["w = batches.sum_nodes(project) / project.shape[0]", "beta = torch.softmax(w, dim=0)",
                       "def after_last_layer(z1):", "return self.predict(hidden)",
-                      "return batches.map_nodes(after_last_layer, z1)"],
+                      "out = batches.map_nodes(after_last_layer, z1, nodes=needed[1])",
+                      "return batches.result(out, nodes=nodes)"],
     "TrainingFlagGAT": ["self.forward(g, x, training=False) in eval mode"],
     "features_on_the_kept_graph": ['feat = g.ndata["feat"]'],
     "NodeWeightFromGraph": ['weight = g.ndata["weight"]'],
@@ -88,7 +89,9 @@ READS = {
     # derived graphs: once, at the top, with batches of their own
     "SelfLoopsInForward": [
         "g_with_loops = dgl.add_self_loop(g)",
-        "batches_with_loops = _FullNeighbourBatches(self, g_with_loops, batch_size, device, max_memory, progress)",
+        "batches_with_loops = _FullNeighbourBatches(self, g_with_loops, batch_size, device, max_memory, progress, "
+        "storage)",
+        "needed = batches.needed(nodes, layers=[batches_with_loops, batches_with_loops])",
         "out_degrees = g_with_loops.out_degrees()", "batches_with_loops.map(layer_2",
     ],
     "BothDirections": [

@@ -141,11 +141,11 @@ def test_sources_are_read_in_place_only_by_layers_that_only_aggregate(name: str,
     calls = []
     prepare = runtime._prepare
 
-    def recording(self, start, batch_size, src, dst, edges, in_place, blocks):
-        prepared = prepare(self, start, batch_size, src, dst, edges, in_place, blocks)
-        if blocks and start == 0:
+    def recording(self, dst_nodes, src, dst, edges, in_place, blocks):
+        prepared = prepare(self, dst_nodes, src, dst, edges, in_place, blocks)
+        if blocks and dst_nodes.start == 0:
             calls.append(in_place)
-            assert prepared[2].num_src_nodes() == (self.num_nodes if in_place else len(prepared[3][0]))
+            assert prepared[1].num_src_nodes() == (self.num_nodes if in_place else len(prepared[2][0]))
         return prepared
 
     runtime._prepare = recording

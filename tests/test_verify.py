@@ -4,6 +4,7 @@ a check failure (exit 1, one paragraph naming the lines), never an internal erro
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import pytest
 from gnn_codegen import pipeline
 from gnn_codegen.errors import CheckFailedError
 from gnn_codegen.pipeline import GenerateOptions, generate_all
-from gnn_codegen.verify import SIMULATED, check
+from gnn_codegen.verify import SIMULATED, STORAGE, STORAGE_SUBSET, SUBSET, check
 from tests.cases import CASES_BY_NAME, REPO, generate_case
 
 KNOWN = "tests/models/known_modules.py:TwoConvs"
@@ -74,7 +75,7 @@ def test_a_model_that_refuses_nodes_without_in_edges_is_checked_with_self_loops(
 def test_every_case_is_verified_with_nodes_without_in_edges_where_the_model_allows() -> None:
     result = generate_case(CASES_BY_NAME["sage"]).verification
     assert result is not None and result.ok and result.zero_in_degree_nodes > 0
-    assert {b.sources for b in result.batches} == {"in place", "gathered", SIMULATED}
+    assert {b.sources for b in result.batches} == {"in place", "gathered", SIMULATED, STORAGE, SUBSET, STORAGE_SUBSET}
     assert {b.batch_size for b in result.batches} == {47, 60} and result.num_nodes == 240
 
 
@@ -85,3 +86,15 @@ def test_no_verify_writes_an_unchecked_module_that_says_so(tmp_path) -> None:
     assert result.returncode == 0, result.stderr
     assert "NOT CHECKED" in out.read_text()
     assert "--no-verify" in result.stderr
+
+
+def test_the_check_catches_layers_computed_for_too_few_nodes() -> None:
+    """inference(nodes=...) computed each layer for the nodes the output needs, not also for
+    the in-neighbours the next layer reads: the check compares those nodes' rows and fails."""
+    generated = generate_case(CASES_BY_NAME["sage"])
+    walk = "frontier = batches._with_in_neighbours(frontier)"
+    assert walk in generated.source
+    broken = dataclasses.replace(generated, source=generated.source.replace(walk, "pass"))
+    result = check(broken, 240, batch_sizes=(47, 60))
+    assert not result.ok
+    assert {b.sources for b in result.batches if b.max_abs_diff > 1e-4} == {SUBSET, STORAGE_SUBSET}

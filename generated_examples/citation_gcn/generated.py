@@ -10,6 +10,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from dgl.nn.pytorch import GraphConv
+import os
+import tempfile
+import weakref
+import numpy
 
 
 class GCN(nn.Module):
@@ -38,7 +42,15 @@ class GCN(nn.Module):
 
     @torch.no_grad()
     def inference(
-        self, g, features, batch_size, device, max_memory=2**30, progress=False
+        self,
+        g,
+        features,
+        batch_size,
+        device,
+        max_memory=2**30,
+        progress=False,
+        nodes=None,
+        storage=None,
     ):
         """self.forward(features) on g (the graph forward reads as self.g) in eval mode, computed
         one layer at a time over batches of batch_size destination nodes, each with the block of
@@ -49,13 +61,23 @@ class GCN(nn.Module):
         there. Each layer's result, and the one returned, is kept for every node on the host (in
         pinned memory if `device` is a GPU). batch_size="auto": per layer, the largest batches
         whose rows fit in max_memory bytes on `device`. progress: a tqdm bar per layer.
+
+        nodes: a 1-D tensor of node IDs, for forward's rows of those nodes alone, in that order:
+        each layer computes only the rows that the layers after it read (all rows, from where
+        that is most of the graph). storage: a directory where the layers' results and the ones
+        returned with a row per node are kept in .npy files (memory-mapped), not in memory,
+        which then holds about a batch's rows; the files returned (result.npy) stay there, the
+        others are deleted once read.
         """
         self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode
         batches = _FullNeighbourBatches(
-            self, g, batch_size, device, max_memory, progress
+            self, g, batch_size, device, max_memory, progress, storage
         )
         batches.check_rows(nodes={"features": features})
         out_degrees = g.out_degrees()  # of the whole graph, once
+        # the nodes whose rows each layer computes: all of them, or for nodes= those, and
+        # before each layer the in-neighbours of the nodes the layer computes
+        needed = batches.needed(nodes, layers=3)
 
         # Before the first layer, once per node: self.layers[0] (GraphConv).
         def prologue(features, out_degrees):
@@ -64,7 +86,7 @@ class GCN(nn.Module):
                 self.layers[0], features, out_degrees, weighted=True
             )
 
-        feat0 = batches.map_nodes(prologue, features, out_degrees)
+        feat0 = batches.map_nodes(prologue, features, out_degrees, nodes=needed[0])
 
         # Layer 1 of 3: self.layers[0] (GraphConv).
         def layer_1(block, feat0, out_degrees):
@@ -74,7 +96,9 @@ class GCN(nn.Module):
                 self.layers[1], h, out_degrees, weighted=False, in_place=True
             )
 
-        feat1 = batches.map(layer_1, src=[feat0], dst=[out_degrees], in_place=True)
+        feat1 = batches.map(
+            layer_1, src=[feat0], dst=[out_degrees], in_place=True, nodes=needed[1]
+        )
         del feat0
 
         # Layer 2 of 3: self.layers[1] (GraphConv).
@@ -85,14 +109,17 @@ class GCN(nn.Module):
                 self.layers[2], h, out_degrees, weighted=True, in_place=True
             )
 
-        feat2 = batches.map(layer_2, src=[feat1], dst=[out_degrees], in_place=True)
+        feat2 = batches.map(
+            layer_2, src=[feat1], dst=[out_degrees], in_place=True, nodes=needed[2]
+        )
         del out_degrees, feat1
 
         # Layer 3 of 3: self.layers[2] (GraphConv).
         def layer_3(block, feat2):
             return _graph_conv_aggregate(self.layers[2], block, feat2, weighted=True)
 
-        return batches.map(layer_3, src=[feat2], in_place=True)
+        out = batches.map(layer_3, src=[feat2], in_place=True, nodes=needed[3])
+        return batches.result(out, nodes=nodes)
 
 
 # --- gnn-codegen runtime: the batch loop, and DGL's layers written out -----------------------
@@ -107,9 +134,13 @@ class _FullNeighbourBatches:
     `device`: one batch's block and rows at a time are moved there. On a GPU the results are
     kept in pinned memory and the next batch is prepared on a side stream while one computes.
     batch_size="auto": per layer, the most nodes whose rows fit in max_memory bytes there.
+    storage: a directory where the results are kept in .npy files (memory-mapped), not in
+    memory; source rows are then gathered in node-ID order unless the page cache holds them.
     """
 
-    def __init__(self, model, g, batch_size, device, max_memory, progress):
+    def __init__(
+        self, model, g, batch_size, device, max_memory, progress, storage=None
+    ):
         if batch_size != "auto" and (type(batch_size) is not int or batch_size < 1):
             raise ValueError(
                 f"batch_size must be a positive int or 'auto', not {batch_size!r}"
@@ -134,14 +165,20 @@ class _FullNeighbourBatches:
             g = g.formats(g.formats()["created"] + ["csc"])
         self.indptr, self.indices, self.edge_ids = g.adj_tensors("csc")
         if self.edge_ids.numel() != self.indices.numel():  # no IDs given: 0, 1, 2, ...
-            self.edge_ids = torch.arange(len(self.indices), device=self.indices.device)
+            self.edge_ids = None
         # scratch, one entry per node of g: a source of the batch? its ID in the batch's block
         self.is_source = torch.zeros(
             self.num_nodes, dtype=torch.bool, device=self.indices.device
         )
         self.block_ids = torch.empty_like(self.indptr[1:])
-        # (start, end) -> its source nodes and in-edges, for the next layers
+        # (start, end) -> its source nodes and in-edges, for the next layers (in memory only:
+        # out of core, memory is bounded by a batch, not by the graph)
         self.gathered = {}
+        self.storage = None if storage is None else os.fspath(storage)
+        if self.storage is not None:
+            os.makedirs(self.storage, exist_ok=True)
+        # id of a tensor kept in a file of storage -> the file, and what deletes it
+        self.files = {}
 
     def check_rows(self, nodes=None, edges=None):
         """Each tensor in `nodes` has a row per node of g, each in `edges` a row per edge."""
@@ -158,17 +195,62 @@ class _FullNeighbourBatches:
                         f"{name} must have a row per {per} of g ({rows}), not {found}"
                     )
 
+    def needed(self, nodes, layers):
+        """The nodes whose rows each layer computes for inference(nodes=...): [before the
+        first layer, layer 1, ..., the last layer], walking back from `nodes`, as each layer
+        reads its nodes and their in-neighbours (layers: their number, or each one's batches,
+        for a layer on a graph derived from g). None: all nodes, where no nodes are given or
+        the nodes are most of the graph (then every layer before, too)."""
+        layers = [self] * layers if isinstance(layers, int) else layers
+        if nodes is None:
+            return [None] * (len(layers) + 1)
+        ids = isinstance(nodes, torch.Tensor) and nodes.dim() == 1
+        if not ids or nodes.dtype not in (torch.int32, torch.int64):
+            found = (
+                f"{nodes.dim()}-D {nodes.dtype}"
+                if isinstance(nodes, torch.Tensor)
+                else type(nodes).__name__
+            )
+            raise ValueError(f"nodes must be a 1-D tensor of node IDs, not {found}")
+        inside = not len(nodes) or 0 <= nodes.min() <= nodes.max() < self.num_nodes
+        if not inside:
+            raise ValueError(f"nodes must be IDs of g's {self.num_nodes} nodes")
+        # no nodes: the layers still run for one, so that the result has its width
+        first = torch.arange(min(self.num_nodes, 1)).to(self.indices)
+        needed = [torch.unique(nodes.to(self.indices)) if len(nodes) else first]
+        for batches in reversed(layers):
+            frontier = needed[0]
+            if frontier is not None:
+                frontier = batches._with_in_neighbours(frontier)
+            most = frontier is None or 2 * len(frontier) > self.num_nodes
+            needed.insert(0, None if most else frontier)
+        return needed
+
     def map(
-        self, layer, src=(), dst=(), edges=(), in_place=False, per_edge=(), blocks=True
+        self,
+        layer,
+        src=(),
+        dst=(),
+        edges=(),
+        in_place=False,
+        per_edge=(),
+        blocks=True,
+        nodes=None,
     ):
         """layer(block, *the source rows of src, *destination rows of dst, *edge rows of edges)
         for every batch; its results (a tensor or a tuple) for all nodes, on the host, or for
         all edges at the positions in per_edge. in_place: the layer reads source rows only in
-        messages, so those already on `device` are read where they are, not gathered."""
-        in_place = in_place and all(t.device == self.device for t in src)
+        messages, so those already on `device` are read where they are, not gathered.
+        nodes: the destination nodes (sorted IDs; None: all), the only rows written.
+        """
+        in_place = (
+            in_place
+            and all(t.device == self.device for t in src)
+            and (self.storage is None or self._fit_in_memory(src))
+        )
         outputs = None
-        for start, end, block, rows in self._prepared(
-            src, dst, edges, in_place, blocks
+        for dst_nodes, block, rows in self._prepared(
+            src, dst, edges, in_place, blocks, nodes
         ):
             results = layer(block, *rows)
             results = results if isinstance(results, tuple) else (results,)
@@ -182,57 +264,132 @@ class _FullNeighbourBatches:
             for i, (out, r) in enumerate(zip(outputs, results)):
                 if i in per_edge:
                     out[edge_ids.to(out.device)] = r.to(out.device)
+                elif isinstance(dst_nodes, slice):
+                    out[dst_nodes].copy_(r, non_blocking=True)
                 else:
-                    out[start:end].copy_(r, non_blocking=True)
+                    out[dst_nodes.to(out.device)] = r.to(out.device)
             del results, r  # before the next batch computes
         if self.device.type == "cuda":
             # the copies are in `outputs`
             torch.cuda.current_stream(self.device).synchronize()
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
-    def map_nodes(self, fn, *tensors):
-        """fn(*rows of tensors) over ranges of nodes, on `device`: work once per node. When
-        the tensors are on `device` and that is the host, over all nodes at once: the result
-        is then made once, not in ranges copied into it."""
-        if self.device.type == "cpu" and all(t.device == self.device for t in tensors):
+    def map_nodes(self, fn, *tensors, nodes=None):
+        """fn(*rows of tensors) over ranges of nodes (or batches of `nodes`), on `device`: work
+        once per node. When the tensors are on `device`, that is the host, and the result is
+        for all nodes in memory, over all nodes at once: the result is then made once, not in
+        ranges copied into it."""
+        on_host = self.device.type == "cpu" and self.storage is None and nodes is None
+        if on_host and all(t.device == self.device for t in tensors):
             return fn(*tensors)
-        return self.map(lambda block, *rows: fn(*rows), dst=tensors, blocks=False)
+        return self.map(
+            lambda block, *rows: fn(*rows), dst=tensors, blocks=False, nodes=nodes
+        )
+
+    def result(self, tensor, nodes=None, name="result"):
+        """A tensor inference returns, with a row per node (or per edge): its rows for `nodes`
+        (in that order) where they are given; out of core, in the file storage/name.npy, left
+        on disk when inference returns."""
+        if nodes is not None:
+            nodes = nodes.to(tensor.device)
+            if self.storage is None:
+                return tensor[nodes]
+        elif self.storage is None:
+            return tensor
+        elif id(tensor) in self.files:  # already in a file: keep it, under its name
+            path, delete = self.files.pop(id(tensor))
+            delete.detach()
+            os.replace(path, os.path.join(self.storage, name + ".npy"))
+            return tensor
+        rows = len(tensor) if nodes is None else len(nodes)
+        out = self._in_file(
+            os.path.join(self.storage, name + ".npy"), (rows, *tensor.shape[1:]), tensor
+        )
+        self.files.pop(id(out))[1].detach()  # the result's file is kept
+        step = self._batch_size((tensor,), (), ())
+        for start in range(0, rows, step):  # a batch's rows in memory at a time
+            part = slice(start, start + step)
+            out[part] = tensor[part] if nodes is None else tensor[nodes[part]]
+        return out
 
     def _empty(self, like, rows):
-        pinned = self.device.type == "cuda"
-        return torch.empty((rows, *like.shape[1:]), dtype=like.dtype, pin_memory=pinned)
+        shape = (rows, *like.shape[1:])
+        if self.storage is None:
+            pinned = self.device.type == "cuda"
+            return torch.empty(shape, dtype=like.dtype, pin_memory=pinned)
+        fd, path = tempfile.mkstemp(suffix=".npy", dir=self.storage)
+        os.close(fd)
+        return self._in_file(path, shape, like)
 
-    def _prepared(self, src, dst, edges, in_place, blocks):
-        """(start, end, block, rows on `device`) for each batch. On a GPU the next batch is
-        prepared on a side stream while the layer computes one, after the work that used
-        the memory it may reuse."""
+    def _in_file(self, path, shape, like):
+        """An uninitialised tensor of like's dtype in the .npy file at path (a memory map),
+        deleted with the tensor unless it becomes a result."""
+        if 0 in shape:  # numpy cannot map an empty file
+            return torch.empty(shape, dtype=like.dtype)
+        try:
+            dtype = torch.empty(0, dtype=like.dtype).numpy().dtype
+        except TypeError:  # bfloat16, say: stored as unsigned integers of its size
+            dtype = numpy.dtype(f"u{like.element_size()}")
+        array = numpy.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)
+        tensor = torch.from_numpy(array).view(like.dtype)
+        delete = weakref.finalize(tensor, self._delete, id(tensor), path)
+        self.files[id(tensor)] = (path, delete)
+        return tensor
+
+    def _fit_in_memory(self, tensors):
+        """Whether the tensors take at most half the memory Linux says is available: out of
+        core, the page cache then holds their files, and a layer reads their rows in place
+        (elsewhere, and where they do not fit, it gathers them in node-ID order)."""
+        try:
+            with open("/proc/meminfo") as meminfo:
+                line = next(l for l in meminfo if l.startswith("MemAvailable:"))
+        except (OSError, StopIteration):
+            return False
+        available = int(line.split()[1]) * 1024
+        return 2 * sum(t.numel() * t.element_size() for t in tensors) <= available
+
+    def _delete(self, key, path):
+        self.files.pop(key, None)
+        try:
+            os.remove(path)
+        except OSError:  # already gone, or mapped where that forbids it (Windows)
+            pass
+
+    def _prepared(self, src, dst, edges, in_place, blocks, nodes):
+        """(destination nodes, block, rows on `device`) for each batch. On a GPU the next
+        batch is prepared on a side stream while the layer computes one, after the work that
+        used the memory it may reuse."""
         batch_size = self._batch_size(src, dst, edges)
-        # no nodes: one empty batch
-        starts = range(0, max(self.num_nodes, 1), batch_size)
+        if nodes is None:  # no nodes: one empty batch
+            batches = [
+                slice(start, min(start + batch_size, self.num_nodes))
+                for start in range(0, max(self.num_nodes, 1), batch_size)
+            ]
+        else:
+            batches = [
+                nodes[start : start + batch_size]
+                for start in range(0, max(len(nodes), 1), batch_size)
+            ]
         if self.progress:
             try:
                 from tqdm import tqdm
 
-                starts = tqdm(starts, unit="batch", leave=False)
+                batches = tqdm(batches, unit="batch", leave=False)
             except ImportError:
                 pass
         if self.device.type != "cuda":
-            for start in starts:
-                yield self._prepare(
-                    start, batch_size, src, dst, edges, in_place, blocks
-                )
+            for dst_nodes in batches:
+                yield self._prepare(dst_nodes, src, dst, edges, in_place, blocks)
             return
         side, current, ready = (
             torch.cuda.Stream(self.device),
             torch.cuda.current_stream(self.device),
             None,
         )
-        for start in starts:
+        for dst_nodes in batches:
             with torch.cuda.stream(side):
                 side.wait_stream(current)
-                upcoming = self._prepare(
-                    start, batch_size, src, dst, edges, in_place, blocks
-                )
+                upcoming = self._prepare(dst_nodes, src, dst, edges, in_place, blocks)
             if ready is not None:
                 yield ready
             current.wait_stream(side)
@@ -240,62 +397,98 @@ class _FullNeighbourBatches:
         if ready is not None:
             yield ready
 
-    def _prepare(self, start, batch_size, src, dst, edges, in_place, blocks):
-        end = min(start + batch_size, self.num_nodes)
+    def _prepare(self, dst_nodes, src, dst, edges, in_place, blocks):
         if not blocks:  # node ranges only
-            return start, end, None, [self._rows(t, slice(start, end)) for t in dst]
-        first, last = int(self.indptr[start]), int(self.indptr[end])
-        if in_place:  # the block's sources are all of g's nodes, in g's order
-            input_nodes, sources, num_src = (
-                slice(None),
-                self.indices[first:last],
-                self.num_nodes,
-            )
+            return dst_nodes, None, [self._rows(t, dst_nodes) for t in dst]
+        if isinstance(dst_nodes, slice):
+            start, end = dst_nodes.start, dst_nodes.stop
+            first, last = int(self.indptr[start]), int(self.indptr[end])
+            positions, indptr = slice(first, last), self.indptr[start : end + 1] - first
+            num_dst = end - start
         else:
-            input_nodes, sources = self._gathered(start, end, first, last)
+            positions, indptr = self._in_edges(dst_nodes)
+            num_dst = len(dst_nodes)
+        sources = self.indices[positions]
+        if in_place:  # the block's sources are all of g's nodes, in g's order
+            input_nodes, num_src = slice(None), self.num_nodes
+        else:
+            input_nodes, sources = self._gathered(dst_nodes, sources)
             num_src = len(input_nodes)
         edge_ids = torch.arange(
-            last - first, dtype=sources.dtype, device=sources.device
+            len(sources), dtype=sources.dtype, device=sources.device
         )
-        csc = (self.indptr[start : end + 1] - first, sources, edge_ids)
         block = dgl.create_block(
-            ("csc", csc), num_src_nodes=num_src, num_dst_nodes=end - start
+            ("csc", (indptr, sources, edge_ids)),
+            num_src_nodes=num_src,
+            num_dst_nodes=num_dst,
         )
-        block.edata[dgl.EID] = edge_ids = self.edge_ids[first:last]
+        block.edata[dgl.EID] = edge_ids = self._edge_ids(positions)
         block = block.to(self.device, non_blocking=True)
         rows = [self._rows(t, input_nodes) for t in src]
         for t in dst:  # gathered source rows start with the destination rows
             i = next((i for i, s in enumerate(src) if s is t), None)
             rows.append(
-                rows[i][: end - start]
+                rows[i][:num_dst]
                 if i is not None and not in_place
-                else self._rows(t, slice(start, end))
+                else self._rows(t, dst_nodes)
             )
         rows += [self._rows(t, edge_ids) for t in edges]
-        return start, end, block, rows
+        return dst_nodes, block, rows
 
-    def _gathered(self, start, end, first, last):
+    def _in_edges(self, nodes):
+        """Where the in-edges of nodes are in g's CSC arrays, and the block's indptr over them."""
+        begin = self.indptr[nodes]
+        counts = self.indptr[nodes + 1] - begin
+        indptr = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
+        offsets = torch.repeat_interleave(begin - indptr[:-1], counts)
+        positions = offsets + torch.arange(len(offsets), device=offsets.device)
+        return positions, indptr
+
+    def _with_in_neighbours(self, nodes):
+        """nodes (sorted IDs) and the sources of their in-edges, sorted."""
+        positions, _ = self._in_edges(nodes)
+        return torch.unique(torch.cat([nodes, self.indices[positions]]))
+
+    def _edge_ids(self, positions):
+        """g's IDs of the in-edges at positions of its CSC arrays."""
+        if self.edge_ids is not None:
+            return self.edge_ids[positions]
+        if isinstance(positions, slice):
+            return torch.arange(
+                positions.start, positions.stop, device=self.indices.device
+            )
+        return positions
+
+    def _gathered(self, dst_nodes, sources):
         """The batch's source nodes (its destination nodes first, then the others in g's
-        order) and its in-edges' sources numbered in that list, kept for the next layers.
-        """
-        if (start, end) not in self.gathered:
-            sources = self.indices[first:last]
-            if (last - first) * 32 < self.num_nodes:  # few edges: sort them
-                others = torch.unique(sources[(sources < start) | (sources >= end)])
-            else:  # many: mark them among all nodes
-                self.is_source[sources] = True
-                self.is_source[start:end] = False
-                others = self.is_source.nonzero().squeeze(1).to(sources.dtype)
-                self.is_source[others] = False
-            dst_nodes = torch.arange(
-                start, end, dtype=sources.dtype, device=sources.device
+        order) and its in-edges' sources numbered in that list, kept for the next layers
+        where they are ranges of nodes and the results are in memory."""
+        ranged = isinstance(dst_nodes, slice)
+        key = (dst_nodes.start, dst_nodes.stop) if ranged else None
+        if key in self.gathered:
+            return self.gathered[key]
+        if key is not None:
+            dst_ids = torch.arange(
+                key[0], key[1], dtype=sources.dtype, device=sources.device
             )
-            input_nodes = torch.cat([dst_nodes, others])
-            self.block_ids[input_nodes] = torch.arange(
-                len(input_nodes), dtype=sources.dtype, device=sources.device
-            )
-            self.gathered[(start, end)] = (input_nodes, self.block_ids[sources])
-        return self.gathered[(start, end)]
+        else:
+            dst_ids = dst_nodes.to(sources)
+        if len(sources) * 32 < self.num_nodes:  # few edges: sort them
+            others = torch.unique(sources)
+            others = others[~torch.isin(others, dst_ids)]
+        else:  # many: mark them among all nodes
+            self.is_source[sources] = True
+            self.is_source[dst_ids] = False
+            others = self.is_source.nonzero().squeeze(1).to(sources.dtype)
+            self.is_source[others] = False
+        input_nodes = torch.cat([dst_ids, others])
+        self.block_ids[input_nodes] = torch.arange(
+            len(input_nodes), dtype=sources.dtype, device=sources.device
+        )
+        gathered = (input_nodes, self.block_ids[sources])
+        if key is not None and self.storage is None:
+            self.gathered[key] = gathered
+        return gathered
 
     def _rows(self, t, index):
         if isinstance(index, torch.Tensor):

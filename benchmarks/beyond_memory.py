@@ -1,0 +1,212 @@
+"""Benchmark: inference for some nodes only (nodes=ids) and out of core (storage=DIR), with the
+SAGE model of benchmarks/models.py (3 layers, 128 features, 128 hidden, 47 outputs) through the
+`inference` gnn-codegen writes for it.
+
+    python benchmarks/beyond_memory.py subset        # 1M nodes, 10M edges: time vs targets
+    python benchmarks/beyond_memory.py out-of-core   # 2M nodes: in memory vs storage=DIR
+
+subset: the time of inference(nodes=ids) for 10 .. 100,000 random targets, against full
+inference (all nodes) in the same run, and its largest difference from full inference's rows.
+
+out-of-core: the features as a read-only memory map of a .npy file, results in DIR, against
+inference with the features and results in memory, in the same run; the time of each layer,
+peak anonymous memory (RssAnon, sampled) against the bytes stored in files, and the disk's
+sequential read bandwidth (a file written, dropped from the page cache, read back) measured
+in the same run. Results are printed as JSON lines and as a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+from run import IN_SIZE, MODELS, MODELS_FILE, load_module, make_graph  # noqa: E402
+
+
+def generated_sage(work: Path):
+    from gnn_codegen import GenerateOptions, generate
+
+    class_name, init, _ = MODELS["sage"]
+    source = generate(f"{MODELS_FILE}:{class_name}", GenerateOptions(init=json.dumps(init), output="sage.py"))
+    (work / "generated_sage.py").write_text(source)
+    module = load_module(work / "generated_sage.py", "generated_sage")
+    import torch
+
+    torch.manual_seed(0)
+    model = getattr(module, class_name)(**init).eval()
+    with torch.no_grad():  # biases off zero, so that they count
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    return module, model
+
+
+def graph(num_nodes: int, num_edges: int):
+    import dgl
+
+    src, dst, features = make_graph("uniform", num_nodes, num_edges, seed=0)
+    g = dgl.graph((src, dst), num_nodes=num_nodes)
+    g.create_formats_()  # the caller's graph, with its formats, before anything is timed
+    return g, features
+
+
+def timed(call):
+    start = time.perf_counter()
+    result = call()
+    return time.perf_counter() - start, result
+
+
+def subset(args) -> list[dict]:
+    import torch
+
+    work = Path(tempfile.mkdtemp(prefix="gnn-codegen-bench-"))
+    _, model = generated_sage(work)
+    g, x = graph(args.nodes, args.edges)
+    rows = []
+    full_s, full = timed(lambda: model.inference(g, x, args.batch_size, "cpu"))
+    full_s = min(full_s, timed(lambda: model.inference(g, x, args.batch_size, "cpu"))[0])
+    rows.append({"mode": "subset", "targets": "all", "seconds": full_s, "ratio": 1.0})
+    gen = torch.Generator().manual_seed(1)
+    for count in args.targets:
+        nodes = torch.randperm(args.nodes, generator=gen)[:count]
+        seconds = min(timed(lambda: model.inference(g, x, args.batch_size, "cpu", nodes=nodes))[0]
+                      for _ in range(2))
+        result = model.inference(g, x, args.batch_size, "cpu", nodes=nodes)
+        error = float((result - full[nodes]).abs().max())
+        rows.append({"mode": "subset", "targets": count, "seconds": seconds, "ratio": seconds / full_s,
+                     "max_abs_diff": error})
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def rss_anon() -> int:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) * 1024 for line in status if line.startswith("RssAnon:"))
+
+
+def peak_anon_during(call):
+    """(seconds, the peak rise of RssAnon while call runs, its result)."""
+    peak, done = [rss_anon()], []
+
+    def sample():
+        while not done:
+            peak.append(rss_anon())
+            time.sleep(0.001)
+
+    thread = threading.Thread(target=sample, daemon=True)
+    base = rss_anon()
+    thread.start()
+    try:
+        seconds, result = timed(call)
+    finally:
+        done.append(True)
+        thread.join()
+    return seconds, max(peak) - base, result
+
+
+def read_bandwidth(folder: Path, size: int) -> float:
+    """Bytes per second of a sequential read of a file not in the page cache."""
+    path = folder / "bandwidth.bin"
+    block = os.urandom(1 << 20)
+    with open(path, "wb") as f:
+        for _ in range(size >> 20):
+            f.write(block)
+        f.flush()
+        os.fsync(f.fileno())
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # out of the page cache
+        start = time.perf_counter()
+        while os.read(fd, 1 << 24):
+            pass
+        seconds = time.perf_counter() - start
+    finally:
+        os.close(fd)
+        path.unlink()
+    return size / seconds
+
+
+def out_of_core(args) -> list[dict]:
+    import numpy as np
+    import torch
+
+    work = Path(args.dir or tempfile.mkdtemp(prefix="gnn-codegen-ooc-"))
+    work.mkdir(parents=True, exist_ok=True)
+    module, model = generated_sage(work)
+    g, x = graph(args.nodes, args.edges)
+    np.save(work / "x.npy", x.numpy())
+    with warnings.catch_warnings():  # not writable: inference never writes into its inputs
+        warnings.simplefilter("ignore", UserWarning)
+        x_mapped = torch.from_numpy(np.load(work / "x.npy", mmap_mode="r"))
+    runtime = module._FullNeighbourBatches
+    stored, layer_seconds = [], []
+    in_file, map_ = runtime._in_file, runtime.map
+
+    def counting_in_file(self, path, shape, like):
+        stored.append(int(np.prod(shape)) * like.element_size())
+        return in_file(self, path, shape, like)
+
+    def timed_map(self, *a, **k):
+        seconds, result = timed(lambda: map_(self, *a, **k))
+        layer_seconds.append(seconds)
+        return result
+
+    runtime._in_file, runtime.map = counting_in_file, timed_map
+    rows = []
+    memory_s, memory_peak, in_memory = peak_anon_during(lambda: model.inference(g, x, args.batch_size, "cpu"))
+    memory_layers, layer_seconds[:] = list(layer_seconds), []
+    del x
+    disk_s, disk_peak, on_disk = peak_anon_during(
+        lambda: model.inference(g, x_mapped, args.batch_size, "cpu", storage=str(work / "stored")))
+    error = float((on_disk - in_memory).abs().max())
+    bandwidth = read_bandwidth(work, args.bandwidth_bytes)
+    stored_bytes = sum(stored)
+    rows.append({"mode": "in memory", "seconds": memory_s, "peak_anon_bytes": memory_peak,
+                 "layer_seconds": memory_layers})
+    rows.append({"mode": "out of core", "seconds": disk_s, "ratio_to_in_memory": disk_s / memory_s,
+                 "peak_anon_bytes": disk_peak, "stored_bytes": stored_bytes,
+                 "peak_anon_per_stored": disk_peak / stored_bytes, "layer_seconds": list(layer_seconds),
+                 "max_abs_diff": error, "disk_read_bytes_per_s": bandwidth,
+                 "feature_bytes": args.nodes * IN_SIZE * 4})
+    for row in rows:
+        print(json.dumps(row), flush=True)
+    return rows
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("mode", choices=["subset", "out-of-core"])
+    p.add_argument("--nodes", type=int)
+    p.add_argument("--edges", type=int)
+    p.add_argument("--batch-size", type=int, default=65536)
+    p.add_argument("--targets", default="10,100,1000,10000,100000")
+    p.add_argument("--dir", help="out-of-core: where the features and results go (default: a temporary one)")
+    p.add_argument("--bandwidth-bytes", type=int, default=1 << 30)
+    p.add_argument("--threads", type=int)
+    args = p.parse_args(argv)
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    args.targets = [int(t) for t in args.targets.split(",")]
+    if args.mode == "subset":
+        args.nodes, args.edges = args.nodes or 1_000_000, args.edges or 10_000_000
+        subset(args)
+    else:
+        args.nodes, args.edges = args.nodes or 2_000_000, args.edges or 10_000_000
+        out_of_core(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

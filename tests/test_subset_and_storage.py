@@ -1,0 +1,231 @@
+"""inference(..., nodes=ids) returns forward's rows for ids alone, in their order, computing
+each layer only for the nodes the layers after it read; inference(..., storage=DIR) keeps what
+it stores in .npy files in DIR, never writes into its inputs (read-only memory maps here: a
+write would crash), returns its results over files left in DIR and deletes the others; and its
+memory is bounded by a batch, not by the graph."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from gnn_codegen.harness import (
+    allclose, flatten, full_graph_forward, gather_sources_always, generated_model, import_source, make_inputs,
+    max_difference, random_graph, returns_edge_rows, rows_for, run_inference, some_nodes,
+)
+from gnn_codegen.ir import iter_refs
+from gnn_codegen.perturb import perturb
+from tests.cases import CASES_BY_NAME, REPO, Case, all_cases, generate_case
+
+CASES = all_cases()
+NUM_NODES = 301
+
+
+def _prepared(case: Case, seed: int, gather: bool = False):
+    """The generated model with perturbed weights, a graph it accepts, inputs, forward's result."""
+    generated = generate_case(case)
+    reference = copy.deepcopy(generated.loaded.model)
+    perturb(reference, seed)
+    reference.eval()
+    module = import_source(generated.source, generated.loaded.path.parent)
+    if gather:
+        gather_sources_always(module)
+    model = generated_model(generated, module, reference)
+    for zero_in_degree in (True, False):  # GATConv refuses nodes without in-edges
+        g = random_graph(NUM_NODES, seed=seed, zero_in_degree=zero_in_degree)
+        inputs = make_inputs(generated, NUM_NODES, seed, g.num_edges())
+        try:
+            expected = full_graph_forward(reference, generated, g, inputs)
+        except Exception:
+            if not zero_in_degree:
+                raise
+            continue
+        return generated, module, model, g, inputs, expected
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+@pytest.mark.parametrize("sources", ["in place", "gathered"])
+def test_nodes_gives_forwards_rows_of_those_nodes(case: Case, sources: str) -> None:
+    generated, _, model, g, inputs, expected = _prepared(case, 0, gather=sources == "gathered")
+    if returns_edge_rows(generated):
+        with pytest.raises(ValueError, match="per edge: nodes= selects nodes"):
+            run_inference(model, generated, g, inputs, batch_size=7, device="cpu", nodes=torch.arange(3))
+        return
+    # none, one, a few (one twice, in no order), most of the graph (layers switch to all nodes)
+    for count, batch_size in ((0, 7), (1, 7), (12, 5), (12, NUM_NODES + 1), (250, 64)):
+        nodes = some_nodes(NUM_NODES, count, seed=count)
+        actual = run_inference(model, generated, g, inputs, batch_size=batch_size, device="cpu", nodes=nodes)
+        wanted = rows_for(generated, expected, nodes)
+        assert allclose(flatten(actual), wanted, atol=1e-4, rtol=1e-4), (
+            f"{count} nodes, batch_size={batch_size}: max |difference| {max_difference(flatten(actual), wanted)}"
+        )
+    nodes = some_nodes(NUM_NODES, 12, seed=1).int()  # int32 IDs
+    actual = run_inference(model, generated, g, inputs, batch_size="auto", device="cpu", nodes=nodes)
+    assert allclose(flatten(actual), rows_for(generated, expected, nodes.long()), atol=1e-4, rtol=1e-4)
+
+
+def _read_only(inputs: list[torch.Tensor], folder: Path) -> list[torch.Tensor]:
+    """The inputs as read-only memory maps of .npy files, as a user loads features too big for
+    memory: a write into one crashes the process."""
+    mapped = []
+    for i, t in enumerate(inputs):
+        np.save(folder / f"input{i}.npy", t.numpy())
+        with warnings.catch_warnings():  # "The given NumPy array is not writable": exactly
+            warnings.simplefilter("ignore", UserWarning)
+            mapped.append(torch.from_numpy(np.load(folder / f"input{i}.npy", mmap_mode="r")))
+    return mapped
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_storage_keeps_results_in_files_and_never_writes_its_inputs(case: Case, tmp_path: Path) -> None:
+    # source rows gathered, as where they do not fit in the page cache (else read in place)
+    generated, _, model, g, inputs, expected = _prepared(case, 1, gather=True)
+    inputs = _read_only(inputs, tmp_path)
+    storage = tmp_path / "stored"
+    actual = run_inference(model, generated, g, inputs, batch_size=7, device="cpu", storage=str(storage))
+    assert allclose(actual, expected, atol=1e-4, rtol=1e-4), max_difference(actual, expected)
+    with_rows = [n for n in iter_refs(generated.program.output) if generated.attributes[n].rows in ("node", "edge")]
+    names = ["result.npy"] if len(with_rows) == 1 else [f"result_{i}.npy" for i in range(len(with_rows))]
+    assert sorted(os.listdir(storage)) == sorted(names)  # every other file deleted
+    in_files = [t for t, n in zip(flatten(actual), iter_refs(generated.program.output)) if n in with_rows]
+    for name, t in zip(names, in_files):
+        assert allclose(torch.from_numpy(np.load(storage / name)).view(t.dtype), t, atol=0, rtol=0)
+    if not returns_edge_rows(generated):  # and for some nodes, again over what is there
+        nodes = some_nodes(NUM_NODES, 12, seed=2)
+        actual = run_inference(model, generated, g, inputs, batch_size=5, device="cpu", nodes=nodes,
+                               storage=storage)
+        assert allclose(flatten(actual), rows_for(generated, expected, nodes), atol=1e-4, rtol=1e-4)
+        assert sorted(os.listdir(storage)) == sorted(names)
+
+
+def test_layers_compute_only_the_nodes_the_next_layers_read() -> None:
+    """For 5 nodes of a sparse graph, each layer's batches cover that layer's frontier, not
+    the graph: the last layer the 5 nodes, each one before it their in-neighbours too."""
+    generated = generate_case(CASES_BY_NAME["sage"])
+    module = import_source(generated.source, generated.loaded.path.parent)
+    model = generated_model(generated, module)
+    g = random_graph(3000, avg_degree=2, seed=0)
+    (x,) = make_inputs(generated, 3000, 0)
+    runtime, computed = module._FullNeighbourBatches, []
+    original = runtime.map
+
+    def recording(self, layer, *args, nodes=None, **kwargs):
+        computed.append(self.num_nodes if nodes is None else len(nodes))
+        return original(self, layer, *args, nodes=nodes, **kwargs)
+
+    runtime.map = recording
+    nodes = torch.tensor([7, 2999, 1500, 42, 7, 100])
+    result = model.inference(g, x, 64, "cpu", nodes=nodes)
+    needed = runtime(model, g, 64, "cpu", 2**30, False).needed(nodes, 3)
+    # layer 1, layer 2, fc_neigh of layer 2's rows (before layer 3), layer 3
+    assert computed == [len(needed[1]), len(needed[2]), len(needed[2]), 5]
+    assert len(needed[3]) == 5 < len(needed[2]) < len(needed[1]) < 3000 / 4
+    assert allclose(result, model([g] * 3, x)[nodes], atol=1e-5, rtol=1e-5)
+
+
+def test_a_reduction_over_all_nodes_makes_the_layers_before_it_compute_all_nodes() -> None:
+    """PairNorm's means over all nodes: every layer up to the last reduction computes every
+    node, the layer after it only the nodes asked for."""
+    generated = generate_case(CASES_BY_NAME["gcn_pairnorm"])
+    module = import_source(generated.source, generated.loaded.path.parent)
+    model = generated_model(generated, module)
+    g = random_graph(500, seed=0)
+    (x,) = make_inputs(generated, 500, 0)
+    runtime, computed = module._FullNeighbourBatches, []
+    original = runtime.map
+
+    def recording(self, layer, *args, nodes=None, **kwargs):
+        computed.append(self.num_nodes if nodes is None else len(nodes))
+        return original(self, layer, *args, nodes=nodes, **kwargs)
+
+    runtime.map = recording
+    nodes = torch.tensor([3, 1, 4])
+    result = model.inference(g, x, 64, "cpu", nodes=nodes)
+    assert computed[-1] == 3 and set(computed[:-1]) == {500}
+    assert allclose(result, model(g, x)[nodes], atol=1e-4, rtol=1e-4)
+
+
+def test_nodes_must_be_node_ids() -> None:
+    generated, _, model, g, inputs, _ = _prepared(CASES_BY_NAME["sage"], 0)
+    for wrong, message in ((torch.tensor([0.5]), "1-D tensor of node IDs, not 1-D torch.float32"),
+                           (torch.tensor([[1]]), "not 2-D"), ([1, 2], "not list"),
+                           (torch.tensor([NUM_NODES]), f"IDs of g's {NUM_NODES} nodes"),
+                           (torch.tensor([-1]), "IDs of g's")):
+        with pytest.raises(ValueError, match=message):
+            run_inference(model, generated, g, inputs, batch_size=7, device="cpu", nodes=wrong)
+
+
+MEMORY_SCRIPT = """
+import json, sys, threading, time
+import numpy as np, torch, dgl
+sys.path.insert(0, sys.argv[1])
+import generated
+from gnn_codegen.harness import random_graph
+
+N, storage = 200_000, sys.argv[2]
+torch.manual_seed(0)
+model = generated.SAGE(64, 64, 16).eval()
+g = random_graph(N, avg_degree=5, seed=0)
+g.create_formats_()  # the graph's structure is the caller's: made before the call
+np.save(storage + "/x.npy", torch.randn(N, 64).numpy())
+x = torch.from_numpy(np.load(storage + "/x.npy", mmap_mode="r"))
+stored = []
+runtime = generated._FullNeighbourBatches
+in_file = runtime._in_file
+runtime._in_file = lambda self, path, shape, like: stored.append(
+    int(np.prod(shape)) * like.element_size()) or in_file(self, path, shape, like)
+g_small = random_graph(1000, seed=0)  # torch and dgl warmed up on a small call
+model.inference(g_small, x[:1000].clone(), 100, "cpu")
+model.inference(g_small, x[:1000].clone(), 100, "cpu", storage=storage + "/warm")
+
+def rss_anon():
+    with open("/proc/self/status") as status:
+        return next(int(l.split()[1]) * 1024 for l in status if l.startswith("RssAnon:"))
+
+def peak_during(call):
+    peak, done = [rss_anon()], []
+    def sample():
+        while not done:
+            peak.append(rss_anon())
+            time.sleep(0.0005)
+    thread = threading.Thread(target=sample)
+    base = rss_anon()
+    thread.start()
+    try:
+        result = call()
+    finally:
+        done.append(1)
+        thread.join()
+    return max(peak) - base, result
+
+stored.clear()
+out_of_core, result = peak_during(lambda: model.inference(g, x, 1000, "cpu", storage=storage + "/run"))
+bytes_stored = sum(stored)
+del result
+in_memory, result = peak_during(lambda: model.inference(g, x, 1000, "cpu"))
+print(json.dumps({"stored": bytes_stored, "out_of_core": out_of_core, "in_memory": in_memory}))
+"""
+
+
+def test_out_of_core_memory_is_bounded_by_a_batch_not_by_the_graph(tmp_path: Path) -> None:
+    """Peak anonymous memory (RssAnon, sampled) of a call on 200,000 nodes whose inputs are a
+    read-only memory map: with storage=, at most 0.35x the bytes it stores in files; in memory,
+    about those bytes (which shows the measurement sees them)."""
+    generated = generate_case(CASES_BY_NAME["sage"])
+    (tmp_path / "generated.py").write_text(generated.source)
+    run = subprocess.run([sys.executable, "-c", MEMORY_SCRIPT, str(tmp_path), str(tmp_path)],
+                         capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    measured = json.loads(run.stdout.strip().splitlines()[-1])
+    assert measured["stored"] == 200_000 * (64 + 64 + 16 + 16) * 4  # h1, h2, fc_neigh(h2), result
+    assert measured["out_of_core"] <= 0.35 * measured["stored"], measured
+    assert measured["in_memory"] >= 0.6 * measured["stored"], measured

@@ -126,7 +126,8 @@ def test_installed_wheel_generates_and_checks_sage(wheel: Path, tmp_path: Path) 
     assert proc.returncode == 0, describe(proc)
     assert out.is_file()
     assert "check: OK" in proc.stderr, describe(proc)
-    assert "def inference(self, g, x, batch_size, device, max_memory=2**30, progress=False):" in out.read_text()
+    signature = " ".join(out.read_text().split("    def inference(")[1].split("):")[0].split())
+    assert signature == "self, g, x, batch_size, device, max_memory=2**30, progress=False, nodes=None, storage=None,"
 
 
 # --- the generated module needs only torch and dgl ---------------------------------------------

@@ -34,10 +34,11 @@ sys.path.insert(0, str(HERE.parent))
 from run import IN_SIZE, MODELS, MODELS_FILE, load_module, make_graph  # noqa: E402
 
 
-def generated_sage(work: Path):
+def generated_sage(work: Path, init: dict | None = None):
     from gnn_codegen import GenerateOptions, generate
 
-    class_name, init, _ = MODELS["sage"]
+    class_name, default, _ = MODELS["sage"]
+    init = init or default
     source = generate(f"{MODELS_FILE}:{class_name}", GenerateOptions(init=json.dumps(init), output="sage.py"))
     (work / "generated_sage.py").write_text(source)
     module = load_module(work / "generated_sage.py", "generated_sage")
@@ -51,10 +52,10 @@ def generated_sage(work: Path):
     return module, model
 
 
-def graph(num_nodes: int, num_edges: int):
+def graph(num_nodes: int, num_edges: int, kind: str = "uniform", in_size: int = IN_SIZE):
     import dgl
 
-    src, dst, features = make_graph("uniform", num_nodes, num_edges, seed=0)
+    src, dst, features = make_graph(kind, num_nodes, num_edges, seed=0, in_size=in_size)
     g = dgl.graph((src, dst), num_nodes=num_nodes)
     g.create_formats_()  # the caller's graph, with its formats, before anything is timed
     return g, features
@@ -136,18 +137,46 @@ def read_bandwidth(folder: Path, size: int) -> float:
     return size / seconds
 
 
-def out_of_core(args) -> list[dict]:
+def features_on_disk(path: Path, num_nodes: int, width: int, in_memory: bool):
+    """Seeded random features saved as a .npy file, written in chunks (never all in memory
+    unless in_memory), dropped from the page cache; (the features in memory or None, a
+    read-only memory map of the file)."""
     import numpy as np
     import torch
 
-    work = Path(args.dir or tempfile.mkdtemp(prefix="gnn-codegen-ooc-"))
-    work.mkdir(parents=True, exist_ok=True)
-    module, model = generated_sage(work)
-    g, x = graph(args.nodes, args.edges)
-    np.save(work / "x.npy", x.numpy())
+    gen = torch.Generator().manual_seed(0)
+    array = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(num_nodes, width))
+    chunk = max(1, (1 << 28) // (4 * width))
+    for start in range(0, num_nodes, chunk):
+        rows = min(chunk, num_nodes - start)
+        array[start:start + rows] = torch.randn(rows, width, generator=gen).numpy()
+    array.flush()
+    del array
+    drop_from_page_cache(path)
     with warnings.catch_warnings():  # not writable: inference never writes into its inputs
         warnings.simplefilter("ignore", UserWarning)
-        x_mapped = torch.from_numpy(np.load(work / "x.npy", mmap_mode="r"))
+        mapped = torch.from_numpy(np.load(path, mmap_mode="r"))
+    return (mapped.clone() if in_memory else None), mapped
+
+
+def drop_from_page_cache(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def out_of_core(args) -> list[dict]:
+    import numpy as np
+
+    work = Path(args.dir or tempfile.mkdtemp(prefix="gnn-codegen-ooc-"))
+    work.mkdir(parents=True, exist_ok=True)
+    init = {"in_size": args.features, "hid_size": args.hidden, "out_size": 47}
+    module, model = generated_sage(work, init)
+    g, _ = graph(args.nodes, args.edges, args.graph, in_size=0)
+    x, x_mapped = features_on_disk(work / "x.npy", args.nodes, args.features, in_memory=not args.no_in_memory)
     runtime = module._FullNeighbourBatches
     stored, layer_seconds = [], []
     in_file, map_ = runtime._in_file, runtime.map
@@ -162,22 +191,30 @@ def out_of_core(args) -> list[dict]:
         return result
 
     runtime._in_file, runtime.map = counting_in_file, timed_map
-    rows = []
-    memory_s, memory_peak, in_memory = peak_anon_during(lambda: model.inference(g, x, args.batch_size, "cpu"))
-    memory_layers, layer_seconds[:] = list(layer_seconds), []
-    del x
+    if args.always_gather:  # as where the rows do not fit in the page cache
+        runtime._fit_in_memory = lambda self, tensors: False
+    if args.no_read_ahead:  # memory-mapped pages read as the kernel reads them by itself
+        runtime._read_ahead = lambda self, t, index: None
+    rows, in_memory = [], None
+    if x is not None:
+        memory_s, memory_peak, in_memory = peak_anon_during(lambda: model.inference(g, x, args.batch_size, "cpu"))
+        rows.append({"mode": "in memory", "seconds": memory_s, "peak_anon_bytes": memory_peak,
+                     "layer_seconds": list(layer_seconds)})
+        layer_seconds[:] = []
+        del x
     disk_s, disk_peak, on_disk = peak_anon_during(
         lambda: model.inference(g, x_mapped, args.batch_size, "cpu", storage=str(work / "stored")))
-    error = float((on_disk - in_memory).abs().max())
     bandwidth = read_bandwidth(work, args.bandwidth_bytes)
     stored_bytes = sum(stored)
-    rows.append({"mode": "in memory", "seconds": memory_s, "peak_anon_bytes": memory_peak,
-                 "layer_seconds": memory_layers})
-    rows.append({"mode": "out of core", "seconds": disk_s, "ratio_to_in_memory": disk_s / memory_s,
-                 "peak_anon_bytes": disk_peak, "stored_bytes": stored_bytes,
-                 "peak_anon_per_stored": disk_peak / stored_bytes, "layer_seconds": list(layer_seconds),
-                 "max_abs_diff": error, "disk_read_bytes_per_s": bandwidth,
-                 "feature_bytes": args.nodes * IN_SIZE * 4})
+    row = {"mode": "out of core", "nodes": args.nodes, "edges": g.num_edges(), "graph": args.graph,
+           "seconds": disk_s, "peak_anon_bytes": disk_peak, "stored_bytes": stored_bytes,
+           "peak_anon_per_stored": disk_peak / stored_bytes, "layer_seconds": list(layer_seconds),
+           "disk_read_bytes_per_s": bandwidth, "feature_bytes": args.nodes * args.features * 4,
+           "always_gather": args.always_gather, "read_ahead": not args.no_read_ahead}
+    if in_memory is not None:
+        row.update(ratio_to_in_memory=disk_s / rows[0]["seconds"],
+                   max_abs_diff=float((on_disk - in_memory).abs().max()))
+    rows.append(row)
     for row in rows:
         print(json.dumps(row), flush=True)
     return rows
@@ -193,6 +230,15 @@ def main(argv=None) -> int:
     p.add_argument("--dir", help="out-of-core: where the features and results go (default: a temporary one)")
     p.add_argument("--bandwidth-bytes", type=int, default=1 << 30)
     p.add_argument("--threads", type=int)
+    p.add_argument("--graph", default="uniform", help="out-of-core: uniform, powerlaw or local (see run.py)")
+    p.add_argument("--features", type=int, default=IN_SIZE, help="out-of-core: input width")
+    p.add_argument("--hidden", type=int, default=128, help="out-of-core: hidden width")
+    p.add_argument("--always-gather", action="store_true",
+                   help="out-of-core: gather source rows even where they would fit in the page cache")
+    p.add_argument("--no-read-ahead", action="store_true",
+                   help="out-of-core: no madvise of the pages a gather reads")
+    p.add_argument("--no-in-memory", action="store_true",
+                   help="out-of-core: skip the in-memory run (for data larger than memory)")
     args = p.parse_args(argv)
     import torch
 

@@ -101,7 +101,7 @@ def peak_rss_mib() -> float:
 # --- inputs ---------------------------------------------------------------------------------
 
 
-def make_graph(kind: str, num_nodes: int, num_edges: int, seed: int):
+def make_graph(kind: str, num_nodes: int, num_edges: int, seed: int, in_size: int = IN_SIZE):
     """Random edges (num_edges of them) plus a self-loop on every node. uniform: both ends
     uniform. powerlaw: sources uniform, destinations Zipf-distributed over a random permutation
     of the nodes, so in-degrees are heavily skewed and the hubs are spread over the node IDs.
@@ -130,7 +130,7 @@ def make_graph(kind: str, num_nodes: int, num_edges: int, seed: int):
         raise SystemExit(f"unknown graph kind {kind!r}: use uniform, powerlaw or local")
     loops = torch.arange(num_nodes)
     src, dst = torch.cat([src, loops]), torch.cat([dst, loops])
-    features = torch.randn(num_nodes, IN_SIZE, generator=gen)
+    features = torch.randn(num_nodes, in_size, generator=gen) if in_size else None  # 0: none
     return src, dst, features
 
 

@@ -184,6 +184,23 @@ def _refuse(op: Op, why: str) -> UnsupportedOperationError:
     )
 
 
+# reductions over rows that node_reductions.py does not write out (in these forms)
+_OTHER_REDUCTIONS = frozenset({"max", "min", "median", "mode", "prod", "norm", "logsumexp", "argmax", "argmin",
+                               "quantile", "nanmean", "nansum", "sum", "mean", "std", "var", "amax", "amin"})
+
+
+def _refuse_reduction(op: Op) -> UnsupportedOperationError:
+    where = op.location or "forward"
+    return UnsupportedOperationError(
+        f"{where}: {_describe(op)} reduces over the rows of different nodes in a form gnn-codegen "
+        "does not write out. The reductions over all nodes it computes exactly, in a pass over the "
+        "stored rows before the layer that reads them, are .sum(0), .mean(0), .amax(0), .amin(0), "
+        ".var(0) and .std(0) (with unbiased= or correction=), and .sum(), .mean(), .max(), .min(), "
+        ".var() and .std() of every element. Write it as one of those (h.amax(0) for "
+        "h.max(0).values), or evaluate this model with its full-graph forward."
+    )
+
+
 def infer_attributes(traced: Traced, program: Program, model: torch.nn.Module,
                      given: dict[str, tuple[int, ...]] | None = None,
                      leaves: frozenset[str] = frozenset()) -> tuple[Attributes, dict[str, Any]]:
@@ -299,4 +316,6 @@ def _check_rowwise(op: Op, program: Program, info: dict[str, TensorInfo], values
             return
         raise _refuse(op, "reshapes across the row dimension (write it as .view(-1, ...) or .flatten(1))")
     if not is_rowwise(op, ndim):
+        if op.target.rsplit(".", 1)[-1] in _OTHER_REDUCTIONS:
+            raise _refuse_reduction(op)
         raise _refuse(op, "mixes the rows of different nodes (or is not known to keep them apart)")

@@ -117,10 +117,16 @@ class Renderer:
                 if name not in self.buffer:
                     how = program.op(name).target.rsplit(".", 1)[-1]
                     self.buffer[name] = self.names.take(f"{self.buffer[value]}_{how}")
-            for name in stage.once:  # and what is computed from them alone: as forward names it
-                if name not in self.buffer:
+            for name in stage.once:  # and what is computed from them alone: as forward names it,
+                if name not in self.buffer:  # or after the reduction it comes from (h1_std_2)
                     op = program.op(name)
-                    self.buffer[name] = self.names.take(op.var or op.line_var or self.hidden)
+                    own = next((n for n in (op.var, op.line_var) if n and n not in self.generic), None)
+                    made_from = next((self.buffer[r] for r in op.refs() if r in self.buffer), self.hidden)
+                    self.buffer[name] = self.names.take(own or made_from)
+        # what the layer functions read from the method around them: never one of their locals
+        # (`h = (h1 - h1_mean) / h` would read the local h before it is assigned)
+        self.closure_names = frozenset(self.buffer[n] for stage in plan.stages
+                                       for n in (*(r for r, _ in stage.reductions), *stage.once))
 
     def note_origins(self, lines: list[str], op: Op | None) -> None:
         """The lines appended to `lines` since the last note came from the op noted then; `op`
@@ -308,8 +314,10 @@ class Renderer:
             spelled = f"{stored}.{reduction.how}({'0' if reduction.over_rows_only else ''})"
             where = self.plan.stage_name(stage)  # layer 2, the pass after the last layer
             where = where if where.startswith("layer ") else f"the {where}"
-            lines += comment(f"{spelled} over all nodes, which {where} reads: summed "
-                             "in a pass over ranges of the stored rows")
+            how = {"sum_nodes": "summed in a pass", "var_nodes": "in two passes (the mean, the squared "
+                   "deviations from it)"}.get(reduction.runtime_method, "in a pass")
+            lines += comment(f"{spelled} over all nodes, which {where} reads: {how} over ranges of the "
+                             "stored rows")
             lines.append(f"{self.buffer[name]} = {pass_expression(reduction, stored, self.batches)}")
         for name in stage.once:
             text = writer.op_expression(self.program.op(name), "dst").text
@@ -461,13 +469,22 @@ class Renderer:
         return self.runtime == RUNTIME and all(name == f"_{section}" for section, name in self.helper_names.items())
 
     def helpers(self) -> str:
-        reduces = any(stage.reductions for stage in self.plan.stages)
-        return render_helpers(self.runtime, self.sections, self.helper_names, reduces)
+        reduces: set[str] = set()
+        for stage in self.plan.stages:
+            for name, _ in stage.reductions:
+                reduction = node_reduction(self.program.op(name), lambda n: self.attrs[n].rows)
+                if reduction is not None:
+                    reduces.add(reduction.runtime_method)
+        if "var_nodes" in reduces:  # its mean is a sum
+            reduces.add("sum_nodes")
+        return render_helpers(self.runtime, self.sections, self.helper_names, frozenset(reduces))
 
 
-def render_helpers(runtime: str, sections: set[str], names: dict[str, str], reduces: bool = False) -> str:
+def render_helpers(runtime: str, sections: set[str], names: dict[str, str],
+                   reduces: frozenset[str] = frozenset()) -> str:
     """The runtime class and the written-out convolutions' sections, after the banner.
-    reduces: the runtime sums over all nodes too (node_reductions.py)."""
+    reduces: the runtime's methods that reduce over all nodes that the code calls
+    (`sum_nodes`, node_reductions.py)."""
     # one line break between the two: each convolution's section starts with its blank lines
     runtime_source = render_template("batches.py.j2", runtime=runtime, reduces=reduces).rstrip("\n")
     convs = render_template("convs.py.j2", used=sections, names=SimpleNamespace(**names)) if sections else ""

@@ -58,7 +58,7 @@ class LayerWriter:
         self.space = {p.name: p.space for p in stage.ops}
         # the layer reads inference's `device` where forward reads a tensor's device
         # (reads_device): no local of the user's may take its name
-        self.names = NameAllocator(r.reserved | {"block", r.device})
+        self.names = NameAllocator(r.reserved | r.closure_names | {"block", r.device})
         self.local: dict[tuple[str, Space], str] = {}  # (value, rows) -> local name
         self.params: dict[str, list[tuple[str, str]]] = {"src": [], "dst": [], "edge": []}
         self.lines: list[str] = []

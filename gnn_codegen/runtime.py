@@ -7,9 +7,11 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from gnn_codegen.node_reductions import RUNTIME_METHODS
 from gnn_codegen.templating import exec_template
 
 
 @lru_cache(maxsize=1)
 def runtime_class() -> Any:
-    return exec_template("batches.py.j2", __name__, runtime="FullNeighbourBatches", reduces=True)["FullNeighbourBatches"]
+    reduces = frozenset(RUNTIME_METHODS.values())
+    return exec_template("batches.py.j2", __name__, runtime="FullNeighbourBatches", reduces=reduces)["FullNeighbourBatches"]

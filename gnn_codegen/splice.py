@@ -13,9 +13,10 @@ import libcst as cst
 from gnn_codegen.errors import internal
 
 # Names the generated code reads that a plain import provides when the user's file lacks it.
-# The runtime keeps results out of core with numpy memory maps (templates/batches.py.j2).
+# The runtime keeps results out of core in numpy memory maps, and tells the kernel which of
+# their pages it reads (ctypes: madvise), templates/batches.py.j2.
 _IMPORTS = {
-    "os": "import os", "tempfile": "import tempfile", "weakref": "import weakref",
+    "ctypes": "import ctypes", "os": "import os", "tempfile": "import tempfile", "weakref": "import weakref",
     "numpy": "import numpy", "torch": "import torch", "dgl": "import dgl",
 }
 

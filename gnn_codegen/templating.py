@@ -39,6 +39,7 @@ def render_template(name: str, **context: Any) -> str:
 def exec_template(name: str, module: str, **context: Any) -> dict[str, Any]:
     """The namespace a rendered Python template defines, with the modules it imports in it, its
     functions spelled as `module`'s (torch.fx names a function it calls by its module)."""
+    import ctypes
     import os
     import tempfile
     import weakref
@@ -47,7 +48,7 @@ def exec_template(name: str, module: str, **context: Any) -> dict[str, Any]:
     import numpy
     import torch
 
-    namespace: dict[str, Any] = {"os": os, "tempfile": tempfile, "weakref": weakref, "numpy": numpy,
+    namespace: dict[str, Any] = {"ctypes": ctypes, "os": os, "tempfile": tempfile, "weakref": weakref, "numpy": numpy,
                                  "torch": torch, "dgl": dgl, "__name__": module}
     exec(compile(render_template(name, **context), f"<gnn-codegen {name}>", "exec"), namespace)
     return namespace

@@ -29,8 +29,9 @@ gnn-codegen is meant to support:
   graph);
 * message passing written inline in forward (`with g.local_scope(): g.srcdata["h"] = h;
   g.update_all(fn.copy_u("h", "m"), fn.sum / mean / max("m", "h")); h = g.dstdata["h"]`);
-* `h - h.mean(0)` anywhere between or after layers, several in a row: a mean over all nodes,
-  computed in a pass before the stage that reads it;
+* `h - h.mean(0)`, a standardisation by `h.std(0)`, min-max scaling by `h.amin(0)` and
+  `h.amax(0)`, a division by `h.abs().max()`, anywhere between or after layers, several in a
+  row: reductions over all nodes, computed in a pass before the stage that reads them;
 * module-level constants named like the generated code's own names (`device`, `batch_size`,
   `num_nodes`, `layer_1`, ...), which forward reads (`h * batch_size`): nothing may capture them;
 * DGL's idioms: the graph kept on the model (`self.g = g`, `forward(self, x)`, full style), the
@@ -206,6 +207,15 @@ def _draw_conv(draw: st.DrawFn, b: _Builder, source: int, style: str, target: in
                       edge_weight=weighted))
 
 
+# reductions over all nodes between or after layers (node_reductions.py), as people write them
+OVER_ALL_NODES = {
+    "mean": "{h} - {h}.mean(0)",
+    "std": "({h} - {h}.mean(0)) / ({h}.std(0) + 0.5)",
+    "minmax": "({h} - {h}.amin(0)) / ({h}.amax(0) - {h}.amin(0) + 1.0)",
+    "max": "{h} / ({h}.abs().max() + 1.0)",
+}
+
+
 def _draw_between(draw: st.DrawFn, b: _Builder, value: int) -> int:
     """A piece between convolutions, or after the last: also `h - h.mean(0)`, a mean over all
     nodes (a pass before the stage that reads it; several in one gap chain, each a pass of its
@@ -227,6 +237,8 @@ def _draw_between(draw: st.DrawFn, b: _Builder, value: int) -> int:
         if constant not in b.constants:
             b.constants.append(constant)
         return b.add(Step("scale", (value,), width, constant))
+    if piece == "centre":
+        return b.add(Step(piece, (value,), width, draw(st.sampled_from(tuple(OVER_ALL_NODES)))))
     return b.add(Step(piece, (value,), width))
 
 
@@ -542,8 +554,8 @@ def render_model_source(spec: ModelSpec) -> str:
             expr = IN_PLACE[step.kind].format(h=name(args[0]))
         elif step.op == "scale":
             expr = f"{name(args[0])} * {step.kind}"
-        elif step.op == "centre":  # a mean over all nodes, which the next layer reads
-            expr = f"{name(args[0])} - {name(args[0])}.mean(0)"
+        elif step.op == "centre":  # reductions over all nodes, which the next stage reads
+            expr = OVER_ALL_NODES[step.kind].format(h=name(args[0]))
         elif step.op == "dropout" and step.kind == "functional":
             expr = f"F.dropout({name(args[0])}, p=0.5, training=self.training)"
         elif step.op in ("linear", "batchnorm", "layernorm", "dropout"):

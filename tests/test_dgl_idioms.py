@@ -33,6 +33,8 @@ CASES = {
     "SemanticAttentionBetweenLayers": GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'),
     "PairNormGCN": GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'),
     "HANClassifier": GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'),
+    "StandardisedGCN": GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'),
+    "MinMaxScaledSAGE": GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'),
 }
 
 # what the generated method's signature and first lines must say
@@ -54,6 +56,8 @@ SIGNATURES = {
     "SemanticAttentionBetweenLayers": "def inference(self, g, h, batch_size, device",
     "PairNormGCN": "def inference(self, g, features, batch_size, device",
     "HANClassifier": "def inference(self, g, h, batch_size, device",
+    "StandardisedGCN": "def inference(self, g, features, batch_size, device",
+    "MinMaxScaledSAGE": "def inference(self, g, x, batch_size, device",
 }
 READS = {
     # the mean over all nodes: a pass over the stored layer before the next layer's loop

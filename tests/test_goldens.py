@@ -52,11 +52,14 @@ def test_output_parses_is_black_and_deterministic(case: Case) -> None:
 def test_helper_templates_render_black_formatted() -> None:
     """The runtime and every written-out convolution, with the names the templates are written
     for, are black's format as rendered: gnn-codegen formats only the rest of the module then."""
+    from gnn_codegen.node_reductions import RUNTIME_METHODS
     from gnn_codegen.render import RUNTIME, render_helpers
     from gnn_codegen.write_out import SECTIONS
 
     names = {s: f"_{s}" for s in SECTIONS}
     for used in [set(SECTIONS), *({s} for s in SECTIONS)]:
-        for reduces in (False, True):  # the runtime's sum over all nodes (node_reductions.py)
+        # the runtime's reductions over all nodes (node_reductions.py): none, each, all
+        methods = sorted(set(RUNTIME_METHODS.values()))
+        for reduces in [frozenset(), *(frozenset({m, "sum_nodes"}) for m in methods), frozenset(methods)]:
             helpers = render_helpers(RUNTIME, used, names, reduces).strip("\n") + "\n"
             assert black.format_str(helpers, mode=black.Mode()) == helpers, (sorted(used), reduces)

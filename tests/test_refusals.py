@@ -128,6 +128,15 @@ EXPECTED = {
         "and pass them to forward as an input (or in g.edata), or evaluate this model with its "
         "full-graph forward."
     ),
+    "MaxWithIndices": (
+        errors.UnsupportedOperationError,
+        "tests/models/refused.py:164 (`return h / h.max(0).values`): .max(...) reduces over the rows "
+        "of different nodes in a form gnn-codegen does not write out. The reductions over all nodes it "
+        "computes exactly, in a pass over the stored rows before the layer that reads them, are .sum(0), "
+        ".mean(0), .amax(0), .amin(0), .var(0) and .std(0) (with unbiased= or correction=), and .sum(), "
+        ".mean(), .max(), .min(), .var() and .std() of every element. Write it as one of those (h.amax(0) "
+        "for h.max(0).values), or evaluate this model with its full-graph forward."
+    ),
 }
 
 WILD_EXPECTED = {

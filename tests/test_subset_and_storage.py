@@ -107,14 +107,14 @@ def test_storage_keeps_results_in_files_and_never_writes_its_inputs(case: Case, 
         assert sorted(os.listdir(storage)) == sorted(names)
 
 
-def test_layers_compute_only_the_nodes_the_next_layers_read() -> None:
-    """For 5 nodes of a sparse graph, each layer's batches cover that layer's frontier, not
-    the graph: the last layer the 5 nodes, each one before it their in-neighbours too."""
-    generated = generate_case(CASES_BY_NAME["sage"])
+def _counting_rows(name: str, num_nodes: int, avg_degree: int = 5):
+    """The case's generated module and model, a graph and inputs, and the list where each
+    `map` call of the runtime records how many destination nodes it computes."""
+    generated = generate_case(CASES_BY_NAME[name])
     module = import_source(generated.source, generated.loaded.path.parent)
     model = generated_model(generated, module)
-    g = random_graph(3000, avg_degree=2, seed=0)
-    (x,) = make_inputs(generated, 3000, 0)
+    g = random_graph(num_nodes, avg_degree=avg_degree, seed=0)
+    (x,) = make_inputs(generated, num_nodes, 0)
     runtime, computed = module._FullNeighbourBatches, []
     original = runtime.map
 
@@ -123,6 +123,13 @@ def test_layers_compute_only_the_nodes_the_next_layers_read() -> None:
         return original(self, layer, *args, nodes=nodes, **kwargs)
 
     runtime.map = recording
+    return runtime, model, g, x, computed
+
+
+def test_layers_compute_only_the_nodes_the_next_layers_read() -> None:
+    """For 5 nodes of a sparse graph, each layer's batches cover that layer's frontier, not
+    the graph: the last layer the 5 nodes, each one before it their in-neighbours too."""
+    runtime, model, g, x, computed = _counting_rows("sage", 3000, avg_degree=2)
     nodes = torch.tensor([7, 2999, 1500, 42, 7, 100])
     result = model.inference(g, x, 64, "cpu", nodes=nodes)
     needed = runtime(model, g, 64, "cpu", 2**30, False).needed(nodes, 3)
@@ -135,19 +142,7 @@ def test_layers_compute_only_the_nodes_the_next_layers_read() -> None:
 def test_a_reduction_over_all_nodes_makes_the_layers_before_it_compute_all_nodes() -> None:
     """PairNorm's means over all nodes: every layer up to the last reduction computes every
     node, the layer after it only the nodes asked for."""
-    generated = generate_case(CASES_BY_NAME["gcn_pairnorm"])
-    module = import_source(generated.source, generated.loaded.path.parent)
-    model = generated_model(generated, module)
-    g = random_graph(500, seed=0)
-    (x,) = make_inputs(generated, 500, 0)
-    runtime, computed = module._FullNeighbourBatches, []
-    original = runtime.map
-
-    def recording(self, layer, *args, nodes=None, **kwargs):
-        computed.append(self.num_nodes if nodes is None else len(nodes))
-        return original(self, layer, *args, nodes=nodes, **kwargs)
-
-    runtime.map = recording
+    _, model, g, x, computed = _counting_rows("gcn_pairnorm", 500)
     nodes = torch.tensor([3, 1, 4])
     result = model.inference(g, x, 64, "cpu", nodes=nodes)
     assert computed[-1] == 3 and set(computed[:-1]) == {500}

@@ -399,3 +399,36 @@ class HANClassifier(nn.Module):
         views = [gat(g, h).flatten(1) for gat in self.gats]
         z = self.semantic_attention(torch.stack(views, dim=1))
         return self.predict(z)
+
+
+class StandardisedGCN(nn.Module):
+    """Between GCN layers, every feature standardised over all nodes (a z-score with the
+    population std, as a graph-wide normalisation in full-graph training does): the mean and
+    the std are reductions over all nodes, the std of the centred rows."""
+
+    def __init__(self, in_size, hid_size, out_size):
+        super().__init__()
+        self.conv1 = dglnn.GraphConv(in_size, hid_size, allow_zero_in_degree=True)
+        self.conv2 = dglnn.GraphConv(hid_size, out_size, allow_zero_in_degree=True)
+
+    def forward(self, g, features):
+        h = self.conv1(g, features)
+        h = (h - h.mean(0)) / (h.std(0, unbiased=False) + 1e-5)
+        return self.conv2(g, F.relu(h))
+
+
+class MinMaxScaledSAGE(nn.Module):
+    """Each hidden feature scaled into [0, 1] over all nodes between SAGE layers, and the output
+    divided by its largest magnitude: torch.amin / amax over nodes and .max() of every element."""
+
+    def __init__(self, in_size, hid_size, out_size):
+        super().__init__()
+        self.conv1 = dglnn.SAGEConv(in_size, hid_size, "mean")
+        self.conv2 = dglnn.SAGEConv(hid_size, out_size, "mean")
+
+    def forward(self, g, x):
+        h = F.relu(self.conv1(g, x))
+        low, high = torch.amin(h, dim=0), torch.amax(h, dim=0)
+        h = (h - low) / (high - low + 1e-6)
+        h = self.conv2(g, h)
+        return h / h.abs().max()

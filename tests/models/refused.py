@@ -149,3 +149,16 @@ class NormalisesComputedWeights(nn.Module):
     def forward(self, g, x, efeat):
         w = torch.sigmoid(self.edge_mlp(efeat)).squeeze(-1)
         return self.prop(g, self.lin(x), edge_weight=w)
+
+
+class MaxWithIndices(nn.Module):
+    """h.max(0) returns the largest row values and their nodes' positions: the positions are not
+    among the reductions over all nodes written out (h.amax(0) is)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = dglnn.SAGEConv(8, 4, "mean")
+
+    def forward(self, g, x):
+        h = self.conv(g, x)
+        return h / h.max(0).values

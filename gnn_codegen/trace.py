@@ -80,6 +80,21 @@ class Traced:
     flags: tuple[tuple[str, bool], ...] = ()
 
 
+
+# elementwise functions and methods of one tensor that keep its shape (and so its width)
+_SHAPE_KEEPING = frozenset({"relu", "elu", "leaky_relu", "gelu", "silu", "selu", "celu", "tanh", "sigmoid",
+                            "dropout", "float", "contiguous"})
+
+
+def _through_shape_keeping(node: fx.Node) -> fx.Node:
+    """The node whose value reaches `node` through _SHAPE_KEEPING calls on it alone."""
+    while node.op in ("call_function", "call_method") and node.args and isinstance(node.args[0], fx.Node):
+        name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+        if name not in _SHAPE_KEEPING:
+            break
+        node = node.args[0]
+    return node
+
 class _Tracer(fx.Tracer):
     def __init__(self, graph_arg: str, forced_leaves: frozenset[str], forced_mp: frozenset[str],
                  through: frozenset[type] = frozenset()):
@@ -123,9 +138,11 @@ class _Tracer(fx.Tracer):
             features = args[1] if len(args) > 1 else None
             width = declared_width(m)
             if isinstance(features, fx.Proxy) and width:
-                # forward's parameter, or its graph's data (`g.ndata["x"]`, an input once lifted)
-                read = graph_data_read(features.node, self.graph_arg)
-                which = features.node.target if features.node.op == "placeholder" else read
+                # forward's parameter, or its graph's data (`g.ndata["x"]`, an input once lifted),
+                # or either through activations that keep its shape (`layer(g, F.relu(x))`)
+                node = _through_shape_keeping(features.node)
+                read = graph_data_read(node, self.graph_arg)
+                which = node.target if node.op == "placeholder" else read
                 if which is not None:
                     self.declared_widths = {**getattr(self, "declared_widths", {}), which: width}
         if is_edge_weight_norm(m):  # also one DGL's modules make in forward, not the model's

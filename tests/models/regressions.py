@@ -293,3 +293,18 @@ class TableReturnedAsItIs(nn.Module):
         h = self.drop(self.emb.weight)
         out = self.conv2(blocks[1], F.relu(self.conv1(blocks[0], h)))
         return out, h[: blocks[1].num_dst_nodes()]
+
+
+class ActivationBeforeTracedConv(nn.Module):
+    """A ReLU on the input before a multi-hop convolution that gnn-codegen traces into
+    (TAGConv: its Linear reads the hops side by side, 3x the input's width): the input's width
+    was read only where the convolution took the input itself, so this was refused for want of
+    --feat-dims. Now through activations that keep the shape (the differential test, 300 random
+    examples; a refusal, never a wrong result)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = dglnn.TAGConv(4, 4, k=2)
+
+    def forward(self, g, x):
+        return self.conv(g, F.relu(x))

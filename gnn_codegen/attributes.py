@@ -7,7 +7,7 @@ from the modules that first consume each input, or given with --feat-dims."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import dgl
@@ -15,7 +15,7 @@ import torch
 import torch.fx as fx
 
 from gnn_codegen.edge_weight_norm import EDGE_WEIGHT_NORM
-from gnn_codegen.errors import UnsupportedOperationError, internal
+from gnn_codegen.errors import FeatDimsError, UnsupportedOperationError, internal
 from gnn_codegen.ir import Op, Program, Ref
 from gnn_codegen.input_specs import InputSpec, infer_inputs, unknown_width_error
 from gnn_codegen.node_reductions import node_reduction
@@ -165,6 +165,21 @@ def _probe_values(traced: Traced, program: Program, inputs: tuple[InputSpec, ...
     return recorder.values
 
 
+def _with_candidate_width(traced: Traced, program: Program,
+                          inputs: tuple[InputSpec, ...]) -> tuple[tuple[InputSpec, ...], dict[str, Any]]:
+    """Forward failed at the width guessed for node inputs nothing fixes: the first width a
+    module traced into declares for what forward computes from them (TAGConv(4, ...) on
+    `x * 0.5`) at which it runs, or the refusal that asks for --feat-dims."""
+    for width in traced.candidate_widths:
+        tried = tuple(replace(s, shape=(width,), guessed=False) if s.guessed and s.rows == "node" else s
+                      for s in inputs)
+        try:
+            return tried, _probe_values(traced, program, tried)
+        except (FeatDimsError, UnsupportedOperationError):
+            continue
+    return inputs, _probe_values(traced, program, inputs)  # raises the refusal again
+
+
 def _describe(op: Op) -> str:
     if op.kind == "module":
         return f"self.{op.target} ({op.class_name})"
@@ -213,7 +228,10 @@ def infer_attributes(traced: Traced, program: Program, model: torch.nn.Module,
             mp_feature_spaces(op)
     _refuse_graph_access(program)
     inputs = infer_inputs(program, model, given or {}, dict(traced.declared_widths))
-    values = _probe_values(traced, program, inputs)
+    try:
+        values = _probe_values(traced, program, inputs)
+    except FeatDimsError:
+        inputs, values = _with_candidate_width(traced, program, inputs)
     specs = {s.name: s for s in inputs}
     info: dict[str, TensorInfo] = {}
     for op in program.ops:

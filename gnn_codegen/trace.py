@@ -76,21 +76,33 @@ class Traced:
     # widths the modules traced into declare for the inputs they take directly (TAGConv's
     # in_feats for `layer(g, features)`): (input, width), for inputs no module consumes otherwise
     declared_widths: tuple[tuple[str, int], ...] = ()
+    # widths they declare for what forward computes from its inputs (`layer(g, x * 0.5)`): to
+    # try for an input whose width nothing else tells (attributes.py)
+    candidate_widths: tuple[int, ...] = ()
     # forward's training flags, passed as eval needs them (`training=False`): EVAL_FLAGS
     flags: tuple[tuple[str, bool], ...] = ()
 
 
 
-# elementwise functions and methods of one tensor that keep its shape (and so its width)
+# elementwise functions and methods of one tensor that keep its shape (and so its width), and
+# modules that do
 _SHAPE_KEEPING = frozenset({"relu", "elu", "leaky_relu", "gelu", "silu", "selu", "celu", "tanh", "sigmoid",
                             "dropout", "float", "contiguous"})
+_SHAPE_KEEPING_MODULES = (torch.nn.Dropout, torch.nn.Identity, torch.nn.ReLU, torch.nn.ELU, torch.nn.LeakyReLU,
+                          torch.nn.GELU, torch.nn.SiLU, torch.nn.SELU, torch.nn.CELU, torch.nn.Tanh,
+                          torch.nn.Sigmoid, torch.nn.PReLU, torch.nn.BatchNorm1d, torch.nn.LayerNorm)
 
 
-def _through_shape_keeping(node: fx.Node) -> fx.Node:
-    """The node whose value reaches `node` through _SHAPE_KEEPING calls on it alone."""
-    while node.op in ("call_function", "call_method") and node.args and isinstance(node.args[0], fx.Node):
-        name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
-        if name not in _SHAPE_KEEPING:
+def _through_shape_keeping(node: fx.Node, root: torch.nn.Module) -> fx.Node:
+    """The node whose value reaches `node` through shape-keeping calls on it alone."""
+    while node.op in ("call_function", "call_method", "call_module") and node.args \
+            and isinstance(node.args[0], fx.Node):
+        if node.op == "call_module":
+            keeps = isinstance(root.get_submodule(str(node.target)), _SHAPE_KEEPING_MODULES)
+        else:
+            name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+            keeps = name in _SHAPE_KEEPING
+        if not keeps:
             break
         node = node.args[0]
     return node
@@ -140,11 +152,13 @@ class _Tracer(fx.Tracer):
             if isinstance(features, fx.Proxy) and width:
                 # forward's parameter, or its graph's data (`g.ndata["x"]`, an input once lifted),
                 # or either through activations that keep its shape (`layer(g, F.relu(x))`)
-                node = _through_shape_keeping(features.node)
+                node = _through_shape_keeping(features.node, self.root)
                 read = graph_data_read(node, self.graph_arg)
                 which = node.target if node.op == "placeholder" else read
                 if which is not None:
                     self.declared_widths = {**getattr(self, "declared_widths", {}), which: width}
+                else:
+                    self.candidate_widths = (*getattr(self, "candidate_widths", ()), width)
         if is_edge_weight_norm(m):  # also one DGL's modules make in forward, not the model's
             return forward(*args, **kwargs)  # records one call (edge_weight_norm.py)
         return super().call_module(m, forward, args, kwargs)
@@ -308,6 +322,7 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
         tuple((view, key, present) for (view, key), present in getattr(tracer, "graph_decisions", {}).items()),
         tuple(dict.fromkeys(getattr(tracer, "zero_in_degree_checks", []))),
         tuple(getattr(tracer, "declared_widths", {}).items()),
+        tuple(dict.fromkeys(getattr(tracer, "candidate_widths", ()))),
     )
     # tensors fx made from numbers while tracing (ChebConv's th.Tensor([2.0])): kept by the
     # GraphModule, not by the model (lower.py writes them out as numbers)
@@ -429,4 +444,5 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
     widths = tuple((lifted_as.get(which, which), width) for which, width in decisions[2]
                    if lifted_as.get(which, which) in inputs)
     return Traced(model, gm, graph_arg, inputs, blocks_style, num_blocks if blocks_style else 1, signature,
-                  kept, graph_data, tables, *decisions[:2], widths, flags=tuple(eval_flags(model).items()))
+                  kept, graph_data, tables, *decisions[:2], widths, decisions[3],
+                  flags=tuple(eval_flags(model).items()))

@@ -20,10 +20,11 @@ import torch
 
 from gnn_codegen.harness import (
     allclose, flatten, full_graph_forward, gather_sources_always, generated_model, import_source, make_inputs,
-    max_difference, random_graph, returns_edge_rows, rows_for, run_inference, some_nodes,
+    max_difference, random_graph, returns_edge_rows, rows_for, run_inference, some_nodes, with_tables,
 )
 from gnn_codegen.ir import iter_refs
 from gnn_codegen.perturb import perturb
+from gnn_codegen.simulated_device import SimulatedDevice
 from tests.cases import CASES_BY_NAME, REPO, Case, all_cases, generate_case
 
 CASES = all_cases()
@@ -105,6 +106,21 @@ def test_storage_keeps_results_in_files_and_never_writes_its_inputs(case: Case, 
                                storage=storage)
         assert allclose(flatten(actual), rows_for(generated, expected, nodes), atol=1e-4, rtol=1e-4)
         assert sorted(os.listdir(storage)) == sorted(names)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_on_a_simulated_gpu_with_nodes_and_storage(case: Case, tmp_path: Path) -> None:
+    """The model on a (simulated) GPU, the graph and inputs on the host, the results in files
+    and for some nodes: no host tensor meets a device tensor, and the rows are forward's."""
+    generated, _, model, g, inputs, expected = _prepared(case, 2)
+    nodes = None if returns_edge_rows(generated) else some_nodes(NUM_NODES, 12, seed=3)
+    with with_tables(model, generated, inputs), SimulatedDevice() as sim:
+        sim.move_model(model)
+        sim.on_host(*inputs)
+        actual = run_inference(model, generated, g, inputs, batch_size=7, device=sim.device, tables_set=True,
+                               nodes=nodes, storage=str(tmp_path))
+    wanted = expected if nodes is None else rows_for(generated, expected, nodes)
+    assert allclose(flatten(actual), flatten(wanted), atol=1e-4, rtol=1e-4)
 
 
 def _counting_rows(name: str, num_nodes: int, avg_degree: int = 5):

@@ -15,6 +15,7 @@ from gnn_codegen.errors import internal
 # Names the generated code reads that a plain import provides when the user's file lacks it.
 # The runtime keeps results out of core in numpy memory maps, and tells the kernel which of
 # their pages it reads (ctypes: madvise), templates/batches.py.j2.
+_STANDARD_LIBRARY = frozenset({"ctypes", "os", "tempfile", "weakref"})
 _IMPORTS = {
     "ctypes": "import ctypes", "os": "import os", "tempfile": "import tempfile", "weakref": "import weakref",
     "numpy": "import numpy", "torch": "import torch", "dgl": "import dgl",
@@ -214,8 +215,16 @@ def splice(source: str, class_name: str, method: str, helpers: str, header: str,
             node, seen_class = cls, True
             early -= imported
         body.append(node)
-    extra = [cst.parse_statement(line) for line in missing]
-    body = futures + body[:insert_at] + hoisted + extra + body[insert_at:]
+    # the standard library's first, in a group of their own (as isort would place them), the
+    # others after the user's imports
+    standard = [cst.parse_statement(line) for line in missing if line.split()[1] in _STANDARD_LIBRARY]
+    extra = [cst.parse_statement(line) for line in missing if line.split()[1] not in _STANDARD_LIBRARY]
+    if standard and body:
+        first = body[0]
+        spaced = any(line.comment is None for line in getattr(first, "leading_lines", ()))
+        if isinstance(first, (cst.SimpleStatementLine, cst.BaseCompoundStatement)) and not spaced:
+            body[0] = first.with_changes(leading_lines=[cst.EmptyLine(), *first.leading_lines])
+    body = futures + standard + body[:insert_at] + hoisted + extra + body[insert_at:]
     # the runtime helpers after everything else, as written (they are ours): a reader meets the
     # model and its inference first; the method calls them only when it runs
     code = header + "\n" + cst.Module(body=body).code

@@ -4,14 +4,14 @@
 # regenerate with:
 #   gnn-codegen generated_examples/appnp/model.py:APPNP -o generated_examples/appnp/generated.py --init '{"in_feats": 16, "hiddens": [32], "n_classes": 4, "k": 10}'
 
-
-import torch.nn as nn
-import torch.nn.functional as F
-from dgl.nn.pytorch.conv import APPNPConv
 import ctypes
 import os
 import tempfile
 import weakref
+
+import torch.nn as nn
+import torch.nn.functional as F
+from dgl.nn.pytorch.conv import APPNPConv
 import numpy
 import torch
 import dgl

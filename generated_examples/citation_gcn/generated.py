@@ -4,16 +4,16 @@
 # regenerate with:
 #   gnn-codegen generated_examples/citation_gcn/model.py:GCN -o generated_examples/citation_gcn/generated.py --init '{"in_feats": 16, "n_hidden": 8, "n_classes": 4, "n_layers": 2}'
 
+import ctypes
+import os
+import tempfile
+import weakref
 
 import dgl
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from dgl.nn.pytorch import GraphConv
-import ctypes
-import os
-import tempfile
-import weakref
 import numpy
 
 

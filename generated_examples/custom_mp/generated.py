@@ -4,6 +4,10 @@
 # regenerate with:
 #   gnn-codegen generated_examples/custom_mp/model.py:CustomNet -o generated_examples/custom_mp/generated.py --init '{"in_size": 12, "pos_size": 3, "hid_size": 16, "out_size": 4, "num_rels": 3}' --feat-dims x=12
 
+import ctypes
+import os
+import tempfile
+import weakref
 
 import dgl
 import dgl.function as fn
@@ -11,10 +15,6 @@ import dgl.nn as dglnn
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import ctypes
-import os
-import tempfile
-import weakref
 import numpy
 
 

@@ -4,15 +4,15 @@
 # regenerate with:
 #   gnn-codegen generated_examples/dagnn/model.py:DAGNN -o generated_examples/dagnn/generated.py --init '{"k": 4, "in_dim": 16, "hid_dim": 32, "out_dim": 4}'
 
+import ctypes
+import os
+import tempfile
+import weakref
 
 import dgl.function as fn
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import ctypes
-import os
-import tempfile
-import weakref
 import numpy
 import dgl
 

@@ -4,16 +4,16 @@
 # regenerate with:
 #   gnn-codegen generated_examples/edge_features/model.py:EdgeAwareGNN -o generated_examples/edge_features/generated.py --init '{"in_size": 16, "edge_size": 4, "hid_size": 8, "out_size": 3}'
 
+import ctypes
+import os
+import tempfile
+import weakref
 
 import dgl
 import dgl.nn as dglnn
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import ctypes
-import os
-import tempfile
-import weakref
 import numpy
 
 

@@ -4,14 +4,14 @@
 # regenerate with:
 #   gnn-codegen generated_examples/encoder/model.py:EncodedSAGE -o generated_examples/encoder/generated.py --init '{"raw_size": 768, "hid_size": 64, "out_size": 10}'
 
-
-import dgl.nn as dglnn
-import torch.nn as nn
-import torch.nn.functional as F
 import ctypes
 import os
 import tempfile
 import weakref
+
+import dgl.nn as dglnn
+import torch.nn as nn
+import torch.nn.functional as F
 import numpy
 import torch
 import dgl

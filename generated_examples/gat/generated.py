@@ -4,16 +4,16 @@
 # regenerate with:
 #   gnn-codegen generated_examples/gat/model.py:GAT -o generated_examples/gat/generated.py --init '{"in_size": 16, "hid_size": 8, "out_size": 5, "heads": [4, 2]}'
 
+import ctypes
+import os
+import tempfile
+import weakref
 
 import dgl
 import dgl.nn as dglnn
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import ctypes
-import os
-import tempfile
-import weakref
 import numpy
 
 

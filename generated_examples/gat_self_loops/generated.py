@@ -4,14 +4,14 @@
 # regenerate with:
 #   gnn-codegen generated_examples/gat_self_loops/model.py:GAT -o generated_examples/gat_self_loops/generated.py --init '{"in_size": 16, "hid_size": 8, "out_size": 5, "heads": [4, 2]}'
 
-
-import dgl.nn as dglnn
-import torch.nn as nn
-import torch.nn.functional as F
 import ctypes
 import os
 import tempfile
 import weakref
+
+import dgl.nn as dglnn
+import torch.nn as nn
+import torch.nn.functional as F
 import numpy
 import torch
 import dgl

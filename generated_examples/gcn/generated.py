@@ -4,16 +4,16 @@
 # regenerate with:
 #   gnn-codegen generated_examples/gcn/model.py:GCN -o generated_examples/gcn/generated.py --init '{"in_size": 16, "hid_size": 16, "out_size": 4, "num_layers": 3}'
 
+import ctypes
+import os
+import tempfile
+import weakref
 
 import dgl
 import dgl.nn as dglnn
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import ctypes
-import os
-import tempfile
-import weakref
 import numpy
 
 

@@ -4,14 +4,14 @@
 # regenerate with:
 #   gnn-codegen generated_examples/gcn_edge_weight_norm/model.py:WeightedGCN -o generated_examples/gcn_edge_weight_norm/generated.py --init '{"in_size": 16, "hid_size": 32, "out_size": 4}'
 
-
-import torch.nn as nn
-import torch.nn.functional as F
-from dgl.nn import EdgeWeightNorm, GraphConv
 import ctypes
 import os
 import tempfile
 import weakref
+
+import torch.nn as nn
+import torch.nn.functional as F
+from dgl.nn import EdgeWeightNorm, GraphConv
 import numpy
 import torch
 import dgl

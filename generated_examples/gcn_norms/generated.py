@@ -4,16 +4,16 @@
 # regenerate with:
 #   gnn-codegen generated_examples/gcn_norms/model.py:MixedNormGCN -o generated_examples/gcn_norms/generated.py --init '{"in_feats": 16, "hidden": 24, "n_classes": 4}'
 
+import ctypes
+import os
+import tempfile
+import weakref
 
 import dgl
 import dgl.nn as dglnn
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import ctypes
-import os
-import tempfile
-import weakref
 import numpy
 
 

@@ -4,14 +4,14 @@
 # regenerate with:
 #   gnn-codegen generated_examples/gcn_pairnorm/model.py:DeepGCN -o generated_examples/gcn_pairnorm/generated.py --init '{"in_feats": 16, "n_hidden": 32, "n_classes": 4}'
 
-
-import dgl.nn as dglnn
-import torch.nn as nn
-import torch.nn.functional as F
 import ctypes
 import os
 import tempfile
 import weakref
+
+import dgl.nn as dglnn
+import torch.nn as nn
+import torch.nn.functional as F
 import numpy
 import torch
 import dgl

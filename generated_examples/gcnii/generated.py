@@ -4,14 +4,14 @@
 # regenerate with:
 #   gnn-codegen generated_examples/gcnii/model.py:GCNII -o generated_examples/gcnii/generated.py --init '{"in_size": 16, "out_size": 4, "hidden_size": 32, "num_layers": 8}'
 
-
-import torch.nn as nn
-import torch.nn.functional as F
-from dgl.nn.pytorch.conv import GCN2Conv
 import ctypes
 import os
 import tempfile
 import weakref
+
+import torch.nn as nn
+import torch.nn.functional as F
+from dgl.nn.pytorch.conv import GCN2Conv
 import numpy
 import torch
 import dgl

@@ -4,16 +4,16 @@
 # regenerate with:
 #   gnn-codegen generated_examples/gin/model.py:GIN -o generated_examples/gin/generated.py --init '{"input_dim": 12, "hidden_dim": 16, "output_dim": 4, "num_layers": 3}'
 
+import ctypes
+import os
+import tempfile
+import weakref
 
 import dgl
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from dgl.nn.pytorch.conv import GINConv
-import ctypes
-import os
-import tempfile
-import weakref
 import numpy
 
 

@@ -4,15 +4,15 @@
 # regenerate with:
 #   gnn-codegen generated_examples/jknet/model.py:JKNet -o generated_examples/jknet/generated.py --init '{"in_size": 12, "hid_size": 8, "out_size": 4, "num_layers": 3, "mode": "cat"}'
 
+import ctypes
+import os
+import tempfile
+import weakref
 
 import dgl.nn as dglnn
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import ctypes
-import os
-import tempfile
-import weakref
 import numpy
 import dgl
 

@@ -4,16 +4,16 @@
 # regenerate with:
 #   gnn-codegen generated_examples/jknet_inline/model.py:JKNet -o generated_examples/jknet_inline/generated.py --init '{"in_dim": 12, "hid_dim": 8, "out_dim": 4, "num_layers": 2, "mode": "max"}'
 
+import ctypes
+import os
+import tempfile
+import weakref
 
 import dgl.function as fn
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from dgl.nn import GraphConv, JumpingKnowledge
-import ctypes
-import os
-import tempfile
-import weakref
 import numpy
 import dgl
 

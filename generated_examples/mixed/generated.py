@@ -4,16 +4,16 @@
 # regenerate with:
 #   gnn-codegen generated_examples/mixed/model.py:MixedGNN -o generated_examples/mixed/generated.py --init '{"in_size": 12, "hid_size": 16, "out_size": 3, "num_heads": 2}'
 
+import ctypes
+import os
+import tempfile
+import weakref
 
 import dgl
 import dgl.nn as dglnn
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import ctypes
-import os
-import tempfile
-import weakref
 import numpy
 
 

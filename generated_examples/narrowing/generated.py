@@ -4,14 +4,14 @@
 # regenerate with:
 #   gnn-codegen generated_examples/narrowing/model.py:NarrowingSAGE -o generated_examples/narrowing/generated.py --init '{"in_size": 32, "wide_size": 256, "narrow_size": 16, "out_size": 8}'
 
-
-import dgl.nn as dglnn
-import torch.nn as nn
-import torch.nn.functional as F
 import ctypes
 import os
 import tempfile
 import weakref
+
+import dgl.nn as dglnn
+import torch.nn as nn
+import torch.nn.functional as F
 import numpy
 import torch
 import dgl

@@ -4,15 +4,15 @@
 # regenerate with:
 #   gnn-codegen generated_examples/residual/model.py:ResGCN -o generated_examples/residual/generated.py --init '{"in_size": 12, "hid_size": 16, "out_size": 4}'
 
+import ctypes
+import os
+import tempfile
+import weakref
 
 import dgl.nn as dglnn
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import ctypes
-import os
-import tempfile
-import weakref
 import numpy
 import dgl
 

@@ -4,16 +4,16 @@
 # regenerate with:
 #   gnn-codegen generated_examples/rgcn/model.py:RGCN -o generated_examples/rgcn/generated.py --init '{"num_nodes": 120, "h_dim": 8, "out_dim": 4, "num_rels": 5, "num_bases": 2}'
 
+import ctypes
+import os
+import tempfile
+import weakref
 
 import dgl
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from dgl.nn.pytorch import RelGraphConv
-import ctypes
-import os
-import tempfile
-import weakref
 import numpy
 
 

@@ -4,16 +4,16 @@
 # regenerate with:
 #   gnn-codegen generated_examples/sage/model.py:SAGE -o generated_examples/sage/generated.py --init '{"in_size": 16, "hid_size": 32, "out_size": 5}'
 
+import ctypes
+import os
+import tempfile
+import weakref
 
 import dgl
 import dgl.nn as dglnn
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import ctypes
-import os
-import tempfile
-import weakref
 import numpy
 
 

@@ -4,15 +4,15 @@
 # regenerate with:
 #   gnn-codegen generated_examples/sage_variants/model.py:SAGEVariants -o generated_examples/sage_variants/generated.py --init '{"in_feats": 12, "n_hidden": 16, "n_classes": 3}'
 
+import ctypes
+import os
+import tempfile
+import weakref
 
 import dgl
 import dgl.nn as dglnn
 import torch
 import torch.nn as nn
-import ctypes
-import os
-import tempfile
-import weakref
 import numpy
 
 AGGREGATORS = ("gcn", "pool", "lstm", "mean")

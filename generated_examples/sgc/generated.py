@@ -4,13 +4,13 @@
 # regenerate with:
 #   gnn-codegen generated_examples/sgc/model.py:SGC -o generated_examples/sgc/generated.py --init '{"in_feats": 16, "n_classes": 4, "k": 2}'
 
-
-import dgl.nn.pytorch as dglnn
-import torch.nn as nn
 import ctypes
 import os
 import tempfile
 import weakref
+
+import dgl.nn.pytorch as dglnn
+import torch.nn as nn
 import numpy
 import torch
 import dgl

@@ -4,14 +4,14 @@
 # regenerate with:
 #   gnn-codegen generated_examples/tagcn/model.py:TAGCN -o generated_examples/tagcn/generated.py --init '{"in_feats": 16, "n_hidden": 8, "n_classes": 4, "n_layers": 1}' --feat-dims features=16
 
-
-import torch.nn as nn
-import torch.nn.functional as F
-from dgl.nn.pytorch.conv import TAGConv
 import ctypes
 import os
 import tempfile
 import weakref
+
+import torch.nn as nn
+import torch.nn.functional as F
+from dgl.nn.pytorch.conv import TAGConv
 import numpy
 import torch
 import dgl

@@ -4,14 +4,14 @@
 # regenerate with:
 #   gnn-codegen generated_examples/widening/model.py:WideningGAT -o generated_examples/widening/generated.py --init '{"in_size": 32, "narrow_size": 16, "wide_size": 256, "out_size": 8}'
 
-
-import dgl.nn as dglnn
-import torch.nn as nn
-import torch.nn.functional as F
 import ctypes
 import os
 import tempfile
 import weakref
+
+import dgl.nn as dglnn
+import torch.nn as nn
+import torch.nn.functional as F
 import numpy
 import torch
 import dgl

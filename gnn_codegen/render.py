@@ -107,9 +107,11 @@ class Renderer:
         # `rownorm_mean = (...).sqrt()` before the line's parts take its name
         self.reduced = {value for stage in plan.stages for _, value in stage.reductions}
         global_values = [n for stage in plan.stages for n in (*(r for r, _ in stage.reductions), *stage.once)]
+        # ...unless the layer functions that read them name a parameter so (`block`)
+        unfit = self.generic | {"block"}
         for name in global_values:
             op = program.op(name)
-            if op.var and op.var not in self.generic:
+            if op.var and op.var not in unfit:
                 self.buffer[name] = self.names.take(op.var)
         self._name_buffers()
         for stage in plan.stages:  # reductions over all nodes: `h1_mean`, after what they reduce
@@ -120,9 +122,9 @@ class Renderer:
             for name in stage.once:  # and what is computed from them alone: as forward names it,
                 if name not in self.buffer:  # or after the reduction it comes from (h1_std_2)
                     op = program.op(name)
-                    own = next((n for n in (op.var, op.line_var) if n and n not in self.generic), None)
+                    own = next((n for n in (op.var, op.line_var) if n and n not in unfit), None)
                     made_from = next((self.buffer[r] for r in op.refs() if r in self.buffer), self.hidden)
-                    self.buffer[name] = self.names.take(own or made_from)
+                    self.buffer[name] = self.names.take(own or (made_from if made_from not in unfit else "value"))
         # what the layer functions read from the method around them: never one of their locals
         # (`h = (h1 - h1_mean) / h` would read the local h before it is assigned)
         self.closure_names = frozenset(self.buffer[n] for stage in plan.stages

@@ -325,3 +325,21 @@ class ScaledInputBeforeTracedConv(nn.Module):
 
 
 SCALE = 0.5
+
+
+class ReductionNamedBlock(nn.Module):
+    """A value computed once from a reduction over all nodes, assigned to a variable named
+    `block`: the generated code named it so, and the layer function that reads it took the
+    block it is given instead (`h1 / block`, a TypeError the check caught). Values the layer
+    functions read from around them never take the name of their parameter `block` now (the
+    differential test, 1000 random examples)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = dglnn.SAGEConv(4, 4, "mean")
+        self.conv2 = dglnn.SAGEConv(4, 4, "mean")
+
+    def forward(self, g, x):
+        h = self.conv1(g, x)
+        block = h / (h.abs().max() + 1.0)
+        return self.conv2(g, block)

@@ -18,7 +18,7 @@ from gnn_codegen.edge_weight_norm import EDGE_WEIGHT_NORM
 from gnn_codegen.errors import FeatDimsError, UnsupportedOperationError, internal
 from gnn_codegen.ir import Op, Program, Ref
 from gnn_codegen.input_specs import InputSpec, infer_inputs, unknown_width_error
-from gnn_codegen.node_reductions import node_reduction
+from gnn_codegen.node_reductions import RUNTIME_METHODS, node_reduction
 from gnn_codegen.rowwise import RESHAPES, START_DIM_MODULES, is_rowwise, is_rowwise_module
 from gnn_codegen.simplify import DST_COUNT_METHODS
 from gnn_codegen.sized_tensors import EDGE_COUNTS, count_of, is_factory, prefix_count, row_count_of
@@ -199,9 +199,10 @@ def _refuse(op: Op, why: str) -> UnsupportedOperationError:
     )
 
 
-# reductions over rows that node_reductions.py does not write out (in these forms)
-_OTHER_REDUCTIONS = frozenset({"max", "min", "median", "mode", "prod", "norm", "logsumexp", "argmax", "argmin",
-                               "quantile", "nanmean", "nansum", "sum", "mean", "std", "var", "amax", "amin"})
+# reductions over rows: those node_reductions.py writes out in other forms (`h.max(0)`, with
+# dtype=), and those it does not write out at all
+_OTHER_REDUCTIONS = frozenset(RUNTIME_METHODS) | {"median", "mode", "prod", "norm", "logsumexp", "argmax", "argmin",
+                                                  "quantile", "nanmean", "nansum"}
 
 
 def _refuse_reduction(op: Op) -> UnsupportedOperationError:

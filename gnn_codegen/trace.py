@@ -83,7 +83,6 @@ class Traced:
     flags: tuple[tuple[str, bool], ...] = ()
 
 
-
 # elementwise functions and methods of one tensor that keep its shape (and so its width), and
 # modules that do
 _SHAPE_KEEPING = frozenset({"relu", "elu", "leaky_relu", "gelu", "silu", "selu", "celu", "tanh", "sigmoid",
@@ -106,6 +105,7 @@ def _through_shape_keeping(node: fx.Node, root: torch.nn.Module) -> fx.Node:
             break
         node = node.args[0]
     return node
+
 
 class _Tracer(fx.Tracer):
     def __init__(self, graph_arg: str, forced_leaves: frozenset[str], forced_mp: frozenset[str],

@@ -40,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-verify", action="store_true",
                         help="write the module without first checking it against forward on a small random graph (not recommended)")
     parser.add_argument("--feat-dims", metavar="NAME=WIDTH,...", help="widths of forward's inputs when the model does not reveal them, e.g. x=602")
+    parser.add_argument("--metagraph", metavar="SRC:REL:DST,...",
+                        help="a heterogeneous graph's canonical edge types, when the model's HeteroGraphConv modules are keyed by relation names")
     parser.add_argument("--leaf", action="append", default=[], metavar="CLASS", help="treat modules of this class as row-wise leaves (repeatable)")
     parser.add_argument("--mp-module", action="append", default=[], metavar="CLASS", help="treat modules of this class as message passing (repeatable)")
     parser.add_argument("--method-name", default=DEFAULT_METHOD_NAME, metavar="NAME",
@@ -139,6 +141,7 @@ def _run(args: argparse.Namespace, stdout: TextIO) -> int:
         optimize=not args.simple_cut,
         verify=not args.no_verify,
         method_name=args.method_name,
+        metagraph=args.metagraph,
     )
     if args.output not in (None, "-") and ":" in args.target:
         model_file = Path(args.target.rpartition(":")[0])
@@ -156,9 +159,16 @@ def _run(args: argparse.Namespace, stdout: TextIO) -> int:
         print(_paragraph("warning", "--no-verify: the module was not checked against forward before it was "
                          "written; its header says so. Check it with --check."), file=sys.stderr)
     if args.explain:
+        if generated.hetero is not None:
+            raise OptionsError("--explain does not describe the plan for a heterogeneous model yet; the "
+                               "generated module's comments name each layer and node type.")
         _explain(generated, args, stdout)
     if args.check:
-        from gnn_codegen.verify import check  # imports the generated module: only when asked
+        # imports the generated module: only when asked
+        if generated.hetero is not None:
+            from gnn_codegen.hetero.verify import check_hetero as check
+        else:
+            from gnn_codegen.verify import check
 
         result = check(generated, num_nodes=args.check_nodes)
         print(

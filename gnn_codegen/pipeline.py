@@ -7,6 +7,7 @@ import inspect
 import json
 import shlex
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import torch
 
@@ -19,6 +20,8 @@ from gnn_codegen.errors import (
 from gnn_codegen.format import format_source
 from gnn_codegen.functionalize import functionalize
 from gnn_codegen.graph_proxy import BATCH_SIZE
+from gnn_codegen.hetero.generate import generate_hetero
+from gnn_codegen.hetero.schema import is_heterogeneous
 from gnn_codegen.ir import Program
 from gnn_codegen.load import LoadedModel, load
 from gnn_codegen.lower import lower
@@ -49,6 +52,8 @@ class GenerateOptions:
     verify: bool = True
     # the generated method's name; by default it replaces a user method of that name (method_name.py)
     method_name: str = DEFAULT_METHOD_NAME
+    # a heterogeneous graph's canonical edge types, "SRC:REL:DST,..." (hetero/schema.py)
+    metagraph: str | None = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,11 @@ class Generated:
     verification: CheckResult | None = None  # the check before writing (None with --no-verify)
     notes: tuple[str, ...] = ()  # what the user should know that is no warning
     method_name: str = DEFAULT_METHOD_NAME  # the generated method's name in the class
+    # a heterogeneous model (hetero/): its plan, the graph's schema, and --feat-dims by node
+    # type; program, attributes and plan are then None
+    hetero: Any = None
+    schema: Any = None
+    feat_dims: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
 
 def parse_feat_dims(spec: str | None) -> dict[str, tuple[int, ...]]:
@@ -103,6 +113,8 @@ def regenerate_command(target: str, options: GenerateOptions) -> str:
         parts += ["--simple-cut"]
     if options.method_name != DEFAULT_METHOD_NAME:
         parts += ["--method-name", options.method_name]
+    if options.metagraph:
+        parts += ["--metagraph", options.metagraph]
     return shlex.join(parts)
 
 
@@ -113,6 +125,15 @@ def generate_all(target: str, options: GenerateOptions = GenerateOptions()) -> G
     _check_classes(loaded.model, "--leaf", options.leaves)
     _check_classes(loaded.model, "--mp-module", options.mp_modules)
     leaves, forced_mp = frozenset(options.leaves), frozenset(options.mp_modules)
+    if is_heterogeneous(loaded.model):
+        header = {"version": VERSION, "target": target, "command": regenerate_command(target, options),
+                  "verified": options.verify, "method": options.method_name}
+        return generate_hetero(loaded, options, feat_dims, header, warnings)
+    if options.metagraph:
+        raise OptionsError(
+            "--metagraph gives a heterogeneous graph's edge types, and the model has no HeteroGraphConv: "
+            "leave it out for a model of one node and edge type."
+        )
     namespace = vars(loaded.module)
     traced, program, attrs = _proven_program(loaded, feat_dims, leaves, forced_mp)
     plan = build_plan(program, attrs, options.fanout, options.optimize)

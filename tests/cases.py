@@ -21,6 +21,7 @@ class Case:
     folder: Path
     target: str  # relative to the repository root, as the header's command shows it
     options: GenerateOptions
+    heterogeneous: bool = False  # a model on a heterogeneous graph (gnn_codegen/hetero/)
 
     @property
     def golden(self) -> Path:
@@ -36,12 +37,16 @@ def load_case(folder: Path) -> Case:
         feat_dims=spec.get("feat_dims"),
         leaves=tuple(spec.get("leaves", ())),
         mp_modules=tuple(spec.get("mp_modules", ())),
+        metagraph=spec.get("metagraph"),
     )
-    return Case(folder.name, folder, f"{rel}/{spec['target']}", options)
+    return Case(folder.name, folder, f"{rel}/{spec['target']}", options, "metagraph" in spec)
 
 
-def all_cases() -> list[Case]:
-    return [load_case(f) for f in sorted(EXAMPLES.iterdir()) if (f / "case.json").is_file()]
+def all_cases(heterogeneous: bool = False) -> list[Case]:
+    """The cases on homogeneous graphs, which most tests run in every way; with
+    heterogeneous=True, every case (tests/test_hetero.py runs those on heterographs)."""
+    cases = [load_case(f) for f in sorted(EXAMPLES.iterdir()) if (f / "case.json").is_file()]
+    return [c for c in cases if heterogeneous or not c.heterogeneous]
 
 
 @functools.lru_cache(maxsize=None)
@@ -58,4 +63,4 @@ def generate_case(case: Case) -> Generated:
         os.chdir(previous)
 
 
-CASES_BY_NAME = {case.name: case for case in all_cases()}
+CASES_BY_NAME = {case.name: case for case in all_cases(heterogeneous=True)}

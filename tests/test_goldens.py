@@ -11,7 +11,7 @@ import pytest
 
 from tests.cases import UPDATE_COMMAND, Case, all_cases, generate_case
 
-CASES = all_cases()
+CASES = all_cases(heterogeneous=True)
 
 
 def test_there_are_enough_cases() -> None:

@@ -71,13 +71,12 @@ EXPECTED = {
         'graph forward.'
     ),
     "Heterogeneous": (
-        errors.UnsupportedModuleError,
-        'tests/models/refused.py:75 (`return self.conv(g, {"user": x, "item": x})["user"]`): '
-        'self.conv (HeteroGraphConv) works on a heterogeneous graph (several node and edge '
-        'types), which gnn-codegen does not support yet, so it cannot run on the 1-hop blocks of '
-        'layer-wise inference. Convert the graph with dgl.to_homogeneous and write the layers as '
-        'homogeneous convolutions (RelGraphConv with etypes for relation-specific weights), or '
-        'evaluate this model with its full-graph forward.'
+        errors.OptionsError,
+        "self.conv (HeteroGraphConv) has a module per relation name (buys, follows), and a name "
+        "does not say which node types the relation joins, which gnn-codegen needs to check the "
+        "generated code on a heterograph. Give the graph's canonical edge types with --metagraph, "
+        "e.g. --metagraph 'user:follows:user,user:buys:item' (your graph's g.canonical_etypes), or "
+        "key the modules by canonical edge types."
     ),
     "LoopsOverNodeTypes": (
         errors.GraphUseError,

@@ -9,7 +9,7 @@ from tests.cases import all_cases, generate_case
 
 
 def main(names: list[str]) -> int:
-    for case in all_cases():
+    for case in all_cases(heterogeneous=True):
         if names and case.name not in names:
             continue
         source = generate_case(case).source

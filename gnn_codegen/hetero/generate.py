@@ -1,0 +1,70 @@
+"""The heterogeneous pipeline: schema -> trace -> plan -> render -> splice -> format -> verify.
+pipeline.generate_all hands a model over when it holds a HeteroGraphConv."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+from gnn_codegen.errors import FeatDimsError
+from gnn_codegen.format import format_source
+from gnn_codegen.hetero.plan import build_hetero_plan
+from gnn_codegen.hetero.render import HETERO_CONV, RUNTIME, HeteroRenderer
+from gnn_codegen.hetero.schema import Schema, model_schema
+from gnn_codegen.hetero.trace import trace_hetero
+from gnn_codegen.load import LoadedModel
+from gnn_codegen.splice import splice
+from gnn_codegen.templating import render_template
+
+if TYPE_CHECKING:
+    from gnn_codegen.pipeline import Generated, GenerateOptions
+
+# the written-out GraphConv parts _hetero_conv calls (templates/convs.py.j2)
+_CONV_SECTIONS = ("graph_conv_source", "graph_conv_aggregate", "check_in_degrees")
+
+
+def render_hetero_helpers(uses_hetero_conv: bool) -> str:
+    used = {"hetero_conv", *_CONV_SECTIONS} if uses_hetero_conv else set()
+    names = SimpleNamespace(hetero_conv=HETERO_CONV, **{s: f"_{s}" for s in _CONV_SECTIONS})
+    runtime = render_template("hetero_batches.py.j2", runtime=RUNTIME, used=used, names=names).rstrip("\n")
+    convs = render_template("convs.py.j2", used=used, names=names) if used else ""
+    return render_template("helpers.py.j2", runtime=runtime, convs=convs)
+
+
+def feature_types(schema: Schema, feat_dims: dict[str, tuple[int, ...]]) -> tuple[str, ...]:
+    """The node types forward's feature dicts hold: those --feat-dims names, else every type."""
+    unknown = [t for t in feat_dims if t not in schema.ntypes]
+    if unknown:
+        raise FeatDimsError(
+            f"--feat-dims {unknown[0]}=...: the graph has no node type {unknown[0]} (its types: "
+            f"{', '.join(schema.ntypes)}). For a heterogeneous model, --feat-dims gives the width of "
+            "each node type's features, by type."
+        )
+    return tuple(t for t in schema.ntypes if t in feat_dims) if feat_dims else schema.ntypes
+
+
+def generate_hetero(loaded: LoadedModel, options: GenerateOptions, feat_dims: dict[str, tuple[int, ...]],
+                    header: dict[str, Any], warnings: tuple[str, ...]) -> Generated:
+    from gnn_codegen.hetero.verify import verify_hetero
+    from gnn_codegen.pipeline import Generated
+
+    schema = model_schema(loaded.model, options.metagraph)
+    traced = trace_hetero(loaded.model, schema, feature_types(schema, feat_dims), loaded.path)
+    plan = build_hetero_plan(traced)
+    namespace = vars(loaded.module)
+    reserved = {n for n in namespace if not n.startswith("__")} | {"torch", "dgl"}
+    renderer = HeteroRenderer(plan, namespace, reserved)
+    method = renderer.method({**header, "relations": schema.relations})
+    helpers = render_hetero_helpers(renderer.uses_hetero_conv)
+    source = splice(loaded.source, loaded.class_name, method, helpers,
+                    render_template("header.py.j2", **header), options.method_name)
+    # the helpers are black's format as rendered (tests/test_hetero.py): only the rest is formatted
+    generated = Generated(format_source(source, helpers), loaded, None, None, None, warnings, header["target"],  # type: ignore[arg-type]
+                          method_name=options.method_name, hetero=plan, schema=schema,
+                          feat_dims=tuple(feat_dims.items()))
+    if not options.verify:
+        return generated
+    from dataclasses import replace
+
+    result = verify_hetero(generated)
+    return replace(generated, verification=result, notes=generated.notes + result.notes)

@@ -1,0 +1,198 @@
+"""Cut a traced heterogeneous forward into stages: stage k computes, per destination node type,
+every value of that type that k HeteroGraphConv calls lead to (its depth); stage 0, the work on
+each node's own input features before the first one. What a later stage reads is stored, a row
+per node of its type.
+
+Each value is of one node type (its rows are that type's nodes) or a constant (of the weights
+alone, computed once). A weight used as a node type's features (an embedding table) is of that
+type. Operations between the calls must keep rows independent: each output row depends on the
+same row of its inputs, which is what lets a batch compute them."""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx as fx
+
+from gnn_codegen.errors import UnsupportedOperationError
+from gnn_codegen.hetero.trace import HeteroTraced, hetero_conv
+from gnn_codegen.ir import Op, Ref
+from gnn_codegen.lower import locations
+from gnn_codegen.rowwise import EVAL_IDENTITY_MODULES, is_rowwise, qualified_name
+
+# operators whose second operand must not be of a node type: the first one's rows are kept
+_ROWS_FROM_FIRST = (operator.matmul, torch.matmul, torch.mm)
+
+
+@dataclass
+class HeteroPlan:
+    traced: HeteroTraced
+    nodes: list[fx.Node]  # the live nodes, in order; eval-mode identities (Dropout) left out
+    ntype: dict[fx.Node, str]  # the node type of each per-node value
+    stage: dict[fx.Node, int]
+    constants: list[fx.Node]  # computed once, from the weights alone (get_attr left out)
+    stored: list[fx.Node]  # per-node values a later stage (or the result) reads
+    output: Any  # forward's result, its nodes resolved past identities
+    tables: dict[fx.Node, str] = field(default_factory=dict)  # weights read as a type's rows
+
+    @property
+    def num_stages(self) -> int:
+        return max((s for s in self.stage.values()), default=0)
+
+    def at(self, stage: int, ntype: str) -> list[fx.Node]:
+        return [n for n in self.nodes if self.stage.get(n) == stage and self.ntype.get(n) == ntype
+                and n.op != "placeholder" and n not in self.tables]
+
+
+def resolve(node: Any, modules: dict[str, torch.nn.Module]) -> Any:
+    """The value a node stands for, past modules that are the identity in eval mode."""
+    while (isinstance(node, fx.Node) and node.op == "call_module"
+           and qualified_name(type(modules[str(node.target)])) in EVAL_IDENTITY_MODULES):
+        node = node.args[0]
+    return node
+
+
+def _refuse(node: fx.Node, traced: HeteroTraced, what: str) -> None:
+    user, _ = locations(node, _model_path(traced))
+    where = user or f"{type(traced.model).__name__}.forward"
+    raise UnsupportedOperationError(f"{where}: {what}")
+
+
+def _model_path(traced: HeteroTraced) -> Any:
+    import inspect
+    from pathlib import Path
+
+    return Path(inspect.getfile(type(traced.model)))
+
+
+def _as_op(node: fx.Node, modules: dict[str, torch.nn.Module]) -> Op:
+    """The node as ir.Op, for rowwise.is_rowwise."""
+    args = fx.node.map_arg(node.args, lambda n: Ref(n.name))
+    kwargs = tuple(fx.node.map_arg(dict(node.kwargs), lambda n: Ref(n.name)).items())
+    if node.op == "call_module":
+        module = modules[str(node.target)]
+        return Op(node.name, "module", str(node.target), args, kwargs, module_class=qualified_name(type(module)))
+    name = str(node.target) if node.op == "call_method" else getattr(node.target, "__name__", "")
+    return Op(node.name, "function" if node.op == "call_function" else "method", name, args, kwargs)
+
+
+def build_hetero_plan(traced: HeteroTraced) -> HeteroPlan:
+    gm = traced.graph_module
+    modules = dict(gm.named_modules())
+    graph_node = next(n for n in gm.graph.nodes if n.op == "placeholder" and n.target == traced.graph_arg)
+
+    def res(value: Any) -> Any:
+        return fx.node.map_aggregate(value, lambda v: resolve(v, modules) if isinstance(v, fx.Node) else v)
+
+    output = res(traced.output)
+    # live: what the result reads, walking back through resolved arguments
+    live: set[fx.Node] = set()
+    work = [n for n in _nodes_in(output)]
+    while work:
+        node = work.pop()
+        if node in live:
+            continue
+        live.add(node)
+        work.extend(_nodes_in(res((node.args, node.kwargs))))
+    nodes = [n for n in gm.graph.nodes if n in live and n is not graph_node]
+
+    ntype: dict[fx.Node, str] = {}
+    tables: dict[fx.Node, str] = {}
+    for (_, t), node in traced.placeholders.items():
+        ntype[node] = t
+    # weights a HeteroGraphConv reads as a node type's features: that type's rows
+    for node in nodes:
+        if node.target is hetero_conv:
+            for t, value in res(node.args[2]).items():
+                if isinstance(value, fx.Node) and value.name in traced.constants:
+                    tables[value] = t
+    # and what is computed from them alone (DGL's rgcn-hetero: the self-loop's product with an
+    # embedding), computed once for every node
+    for node in nodes:
+        if node.name in traced.constants and node not in tables:
+            types = {tables[a] for a in _nodes_in(res((node.args, node.kwargs))) if a in tables}
+            if len(types) == 1:
+                tables[node] = types.pop()
+    untyped = set(traced.constants) - {n.name for n in tables}
+    stage: dict[fx.Node, int] = {}
+    for node in nodes:
+        if node.op == "placeholder" or node in tables:
+            stage[node] = 0
+            ntype.setdefault(node, tables.get(node, ""))
+            continue
+        if node.target is hetero_conv:
+            inputs = res(node.args[2])
+            depth = max((stage.get(v, 0) for v in inputs.values() if isinstance(v, fx.Node)), default=0)
+            stage[node], ntype[node] = depth + 1, str(node.args[3])
+            continue
+        if node.name in untyped:
+            continue
+        args = _nodes_in(res((node.args, node.kwargs)))
+        types = {ntype[a] for a in args if a in ntype}
+        if not types:
+            continue  # a constant traced without a value (never: a guard)
+        if len(types) > 1:
+            _refuse(node, traced, f"this line combines rows of node types {' and '.join(sorted(types))}, which "
+                    "a layer-wise loop over one node type at a time cannot compute")
+        op = _as_op(node, modules)
+        typed_args = [a for a in _nodes_in(res(node.args)) if a in ntype]
+        if node.target in _ROWS_FROM_FIRST and (not res(node.args) or res(node.args)[0] not in typed_args
+                                                 or any(a in ntype for a in _nodes_in(res(node.args[1:])))):
+            _refuse(node, traced, "a matrix product whose right operand holds one row per node mixes the "
+                    "rows of different nodes; only products of node rows with weights keep rows independent")
+        if not is_rowwise(op, 2) and not (node.op == "call_module" and qualified_name(type(modules[str(node.target)])) in EVAL_IDENTITY_MODULES):
+            _refuse(node, traced, f"{_describe(node)} is not known to keep each node's row independent of the "
+                    "others, which a layer-wise loop over batches of nodes needs between HeteroGraphConv calls "
+                    "(element-wise functions, nn.Linear, products with weights and such do)")
+        ntype[node] = types.pop()
+        stage[node] = max(stage[a] for a in args if a in stage)
+    _sink(nodes, stage, tables, set(_nodes_in(output)), res)
+    typed = [n for n in nodes if n in stage]
+    stored = []
+    for node in typed:
+        if node.op == "placeholder" or node in tables:
+            continue
+        later = any(stage.get(user, -1) > stage[node] for user in _users(node, nodes, res))
+        if later or node in _nodes_in(output):
+            stored.append(node)
+    once = [n for n in nodes if n.name in traced.constants and n.op != "get_attr"]
+    return HeteroPlan(traced, nodes, ntype, stage, once, stored, output, tables)
+
+
+def _sink(nodes: list[fx.Node], stage: dict[fx.Node, int], tables: dict[fx.Node, str],
+          results: set[fx.Node], res: Any) -> None:
+    """Move an operation that only later stages read into the first of them, where its inputs
+    are read anyway: the self-loop's `h @ loop_weight` of the next layer is then computed from
+    the stored h, and no second tensor is stored beside it."""
+    for node in reversed(nodes):
+        if node not in stage or node.op == "placeholder" or node in tables or node.target is hetero_conv:
+            continue
+        users = _users(node, nodes, res)
+        if not users or node in results or any(stage[u] <= stage[node] for u in users):
+            continue
+        kept = all(a.op == "placeholder" or a in tables or a in results
+                   or any(stage[u] > stage[a] for u in _users(a, nodes, res) if u is not node)
+                   for a in _nodes_in(res((node.args, node.kwargs))) if a in stage)
+        if kept:
+            stage[node] = min(stage[u] for u in users)
+
+
+def _users(node: fx.Node, nodes: list[fx.Node], res: Any) -> list[fx.Node]:
+    return [n for n in nodes if node in _nodes_in(res((n.args, n.kwargs)))]
+
+
+def _nodes_in(value: Any) -> list[fx.Node]:
+    found: list[fx.Node] = []
+    fx.node.map_aggregate(value, lambda v: found.append(v) if isinstance(v, fx.Node) else None)
+    return list(dict.fromkeys(found))
+
+
+def _describe(node: fx.Node) -> str:
+    if node.op == "call_module":
+        return f"self.{node.target}"
+    if node.op == "call_method":
+        return f".{node.target}()"
+    return f"{getattr(node.target, '__name__', node.target)}()"

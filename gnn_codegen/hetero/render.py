@@ -1,0 +1,486 @@
+"""Write a HeteroPlan out as the `inference` method: the values of the weights alone first,
+then per stage one function of a batch of one destination type, and a loop over the types that
+runs it. Where the function is the same for every type but for the type's name, it is written
+once with `ntype` for the name (the usual case: forward's dict comprehensions apply the same
+ops to every type); otherwise once per type."""
+
+from __future__ import annotations
+
+import operator
+import re
+import textwrap
+from dataclasses import dataclass
+from typing import Any
+
+import dgl.nn as dglnn
+import torch
+import torch.fx as fx
+
+from gnn_codegen.errors import internal
+from gnn_codegen.hetero.plan import HeteroPlan, resolve
+from gnn_codegen.hetero.trace import hetero_conv
+from gnn_codegen.lower import _without_defaults, function_expression, locations
+from gnn_codegen.lower import accessor as module_accessor
+
+RUNTIME = "_HeteroBatches"
+HETERO_CONV = "_hetero_conv"
+
+_INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
+          operator.floordiv: "//", operator.matmul: "@", operator.pow: "**", operator.mod: "%"}
+_ASSIGNED = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?:[-+*/@]?=)(?!=)")
+_MOD_KWARGS = re.compile(r"mod_kwargs\s*=\s*([A-Za-z_]\w*)")
+_MOD_ARGS = re.compile(r"mod_args\s*=\s*([A-Za-z_]\w*)")
+
+
+@dataclass(frozen=True)
+class RenderedHetero:
+    method: str  # the method's source, at the class body's indentation
+    helpers: str  # the runtime, after the module's own code
+    uses_hetero_conv: bool
+
+
+class _Names:
+    """Unique names in one scope."""
+
+    def __init__(self, taken: set[str]):
+        self.taken = set(taken)
+
+    def new(self, base: str) -> str:
+        base = re.sub(r"\W", "_", base) or "h"
+        if base[0].isdigit():
+            base = f"h{base}"
+        name, i = base, 1
+        while name in self.taken:
+            name, i = f"{base}_{i}", i + 1
+        self.taken.add(name)
+        return name
+
+
+def _line_variable(node: fx.Node, path: Any) -> str:
+    """The variable the node's source line assigns (`h = h + self.h_bias`: h), else ""."""
+    _, naming = locations(node, path)
+    code = naming.partition("(`")[2].rstrip("`)")
+    match = _ASSIGNED.match(code)
+    return match.group(1) if match else ""
+
+
+def _base_name(node: fx.Node) -> str:
+    return re.sub(r"_\d+$", "", node.name)
+
+
+class HeteroRenderer:
+    def __init__(self, plan: HeteroPlan, namespace: dict[str, Any], reserved: set[str]):
+        self.plan = plan
+        self.traced = plan.traced
+        self.namespace = namespace
+        self.model = plan.traced.model
+        self.modules = dict(plan.traced.graph_module.named_modules())
+        from gnn_codegen.hetero.plan import _model_path
+
+        self.path = _model_path(plan.traced)
+        self.names = _Names(reserved | {"self", "batches", "ntype", "block", "out_degrees"})
+        self.once: dict[fx.Node, str] = {}  # constants with a name of their own
+        # (HeteroGraphConv, 4 or 5 for mod_args or mod_kwargs, the dict's code) -> its name
+        self.arguments: dict[tuple[Any, int, str], str] = {}
+        self.group_names: set[str] = set()  # the dicts of stored values, by node type
+        self.literals: dict[str, str] = {}  # a dict of features forward builds -> its name
+        self.emitted: set[str] = set()
+        self.once_lines: list[str] = []
+        self.uses_hetero_conv = False
+        self.groups: dict[fx.Node, tuple[str, str]] = {}  # stored value -> (dict name, its type)
+        for (param, ntype), node in self.traced.placeholders.items():
+            self.groups[node] = (param, ntype)
+
+    # --- expressions -------------------------------------------------------------------------
+
+    def res(self, value: Any) -> Any:
+        return resolve(value, self.modules)
+
+    def expr(self, value: Any, env: dict[fx.Node, str]) -> str:
+        """Python for a value: a node by its name in env or as a constant, or a literal."""
+        if isinstance(value, fx.Node):
+            value = self.res(value)
+            if value in env:
+                return env[value]
+            if value in self.once:
+                return self.once[value]
+            if value.op == "get_attr":
+                return accessor(self.model, str(value.target))
+            if value.name in self.traced.constants:
+                return self.call(value, env)
+            raise internal(f"hetero render: {value.name} has no name here")
+        if isinstance(value, dict):
+            return "{" + ", ".join(f"{self.expr(k, env)}: {self.expr(v, env)}" for k, v in value.items()) + "}"
+        if isinstance(value, tuple):
+            inner = ", ".join(self.expr(v, env) for v in value)
+            return f"({inner},)" if len(value) == 1 else f"({inner})"
+        if isinstance(value, list):
+            return "[" + ", ".join(self.expr(v, env) for v in value) + "]"
+        if isinstance(value, str):
+            return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        if isinstance(value, torch.dtype):
+            return str(value)
+        if isinstance(value, slice):
+            parts = [self.expr(p, env) if p is not None else "" for p in (value.start, value.stop)]
+            return ":".join(parts) + (f":{self.expr(value.step, env)}" if value.step is not None else "")
+        if value is Ellipsis:
+            return "..."
+        return repr(value)
+
+    def call(self, node: fx.Node, env: dict[fx.Node, str]) -> str:
+        args = [self.expr(a, env) for a in node.args]
+        given = tuple(node.kwargs.items())
+        if node.op == "call_function":  # F.relu(h), not F.relu(h, inplace=False) as fx records it
+            given = _without_defaults(node.target, given)
+        kwargs = [f"{k}={self.expr(v, env)}" for k, v in given]
+        if node.op == "call_module":
+            return f"{accessor(self.model, str(node.target))}({', '.join(args + kwargs)})"
+        if node.op == "call_method":
+            return f"{_operand(args[0], node.args[0])}.{node.target}({', '.join(args[1:] + kwargs)})"
+        target = node.target
+        if target in _INFIX and not kwargs:
+            return f"{_operand(args[0], node.args[0])} {_INFIX[target]} {_operand(args[1], node.args[1])}"
+        if target is operator.neg:
+            return f"-{_operand(args[0], node.args[0])}"
+        if target is operator.getitem and not kwargs:
+            index = node.args[1]
+            inner = ", ".join(self.expr(i, env) for i in index) if isinstance(index, tuple) else args[1]
+            return f"{_operand(args[0], node.args[0])}[{inner}]"
+        if target is getattr:
+            return f"{args[0]}.{node.args[1]}"
+        spelled = function_expression(target, self.namespace)  # type: ignore[arg-type]
+        return f"{spelled}({', '.join(args + kwargs)})"
+
+    # --- the method ----------------------------------------------------------------------------
+
+    def method(self, header: dict[str, Any]) -> str:
+        plan, traced = self.plan, self.traced
+        graph = traced.graph_arg
+        features = [p for p, _ in traced.inputs]
+        params = [graph, *features, "batch_size", "device", "progress=False"]
+        schema_relations = ", ".join(self.expr(r, {}) for r in header["relations"])
+        lines = [
+            f"batches = {RUNTIME}(self, {graph}, batch_size, device, progress)",
+            "# the relations forward was traced for",
+            f"batches.check_graph([{schema_relations}])",
+        ]
+        checks = [f"{p}=({p}, {self.expr(tuple(types), {})})" for p, types in traced.inputs]
+        if checks:
+            lines.append(f"batches.check_rows({', '.join(checks)})")
+        self._name_constants()
+        if self.once_lines:
+            lines += ["# computed once, from the weights alone", *self.once_lines]
+        if self._needs_out_degrees():
+            lines += ["# GraphConv's norm by source out-degrees reads the full graph's, per relation",
+                      "out_degrees = batches.out_degrees()"]
+        body = ["@torch.no_grad()", f"def inference(self, {', '.join(params)}):", *_docstring(self.model, traced),
+                "    self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode"]
+        body += [f"    {line}" for line in lines]
+        for stage in range(plan.num_stages + 1):
+            body += [f"    {line}" if line else "" for line in self._stage(stage)]
+        body.append(f"    return {self._result()}")
+        return "\n".join(body) + "\n"
+
+    def _needs_out_degrees(self) -> bool:
+        return any(n.target is hetero_conv and _reads_full_degrees(self.model.get_submodule(str(n.args[0])))
+                   for n in self.plan.nodes)
+
+    def _name_constants(self) -> None:
+        """Constants read in more than one place, and tables computed once (a product of an
+        embedding with a weight), get a statement of their own; the rest are written inline.
+        Arguments a HeteroGraphConv is given (mod_kwargs=wdict) are named as forward names them."""
+        plan = self.plan
+        uses: dict[fx.Node, set[Any]] = {}
+        for node in plan.nodes:
+            for arg in _nodes_in((node.args, node.kwargs)):
+                arg = self.res(arg)
+                # the calls for each type share one dict of arguments: one use
+                key = (node.args[0], "arguments") if node.target is hetero_conv and arg not in _nodes_in(node.args[2]) else node
+                uses.setdefault(arg, set()).add(key)
+        by_line: dict[tuple[str, str], list[fx.Node]] = {}
+        for node in plan.constants:
+            if node in plan.tables:
+                by_line.setdefault((_base_name(node), locations(node, self.path)[1]), []).append(node)
+            elif len(uses.get(node, ())) > 1:
+                name = self.names.new(_line_variable(node, self.path) or _base_name(node))
+                self.once_lines.append(f"{name} = {self.call(node, {})}")
+                self.once[node] = name
+        # a table per type, made by one line: one dict of them (`loop["paper"]`)
+        for (base, _), nodes in by_line.items():
+            name = self.names.new(base)
+            items = ", ".join(f"{self.expr(plan.tables[n], {})}: {self.call(n, {})}" for n in nodes)
+            self.once_lines.append(f"{name} = {{{items}}}")
+            for n in nodes:
+                self.once[n] = f'{name}["{plan.tables[n]}"]'
+        # the arguments HeteroGraphConv calls are given
+        for node in plan.nodes:
+            if node.target is not hetero_conv:
+                continue
+            for index, pattern in ((4, _MOD_ARGS), (5, _MOD_KWARGS)):
+                value = node.args[index]
+                if not value:
+                    continue
+                # the calls for each destination type share the dict: one statement
+                key = (node.args[0], index, self.expr(value, {}))
+                if key in self.arguments:
+                    continue
+                match = pattern.search(locations(node, self.path)[1])
+                name = self.names.new(match.group(1) if match else ("mod_args", "mod_kwargs")[index - 4])
+                self.once_lines.append(f"{name} = {key[2]}")
+                self.arguments[key] = name
+
+    def _source_dict(self, inputs: dict[str, Any], env: dict[fx.Node, str]) -> str:
+        """A HeteroGraphConv's input dict, as the runtime is given it: a stored dict when it is
+        one, else a literal."""
+        values = {t: self.res(v) for t, v in inputs.items()}
+        groups = {self.groups.get(v, (None, None))[0] for v in values.values()}
+        if len(groups) == 1 and None not in groups:
+            group = groups.pop()
+            members = [t for v, (g, t) in self.groups.items() if g == group]
+            if all(self.groups[v] == (group, t) for t, v in values.items()) and sorted(members) == sorted(values):
+                return str(group)
+        return "{" + ", ".join(f'"{t}": {self._stored(v)}' for t, v in values.items()) + "}"
+
+    def _stored(self, node: fx.Node) -> str:
+        if node in self.groups:
+            group, ntype = self.groups[node]
+            return f'{group}["{ntype}"]'
+        return self.expr(node, {})
+
+    def _stage(self, stage: int) -> list[str]:
+        plan = self.plan
+        types = [t for t in self.traced_types() if plan.at(stage, t) and any(n in plan.stored for n in plan.at(stage, t))]
+        if not types:
+            return []
+        per_type = {t: self._function(stage, t) for t in types}
+        shared = _shared({t: f[0] for t, f in per_type.items()}) if len(types) > 1 else None
+        group_names = self._output_groups(stage, per_type)
+        convs = sorted({str(n.args[0]) for t in types for n in plan.at(stage, t) if n.target is hetero_conv})
+        described = ", ".join(f"{accessor(self.model, c)} ({_describe_conv(self.model.get_submodule(c))})"
+                              for c in convs)
+        what = f"Layer {stage} of {plan.num_stages}: {described}" if stage else "Before layer 1: each node's own features"
+        lines = ["", *textwrap.wrap(f"{what}, into {_and(types)}.", 90, initial_indent="# ", subsequent_indent="# ",
+                                    break_on_hyphens=False, break_long_words=False)]
+        for literal, name in self.literals.items():
+            if any(name in f[1] for f in per_type.values()) and name not in self.emitted:
+                lines += ["# the features forward gives it", f"{name} = {literal}"]
+                self.emitted.add(name)
+        calls = {}
+        for t in types:
+            text, src, dst, outs = per_type[t]
+            name = f"layer_{stage}" if shared is not None else f"layer_{stage}_{t}"
+            if shared is None or t == types[0]:
+                text = text if shared is None else shared
+                lines += [*text.replace("def layer(", f"def {name}(", 1).splitlines(), ""]
+            targets = ", ".join(f'{group_names[i]}["{t}"]' for i in range(len(outs)))
+            method = "map" if stage else "map_rows"
+            arguments = [f'"{t}"']
+            if stage:
+                if src:
+                    arguments.append(f"src=[{', '.join(src)}]")
+                if dst:
+                    arguments.append(f"dst=[{', '.join(dst)}]")
+            elif dst:
+                arguments.append(f"rows=[{', '.join(dst)}]")
+            calls[t] = f"{targets} = batches.{method}({name}, {', '.join(arguments)})"
+        lines += [f"{g} = {{}}" for g in group_names]
+        unified = _shared(calls) if shared is not None else None
+        if unified is not None:
+            lines += [f"for ntype in {self.expr(tuple(types), {})}:", f"    {unified}"]
+        else:
+            lines += [calls[t] for t in types]
+        return lines
+
+    def traced_types(self) -> list[str]:
+        return sorted({t for t in self.plan.ntype.values() if t})
+
+    def _output_groups(self, stage: int, per_type: dict[str, Any]) -> list[str]:
+        count = max(len(f[3]) for f in per_type.values())
+        names = [self.names.new(f"h{stage}" if i == 0 else f"h{stage}_{i}") for i in range(count)]
+        self.group_names.update(names)
+        for t, (_, _, _, outs) in per_type.items():
+            for i, node in enumerate(outs):
+                self.groups[node] = (names[i], t)
+        return names
+
+    def _function(self, stage: int, ntype: str) -> tuple[str, list[str], list[str], list[fx.Node]]:
+        """The stage's function for one type (named `layer`), the runtime's src and dst
+        arguments for it, and the stored values it returns."""
+        plan = self.plan
+        nodes = plan.at(stage, ntype)
+        # a function's names may be those of the stored dicts (it reads none of them), never those
+        # of the values it reads from the method (constants, out_degrees)
+        local = _Names((set(self.names.taken) - self.group_names) | {"block", "ntype"})
+        env: dict[fx.Node, str] = {}
+        params = ["block"] if stage else []
+        src_exprs: list[str] = []
+        src_params: dict[str, str] = {}
+        dst_exprs: list[str] = []
+        body: list[str] = []
+        # the inputs: dicts of source rows for each HeteroGraphConv, destination rows of values
+        # made by earlier stages
+        for node in nodes:
+            if node.target is hetero_conv:
+                source = self._source_dict(node.args[2], env)
+                if not source.isidentifier():  # a dict forward builds: named before the loop
+                    if source not in self.literals:
+                        self.literals[source] = self.names.new(f"h{stage - 1}")
+                        self.group_names.add(self.literals[source])
+                    source = self.literals[source]
+                if source not in src_params:
+                    src_params[source] = local.new(source)
+                    params.append(src_params[source])
+                    src_exprs.append(source)
+        for node in nodes:
+            if node.target is hetero_conv:
+                continue
+            for arg in _nodes_in((node.args, node.kwargs)):
+                arg = self.res(arg)
+                if arg in env or arg in nodes or plan.ntype.get(arg) != ntype:
+                    continue
+                if arg in self.groups or arg in plan.tables or arg.op == "placeholder":
+                    stored = self._stored(arg) if arg not in plan.tables else self.expr(arg, {})
+                    base = self.groups[arg][0] if arg in self.groups else _base_name(arg)
+                    env[arg] = local.new(f"{base}_dst" if stage else base)
+                    params.append(env[arg])
+                    dst_exprs.append(stored)
+        outs = [n for n in nodes if n in plan.stored]
+        holder: dict[str, fx.Node] = {}  # local name -> the value it holds now
+        for position, node in enumerate(nodes):
+            if node.target is hetero_conv:
+                source = self._source_dict(node.args[2], env)
+                code = self._conv_call(node, src_params[self.literals.get(source, source)])
+            else:
+                code = self.call(node, env)
+            base = _line_variable(node, self.path) or _base_name(node)
+            held = holder.get(base)
+            # `h = h + self.h_bias` as the user wrote it: a name whose value nothing reads later
+            # (and that is not returned) is given the new value
+            if held is not None and held not in outs and all(
+                    nodes.index(u) <= position for u in _live_users(held, nodes, self.res)):
+                name = base
+            else:
+                name = local.new(base)
+            holder[name] = node
+            body.append(f"{name} = {code}")
+            env[node] = name
+        body = _without_last_assignment(body, [env[n] for n in outs])
+        params.append("ntype")
+        text = "\n".join([f"def layer({', '.join(params)}):", *(f"    {line}" for line in body)])
+        return text, src_exprs, dst_exprs, outs
+
+    def _conv_call(self, node: fx.Node, source: str) -> str:
+        path = str(node.args[0])
+        module = self.model.get_submodule(path)
+        extra = []
+        for index, keyword in ((4, "mod_args"), (5, "mod_kwargs")):
+            value = node.args[index]
+            if value:
+                extra.append(f"{keyword}={self.arguments[(node.args[0], index, self.expr(value, {}))]}")
+        if _reads_full_degrees(module):
+            self.uses_hetero_conv = True
+            return f"{HETERO_CONV}({accessor(self.model, path)}, block, {source}, out_degrees{''.join(', ' + e for e in extra)})"
+        return f"{accessor(self.model, path)}(block, {source}{''.join(', ' + e for e in extra)})[ntype]"
+
+    def _result(self) -> str:
+        output = self.plan.output
+
+        def one(value: Any) -> str:
+            if isinstance(value, fx.Node):
+                return self._stored(value)
+            if isinstance(value, dict):
+                groups = {self.groups.get(v, (None, None))[0] for v in value.values() if isinstance(v, fx.Node)}
+                if len(groups) == 1 and None not in groups and all(
+                        isinstance(v, fx.Node) and self.groups.get(v) == (next(iter(groups)), k) for k, v in value.items()):
+                    group = groups.pop()
+                    members = [t for v, (g, t) in self.groups.items() if g == group]
+                    if list(members) == list(value):
+                        return str(group)
+                return "{" + ", ".join(f"{self.expr(k, {})}: {one(v)}" for k, v in value.items()) + "}"
+            if isinstance(value, (tuple, list)):
+                inner = ", ".join(one(v) for v in value)
+                return f"({inner},)" if isinstance(value, tuple) and len(value) == 1 else (
+                    f"({inner})" if isinstance(value, tuple) else f"[{inner}]")
+            return self.expr(value, {})
+
+        return one(output)
+
+
+def accessor(root: torch.nn.Module, target: str) -> str:
+    """lower.accessor, and a ParameterDict's entry by its key (`self.embeds["paper"]`), as
+    people write an embedding per node type."""
+    parent, _, last = target.rpartition(".")
+    if parent and isinstance(root.get_submodule(parent), torch.nn.ParameterDict):
+        return f'{module_accessor(root, parent)}["{last}"]'
+    if parent and isinstance(root.get_submodule(parent), torch.nn.ParameterList):
+        return f"{module_accessor(root, parent)}[{last}]"
+    return module_accessor(root, target)
+
+
+def _describe_conv(module: torch.nn.Module) -> str:
+    """`HeteroGraphConv: a GraphConv per relation`, for the comment above a layer."""
+    classes = sorted({type(m).__name__ for m in module.mods.values()})
+    return f"HeteroGraphConv: {'a ' if len(classes) == 1 else ''}{' or '.join(classes)} per relation"
+
+
+def _reads_full_degrees(module: torch.nn.Module) -> bool:
+    """A HeteroGraphConv with a GraphConv whose norm reads source out-degrees."""
+    return any(isinstance(m, dglnn.GraphConv) and m._norm in ("both", "left") for m in module.mods.values())
+
+
+def _live_users(node: fx.Node, nodes: list[fx.Node], res: Any) -> list[fx.Node]:
+    """The nodes of `nodes` that read `node`."""
+    return [n for n in nodes if any(res(a) is node for a in _nodes_in((n.args, n.kwargs)))]
+
+
+def _operand(text: str, value: Any) -> str:
+    """An operand of an operator or a method: parenthesised unless it is a name or a call."""
+    if re.fullmatch(r"[\w.\[\]\"']+(\(.*\))?", text) and not text.startswith("-"):
+        return text
+    return f"({text})"
+
+
+def _nodes_in(value: Any) -> list[fx.Node]:
+    found: list[fx.Node] = []
+    fx.node.map_aggregate(value, lambda v: found.append(v) if isinstance(v, fx.Node) else None)
+    return found
+
+
+def _without_last_assignment(body: list[str], returned: list[str]) -> list[str]:
+    """`return F.relu(h)` rather than `h_1 = F.relu(h)` then `return h_1`."""
+    if len(returned) == 1 and body and body[-1].startswith(f"{returned[0]} = "):
+        return [*body[:-1], "return " + body[-1][len(returned[0]) + 3:]]
+    return [*body, "return " + ", ".join(returned)]
+
+
+def _shared(texts: dict[str, str]) -> str | None:
+    """One text for every type, `ntype` for the type's name, when the texts differ in nothing
+    else; None otherwise."""
+    unified = {t: text.replace(f'"{t}"', "ntype") for t, text in texts.items()}
+    values = set(unified.values())
+    return values.pop() if len(values) == 1 else None
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _docstring(model: torch.nn.Module, traced: Any) -> list[str]:
+    features = [p for p, _ in traced.inputs]
+    call = ", ".join([traced.graph_arg, *features])
+    paragraphs = [
+        f"self.forward({call}) in eval mode, computed one layer at a time: for each destination "
+        "node type, over batches of batch_size of its nodes, each with the block of all its "
+        "in-edges of every relation into that type.",
+        "The model must be on `device` (model.to(device)), where every layer runs; the graph and "
+        "the features may be on the host or on `device`: one batch's block and rows at a time are "
+        "moved there. Each layer's results, and those returned, are kept for every node on the "
+        "host (in pinned memory if `device` is a GPU). progress: a tqdm bar per layer and type.",
+    ]
+    if features:
+        paragraphs.append(f"{', '.join(features)}: a dict of features per node type, as forward takes it.")
+    lines: list[str] = []
+    for paragraph in paragraphs:
+        lines += [*textwrap.wrap(paragraph, 88), ""]
+    lines[0] = '"""' + lines[0]
+    return [f"    {line}" if line else "" for line in lines[:-1]] + ['    """']

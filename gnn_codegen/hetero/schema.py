@@ -1,0 +1,91 @@
+"""The node and edge types a heterogeneous model works on: read from its HeteroGraphConv
+modules where they are keyed by canonical edge types, or given with --metagraph; and random
+heterographs of that schema for the check before writing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import dgl
+import dgl.nn as dglnn
+import torch
+
+from gnn_codegen.errors import OptionsError
+
+Relation = tuple[str, str, str]  # DGL's canonical edge type: (source type, edge type, destination type)
+
+
+@dataclass(frozen=True)
+class Schema:
+    relations: tuple[Relation, ...]  # sorted, as DGL lists a heterograph's canonical_etypes
+
+    @property
+    def ntypes(self) -> tuple[str, ...]:
+        return tuple(sorted({t for s, _, d in self.relations for t in (s, d)}))
+
+    def into(self, ntype: str) -> tuple[Relation, ...]:
+        return tuple(r for r in self.relations if r[2] == ntype)
+
+
+def hetero_convs(model: torch.nn.Module) -> list[dglnn.HeteroGraphConv]:
+    return [m for m in model.modules() if isinstance(m, dglnn.HeteroGraphConv)]
+
+
+def is_heterogeneous(model: torch.nn.Module) -> bool:
+    return bool(hetero_convs(model))
+
+
+def parse_metagraph(spec: str) -> Schema:
+    relations = []
+    for item in spec.split(","):
+        parts = tuple(p.strip() for p in item.split(":"))
+        if len(parts) != 3 or not all(parts):
+            raise OptionsError(
+                f"--metagraph item '{item}' is not SRC:RELATION:DST; write e.g. --metagraph "
+                "'author:writes:paper,paper:cites:paper' (one item per canonical edge type)."
+            )
+        relations.append(parts)
+    return Schema(tuple(sorted(set(relations))))  # type: ignore[arg-type]
+
+
+def model_schema(model: torch.nn.Module, metagraph: str | None) -> Schema:
+    """--metagraph, or the canonical edge types the model's HeteroGraphConv modules are keyed by."""
+    relation_names = sorted({str(k) for conv in hetero_convs(model) for k in conv.mod_dict})
+    if metagraph:
+        schema = parse_metagraph(metagraph)
+        known = {r[1] for r in schema.relations} | {str(r) for r in schema.relations}
+        missing = [k for conv in hetero_convs(model) for k in map(str, conv.mod_dict) if k not in known]
+        if missing:
+            raise OptionsError(
+                f"--metagraph has no relation {missing[0]}, which a HeteroGraphConv of the model has a "
+                "module for: give every relation of the graph as SRC:RELATION:DST."
+            )
+        return schema
+    keys = [k for conv in hetero_convs(model) for k in conv.mod_dict]
+    if keys and all(isinstance(k, tuple) and len(k) == 3 for k in keys):
+        return Schema(tuple(sorted(set(keys))))
+    path = next(name for name, m in model.named_modules() if isinstance(m, dglnn.HeteroGraphConv))
+    shown = ", ".join(relation_names[:6]) + (", ..." if len(relation_names) > 6 else "")
+    raise OptionsError(
+        f"self.{path} (HeteroGraphConv) has a module per relation name ({shown}), and a name does "
+        "not say which node types the relation joins, which gnn-codegen needs to check the "
+        "generated code on a heterograph. Give the graph's canonical edge types with --metagraph, "
+        "e.g. --metagraph 'user:follows:user,user:buys:item' (your graph's g.canonical_etypes), or "
+        "key the modules by canonical edge types."
+    )
+
+
+def random_heterograph(schema: Schema, num_nodes: dict[str, int], avg_degree: int = 4, seed: int = 0,
+                       empty: Relation | None = None) -> dgl.DGLHeteroGraph:
+    """Edges drawn uniformly per relation, with one destination in ten of each relation receiving
+    none of its edges; `empty`: a relation left without edges."""
+    gen = torch.Generator().manual_seed(seed)
+    data = {}
+    for rel in schema.relations:
+        src_type, _, dst_type = rel
+        count = 0 if rel == empty else num_nodes[dst_type] * avg_degree // max(1, len(schema.into(dst_type)))
+        src = torch.randint(0, num_nodes[src_type], (count,), generator=gen)
+        dst = torch.randint(0, num_nodes[dst_type], (count,), generator=gen)
+        keep = dst % 10 != len(rel[1]) % 10  # which destinations go without: by relation
+        data[rel] = (src[keep], dst[keep])
+    return dgl.heterograph(data, num_nodes_dict=dict(num_nodes))

@@ -1,0 +1,237 @@
+"""Trace a heterogeneous model's forward into one torch.fx value per node type.
+
+forward's feature dicts are traced as one placeholder per node type (fx's concrete_args with
+PH), so `{k: F.relu(v) for k, v in h.items()}` becomes a ReLU per type. A HeteroGraphConv call
+becomes one `hetero_conv` node per destination type that a relation reaches, as DGL computes
+it: a relation counts when its source type is among the inputs (DGL skips it otherwise). The
+graph is a proxy whose type lists are the schema's. Values of the weights alone (DGL's
+rgcn-hetero splits a weight per relation) are also computed while tracing, so that forward
+may loop over them; they stay ops of the traced graph, computed once by the generated code."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import dgl.nn as dglnn
+import torch
+import torch.fx as fx
+from torch.utils import _pytree as pytree
+
+from gnn_codegen.errors import GraphUseError, SignatureError, TraceFailedError
+from gnn_codegen.hetero.schema import Schema
+from gnn_codegen.trace import _Tracer, _user_location
+
+
+def hetero_conv(module: str, graph: Any, inputs: dict[str, Any], ntype: str,
+                mod_args: Any = None, mod_kwargs: Any = None) -> Any:
+    """Marks, in a traced graph, the result for destination type `ntype` of the HeteroGraphConv
+    at path `module` called on (graph, inputs): never run."""
+    raise NotImplementedError("a marker of traced graphs")
+
+
+@dataclass(frozen=True)
+class HeteroTraced:
+    model: torch.nn.Module
+    graph_module: fx.GraphModule
+    graph_arg: str
+    # forward's feature dicts: parameter -> its node types, each a placeholder named param_ntype
+    inputs: tuple[tuple[str, tuple[str, ...]], ...]
+    placeholders: dict[tuple[str, str], fx.Node]
+    output: Any  # forward's result, its tensors as fx nodes (a dict per type, one node, a tuple)
+    # values of the weights alone, as computed while tracing (fx node name -> value)
+    constants: dict[str, Any]
+
+
+class _GraphProxy(fx.Proxy):
+    """A heterogeneous graph while tracing: its type lists are the schema's, `is_block` is
+    False (forward gets the full graph), local_var() and local_scope() are itself."""
+
+    schema: Schema
+
+    def __getattr__(self, name: str) -> Any:
+        relations = self.schema.relations
+        known = {
+            "ntypes": list(self.schema.ntypes), "srctypes": list(self.schema.ntypes),
+            "dsttypes": list(self.schema.ntypes), "canonical_etypes": list(relations),
+            "etypes": [r[1] for r in relations], "is_block": False,
+        }
+        if name in known:
+            return known[name]
+        if name == "local_var":
+            return lambda: self
+        if name == "local_scope":
+            return lambda: _Scope(self)
+        raise GraphUseError(
+            f"forward reads graph.{name} of a heterogeneous graph, which gnn-codegen does not follow "
+            "yet: it follows HeteroGraphConv calls on the graph, its type lists, local_var() and "
+            "local_scope(). Compute what needs the graph inside a HeteroGraphConv module."
+        )
+
+
+class _Scope:
+    def __init__(self, graph: _GraphProxy):
+        self.graph = graph
+
+    def __enter__(self) -> _GraphProxy:
+        return self.graph
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+class _ConstantProxy(fx.Proxy):
+    """A value of the weights alone: its value is known while tracing, so forward may loop over
+    it (`for w in torch.split(self.weight, 1)`) and take its len()."""
+
+    value: Any
+
+    def __iter__(self) -> Any:
+        if isinstance(self.value, (tuple, list, torch.Tensor)):
+            return iter([self[i] for i in range(len(self.value))])
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        return len(self.value)
+
+
+class _HeteroTracer(_Tracer):
+    def __init__(self, schema: Schema, graph_arg: str, model: torch.nn.Module):
+        super().__init__(graph_arg, frozenset(), frozenset())
+        self.schema = schema
+        self.model = model
+        self.values: dict[str, Any] = {}  # constants: fx node name -> value
+
+    def proxy(self, node: fx.Node) -> fx.Proxy:
+        if node.op == "placeholder" and node.target == self.graph_arg:
+            proxy = _GraphProxy(node, self)
+            proxy.schema = self.schema  # type: ignore[misc]
+            return proxy
+        value = self._constant_value(node)
+        if value is not _UNKNOWN:
+            self.values[node.name] = value
+            constant = _ConstantProxy(node, self)
+            constant.value = value  # type: ignore[misc]
+            return constant
+        return fx.Proxy(node, self)
+
+    def _constant_value(self, node: fx.Node) -> Any:
+        """The node's value when it is computed from the weights alone, else _UNKNOWN."""
+        if node.op == "get_attr":
+            return _attribute(self.root, str(node.target))
+        if node.op not in ("call_function", "call_method") or node.target is hetero_conv:
+            return _UNKNOWN
+        inputs = node.all_input_nodes
+        if not inputs or any(n.name not in self.values for n in inputs):
+            return _UNKNOWN
+        args, kwargs = fx.node.map_arg((node.args, node.kwargs), lambda n: self.values[n.name])
+        with torch.no_grad():
+            if node.op == "call_function":
+                return node.target(*args, **kwargs)  # type: ignore[operator]
+            return getattr(args[0], str(node.target))(*args[1:], **kwargs)
+
+    def is_leaf_module(self, m: torch.nn.Module, module_qualified_name: str) -> bool:
+        if isinstance(m, dglnn.HeteroGraphConv):
+            return True
+        return super().is_leaf_module(m, module_qualified_name)
+
+    def call_module(self, m: torch.nn.Module, forward: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if not isinstance(m, dglnn.HeteroGraphConv):
+            return super().call_module(m, forward, args, kwargs)
+        bound = inspect.signature(m.forward).bind(*args, **kwargs)
+        graph, inputs = bound.arguments["g"], bound.arguments["inputs"]
+        path = self.path_of_module(m)
+        if not isinstance(graph, _GraphProxy):
+            raise GraphUseError(f"self.{path} is called on something other than forward's graph")
+        if not isinstance(inputs, dict):
+            raise GraphUseError(
+                f"self.{path} is called with {type(inputs).__name__} inputs; gnn-codegen follows a "
+                "HeteroGraphConv called on the graph with a dict of features per node type"
+            )
+        mod_args, mod_kwargs = bound.arguments.get("mod_args"), bound.arguments.get("mod_kwargs")
+        outputs = {}
+        for src_type, _, dst_type in self.schema.relations:
+            if src_type not in inputs:
+                continue  # DGL skips the relation
+            if dst_type not in inputs:
+                raise GraphUseError(
+                    f"self.{path} is given features of {src_type} but not of {dst_type}, which "
+                    f"DGL's HeteroGraphConv reads for the relations from {src_type} to {dst_type} "
+                    "on a full graph (a KeyError in forward)"
+                )
+            if dst_type not in outputs:
+                outputs[dst_type] = self.create_proxy(
+                    "call_function", hetero_conv, (path, graph, inputs, dst_type, mod_args, mod_kwargs), {})
+        # DGL returns the types in the order of g.dsttypes
+        return {t: outputs[t] for t in self.schema.ntypes if t in outputs}
+
+
+_UNKNOWN = object()
+
+
+def _attribute(root: torch.nn.Module, target: str) -> Any:
+    """root's attribute at a dotted path, read past fx's patched Module.__getattr__ (which would
+    make a proxy of it again while tracing)."""
+    found: Any = root
+    for part in target.split("."):
+        for store in ("_parameters", "_buffers", "_modules"):
+            if part in vars(found).get(store, {}):
+                found = vars(found)[store][part]
+                break
+        else:
+            found = vars(found)[part] if part in vars(found) else object.__getattribute__(found, part)
+    return found
+
+
+def _signature(model: torch.nn.Module) -> tuple[str, list[str]]:
+    """forward's graph parameter and its feature parameters (those without a default)."""
+    params = list(inspect.signature(type(model).forward).parameters.values())[1:]
+    name = type(model).__name__
+    if not params or params[0].kind not in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD):
+        raise SignatureError(
+            f"{name}.forward must take the heterogeneous graph first (def forward(self, g, inputs)); "
+            "gnn-codegen does not yet follow a model that keeps its graph or takes a list of blocks."
+        )
+    features = [p.name for p in params[1:] if p.default is inspect.Parameter.empty]
+    return params[0].name, features
+
+
+def trace_hetero(model: torch.nn.Module, schema: Schema, feature_types: tuple[str, ...], path: Path) -> HeteroTraced:
+    """feature_types: the node types forward's feature dicts hold (every type unless --feat-dims
+    names some)."""
+    model.eval()
+    graph_arg, features = _signature(model)
+    tracer = _HeteroTracer(schema, graph_arg, model)
+    concrete: dict[str, Any] = {p: {t: fx.PH for t in feature_types} for p in features}
+    # parameters with defaults are traced at their default, as Python would call forward(g, x)
+    for p in list(inspect.signature(type(model).forward).parameters.values())[1:]:
+        if p.default is not inspect.Parameter.empty:
+            concrete[p.name] = p.default
+    try:
+        graph = tracer.trace(model, concrete_args=concrete)
+    except (GraphUseError, SignatureError) as exc:
+        where = _user_location(exc.__traceback__, path) or f"{type(model).__name__}.forward"
+        raise type(exc)(f"{where}: {exc}") from None
+    except Exception as exc:
+        where = _user_location(exc.__traceback__, path) or f"{type(model).__name__}.forward"
+        raise TraceFailedError(
+            f"{where}: tracing forward with torch.fx failed with {type(exc).__name__}: {exc}. On a "
+            "heterogeneous graph gnn-codegen follows HeteroGraphConv calls on forward's graph and "
+            "operations on each node type's features."
+        ) from None
+    placeholders = [n for n in graph.nodes if n.op == "placeholder" and n.target != graph_arg]
+    flat = [(p, t) for p in features for t in feature_types]
+    by_input = dict(zip(flat, placeholders))
+    output_node = next(n for n in graph.nodes if n.op == "output")
+    info = getattr(graph._codegen, "pytree_info", None)  # with feature dicts, fx flattens the result
+    output = output_node.args[0] if info is None else pytree.tree_unflatten(list(output_node.args[0]), info.out_spec)
+    for node in graph.nodes:  # readable placeholder names: inputs_paper
+        if node in by_input.values():
+            param, ntype = next(k for k, v in by_input.items() if v is node)
+            node.name = f"{param}_{ntype}"
+    gm = fx.GraphModule(model, graph, type(model).__name__)
+    return HeteroTraced(model, gm, graph_arg, tuple((p, feature_types) for p in features),
+                        by_input, output, dict(tracer.values))
+

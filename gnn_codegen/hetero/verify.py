@@ -1,0 +1,201 @@
+"""The check of a generated module for a heterogeneous model: its `inference` against the
+model's full-graph forward on seeded random heterographs of the schema (a tenth of each
+relation's destinations without its edges; once more with one relation left without any
+edge), with the weights perturbed on a copy, for batch sizes that do and do not divide the
+node counts, and once with the model on a simulated GPU and the graph and features on the
+host (simulated_device.py)."""
+
+from __future__ import annotations
+
+import copy
+import time
+import traceback
+from typing import TYPE_CHECKING, Any
+
+import dgl
+import torch
+
+from gnn_codegen.errors import CheckFailedError, FeatDimsError
+from gnn_codegen.harness import allclose, generated_model, import_source, max_difference
+from gnn_codegen.hetero.schema import Schema, random_heterograph
+from gnn_codegen.hetero.trace import hetero_conv
+from gnn_codegen.input_specs import declared_width
+from gnn_codegen.perturb import perturb
+from gnn_codegen.simulated_device import SimulatedDevice
+from gnn_codegen.verify import ATOL, RTOL, BatchResult, CheckResult, _first_line, _REPORT
+
+if TYPE_CHECKING:
+    from gnn_codegen.pipeline import Generated
+
+VERIFY_BATCH_SIZES = (47, 60)
+SIMULATED = "gathered, the model on a simulated GPU"
+_EMPTY = "in place, one relation without edges"
+
+
+def node_counts(generated: Generated, num_nodes: int) -> dict[str, int]:
+    """Nodes per type: as many as the model's tables of the type have rows (an embedding per
+    type), else about num_nodes over the types, a different count for each."""
+    schema: Schema = generated.schema
+    counts = {}
+    for node, ntype in generated.hetero.tables.items():
+        if node.op == "get_attr":
+            counts[ntype] = len(generated.hetero.traced.constants[node.name])
+    share = max(8, num_nodes // max(1, len(schema.ntypes)))
+    for i, ntype in enumerate(schema.ntypes):
+        counts.setdefault(ntype, share + 7 * i)
+    return counts
+
+
+def feature_widths(generated: Generated) -> dict[tuple[str, str], int]:
+    """Each feature's width: --feat-dims, else what the first module that reads it declares."""
+    dims = dict(generated.feat_dims)
+    plan = generated.hetero
+    model = plan.traced.model
+    widths = {}
+    for (param, ntype), node in plan.traced.placeholders.items():
+        if ntype in dims:
+            widths[(param, ntype)] = dims[ntype][0]
+            continue
+        width = None
+        for user in node.users:
+            if user.op == "call_module":
+                width = declared_width(model.get_submodule(str(user.target)))
+            elif user.target is hetero_conv:
+                conv = model.get_submodule(str(user.args[0]))
+                for src, rel, dst in generated.schema.relations:
+                    if src == ntype and dst == user.args[3]:
+                        width = width or declared_width(conv.mod_dict.get((src, rel, dst), conv.mod_dict.get(rel)))
+            if width:
+                break
+        if not width:
+            raise FeatDimsError(
+                f"the width of {param}[\"{ntype}\"] is not fixed by the module that reads it: give it "
+                f"with --feat-dims {ntype}=WIDTH (one item per node type with features)."
+            )
+        widths[(param, ntype)] = width
+    return widths
+
+
+def _inputs(generated: Generated, counts: dict[str, int], seed: int) -> dict[str, dict[str, torch.Tensor]]:
+    gen = torch.Generator().manual_seed(seed + 1)
+    inputs: dict[str, dict[str, torch.Tensor]] = {}
+    for (param, ntype), width in feature_widths(generated).items():
+        inputs.setdefault(param, {})[ntype] = torch.randn(counts[ntype], width, generator=gen)
+    return inputs
+
+
+def check_hetero(generated: Generated, num_nodes: int = 1000, seed: int = 0,
+                 batch_sizes: tuple[int, ...] | None = None, atol: float = ATOL, rtol: float = RTOL) -> CheckResult:
+    reference = copy.deepcopy(generated.loaded.model)
+    perturb(reference, seed)
+    reference.eval()
+    try:
+        module = import_source(generated.source, generated.loaded.path.parent, "generated_hetero")
+        model = generated_model(generated, module, reference)
+    except Exception as exc:
+        raise CheckFailedError(
+            f"the generated module does not import or build {generated.loaded.class_name} "
+            f"({type(exc).__name__}: {_first_line(exc)}). {_REPORT}"
+        ) from None
+    counts = node_counts(generated, num_nodes)
+    schema: Schema = generated.schema
+    g = random_heterograph(schema, counts, seed=seed)
+    inputs = _inputs(generated, counts, seed)
+    started = time.perf_counter()
+    expected = _forward(reference, generated, g, inputs)
+    forward_seconds = time.perf_counter() - started
+    sizes = batch_sizes or (97, max(counts.values()) + 1)
+    runs = [(b, "in place") for b in sizes] + [(sizes[0], SIMULATED), (sizes[0], _EMPTY)]
+    results, ok = [], True
+    for batch_size, how in runs:
+        graph, wanted = g, expected
+        if how == _EMPTY:  # a relation without edges: its module still runs, as in forward
+            graph = random_heterograph(schema, counts, seed=seed, empty=schema.relations[0])
+            wanted = _forward(reference, generated, graph, inputs)
+        started = time.perf_counter()
+        try:
+            actual = _run(model, generated, graph, inputs, batch_size, how == SIMULATED)
+        except Exception as exc:
+            raise CheckFailedError(_failed(generated, module, exc, batch_size, how)) from None
+        seconds = time.perf_counter() - started
+        try:
+            difference = max_difference(_as_lists(actual), _as_lists(wanted))
+            same = allclose(_as_lists(actual), _as_lists(wanted), atol, rtol) and _same_structure(actual, wanted)
+        except (RuntimeError, ValueError, TypeError) as exc:
+            raise CheckFailedError(
+                f"the generated inference returns a result of another shape or structure than "
+                f"{generated.loaded.class_name}'s forward ({_first_line(exc)}). {_REPORT}"
+            ) from None
+        results.append(BatchResult(batch_size, how, difference, seconds))
+        ok = ok and same
+    zero_in = sum(int((g.in_degrees(etype=r) == 0).sum()) for r in schema.relations)
+    return CheckResult(g.num_nodes(), g.num_edges(), zero_in, forward_seconds, tuple(results), atol, rtol, ok)
+
+
+def verify_hetero(generated: Generated) -> CheckResult:
+    result = check_hetero(generated, 240, batch_sizes=VERIFY_BATCH_SIZES)
+    if not result.ok:
+        worst = result.worst
+        raise CheckFailedError(
+            f"the generated inference differs from {generated.loaded.class_name}'s full-graph forward "
+            f"by up to {worst.max_abs_diff:.3g} (tolerance atol={result.atol}, rtol={result.rtol}) on a "
+            f"random heterograph of {result.num_nodes} nodes and {result.num_edges} edges, with batches "
+            f"of {worst.batch_size} nodes ({worst.sources}). {_REPORT}"
+        )
+    return result
+
+
+def _forward(model: torch.nn.Module, generated: Generated, g: dgl.DGLHeteroGraph,
+             inputs: dict[str, dict[str, torch.Tensor]]) -> Any:
+    with torch.no_grad():
+        try:
+            return model(g, *inputs.values())
+        except Exception as exc:
+            frames = [f for f in traceback.extract_tb(exc.__traceback__)
+                      if f.filename == str(generated.loaded.path.resolve()) or f.filename == str(generated.loaded.path)]
+            where = f" at {generated.loaded.path}:{frames[-1].lineno}" if frames else ""
+            raise CheckFailedError(
+                f"{generated.loaded.class_name}'s forward raised {type(exc).__name__} ({_first_line(exc)}){where} "
+                "on a random heterograph of the schema, with features of the widths gnn-codegen found (give "
+                "others with --feat-dims NTYPE=WIDTH). Nothing was written."
+            ) from None
+
+
+def _run(model: torch.nn.Module, generated: Generated, g: dgl.DGLHeteroGraph,
+         inputs: dict[str, dict[str, torch.Tensor]], batch_size: int, simulated: bool) -> Any:
+    method = getattr(model, generated.method_name)
+    if not simulated:
+        return method(g, *inputs.values(), batch_size=batch_size, device="cpu")
+    with SimulatedDevice() as sim:
+        sim.move_model(model)
+        sim.on_host(*(t for d in inputs.values() for t in d.values()))
+        return method(g, *inputs.values(), batch_size=batch_size, device=sim.device)
+
+
+def _same_structure(a: Any, b: Any) -> bool:
+    if isinstance(a, dict) or isinstance(b, dict):
+        return isinstance(a, dict) and isinstance(b, dict) and list(a) == list(b)
+    return True
+
+
+def _failed(generated: Generated, module: Any, exc: BaseException, batch_size: int, how: str) -> str:
+    generated_file = getattr(module, "__file__", "")
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == generated_file]
+    lines = generated.source.splitlines()
+    where = ""
+    if frames:
+        line = frames[-1].lineno or 0
+        where = f" at generated line {line} (`{lines[line - 1].strip()}`)" if 0 < line <= len(lines) else ""
+    return (
+        f"the generated inference raised {type(exc).__name__} ({_first_line(exc)}){where}, on a random "
+        f"heterograph with batches of {batch_size} nodes ({how}). {_REPORT}"
+    )
+
+
+def _as_lists(value: Any) -> Any:
+    """A result with its dicts as lists of their values, for harness.max_difference."""
+    if isinstance(value, dict):
+        return [_as_lists(v) for v in value.values()]
+    if isinstance(value, (tuple, list)):
+        return [_as_lists(v) for v in value]
+    return value

@@ -62,10 +62,7 @@ def _refuse(node: fx.Node, traced: HeteroTraced, what: str) -> None:
 
 
 def _model_path(traced: HeteroTraced) -> Any:
-    import inspect
-    from pathlib import Path
-
-    return Path(inspect.getfile(type(traced.model)))
+    return traced.path
 
 
 def _as_op(node: fx.Node, modules: dict[str, torch.nn.Module]) -> Op:
@@ -195,4 +192,6 @@ def _describe(node: fx.Node) -> str:
         return f"self.{node.target}"
     if node.op == "call_method":
         return f".{node.target}()"
+    if node.target is operator.getitem:
+        return "this indexing"
     return f"{getattr(node.target, '__name__', node.target)}()"

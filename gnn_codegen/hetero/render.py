@@ -268,7 +268,7 @@ class HeteroRenderer:
         calls = {}
         for t in types:
             text, src, dst, outs = per_type[t]
-            name = f"layer_{stage}" if shared is not None else f"layer_{stage}_{t}"
+            name = f"layer_{stage}" if shared is not None or len(types) == 1 else f"layer_{stage}_{t}"
             if shared is None or t == types[0]:
                 text = text if shared is None else shared
                 lines += [*text.replace("def layer(", f"def {name}(", 1).splitlines(), ""]
@@ -481,6 +481,6 @@ def _docstring(model: torch.nn.Module, traced: Any) -> list[str]:
         paragraphs.append(f"{', '.join(features)}: a dict of features per node type, as forward takes it.")
     lines: list[str] = []
     for paragraph in paragraphs:
-        lines += [*textwrap.wrap(paragraph, 88), ""]
+        lines += [*textwrap.wrap(paragraph, 88, break_on_hyphens=False), ""]
     lines[0] = '"""' + lines[0]
     return [f"    {line}" if line else "" for line in lines[:-1]] + ['    """']

@@ -43,6 +43,7 @@ class HeteroTraced:
     output: Any  # forward's result, its tensors as fx nodes (a dict per type, one node, a tuple)
     # values of the weights alone, as computed while tracing (fx node name -> value)
     constants: dict[str, Any]
+    path: Path  # the model's file, as the user named it (for messages)
 
 
 class _GraphProxy(fx.Proxy):
@@ -233,5 +234,5 @@ def trace_hetero(model: torch.nn.Module, schema: Schema, feature_types: tuple[st
             node.name = f"{param}_{ntype}"
     gm = fx.GraphModule(model, graph, type(model).__name__)
     return HeteroTraced(model, gm, graph_arg, tuple((p, feature_types) for p in features),
-                        by_input, output, dict(tracer.values))
+                        by_input, output, dict(tracer.values), path)
 

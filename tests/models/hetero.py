@@ -1,0 +1,148 @@
+"""Models on heterogeneous graphs, written the way DGL's hetero examples and tutorials write
+them (our own code): HeteroGraphConv over SAGEConv, GATConv, GraphConv and GINConv with each
+aggregate, per-type Linear projections and skips, a result of one node type. The schemas are in
+tests/test_hetero.py."""
+
+import dgl.nn as dglnn
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+# the relations of a small academic graph, with their reverses (as DGL's ogbn-mag examples add)
+ACADEMIC = [
+    ("author", "writes", "paper"),
+    ("paper", "written_by", "author"),
+    ("paper", "cites", "paper"),
+    ("author", "affiliated_with", "institution"),
+    ("institution", "employs", "author"),
+]
+
+
+class SAGEPerRelation(nn.Module):
+    """Modules keyed by canonical edge types (no --metagraph needed), widths per type, a mean
+    over the relations into a type, then a max, and the users' rows returned."""
+
+    def __init__(self, user_size=8, game_size=6, hid_size=16, out_size=4):
+        super().__init__()
+        self.conv1 = dglnn.HeteroGraphConv(
+            {
+                ("user", "follows", "user"): dglnn.SAGEConv(user_size, hid_size, "mean"),
+                ("user", "plays", "game"): dglnn.SAGEConv((user_size, game_size), hid_size, "mean"),
+                ("game", "played_by", "user"): dglnn.SAGEConv((game_size, user_size), hid_size, "mean"),
+            },
+            aggregate="mean",
+        )
+        self.conv2 = dglnn.HeteroGraphConv(
+            {
+                ("user", "follows", "user"): dglnn.SAGEConv(hid_size, out_size, "mean"),
+                ("user", "plays", "game"): dglnn.SAGEConv(hid_size, out_size, "mean"),
+                ("game", "played_by", "user"): dglnn.SAGEConv(hid_size, out_size, "mean"),
+            },
+            aggregate="max",
+        )
+
+    def forward(self, g, x):
+        h = self.conv1(g, x)
+        h = {ntype: F.relu(h_) for ntype, h_ in h.items()}
+        return self.conv2(g, h)["user"]
+
+
+class RGAT(nn.Module):
+    """An RGAT as DGL's ogbn-mag / MAG240M examples build one: GATConv per relation with
+    several heads, a skip Linear and a BatchNorm per layer, ELU, and a classifier of papers."""
+
+    def __init__(self, etypes, in_size, hid_size, out_size, n_heads=4):
+        super().__init__()
+        self.layers = nn.ModuleList()
+        self.skips = nn.ModuleList()
+        self.norms = nn.ModuleList()
+        for i in range(2):
+            size = in_size if i == 0 else hid_size
+            self.layers.append(
+                dglnn.HeteroGraphConv(
+                    {etype: dglnn.GATConv(size, hid_size // n_heads, n_heads) for etype in etypes}
+                )
+            )
+            self.skips.append(nn.Linear(size, hid_size))
+            self.norms.append(nn.BatchNorm1d(hid_size))
+        self.linear = nn.Linear(hid_size, out_size)
+        self.dropout = nn.Dropout(0.5)
+
+    def forward(self, g, x):
+        h = x
+        for layer, skip, norm in zip(self.layers, self.skips, self.norms):
+            h_new = layer(g, h)
+            h = {k: self.dropout(F.elu(norm(v.flatten(1) + skip(h[k])))) for k, v in h_new.items()}
+        return self.linear(h["paper"])
+
+
+class ProjectedGraphConv(nn.Module):
+    """Each node type's features projected by its own Linear first (HGT's adapt_ws), then
+    GraphConv with norm "left" stacked over the relations, and a Linear of the stack."""
+
+    def __init__(self, in_sizes, hid_size, out_size, rel_names):
+        super().__init__()
+        self.proj = nn.ModuleDict({ntype: nn.Linear(size, hid_size) for ntype, size in in_sizes.items()})
+        self.conv = dglnn.HeteroGraphConv(
+            {rel: dglnn.GraphConv(hid_size, hid_size, norm="left") for rel in rel_names},
+            aggregate="stack",
+        )
+        self.conv2 = dglnn.HeteroGraphConv(
+            {rel: dglnn.GraphConv(hid_size, out_size, norm="none") for rel in rel_names}, aggregate="min"
+        )
+
+    def forward(self, g, inputs):
+        h = {ntype: torch.tanh(self.proj[ntype](x)) for ntype, x in inputs.items()}
+        h = self.conv(g, h)
+        h = {ntype: v.flatten(1).mean(1, keepdim=True) * 0.0 + v.mean(1) for ntype, v in h.items()}
+        return self.conv2(g, h)
+
+
+class GINPerRelation(nn.Module):
+    """GINConv per relation with an MLP, summed, then a residual per type."""
+
+    def __init__(self, size, rel_names):
+        super().__init__()
+        self.conv = dglnn.HeteroGraphConv(
+            {rel: dglnn.GINConv(nn.Sequential(nn.Linear(size, size), nn.ReLU()), "sum") for rel in rel_names}
+        )
+
+    def forward(self, g, x):
+        h = self.conv(g, x)
+        return {k: v + x[k] for k, v in h.items()}
+
+
+# --- refused ---------------------------------------------------------------------------------
+
+
+class MixesNodeTypes(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = dglnn.HeteroGraphConv({("user", "plays", "game"): dglnn.GraphConv(8, 4),
+                                           ("game", "played_by", "user"): dglnn.GraphConv(8, 4)})
+
+    def forward(self, g, x):
+        h = self.conv(g, x)
+        return h["user"] + h["game"]
+
+
+class MeanOverNodes(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = dglnn.HeteroGraphConv({("user", "plays", "game"): dglnn.GraphConv(8, 4),
+                                           ("game", "played_by", "user"): dglnn.GraphConv(8, 4)})
+
+    def forward(self, g, x):
+        h = self.conv(g, x)
+        return h["user"] - h["user"].mean(0)
+
+
+class ReadsGraphSizes(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = dglnn.HeteroGraphConv({("user", "plays", "game"): dglnn.GraphConv(8, 4),
+                                           ("game", "played_by", "user"): dglnn.GraphConv(8, 4)})
+
+    def forward(self, g, x):
+        h = self.conv(g, x)
+        return h["user"] / g.num_nodes("user")

@@ -19,7 +19,7 @@ from gnn_codegen.errors import CheckFailedError, FeatDimsError
 from gnn_codegen.harness import allclose, generated_model, import_source, max_difference
 from gnn_codegen.hetero.schema import Schema, random_heterograph
 from gnn_codegen.hetero.trace import hetero_conv
-from gnn_codegen.input_specs import declared_width
+from gnn_codegen.input_specs import GUESSED_WIDTH, declared_width
 from gnn_codegen.perturb import perturb
 from gnn_codegen.simulated_device import SimulatedDevice
 from gnn_codegen.verify import ATOL, RTOL, BatchResult, CheckResult, _first_line, _REPORT
@@ -56,24 +56,42 @@ def feature_widths(generated: Generated) -> dict[tuple[str, str], int]:
         if ntype in dims:
             widths[(param, ntype)] = dims[ntype][0]
             continue
-        width = None
-        for user in node.users:
-            if user.op == "call_module":
-                width = declared_width(model.get_submodule(str(user.target)))
-            elif user.target is hetero_conv:
-                conv = model.get_submodule(str(user.args[0]))
-                for src, rel, dst in generated.schema.relations:
-                    if src == ntype and dst == user.args[3]:
-                        width = width or declared_width(conv.mod_dict.get((src, rel, dst), conv.mod_dict.get(rel)))
-            if width:
-                break
-        if not width:
+        width = _declared(generated, node, ntype)
+        if width is None:
             raise FeatDimsError(
                 f"the width of {param}[\"{ntype}\"] is not fixed by the module that reads it: give it "
                 f"with --feat-dims {ntype}=WIDTH (one item per node type with features)."
             )
         widths[(param, ntype)] = width
     return widths
+
+
+def _declared(generated: Generated, node: Any, ntype: str) -> int | None:
+    """The width the modules that read a feature declare: a module called on it, a relation's
+    module reading it as source rows, or as destination rows (SAGEConv((src, dst), ...)). A
+    type only ever a destination of modules that ignore destination rows (GraphConv) may have
+    any width: GUESSED_WIDTH."""
+    model = generated.hetero.traced.model
+    read_as_destination = False
+    for user in node.users:
+        if user.op == "call_module":
+            width = declared_width(model.get_submodule(str(user.target)))
+        elif user.target is hetero_conv:
+            conv = model.get_submodule(str(user.args[0]))
+            width = None
+            for src, rel, dst in generated.schema.relations:
+                mod = conv.mod_dict.get((src, rel, dst), conv.mod_dict.get(rel))
+                if src == ntype:
+                    width = width or declared_width(mod)
+                elif dst == ntype and dst == user.args[3] and src in user.args[2]:
+                    read_as_destination = True
+                    dst_width = getattr(mod, "_in_dst_feats", None)
+                    width = width or (dst_width if isinstance(dst_width, int) else None)
+        else:
+            width = None
+        if width:
+            return width
+    return GUESSED_WIDTH if read_as_destination else None
 
 
 def _inputs(generated: Generated, counts: dict[str, int], seed: int) -> dict[str, dict[str, torch.Tensor]]:

@@ -1,0 +1,176 @@
+"""Heterogeneous inference on a synthetic graph shaped like ogbn-mag (issue 19): the
+generated `inference` against the model's full-graph forward and against the layer-wise loop
+DGL's rgcn-hetero example writes by hand (a DataLoader of MultiLayerFullNeighborSampler(1)
+over every type's nodes, the layer called on each block), for RGCN and RGAT
+(hetero_models.py). Times and peak RssAnon rises, as ratios against forward in the same run.
+
+    python benchmarks/hetero.py --papers 200000 --json benchmarks/results/hetero.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+from beyond_memory import peak_anon_during  # noqa: E402
+from run import load_module  # noqa: E402
+
+# ogbn-mag's relations, per paper (its counts: 736k papers, 1.13M authors, 8.7k institutions,
+# 60k fields; 7.1M writes, 5.4M cites, 7.5M has_topic, 1.0M affiliated_with) and their reverses
+RELATIONS = [
+    ("author", "writes", "paper"), ("paper", "cites", "paper"),
+    ("paper", "has_topic", "field"), ("author", "affiliated_with", "institution"),
+]
+NODES_PER_PAPER = {"paper": 1.0, "author": 1.53, "institution": 0.0118, "field": 0.081}
+EDGES_PER_PAPER = {"writes": 9.6, "cites": 7.3, "has_topic": 10.2, "affiliated_with": 1.4}
+
+
+def mag_like(papers: int, seed: int = 0):
+    import dgl
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    counts = {t: max(1, int(papers * share)) for t, share in NODES_PER_PAPER.items()}
+    data = {}
+    for src_type, rel, dst_type in RELATIONS:
+        n = int(papers * EDGES_PER_PAPER[rel])
+        src = torch.randint(0, counts[src_type], (n,), generator=gen)
+        dst = torch.randint(0, counts[dst_type], (n,), generator=gen)
+        data[(src_type, rel, dst_type)] = (src, dst)
+        data[(dst_type, f"rev_{rel}", src_type)] = (dst, src)
+    g = dgl.heterograph(data, num_nodes_dict=counts)
+    g.create_formats_()
+    x = {"paper": torch.randn(counts["paper"], 128, generator=gen)}
+    return g, x, counts
+
+
+def handwritten(model, name, g, x, batch_size):
+    """DGL's rgcn-hetero `inference`, for these models: per layer, a DataLoader of one-hop
+    blocks over every type's nodes, the layer on each block, the rows written per type."""
+    import dgl
+    import torch
+    import torch.nn.functional as F
+
+    sampler = dgl.dataloading.MultiLayerFullNeighborSampler(1)
+    h = dict(x)
+    h.update({t: e for t, e in model.embeds.items()})
+    layers = [model.conv1, model.conv2] if name == "rgcn" else list(model.layers)
+    with torch.no_grad():
+        for i, layer in enumerate(layers):
+            last = i == len(layers) - 1
+            targets = {"paper": torch.arange(g.num_nodes("paper"))} if last else {
+                t: torch.arange(g.num_nodes(t)) for t in g.ntypes}
+            loader = dgl.dataloading.DataLoader(g, targets, sampler, batch_size=batch_size, shuffle=False)
+            y = {}
+            for input_nodes, output_nodes, blocks in loader:
+                block = blocks[0]
+                out = layer(block, {t: h[t][input_nodes[t]] for t in input_nodes if len(input_nodes[t])})
+                for t, rows in out.items():
+                    if t not in output_nodes or not len(output_nodes[t]):
+                        continue
+                    if name == "rgcn":
+                        rows = rows if last else F.relu(rows)
+                    else:
+                        rows = F.elu(rows.flatten(1))
+                    if t not in y:
+                        y[t] = torch.empty(g.num_nodes(t), *rows.shape[1:])
+                    y[t][output_nodes[t]] = rows
+            h = y
+        return h["paper"] if name == "rgcn" else model.linear(h["paper"])
+
+
+def generated(name, counts, work: Path):
+    from gnn_codegen import GenerateOptions, generate
+
+    metagraph = ",".join(f"{s}:{r}:{d},{d}:rev_{r}:{s}" for s, r, d in RELATIONS)
+    init = {"num_nodes": {t: n for t, n in counts.items() if t != "paper"},
+            "rel_names": [r for _, r, _ in RELATIONS] + [f"rev_{r}" for _, r, _ in RELATIONS]}
+    source = generate(f"{HERE / 'hetero_models.py'}:{name.upper()}",
+                      GenerateOptions(init=json.dumps(init), metagraph=metagraph, feat_dims="paper=128"))
+    (work / f"generated_{name}.py").write_text(source)
+    module = load_module(work / f"generated_{name}.py", f"generated_hetero_{name}")
+    return getattr(module, name.upper()), init
+
+
+def one(name: str, method: str, args, folder: Path) -> dict:
+    """One method on a fresh graph in this process (main runs each in its own, so that no
+    method's peak hides in memory an earlier one freed): its time, peak rise, result saved."""
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    g, x, counts = mag_like(args.papers)
+    cls, init = generated(name, counts, folder)
+    torch.manual_seed(0)
+    model = cls(**init).eval()
+    with torch.no_grad():  # weights off their initial values, biases off zero
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    runs = {
+        "full": lambda: model(g, x),
+        "handwritten": lambda: handwritten(model, name, g, x, args.batch_size),
+        "generated": lambda: model.inference(g, x, batch_size=args.batch_size, device="cpu"),
+    }
+    with torch.no_grad():
+        seconds, peak, out = peak_anon_during(runs[method])
+    torch.save(out, folder / f"{name}_{method}.pt")
+    return {"model": name, "method": method, "seconds": seconds, "peak_anon_bytes": peak,
+            "nodes": g.num_nodes(), "edges": g.num_edges(), "threads": torch.get_num_threads()}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--papers", type=int, default=200_000)
+    parser.add_argument("--models", default="rgcn,rgat")
+    parser.add_argument("--batch-size", type=int, default=4096)
+    parser.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: torch's default)")
+    parser.add_argument("--json")
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # MODEL:METHOD:FOLDER, run by main itself
+    args = parser.parse_args(argv)
+    if args.one:
+        name, method, folder = args.one.split(":", 2)
+        print(json.dumps(one(name, method, args, Path(folder))))
+        return 0
+    import subprocess
+
+    import torch
+
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        for name in args.models.split(","):
+            for method in ("full", "handwritten", "generated"):
+                command = [sys.executable, __file__, "--papers", str(args.papers), "--batch-size",
+                           str(args.batch_size), "--threads", str(args.threads), "--one", f"{name}:{method}:{folder}"]
+                done = subprocess.run(command, capture_output=True, text=True, check=True)
+                row = json.loads(done.stdout.strip().splitlines()[-1])
+                rows.append(row)
+                print(f"{name:5s} {method:12s} {row['seconds']:8.2f} s  peak +{row['peak_anon_bytes'] / 2**20:8.0f} MiB",
+                      flush=True)
+            full = torch.load(Path(folder) / f"{name}_full.pt")
+            for row in rows[-3:]:
+                out = torch.load(Path(folder) / f"{name}_{row['method']}.pt")
+                row["max_abs_error"] = float((out - full).abs().max())
+                row["time_vs_full"] = row["seconds"] / rows[-3]["seconds"]
+                row["peak_vs_full"] = row["peak_anon_bytes"] / max(1, rows[-3]["peak_anon_bytes"])
+                print(f"{name:5s} {row['method']:12s} {row['time_vs_full']:.2f}x forward's time, "
+                      f"{row['peak_vs_full']:.2f}x its peak, max |error| {row['max_abs_error']:.3g}", flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"papers": args.papers, "batch_size": args.batch_size,
+                                               "rows": rows}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("DGLBACKEND", "pytorch")
+    import warnings
+
+    warnings.filterwarnings("ignore", message="Dataloader CPU affinity")
+    raise SystemExit(main())

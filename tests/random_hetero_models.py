@@ -1,0 +1,122 @@
+"""Random heterogeneous models for the differential test (tests/test_hetero_differential.py),
+built only of pieces gnn_codegen/hetero/ supports: a random schema (2-3 node types, 2-6
+relations, some types perhaps without in-edges), per-type features of different widths, an
+optional per-type input projection, 1-3 HeteroGraphConv layers whose relations each draw a
+convolution (GraphConv with every norm, SAGEConv, GINConv; or GATConv with heads in every
+relation) and whose aggregate is any of DGL's, and between the layers per-type activations,
+skips, Linears, BatchNorm and Dropout. Rendered as a model file with a fixed schema."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+AGGREGATES = ("sum", "mean", "max", "min", "stack")
+ACTIVATIONS = ("F.relu", "F.elu", "torch.tanh", "F.leaky_relu")
+
+
+@dataclass(frozen=True)
+class HeteroSpec:
+    source: str  # the model file
+    relations: tuple[tuple[str, str, str], ...]
+    widths: dict[str, int]
+    canonical_keys: bool  # modules keyed by canonical edge types (else --metagraph)
+
+    @property
+    def metagraph(self) -> str:
+        return ",".join(":".join(r) for r in self.relations)
+
+
+def _schema(rng: random.Random) -> tuple[list[str], list[tuple[str, str, str]]]:
+    ntypes = ["user", "item", "shop"][: rng.randint(2, 3)]
+    relations: list[tuple[str, str, str]] = []
+    for i in range(rng.randint(2, 6)):
+        src, dst = rng.choice(ntypes), rng.choice(ntypes)
+        relations.append((src, f"r{i}", dst))
+    return ntypes, relations
+
+
+def _conv(rng: random.Random, kind: str, in_src: int, in_dst: int, out: int, heads: int) -> str:
+    pair = f"({in_src}, {in_dst})" if in_src != in_dst else str(in_src)
+    if kind == "GraphConv":
+        norm = rng.choice(["both", "right", "left", "none"])
+        return f'dglnn.GraphConv({in_src}, {out}, norm="{norm}", bias={rng.choice([True, False])})'
+    if kind == "SAGEConv":
+        aggregators = ["mean", "pool"] + (["gcn"] if in_src == in_dst else [])  # gcn adds dst rows to src
+        return f'dglnn.SAGEConv({pair}, {out}, "{rng.choice(aggregators)}")'
+    if kind == "GINConv":
+        return f'dglnn.GINConv(nn.Linear({in_src}, {out}), "{rng.choice(["sum", "max", "mean"])}")'
+    residual = rng.choice([True, False])
+    return f"dglnn.GATConv({pair}, {out}, num_heads={heads}, residual={residual})"
+
+
+def random_hetero_spec(seed: int) -> HeteroSpec:
+    rng = random.Random(seed)
+    ntypes, relations = _schema(rng)
+    widths = {t: rng.randint(3, 8) for t in ntypes}
+    canonical = rng.random() < 0.5
+    init_lines: list[str] = []
+    body: list[str] = ["h = x"]
+    current = dict(widths)  # each type's width now
+    project = rng.random() < 0.4
+    if project:
+        hid = rng.randint(4, 8)
+        items = ", ".join(f'"{t}": nn.Linear({widths[t]}, {hid})' for t in ntypes)
+        init_lines.append(f"self.proj = nn.ModuleDict({{{items}}})")
+        body.append(f"h = {{k: {rng.choice(ACTIVATIONS)}(self.proj[k](v)) for k, v in h.items()}}")
+        current = {t: hid for t in ntypes}
+    present = set(ntypes)
+    layers = rng.randint(1, 3)
+    for layer in range(layers):
+        out = rng.randint(3, 8)
+        gat = rng.random() < 0.3
+        heads = rng.randint(1, 3) if gat else 1
+        aggregate = rng.choice(AGGREGATES[:4] if gat else AGGREGATES)
+        called = [(s, r, d) for s, r, d in relations if s in present]
+        if not called:
+            break
+        new_present = {d for _, _, d in called}
+        mods = []
+        for src, rel, dst in called:
+            kind = "GATConv" if gat else rng.choice(["GraphConv", "SAGEConv", "GINConv"])
+            if kind in ("GraphConv", "GINConv") and current[src] != current[dst]:
+                kind = "SAGEConv"  # reads source and destination widths apart
+            key = f'("{src}", "{rel}", "{dst}")' if canonical else f'"{rel}"'
+            mods.append(f"{key}: {_conv(rng, kind, current[src], current[dst], out, heads)}")
+        init_lines.append(f'self.conv{layer} = dglnn.HeteroGraphConv({{{", ".join(mods)}}}, aggregate="{aggregate}")')
+        body.append(f"h_new = self.conv{layer}(g, h)")
+        # GATConv's heads, or the stack of relations, make a dimension: flattened or averaged
+        expression, width = "v", out
+        stacked = {d: sum(1 for _, _, dd in called if dd == d) for d in new_present}
+        if gat or aggregate == "stack":
+            flatten = rng.random() < 0.5 and (gat or len(set(stacked.values())) == 1)
+            expression = "v.flatten(1)" if flatten else "v.mean(1)"
+            if flatten:
+                width = out * (heads if gat else next(iter(stacked.values())))
+        if rng.random() < 0.5 and layer < layers - 1:
+            expression = f"{rng.choice(ACTIVATIONS)}({expression})"
+        widths_now = {current[t] for t in new_present}
+        if rng.random() < 0.3 and new_present <= present and len(widths_now) == 1:
+            init_lines.append(f"self.skip{layer} = nn.Linear({widths_now.pop()}, {width})")
+            expression = f"{expression} + self.skip{layer}(h[k])"
+        if rng.random() < 0.3:
+            init_lines.append(f"self.norm{layer} = nn.BatchNorm1d({width})")
+            expression = f"self.norm{layer}({expression})"
+        if rng.random() < 0.3:
+            init_lines.append(f"self.drop{layer} = nn.Dropout(0.5)")
+            expression = f"self.drop{layer}({expression})"
+        body.append(f"h = {{k: {expression} for k, v in h_new.items()}}")
+        present = new_present
+        current = {t: width for t in present}
+    if rng.random() < 0.4 and present:
+        body.append(f'return h["{sorted(present)[0]}"]')
+    else:
+        body.append("return h")
+    init = "\n".join(f"        {line}" for line in init_lines)
+    forward = "\n".join(f"        {line}" for line in body)
+    source = (
+        "import dgl.nn as dglnn\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
+        "class RandomHetero(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        f"{init}\n\n    def forward(self, g, x):\n{forward}\n"
+    )
+    return HeteroSpec(source, tuple(sorted(set(relations))), widths, canonical)

@@ -34,6 +34,8 @@ OPTIONS = {
         "in_sizes": {"user": 5, "game": 7}, "hid_size": 8, "out_size": 3, "rel_names": GAME_RELATIONS}),
         metagraph=GAMES, feat_dims="user=5,game=7"),
     "GINPerRelation": GenerateOptions(init=json.dumps({"size": 6, "rel_names": GAME_RELATIONS}), metagraph=GAMES),
+    "EmbeddingAndLinear": GenerateOptions(init=json.dumps({
+        "num_nodes": {"user": 70, "game": 45}, "size": 6, "rel_names": GAME_RELATIONS}), metagraph=GAMES),
 }
 
 
@@ -129,17 +131,17 @@ def test_inference_checks_its_graph_and_features() -> None:
 REFUSED = {
     "MixesNodeTypes": (
         errors.UnsupportedOperationError,
-        "tests/models/hetero.py:126 (`return h[\"user\"] + h[\"game\"]`): this line combines rows of "
+        "tests/models/hetero.py:143 (`return h[\"user\"] + h[\"game\"]`): this line combines rows of "
         "node types game and user",
     ),
     "MeanOverNodes": (
         errors.UnsupportedOperationError,
-        "tests/models/hetero.py:137 (`return h[\"user\"] - h[\"user\"].mean(0)`): .mean() is not known to keep "
+        "tests/models/hetero.py:154 (`return h[\"user\"] - h[\"user\"].mean(0)`): .mean() is not known to keep "
         "each node's row independent",
     ),
     "ReadsGraphSizes": (
         errors.GraphUseError,
-        "tests/models/hetero.py:148 (`return h[\"user\"] / g.num_nodes(\"user\")`): forward reads "
+        "tests/models/hetero.py:165 (`return h[\"user\"] / g.num_nodes(\"user\")`): forward reads "
         "graph.num_nodes of a heterogeneous graph",
     ),
 }

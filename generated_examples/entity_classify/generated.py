@@ -167,8 +167,8 @@ class EntityClassify(nn.Module):
         # and user.
         def layer_2(block, h1, h1_dst, ntype):
             hs = self.layers[1].conv(block, h1, mod_kwargs=wdict_1)[ntype]
-            h = torch.matmul(h1_dst, self.layers[1].loop_weight)
-            h = hs + h
+            matmul_1 = torch.matmul(h1_dst, self.layers[1].loop_weight)
+            h = hs + matmul_1
             h = h + self.layers[1].h_bias
             return F.relu(h)
 
@@ -180,8 +180,8 @@ class EntityClassify(nn.Module):
         # and user.
         def layer_3(block, h2, h2_dst, ntype):
             hs = self.layers[2].conv(block, h2, mod_kwargs=wdict_2)[ntype]
-            h = torch.matmul(h2_dst, self.layers[2].loop_weight)
-            h = hs + h
+            matmul_1 = torch.matmul(h2_dst, self.layers[2].loop_weight)
+            h = hs + matmul_1
             return h + self.layers[2].h_bias
 
         h3 = {}

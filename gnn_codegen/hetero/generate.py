@@ -15,6 +15,7 @@ from gnn_codegen.hetero.trace import trace_hetero
 from gnn_codegen.load import LoadedModel
 from gnn_codegen.splice import splice
 from gnn_codegen.templating import render_template
+from gnn_codegen.write_out import SECTIONS
 
 if TYPE_CHECKING:
     from gnn_codegen.pipeline import Generated, GenerateOptions
@@ -25,7 +26,8 @@ _CONV_SECTIONS = ("graph_conv_source", "graph_conv_aggregate", "check_in_degrees
 
 def render_hetero_helpers(uses_hetero_conv: bool) -> str:
     used = {"hetero_conv", *_CONV_SECTIONS} if uses_hetero_conv else set()
-    names = SimpleNamespace(hetero_conv=HETERO_CONV, **{s: f"_{s}" for s in _CONV_SECTIONS})
+    # every section's name: a docstring of one names another
+    names = SimpleNamespace(hetero_conv=HETERO_CONV, **{s: f"_{s}" for s in SECTIONS})
     runtime = render_template("hetero_batches.py.j2", runtime=RUNTIME, used=used, names=names).rstrip("\n")
     convs = render_template("convs.py.j2", used=used, names=names) if used else ""
     return render_template("helpers.py.j2", runtime=runtime, convs=convs)

@@ -37,6 +37,7 @@ class HeteroPlan:
     stored: list[fx.Node]  # per-node values a later stage (or the result) reads
     output: Any  # forward's result, its nodes resolved past identities
     tables: dict[fx.Node, str] = field(default_factory=dict)  # weights read as a type's rows
+    sizes: set[fx.Node] = field(default_factory=set)  # a batch's tensor sizes (`h.shape[0]`)
 
     @property
     def num_stages(self) -> int:
@@ -48,11 +49,42 @@ class HeteroPlan:
 
 
 def resolve(node: Any, modules: dict[str, torch.nn.Module]) -> Any:
-    """The value a node stands for, past modules that are the identity in eval mode."""
-    while (isinstance(node, fx.Node) and node.op == "call_module"
-           and qualified_name(type(modules[str(node.target)])) in EVAL_IDENTITY_MODULES):
-        node = node.args[0]
+    """The value a node stands for, past modules that are the identity in eval mode and past
+    `h[:block.num_dst_nodes(t)]` on the whole graph (traced as `h[:None]`, trace.py)."""
+    while isinstance(node, fx.Node):
+        if node.op == "call_module" and qualified_name(type(modules[str(node.target)])) in EVAL_IDENTITY_MODULES:
+            node = node.args[0]
+        elif (node.op == "call_function" and node.target is operator.getitem
+              and node.args[1] == slice(None, None, None)):
+            node = node.args[0]
+        else:
+            break
     return node
+
+
+# a tensor's sizes, and arithmetic on them: values of a batch (`h.shape[0]`), not rows
+_SIZE_OPS = (operator.getitem, operator.mul, operator.add, operator.sub, operator.floordiv)
+
+
+def _is_size(node: fx.Node, sizes: set[fx.Node]) -> bool:
+    if node.op == "call_function" and node.target is getattr and node.args[1] == "shape":
+        return True
+    if node.op == "call_method" and node.target == "size":
+        return True
+    return (node.op == "call_function" and node.target in _SIZE_OPS
+            and any(a in sizes for a in _nodes_in(node.args))
+            and all(a in sizes for a in _nodes_in(node.args)))
+
+
+def _keeps_rows_by_size(node: fx.Node, sizes: set[fx.Node], res: Any) -> bool:
+    """`h.view(h.shape[0], -1)`, `h.reshape(h.shape[0], a * b)`: each row reshaped alone."""
+    if not (node.op == "call_method" and node.target in ("view", "reshape") and len(node.args) >= 2):
+        return False
+    shape = node.args[1:] if not isinstance(node.args[1], (tuple, list)) else tuple(node.args[1])
+    first = res(shape[0]) if isinstance(shape[0], fx.Node) else None
+    return (first is not None and first.op == "call_function" and first.target is operator.getitem
+            and first.args[1] == 0 and isinstance(first.args[0], fx.Node) and first.args[0].op == "call_function"
+            and first.args[0].target is getattr)
 
 
 def _refuse(node: fx.Node, traced: HeteroTraced, what: str) -> None:
@@ -104,17 +136,18 @@ def build_hetero_plan(traced: HeteroTraced) -> HeteroPlan:
     for node in nodes:
         if node.target is hetero_conv:
             for t, value in res(node.args[2]).items():
-                if isinstance(value, fx.Node) and value.name in traced.constants:
+                if isinstance(value, fx.Node) and value.name in traced.constant_names:
                     tables[value] = t
     # and what is computed from them alone (DGL's rgcn-hetero: the self-loop's product with an
     # embedding), computed once for every node
     for node in nodes:
-        if node.name in traced.constants and node not in tables:
+        if node.name in traced.constant_names and node not in tables:
             types = {tables[a] for a in _nodes_in(res((node.args, node.kwargs))) if a in tables}
             if len(types) == 1:
                 tables[node] = types.pop()
-    untyped = set(traced.constants) - {n.name for n in tables}
+    untyped = set(traced.constant_names) - {n.name for n in tables}
     stage: dict[fx.Node, int] = {}
+    sizes: set[fx.Node] = set()
     for node in nodes:
         if node.op == "placeholder" or node in tables:
             stage[node] = 0
@@ -134,13 +167,18 @@ def build_hetero_plan(traced: HeteroTraced) -> HeteroPlan:
         if len(types) > 1:
             _refuse(node, traced, f"this line combines rows of node types {' and '.join(sorted(types))}, which "
                     "a layer-wise loop over one node type at a time cannot compute")
+        if _is_size(node, sizes):  # computed where it is read, from that stage's rows
+            sizes.add(node)
+            ntype[node] = types.pop()
+            stage[node] = max(stage[a] for a in args if a in stage)
+            continue
         op = _as_op(node, modules)
         typed_args = [a for a in _nodes_in(res(node.args)) if a in ntype]
         if node.target in _ROWS_FROM_FIRST and (not res(node.args) or res(node.args)[0] not in typed_args
                                                  or any(a in ntype for a in _nodes_in(res(node.args[1:])))):
             _refuse(node, traced, "a matrix product whose right operand holds one row per node mixes the "
                     "rows of different nodes; only products of node rows with weights keep rows independent")
-        if not is_rowwise(op, 2) and not (node.op == "call_module" and qualified_name(type(modules[str(node.target)])) in EVAL_IDENTITY_MODULES):
+        if not is_rowwise(op, 2) and not _keeps_rows_by_size(node, sizes, res) and not (node.op == "call_module" and qualified_name(type(modules[str(node.target)])) in EVAL_IDENTITY_MODULES):
             _refuse(node, traced, f"{_describe(node)} is not known to keep each node's row independent of the "
                     "others, which a layer-wise loop over batches of nodes needs between HeteroGraphConv calls "
                     "(element-wise functions, nn.Linear, products with weights and such do)")
@@ -152,11 +190,16 @@ def build_hetero_plan(traced: HeteroTraced) -> HeteroPlan:
     for node in typed:
         if node.op == "placeholder" or node in tables:
             continue
+        if node in sizes:
+            if any(stage[u] != stage[node] for u in _users(node, nodes, res)):
+                _refuse(node, traced, "a tensor's size read by a later layer than the one that makes the "
+                        "tensor; read it where it is used")
+            continue
         later = any(stage.get(user, -1) > stage[node] for user in _users(node, nodes, res))
         if later or node in _nodes_in(output):
             stored.append(node)
-    once = [n for n in nodes if n.name in traced.constants and n.op != "get_attr"]
-    return HeteroPlan(traced, nodes, ntype, stage, once, stored, output, tables)
+    once = [n for n in nodes if n.name in traced.constant_names and n.op != "get_attr"]
+    return HeteroPlan(traced, nodes, ntype, stage, once, stored, output, tables, sizes)
 
 
 def _sink(nodes: list[fx.Node], stage: dict[fx.Node, int], tables: dict[fx.Node, str],

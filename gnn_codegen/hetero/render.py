@@ -57,11 +57,13 @@ class _Names:
 
 
 def _line_variable(node: fx.Node, path: Any) -> str:
-    """The variable the node's source line assigns (`h = h + self.h_bias`: h), else ""."""
-    _, naming = locations(node, path)
-    code = naming.partition("(`")[2].rstrip("`)")
-    match = _ASSIGNED.match(code)
-    return match.group(1) if match else ""
+    """The variable the node's source line assigns (`h = h + self.h_bias`: h): the user's line,
+    else the line of the library code forward runs through; "" if neither assigns one."""
+    for where in locations(node, path):
+        match = _ASSIGNED.match(where.partition("(`")[2].rstrip("`)"))
+        if match:
+            return match.group(1)
+    return ""
 
 
 def _base_name(node: fx.Node) -> str:
@@ -90,6 +92,26 @@ class HeteroRenderer:
         self.groups: dict[fx.Node, tuple[str, str]] = {}  # stored value -> (dict name, its type)
         for (param, ntype), node in self.traced.placeholders.items():
             self.groups[node] = (param, ntype)
+        # the values lines assign: the last op of each run of ops from one line, per node type
+        # (a dict comprehension's line runs once per type)
+        self.assigned: set[fx.Node] = set()
+        runs: dict[str, tuple[tuple[str, str], fx.Node]] = {}
+        for node in plan.traced.graph_module.graph.nodes:
+            ntype, where = plan.ntype.get(node, ""), locations(node, self.path)
+            previous = runs.get(ntype)
+            if previous is not None and previous[0] != where:
+                self.assigned.add(previous[1])
+            runs[ntype] = (where, node)
+        self.assigned.update(node for _, node in runs.values())
+
+    def name_for(self, node: fx.Node) -> str:
+        """The variable the user's line assigns, for the value it assigns (the line's last op);
+        the op's own name (`matmul`) for the values computed on the way."""
+        variable = _line_variable(node, self.path)
+        if variable and node in self.assigned:
+            return variable
+        # `proj` for self.proj["paper"]: the same name for every type
+        return re.sub(rf"_{re.escape(self.plan.ntype.get(node, ''))}$", "", _base_name(node)) or "h"
 
     # --- expressions -------------------------------------------------------------------------
 
@@ -106,7 +128,7 @@ class HeteroRenderer:
                 return self.once[value]
             if value.op == "get_attr":
                 return accessor(self.model, str(value.target))
-            if value.name in self.traced.constants:
+            if value.name in self.traced.constant_names:
                 return self.call(value, env)
             raise internal(f"hetero render: {value.name} has no name here")
         if isinstance(value, dict):
@@ -157,6 +179,8 @@ class HeteroRenderer:
         plan, traced = self.plan, self.traced
         graph = traced.graph_arg
         features = [p for p, _ in traced.inputs]
+        if traced.blocks:  # forward(blocks, x) on the whole graph: inference(g, x)
+            graph = "g"
         params = [graph, *features, "batch_size", "device", "progress=False"]
         schema_relations = ", ".join(self.expr(r, {}) for r in header["relations"])
         lines = [
@@ -200,18 +224,19 @@ class HeteroRenderer:
         by_line: dict[tuple[str, str], list[fx.Node]] = {}
         for node in plan.constants:
             if node in plan.tables:
-                by_line.setdefault((_base_name(node), locations(node, self.path)[1]), []).append(node)
+                by_line.setdefault(locations(node, self.path), []).append(node)
             elif len(uses.get(node, ())) > 1:
-                name = self.names.new(_line_variable(node, self.path) or _base_name(node))
+                name = self.names.new(self.name_for(node))
                 self.once_lines.append(f"{name} = {self.call(node, {})}")
                 self.once[node] = name
-        # a table per type, made by one line: one dict of them (`loop["paper"]`)
-        for (base, _), nodes in by_line.items():
-            name = self.names.new(base)
+        # a table per type, made by one line: one dict of them (`h["paper"]`)
+        for nodes in by_line.values():
+            name = self.names.new(self.name_for(nodes[-1]))
             items = ", ".join(f"{self.expr(plan.tables[n], {})}: {self.call(n, {})}" for n in nodes)
             self.once_lines.append(f"{name} = {{{items}}}")
             for n in nodes:
                 self.once[n] = f'{name}["{plan.tables[n]}"]'
+                self.groups[n] = (name, plan.tables[n])
         # the arguments HeteroGraphConv calls are given
         for node in plan.nodes:
             if node.target is not hetero_conv:
@@ -328,7 +353,9 @@ class HeteroRenderer:
                         self.group_names.add(self.literals[source])
                     source = self.literals[source]
                 if source not in src_params:
-                    src_params[source] = local.new(source)
+                    # the parameter takes the name of what the call passes: the same dict
+                    src_params[source] = source
+                    local.taken.add(source)
                     params.append(src_params[source])
                     src_exprs.append(source)
         for node in nodes:
@@ -352,7 +379,10 @@ class HeteroRenderer:
                 code = self._conv_call(node, src_params[self.literals.get(source, source)])
             else:
                 code = self.call(node, env)
-            base = _line_variable(node, self.path) or _base_name(node)
+            if node in plan.sizes:  # written where it is read: `h.view(h.shape[0], -1)`
+                env[node] = code
+                continue
+            base = self.name_for(node)
             held = holder.get(base)
             # `h = h + self.h_bias` as the user wrote it: a name whose value nothing reads later
             # (and that is not returned) is given the new value
@@ -467,7 +497,8 @@ def _and(items: list[str]) -> str:
 
 def _docstring(model: torch.nn.Module, traced: Any) -> list[str]:
     features = [p for p, _ in traced.inputs]
-    call = ", ".join([traced.graph_arg, *features])
+    graph = f"[g] * {traced.blocks}" if traced.blocks else traced.graph_arg
+    call = ", ".join([graph, *features])
     paragraphs = [
         f"self.forward({call}) in eval mode, computed one layer at a time: for each destination "
         "node type, over batches of batch_size of its nodes, each with the block of all its "

@@ -11,6 +11,8 @@ may loop over them; they stay ops of the traced graph, computed once by the gene
 from __future__ import annotations
 
 import inspect
+import operator
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,9 +43,11 @@ class HeteroTraced:
     inputs: tuple[tuple[str, tuple[str, ...]], ...]
     placeholders: dict[tuple[str, str], fx.Node]
     output: Any  # forward's result, its tensors as fx nodes (a dict per type, one node, a tuple)
-    # values of the weights alone, as computed while tracing (fx node name -> value)
+    # values of the weights alone: their names, and those computed while tracing (name -> value)
+    constant_names: frozenset[str]
     constants: dict[str, Any]
     path: Path  # the model's file, as the user named it (for messages)
+    blocks: int = 0  # forward takes a list of this many blocks, each the whole graph (0: a graph)
 
 
 class _GraphProxy(fx.Proxy):
@@ -61,6 +65,8 @@ class _GraphProxy(fx.Proxy):
         }
         if name in known:
             return known[name]
+        if name in _SIZES:  # forward's graph is whole: a block's destination rows are all rows
+            return lambda *args, **kwargs: None
         if name == "local_var":
             return lambda: self
         if name == "local_scope":
@@ -70,6 +76,34 @@ class _GraphProxy(fx.Proxy):
             "yet: it follows HeteroGraphConv calls on the graph, its type lists, local_var() and "
             "local_scope(). Compute what needs the graph inside a HeteroGraphConv module."
         )
+
+
+# a block's node counts, which forward uses to take destination rows (`h[:block.num_dst_nodes(t)]`)
+_SIZES = frozenset({"num_dst_nodes", "number_of_dst_nodes", "num_src_nodes", "number_of_src_nodes"})
+# what people call forward's list of blocks
+_BLOCKS_NAMES = frozenset({"blocks", "mfgs", "block_list", "subgraphs"})
+
+
+class _BlocksProxy(fx.Proxy):
+    """forward's list of blocks, each the whole graph: `zip(self.layers, blocks)`,
+    `blocks[i]` and `len(blocks)` work, with as many blocks as the model has HeteroGraphConv
+    modules."""
+
+    graph: _GraphProxy
+    count: int
+
+    def __iter__(self) -> Any:
+        return iter([self.graph] * self.count)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, int):
+            return self.graph
+        if isinstance(index, slice):
+            return [self.graph] * len(range(*index.indices(self.count)))
+        return super().__getitem__(index)
+
+    def __len__(self) -> int:
+        return self.count
 
 
 class _Scope:
@@ -99,33 +133,49 @@ class _ConstantProxy(fx.Proxy):
 
 
 class _HeteroTracer(_Tracer):
-    def __init__(self, schema: Schema, graph_arg: str, model: torch.nn.Module):
+    def __init__(self, schema: Schema, graph_arg: str, model: torch.nn.Module, blocks: int):
         super().__init__(graph_arg, frozenset(), frozenset())
         self.schema = schema
         self.model = model
-        self.values: dict[str, Any] = {}  # constants: fx node name -> value
+        self.blocks = blocks  # forward takes a list of this many blocks (0: a graph)
+        self.values: dict[str, Any] = {}  # constants: fx node name -> value, where computed
+        self.constant_names: set[str] = set()  # every value of the weights alone
 
     def proxy(self, node: fx.Node) -> fx.Proxy:
         if node.op == "placeholder" and node.target == self.graph_arg:
             proxy = _GraphProxy(node, self)
             proxy.schema = self.schema  # type: ignore[misc]
-            return proxy
-        value = self._constant_value(node)
-        if value is not _UNKNOWN:
-            self.values[node.name] = value
-            constant = _ConstantProxy(node, self)
-            constant.value = value  # type: ignore[misc]
-            return constant
+            if not self.blocks:
+                return proxy
+            blocks = _BlocksProxy(node, self)
+            blocks.graph, blocks.count = proxy, self.blocks  # type: ignore[misc]
+            return blocks
+        if self._is_constant(node):
+            self.constant_names.add(node.name)
+            value = self._constant_value(node)
+            if value is not _UNKNOWN:  # known while tracing: forward may loop over it
+                self.values[node.name] = value
+                constant = _ConstantProxy(node, self)
+                constant.value = value  # type: ignore[misc]
+                return constant
         return fx.Proxy(node, self)
+
+    def _is_constant(self, node: fx.Node) -> bool:
+        """Whether the node is computed from the weights alone."""
+        if node.op == "get_attr":
+            return True
+        if node.op not in ("call_function", "call_method", "call_module") or node.target is hetero_conv:
+            return False
+        inputs = node.all_input_nodes
+        return bool(inputs) and all(n.name in self.constant_names for n in inputs)
 
     def _constant_value(self, node: fx.Node) -> Any:
         """The node's value when it is computed from the weights alone, else _UNKNOWN."""
         if node.op == "get_attr":
             return _attribute(self.root, str(node.target))
-        if node.op not in ("call_function", "call_method") or node.target is hetero_conv:
-            return _UNKNOWN
-        inputs = node.all_input_nodes
-        if not inputs or any(n.name not in self.values for n in inputs):
+        if node.op not in ("call_function", "call_method"):
+            return _UNKNOWN  # a module's call would be traced again: its value stays unknown
+        if any(n.name not in self.values for n in node.all_input_nodes):
             return _UNKNOWN
         args, kwargs = fx.node.map_arg((node.args, node.kwargs), lambda n: self.values[n.name])
         with torch.no_grad():
@@ -136,6 +186,8 @@ class _HeteroTracer(_Tracer):
     def is_leaf_module(self, m: torch.nn.Module, module_qualified_name: str) -> bool:
         if isinstance(m, dglnn.HeteroGraphConv):
             return True
+        if isinstance(m, (dglnn.HeteroLinear, dglnn.HeteroEmbedding)):
+            return False  # a module per type inside: traced into, one call per type
         return super().is_leaf_module(m, module_qualified_name)
 
     def call_module(self, m: torch.nn.Module, forward: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -146,15 +198,23 @@ class _HeteroTracer(_Tracer):
         path = self.path_of_module(m)
         if not isinstance(graph, _GraphProxy):
             raise GraphUseError(f"self.{path} is called on something other than forward's graph")
-        if not isinstance(inputs, dict):
+        pair = isinstance(inputs, tuple) and len(inputs) == 2 and all(isinstance(i, dict) for i in inputs)
+        if pair and all(_whole(v.node) is _whole(inputs[0].get(t, v).node)
+                        for t, v in inputs[1].items() if isinstance(v, fx.Proxy)):
+            # (h, {t: v[:block.num_dst_nodes(t)]}): on the whole graph, the destination rows are h's
+            inputs, destinations = {t: inputs[0][t] for t in inputs[0]}, set(inputs[1])
+        elif isinstance(inputs, dict):
+            destinations = None
+        else:
             raise GraphUseError(
                 f"self.{path} is called with {type(inputs).__name__} inputs; gnn-codegen follows a "
-                "HeteroGraphConv called on the graph with a dict of features per node type"
+                "HeteroGraphConv called on the graph with a dict of features per node type (or the "
+                "pair of it and its destination rows)"
             )
         mod_args, mod_kwargs = bound.arguments.get("mod_args"), bound.arguments.get("mod_kwargs")
         outputs = {}
         for src_type, _, dst_type in self.schema.relations:
-            if src_type not in inputs:
+            if src_type not in inputs or (destinations is not None and dst_type not in destinations):
                 continue  # DGL skips the relation
             if dst_type not in inputs:
                 raise GraphUseError(
@@ -172,6 +232,14 @@ class _HeteroTracer(_Tracer):
 _UNKNOWN = object()
 
 
+def _whole(node: fx.Node) -> fx.Node:
+    """The node past `[:None]`, a block's destination rows taken on the whole graph."""
+    while (node.op == "call_function" and node.target is operator.getitem and len(node.args) == 2
+           and node.args[1] == slice(None, None, None) and isinstance(node.args[0], fx.Node)):
+        node = node.args[0]
+    return node
+
+
 def _attribute(root: torch.nn.Module, target: str) -> Any:
     """root's attribute at a dotted path, read past fx's patched Module.__getattr__ (which would
     make a proxy of it again while tracing)."""
@@ -184,6 +252,16 @@ def _attribute(root: torch.nn.Module, target: str) -> Any:
         else:
             found = vars(found)[part] if part in vars(found) else object.__getattribute__(found, part)
     return found
+
+
+def blocks_style(model: torch.nn.Module) -> int:
+    """How many blocks forward takes, when it takes a list of them (as DGL's sampled-training
+    examples write it): one per HeteroGraphConv module; 0 when it takes the graph."""
+    from gnn_codegen.hetero.schema import hetero_convs
+
+    params = list(inspect.signature(type(model).forward).parameters.values())[1:]
+    named = bool(params) and re.fullmatch(r"|".join(_BLOCKS_NAMES), params[0].name) is not None
+    return len(hetero_convs(model)) if named else 0
 
 
 def _signature(model: torch.nn.Module) -> tuple[str, list[str]]:
@@ -204,7 +282,8 @@ def trace_hetero(model: torch.nn.Module, schema: Schema, feature_types: tuple[st
     names some)."""
     model.eval()
     graph_arg, features = _signature(model)
-    tracer = _HeteroTracer(schema, graph_arg, model)
+    blocks = blocks_style(model)
+    tracer = _HeteroTracer(schema, graph_arg, model, blocks)
     concrete: dict[str, Any] = {p: {t: fx.PH for t in feature_types} for p in features}
     # parameters with defaults are traced at their default, as Python would call forward(g, x)
     for p in list(inspect.signature(type(model).forward).parameters.values())[1:]:
@@ -234,5 +313,5 @@ def trace_hetero(model: torch.nn.Module, schema: Schema, feature_types: tuple[st
             node.name = f"{param}_{ntype}"
     gm = fx.GraphModule(model, graph, type(model).__name__)
     return HeteroTraced(model, gm, graph_arg, tuple((p, feature_types) for p in features),
-                        by_input, output, dict(tracer.values), path)
+                        by_input, output, frozenset(tracer.constant_names), dict(tracer.values), path, blocks)
 

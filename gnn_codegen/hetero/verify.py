@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import dgl
 import torch
+import torch.fx as fx
 
 from gnn_codegen.errors import CheckFailedError, FeatDimsError
 from gnn_codegen.harness import allclose, generated_model, import_source, max_difference
@@ -38,6 +39,8 @@ def node_counts(generated: Generated, num_nodes: int) -> dict[str, int]:
     schema: Schema = generated.schema
     counts = {}
     for node, ntype in generated.hetero.tables.items():
+        while node.op != "get_attr" and node.args and isinstance(node.args[0], fx.Node):
+            node = node.args[0]  # a table computed from an embedding: `self.proj(embedding)`
         if node.op == "get_attr":
             counts[ntype] = len(generated.hetero.traced.constants[node.name])
     share = max(8, num_nodes // max(1, len(schema.ntypes)))
@@ -50,7 +53,6 @@ def feature_widths(generated: Generated) -> dict[tuple[str, str], int]:
     """Each feature's width: --feat-dims, else what the first module that reads it declares."""
     dims = dict(generated.feat_dims)
     plan = generated.hetero
-    model = plan.traced.model
     widths = {}
     for (param, ntype), node in plan.traced.placeholders.items():
         if ntype in dims:
@@ -167,7 +169,8 @@ def _forward(model: torch.nn.Module, generated: Generated, g: dgl.DGLHeteroGraph
              inputs: dict[str, dict[str, torch.Tensor]]) -> Any:
     with torch.no_grad():
         try:
-            return model(g, *inputs.values())
+            blocks = generated.hetero.traced.blocks
+            return model([g] * blocks if blocks else g, *inputs.values())
         except Exception as exc:
             frames = [f for f in traceback.extract_tb(exc.__traceback__)
                       if f.filename == str(generated.loaded.path.resolve()) or f.filename == str(generated.loaded.path)]

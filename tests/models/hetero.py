@@ -112,6 +112,23 @@ class GINPerRelation(nn.Module):
         return {k: v + x[k] for k, v in h.items()}
 
 
+class EmbeddingAndLinear(nn.Module):
+    """Featureless types: dgl.nn.HeteroEmbedding's tables, through a dgl.nn.HeteroLinear, as
+    the graph's only features; then SAGEConv per relation and a HeteroLinear per type."""
+
+    def __init__(self, num_nodes, size, rel_names):
+        super().__init__()
+        self.embed = dglnn.HeteroEmbedding(num_nodes, size)
+        self.proj = dglnn.HeteroLinear({ntype: size for ntype in num_nodes}, size)
+        self.conv = dglnn.HeteroGraphConv({rel: dglnn.SAGEConv(size, size, "mean") for rel in rel_names})
+        self.head = dglnn.HeteroLinear({ntype: size for ntype in num_nodes}, 3)
+
+    def forward(self, g):
+        h = self.proj(self.embed.weight)
+        h = self.conv(g, h)
+        return self.head({k: F.relu(v) for k, v in h.items()})
+
+
 # --- refused ---------------------------------------------------------------------------------
 
 

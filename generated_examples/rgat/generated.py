@@ -44,7 +44,7 @@ class RGAT(nn.Module):
         return self.linear(h["paper"])
 
     @torch.no_grad()
-    def inference(self, g, x, batch_size, device, progress=False):
+    def inference(self, g, x, batch_size, device, progress=False, nodes=None):
         """self.forward([g] * 3, x) in eval mode, computed one layer at a time: for each
         destination node type, over batches of batch_size of its nodes, each with the block of
         all its in-edges of every relation into that type.
@@ -55,6 +55,10 @@ class RGAT(nn.Module):
         host (in pinned memory if `device` is a GPU). progress: a tqdm bar per layer and type.
 
         x: a dict of features per node type, as forward takes it.
+
+        nodes: a 1-D tensor of IDs of paper nodes, for forward's rows of those nodes alone, in
+        that order: each layer computes only the rows that the layers after it read (all rows of
+        a type, from where that is most of it).
         """
         self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode
         batches = _HeteroBatches(self, g, batch_size, device, progress)
@@ -72,6 +76,9 @@ class RGAT(nn.Module):
             ]
         )
         batches.check_rows(x=(x, ("author", "field", "institution", "paper")))
+        # the nodes of each type whose rows each layer computes: all of them, or for nodes=
+        # those, and before each layer the in-neighbours of the nodes the layer computes
+        needed = batches.needed(nodes, layers=3, result="paper")
 
         # Layer 1 of 3: self.layers[0] (HeteroGraphConv: a GATConv per relation), into author,
         # field, institution and paper.
@@ -82,7 +89,7 @@ class RGAT(nn.Module):
 
         h1 = {}
         for ntype in ("author", "field", "institution", "paper"):
-            h1[ntype] = batches.map(layer_1, ntype, src=[x])
+            h1[ntype] = batches.map(layer_1, ntype, src=[x], nodes=needed[1][ntype])
 
         # Layer 2 of 3: self.layers[1] (HeteroGraphConv: a GATConv per relation), into author,
         # field, institution and paper.
@@ -93,7 +100,7 @@ class RGAT(nn.Module):
 
         h2 = {}
         for ntype in ("author", "field", "institution", "paper"):
-            h2[ntype] = batches.map(layer_2, ntype, src=[h1])
+            h2[ntype] = batches.map(layer_2, ntype, src=[h1], nodes=needed[2][ntype])
 
         # Layer 3 of 3: self.layers[2] (HeteroGraphConv: a GATConv per relation), into paper.
         def layer_3(block, h2, ntype):
@@ -102,8 +109,8 @@ class RGAT(nn.Module):
             return self.linear(h)
 
         h3 = {}
-        h3["paper"] = batches.map(layer_3, "paper", src=[h2])
-        return h3["paper"]
+        h3["paper"] = batches.map(layer_3, "paper", src=[h2], nodes=needed[3]["paper"])
+        return batches.result(h3["paper"], nodes)
 
 
 # --- gnn-codegen runtime: the batch loop, and DGL's layers written out -----------------------
@@ -189,13 +196,63 @@ class _HeteroBatches:
         """Each relation's out-degrees in g, by source node."""
         return {rel: self.g.out_degrees(etype=rel) for rel in self.g.canonical_etypes}
 
-    def map(self, layer, ntype, src=(), dst=()):
+    def needed(self, nodes, layers, result=None):
+        """The nodes of each type whose rows each layer computes for inference(nodes=...):
+        [before the first layer, layer 1, ..., the last layer], each {type: sorted IDs, or
+        None for all of them}, walking back from `nodes` ({type: IDs}, or the IDs of `result`'s
+        type), as a layer reads its nodes' own rows and those of their in-neighbours by every
+        relation. A type's nodes are all of them from where they are most of the type.
+        """
+        if nodes is None:
+            return [dict.fromkeys(self.g.ntypes) for _ in range(layers + 1)]
+        nodes = {result: nodes} if result is not None else nodes
+        if not isinstance(nodes, dict):
+            raise ValueError(
+                f"nodes must be a dict of node IDs per type, not {type(nodes).__name__}"
+            )
+        wanted = {}
+        for ntype, ids in nodes.items():
+            if ntype not in self.g.ntypes:
+                raise ValueError(f"nodes: g has no node type {ntype!r}")
+            ok = isinstance(ids, torch.Tensor) and ids.dim() == 1
+            if not ok or ids.dtype not in (torch.int32, torch.int64):
+                raise ValueError(f"nodes[{ntype!r}] must be a 1-D tensor of node IDs")
+            count = self.g.num_nodes(ntype)
+            inside = not len(ids) or 0 <= ids.min() <= ids.max() < count
+            if not inside:
+                raise ValueError(f"nodes[{ntype!r}] must be IDs of g's {ntype} nodes")
+            wanted[ntype] = torch.unique(ids.to(self.g.idtype))
+        needed = [{t: wanted.get(t, self._none()) for t in self.g.ntypes}]
+        for _ in range(layers):
+            after, before = needed[0], {}
+            for t in self.g.ntypes:
+                out_of = [rel for rel in self.g.canonical_etypes if rel[0] == t]
+                if after[t] is None or any(after[rel[2]] is None for rel in out_of):
+                    before[t] = None  # read by a layer that runs for all nodes
+                    continue
+                reads = [self._in_edges(rel, after[rel[2]])[0] for rel in out_of]
+                ids = torch.unique(torch.cat([after[t], *reads]))
+                before[t] = None if 2 * len(ids) > self.g.num_nodes(t) else ids
+            needed.insert(0, before)
+        return needed
+
+    def result(self, out, nodes=None):
+        """What inference returns: `out`, for nodes=... the rows of those nodes, in that
+        order (of each type asked for, for a dict)."""
+        if nodes is None:
+            return out
+        if isinstance(out, dict):
+            return {t: out[t][nodes[t].to(out[t].device).long()] for t in nodes}
+        return out[nodes.to(out.device).long()]
+
+    def map(self, layer, ntype, src=(), dst=(), nodes=None):
         """layer(block, *the source rows of each dict of src, *destination rows of dst, ntype)
-        for every batch of ntype's nodes; its results (a tensor or a tuple) for all of them, on
-        the host."""
+        for every batch of ntype's nodes (of `nodes`, sorted IDs, or all); its results (a
+        tensor or a tuple) for all of them, on the host (only the rows of `nodes` written).
+        """
         outputs = None
-        for start, end in self._ranges(ntype, "layer"):
-            block = self._block(ntype, start, end)
+        for batch in self._batches(ntype, "layer", nodes):
+            block = self._block(ntype, batch)
             sources = [
                 {
                     t: self._rows(x, block.srcnodes[t].data[dgl.NID])
@@ -203,60 +260,82 @@ class _HeteroBatches:
                 }
                 for features in src
             ]
-            rows = [x[start:end].to(self.device, non_blocking=True) for x in dst]
+            rows = [self._rows(x, batch) for x in dst]
             results = layer(block.to(self.device), *sources, *rows, ntype)
-            outputs = self._write(outputs, results, ntype, start, end)
+            outputs = self._write(outputs, results, ntype, batch)
             del block, sources, rows, results  # one batch's rows at a time
         return self._done(outputs)
 
-    def map_rows(self, fn, ntype, rows=()):
+    def map_rows(self, fn, ntype, rows=(), nodes=None):
         """fn(*the batch's rows of each tensor of rows, ntype) for every batch of ntype's
-        nodes; its results for all of them, on the host."""
+        nodes (of `nodes`, or all); its results for all of them, on the host."""
         outputs = None
-        for start, end in self._ranges(ntype, "rows"):
-            batch = [x[start:end].to(self.device, non_blocking=True) for x in rows]
-            outputs = self._write(outputs, fn(*batch, ntype), ntype, start, end)
-            del batch
+        for batch in self._batches(ntype, "rows", nodes):
+            rows_here = [self._rows(x, batch) for x in rows]
+            outputs = self._write(outputs, fn(*rows_here, ntype), ntype, batch)
+            del rows_here
         return self._done(outputs)
 
-    def _ranges(self, ntype, what):
-        num_nodes = self.g.num_nodes(ntype)
-        # no nodes: one empty batch still runs, so that the result has its width
-        starts = range(0, max(num_nodes, 1), self.batch_size)
+    def _none(self):
+        return torch.empty(0, dtype=self.g.idtype, device=self.g.device)
+
+    def _batches(self, ntype, what, nodes):
+        """The batches of ntype's nodes: slices of consecutive IDs, or of `nodes`' IDs. With
+        no nodes, one empty batch still runs, so that the result has its width."""
+        count = self.g.num_nodes(ntype) if nodes is None else len(nodes)
+        starts = range(0, max(count, 1), self.batch_size)
         if self.progress:
             import tqdm
 
             starts = tqdm.tqdm(starts, desc=f"{what} {ntype}", unit="batch")
-        return [(s, min(s + self.batch_size, num_nodes)) for s in starts]
+        for s in starts:
+            end = min(s + self.batch_size, count)
+            yield slice(s, end) if nodes is None else nodes[s:end]
 
-    def _block(self, ntype, start, end):
-        """The block of nodes start..end-1 of ntype: every in-edge of every relation into
-        ntype; its source nodes of each type in ID order, those of ntype after its
-        destination nodes, their IDs in g in srcdata[dgl.NID]."""
+    def _in_edges(self, rel, batch):
+        """A relation's in-edges of a batch (a slice of IDs, or IDs): their sources, and the
+        position of each one's destination in the batch."""
+        indptr, indices = self.csc[rel]
+        if isinstance(batch, slice):
+            start, end = batch.start, batch.stop
+            src = indices[indptr[start] : indptr[end]]
+            in_degrees = indptr[start + 1 : end + 1] - indptr[start:end]
+        else:
+            batch = batch.to(indptr.device)
+            begin, in_degrees = indptr[batch], indptr[batch + 1] - indptr[batch]
+            # each edge's position in indices: where its destination's edges begin, plus its
+            # rank among them (its position in the batch's edges, less theirs before it)
+            before = torch.cumsum(in_degrees, 0) - in_degrees
+            shift = torch.repeat_interleave(begin - before, in_degrees)
+            src = indices[shift + torch.arange(len(shift)).to(shift)]
+        count = len(in_degrees)
+        dst = torch.repeat_interleave(torch.arange(count).to(src), in_degrees)
+        return src, dst
+
+    def _block(self, ntype, batch):
+        """The block of a batch of ntype's nodes: every in-edge of every relation into ntype;
+        its source nodes of each type in ID order, those of ntype after its destination
+        nodes, their IDs in g in srcdata[dgl.NID]."""
         g, edges = self.g, {}
         sources = {t: [] for t in g.ntypes}
         for rel in g.canonical_etypes:
-            if rel[2] != ntype:
-                continue
-            indptr, indices = self.csc[rel]
-            src = indices[indptr[start] : indptr[end]]
-            in_degrees = indptr[start + 1 : end + 1] - indptr[start:end]
-            dst = torch.repeat_interleave(torch.arange(end - start).to(src), in_degrees)
-            edges[rel] = (src, dst)
-            sources[rel[0]].append(src)
+            if rel[2] == ntype:
+                edges[rel] = self._in_edges(rel, batch)
+                sources[rel[0]].append(edges[rel][0])
+        if isinstance(batch, slice):
+            first = torch.arange(batch.start, batch.stop)
+        else:
+            first = batch
         ids = {}
         for t in g.ntypes:
             is_source = self.is_source[t]
             for src in sources[t]:
                 is_source[src] = True
-            first = (
-                torch.arange(start, end).to(is_source.device) if t == ntype else None
-            )
-            if first is not None:
-                is_source[first] = False
+            if t == ntype:
+                is_source[first.to(is_source.device)] = False
             others = is_source.nonzero().flatten().to(self.block_ids[t])
             is_source[others] = False
-            ids[t] = others if first is None else torch.cat([first.to(others), others])
+            ids[t] = torch.cat([first.to(others), others]) if t == ntype else others
             self.block_ids[t][ids[t]] = torch.arange(len(ids[t])).to(others)
         data = {
             rel: (self.block_ids[rel[0]][src], dst) for rel, (src, dst) in edges.items()
@@ -264,7 +343,7 @@ class _HeteroBatches:
         block = dgl.create_block(
             data,
             num_src_nodes={t: len(ids[t]) for t in g.ntypes},
-            num_dst_nodes={t: end - start if t == ntype else 0 for t in g.ntypes},
+            num_dst_nodes={t: len(first) if t == ntype else 0 for t in g.ntypes},
             idtype=g.idtype,
             device=g.device,
         )
@@ -272,11 +351,13 @@ class _HeteroBatches:
             block.srcnodes[t].data[dgl.NID] = ids[t]
         return block
 
-    def _rows(self, x, ids):
-        """x's rows at ids, on `device`: gathered where x is."""
-        return x[ids.to(x.device)].to(self.device, non_blocking=True)
+    def _rows(self, x, batch):
+        """x's rows of a batch (a slice, or IDs), on `device`: gathered where x is."""
+        if not isinstance(batch, slice):
+            batch = batch.to(x.device)
+        return x[batch].to(self.device, non_blocking=True)
 
-    def _write(self, outputs, results, ntype, start, end):
+    def _write(self, outputs, results, ntype, batch):
         results = results if isinstance(results, tuple) else (results,)
         if outputs is None:  # each result's width and dtype, from the first batch
             pin = self.device.type == "cuda"
@@ -289,7 +370,10 @@ class _HeteroBatches:
                 for r in results
             ]
         for out, r in zip(outputs, results):
-            out[start:end].copy_(r, non_blocking=True)
+            if isinstance(batch, slice):
+                out[batch].copy_(r, non_blocking=True)
+            else:
+                out[batch.to(out.device)] = r.to(out.device)
         return outputs
 
     def _done(self, outputs):

@@ -48,6 +48,18 @@ class HeteroPlan:
                 and n.op != "placeholder" and n not in self.tables]
 
 
+def result_type(plan: HeteroPlan) -> str | None:
+    """What inference(nodes=...) takes: "" when forward returns a dict of node types (nodes is
+    then a dict of IDs per type), the type when it returns one type's rows (nodes is then their
+    IDs), None when it returns something else (no nodes= then)."""
+    output = plan.output
+    if isinstance(output, dict) and all(isinstance(v, fx.Node) for v in output.values()):
+        return ""
+    if isinstance(output, fx.Node) and plan.ntype.get(output):
+        return plan.ntype[output]
+    return None
+
+
 def resolve(node: Any, modules: dict[str, torch.nn.Module]) -> Any:
     """The value a node stands for, past modules that are the identity in eval mode and past
     `h[:block.num_dst_nodes(t)]` on the whole graph (traced as `h[:None]`, trace.py)."""

@@ -17,7 +17,7 @@ import torch
 import torch.fx as fx
 
 from gnn_codegen.errors import internal
-from gnn_codegen.hetero.plan import HeteroPlan, resolve
+from gnn_codegen.hetero.plan import HeteroPlan, resolve, result_type
 from gnn_codegen.hetero.trace import hetero_conv
 from gnn_codegen.lower import _without_defaults, function_expression, locations
 from gnn_codegen.lower import accessor as module_accessor
@@ -181,7 +181,8 @@ class HeteroRenderer:
         features = [p for p, _ in traced.inputs]
         if traced.blocks:  # forward(blocks, x) on the whole graph: inference(g, x)
             graph = "g"
-        params = [graph, *features, "batch_size", "device", "progress=False"]
+        self.subsets = self._result_type() is not None
+        params = [graph, *features, "batch_size", "device", "progress=False"] + (["nodes=None"] if self.subsets else [])
         schema_relations = ", ".join(self.expr(r, {}) for r in header["relations"])
         lines = [
             f"batches = {RUNTIME}(self, {graph}, batch_size, device, progress)",
@@ -194,15 +195,25 @@ class HeteroRenderer:
         self._name_constants()
         if self.once_lines:
             lines += ["# computed once, from the weights alone", *self.once_lines]
+        if self.subsets:
+            result = self._result_type()
+            lines += [
+                "# the nodes of each type whose rows each layer computes: all of them, or for nodes=",
+                "# those, and before each layer the in-neighbours of the nodes the layer computes",
+                f"needed = batches.needed(nodes, layers={plan.num_stages}"
+                + (f', result="{result}")' if result else ")"),
+            ]
         if self._needs_out_degrees():
             lines += ["# GraphConv's norm by source out-degrees reads the full graph's, per relation",
                       "out_degrees = batches.out_degrees()"]
-        body = ["@torch.no_grad()", f"def inference(self, {', '.join(params)}):", *_docstring(self.model, traced),
+        body = ["@torch.no_grad()", f"def inference(self, {', '.join(params)}):",
+                *_docstring(self.model, traced, self._result_type()),
                 "    self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode"]
         body += [f"    {line}" for line in lines]
         for stage in range(plan.num_stages + 1):
             body += [f"    {line}" if line else "" for line in self._stage(stage)]
-        body.append(f"    return {self._result()}")
+        result = self._result()
+        body.append(f"    return batches.result({result}, nodes)" if self.subsets else f"    return {result}")
         return "\n".join(body) + "\n"
 
     def _needs_out_degrees(self) -> bool:
@@ -307,6 +318,8 @@ class HeteroRenderer:
                     arguments.append(f"dst=[{', '.join(dst)}]")
             elif dst:
                 arguments.append(f"rows=[{', '.join(dst)}]")
+            if self.subsets:
+                arguments.append(f'nodes=needed[{stage}]["{t}"]')
             calls[t] = f"{targets} = batches.{method}({name}, {', '.join(arguments)})"
         lines += [f"{g} = {{}}" for g in group_names]
         unified = _shared(calls) if shared is not None else None
@@ -412,6 +425,9 @@ class HeteroRenderer:
             return f"{HETERO_CONV}({accessor(self.model, path)}, block, {source}, out_degrees{''.join(', ' + e for e in extra)})"
         return f"{accessor(self.model, path)}(block, {source}{''.join(', ' + e for e in extra)})[ntype]"
 
+    def _result_type(self) -> str | None:
+        return result_type(self.plan)
+
     def _result(self) -> str:
         output = self.plan.output
 
@@ -495,7 +511,7 @@ def _and(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _docstring(model: torch.nn.Module, traced: Any) -> list[str]:
+def _docstring(model: torch.nn.Module, traced: Any, result: str | None) -> list[str]:
     features = [p for p, _ in traced.inputs]
     graph = f"[g] * {traced.blocks}" if traced.blocks else traced.graph_arg
     call = ", ".join([graph, *features])
@@ -510,6 +526,14 @@ def _docstring(model: torch.nn.Module, traced: Any) -> list[str]:
     ]
     if features:
         paragraphs.append(f"{', '.join(features)}: a dict of features per node type, as forward takes it.")
+    if result is not None:
+        asked = (f"a 1-D tensor of IDs of {result} nodes" if result
+                 else "a dict of 1-D tensors of node IDs per type")
+        paragraphs.append(
+            f"nodes: {asked}, for forward's rows of those nodes alone, in that order"
+            + ("" if result else " (of the types asked for)")
+            + ": each layer computes only the rows that the layers after it read (all rows of "
+            "a type, from where that is most of it).")
     lines: list[str] = []
     for paragraph in paragraphs:
         lines += [*textwrap.wrap(paragraph, 88, break_on_hyphens=False), ""]

@@ -17,7 +17,8 @@ import torch
 import torch.fx as fx
 
 from gnn_codegen.errors import CheckFailedError, FeatDimsError
-from gnn_codegen.harness import allclose, generated_model, import_source, max_difference
+from gnn_codegen.harness import allclose, generated_model, import_source, max_difference, some_nodes
+from gnn_codegen.hetero.plan import result_type
 from gnn_codegen.hetero.schema import Schema, random_heterograph
 from gnn_codegen.hetero.trace import hetero_conv
 from gnn_codegen.input_specs import GUESSED_WIDTH, declared_width
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
     from gnn_codegen.pipeline import Generated
 
 VERIFY_BATCH_SIZES = (47, 60)
+SUBSET_SIZE = 30
+SUBSET = f"in place, for {SUBSET_SIZE} of the nodes (nodes=)"
 SIMULATED = "gathered, the model on a simulated GPU"
 _EMPTY = "in place, one relation without edges"
 
@@ -126,15 +129,24 @@ def check_hetero(generated: Generated, num_nodes: int = 1000, seed: int = 0,
     forward_seconds = time.perf_counter() - started
     sizes = batch_sizes or (97, max(counts.values()) + 1)
     runs = [(b, "in place") for b in sizes] + [(sizes[0], SIMULATED), (sizes[0], _EMPTY)]
+    subset = result_type(generated.hetero)
+    if subset is not None:
+        runs.append((sizes[0], SUBSET))
     results, ok = [], True
     for batch_size, how in runs:
         graph, wanted = g, expected
         if how == _EMPTY:  # a relation without edges: its module still runs, as in forward
             graph = random_heterograph(schema, counts, seed=seed, empty=schema.relations[0])
             wanted = _forward(reference, generated, graph, inputs)
+        nodes = None
+        if how == SUBSET:  # a few nodes of the result's type (of its first type, for a dict)
+            ntype = subset or next(iter(expected))
+            nodes = some_nodes(counts[ntype], SUBSET_SIZE, seed)
+            wanted = expected[nodes] if subset else {ntype: expected[ntype][nodes]}
+            nodes = nodes if subset else {ntype: nodes}
         started = time.perf_counter()
         try:
-            actual = _run(model, generated, graph, inputs, batch_size, how == SIMULATED)
+            actual = _run(model, generated, graph, inputs, batch_size, how == SIMULATED, nodes)
         except Exception as exc:
             raise CheckFailedError(_failed(generated, module, exc, batch_size, how)) from None
         seconds = time.perf_counter() - started
@@ -183,8 +195,10 @@ def _forward(model: torch.nn.Module, generated: Generated, g: dgl.DGLHeteroGraph
 
 
 def _run(model: torch.nn.Module, generated: Generated, g: dgl.DGLHeteroGraph,
-         inputs: dict[str, dict[str, torch.Tensor]], batch_size: int, simulated: bool) -> Any:
+         inputs: dict[str, dict[str, torch.Tensor]], batch_size: int, simulated: bool, nodes: Any = None) -> Any:
     method = getattr(model, generated.method_name)
+    if nodes is not None:
+        return method(g, *inputs.values(), batch_size=batch_size, device="cpu", nodes=nodes)
     if not simulated:
         return method(g, *inputs.values(), batch_size=batch_size, device="cpu")
     with SimulatedDevice() as sim:

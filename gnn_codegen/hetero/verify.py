@@ -73,9 +73,9 @@ def feature_widths(generated: Generated) -> dict[tuple[str, str], int]:
 
 def _declared(generated: Generated, node: Any, ntype: str) -> int | None:
     """The width the modules that read a feature declare: a module called on it, a relation's
-    module reading it as source rows, or as destination rows (SAGEConv((src, dst), ...)). A
-    type only ever a destination of modules that ignore destination rows (GraphConv) may have
-    any width: GUESSED_WIDTH."""
+    module reading it as source rows, or as destination rows (SAGEConv((src, dst), ...)); else,
+    for a type only ever a destination, GUESSED_WIDTH (forward failing there asks for
+    --feat-dims)."""
     model = generated.hetero.traced.model
     read_as_destination = False
     for user in node.users:
@@ -89,9 +89,11 @@ def _declared(generated: Generated, node: Any, ntype: str) -> int | None:
                 if src == ntype:
                     width = width or declared_width(mod)
                 elif dst == ntype and dst == user.args[3] and src in user.args[2]:
+                    # SAGEConv((src, dst), ...) says it; GINConv's (1 + eps) * h_dst is as wide
+                    # as its source rows; GraphConv ignores destination rows
                     read_as_destination = True
                     dst_width = getattr(mod, "_in_dst_feats", None)
-                    width = width or (dst_width if isinstance(dst_width, int) else None)
+                    width = width or (dst_width if isinstance(dst_width, int) else declared_width(mod))
         else:
             width = None
         if width:

@@ -186,6 +186,7 @@ class EntityClassify(nn.Module):
             h2[ntype] = batches.map(
                 layer_2, ntype, src=[h1], dst=[h1[ntype]], nodes=needed[2][ntype]
             )
+        del h1
 
         # Layer 3 of 3: self.layers[2].conv (HeteroGraphConv: a GraphConv per relation), into game
         # and user.
@@ -200,6 +201,7 @@ class EntityClassify(nn.Module):
             h3[ntype] = batches.map(
                 layer_3, ntype, src=[h2], dst=[h2[ntype]], nodes=needed[3][ntype]
             )
+        del h2
         return batches.result(h3, nodes)
 
 

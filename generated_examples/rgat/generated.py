@@ -101,6 +101,7 @@ class RGAT(nn.Module):
         h2 = {}
         for ntype in ("author", "field", "institution", "paper"):
             h2[ntype] = batches.map(layer_2, ntype, src=[h1], nodes=needed[2][ntype])
+        del h1
 
         # Layer 3 of 3: self.layers[2] (HeteroGraphConv: a GATConv per relation), into paper.
         def layer_3(block, h2, ntype):
@@ -110,6 +111,7 @@ class RGAT(nn.Module):
 
         h3 = {}
         h3["paper"] = batches.map(layer_3, "paper", src=[h2], nodes=needed[3]["paper"])
+        del h2
         return batches.result(h3["paper"], nodes)
 
 

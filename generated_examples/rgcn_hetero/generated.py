@@ -89,6 +89,7 @@ class RGCN(nn.Module):
         h2 = {}
         for ntype in ("author", "field", "institution", "paper"):
             h2[ntype] = batches.map(layer_2, ntype, src=[h1], nodes=needed[2][ntype])
+        del h1
         return batches.result(h2, nodes)
 
 

@@ -6,174 +6,36 @@ ops to every type); otherwise once per type."""
 
 from __future__ import annotations
 
-import operator
 import re
 import textwrap
-from dataclasses import dataclass
 from typing import Any
 
 import dgl.nn as dglnn
 import torch
 import torch.fx as fx
 
-from gnn_codegen.errors import internal
-from gnn_codegen.hetero.plan import HeteroPlan, resolve, result_type
+from gnn_codegen.hetero.expressions import ExpressionWriter, Names, accessor, base_name
+from gnn_codegen.hetero.plan import HeteroPlan, result_type
 from gnn_codegen.hetero.trace import hetero_conv
-from gnn_codegen.lower import _without_defaults, function_expression, locations
-from gnn_codegen.lower import accessor as module_accessor
+from gnn_codegen.lower import locations
 
 RUNTIME = "_HeteroBatches"
 HETERO_CONV = "_hetero_conv"
 
-_INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
-          operator.floordiv: "//", operator.matmul: "@", operator.pow: "**", operator.mod: "%"}
-_ASSIGNED = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?:[-+*/@]?=)(?!=)")
 _MOD_KWARGS = re.compile(r"mod_kwargs\s*=\s*([A-Za-z_]\w*)")
 _MOD_ARGS = re.compile(r"mod_args\s*=\s*([A-Za-z_]\w*)")
 
 
-@dataclass(frozen=True)
-class RenderedHetero:
-    method: str  # the method's source, at the class body's indentation
-    helpers: str  # the runtime, after the module's own code
-    uses_hetero_conv: bool
-
-
-class _Names:
-    """Unique names in one scope."""
-
-    def __init__(self, taken: set[str]):
-        self.taken = set(taken)
-
-    def new(self, base: str) -> str:
-        base = re.sub(r"\W", "_", base) or "h"
-        if base[0].isdigit():
-            base = f"h{base}"
-        name, i = base, 1
-        while name in self.taken:
-            name, i = f"{base}_{i}", i + 1
-        self.taken.add(name)
-        return name
-
-
-def _line_variable(node: fx.Node, path: Any) -> str:
-    """The variable the node's source line assigns (`h = h + self.h_bias`: h): the user's line,
-    else the line of the library code forward runs through; "" if neither assigns one."""
-    for where in locations(node, path):
-        match = _ASSIGNED.match(where.partition("(`")[2].rstrip("`)"))
-        if match:
-            return match.group(1)
-    return ""
-
-
-def _base_name(node: fx.Node) -> str:
-    return re.sub(r"_\d+$", "", node.name)
-
-
-class HeteroRenderer:
+class HeteroRenderer(ExpressionWriter):
     def __init__(self, plan: HeteroPlan, namespace: dict[str, Any], reserved: set[str]):
-        self.plan = plan
-        self.traced = plan.traced
-        self.namespace = namespace
-        self.model = plan.traced.model
-        self.modules = dict(plan.traced.graph_module.named_modules())
-        from gnn_codegen.hetero.plan import _model_path
-
-        self.path = _model_path(plan.traced)
-        self.names = _Names(reserved | {"self", "batches", "ntype", "block", "out_degrees"})
-        self.once: dict[fx.Node, str] = {}  # constants with a name of their own
+        super().__init__(plan, namespace, reserved)
         # (HeteroGraphConv, 4 or 5 for mod_args or mod_kwargs, the dict's code) -> its name
         self.arguments: dict[tuple[Any, int, str], str] = {}
         self.group_names: set[str] = set()  # the dicts of stored values, by node type
         self.literals: dict[str, str] = {}  # a dict of features forward builds -> its name
-        self.emitted: set[str] = set()
+        self.emitted: set[str] = set()  # the literals written out so far
         self.once_lines: list[str] = []
         self.uses_hetero_conv = False
-        self.groups: dict[fx.Node, tuple[str, str]] = {}  # stored value -> (dict name, its type)
-        for (param, ntype), node in self.traced.placeholders.items():
-            self.groups[node] = (param, ntype)
-        # the values lines assign: the last op of each run of ops from one line, per node type
-        # (a dict comprehension's line runs once per type)
-        self.assigned: set[fx.Node] = set()
-        runs: dict[str, tuple[tuple[str, str], fx.Node]] = {}
-        for node in plan.traced.graph_module.graph.nodes:
-            ntype, where = plan.ntype.get(node, ""), locations(node, self.path)
-            previous = runs.get(ntype)
-            if previous is not None and previous[0] != where:
-                self.assigned.add(previous[1])
-            runs[ntype] = (where, node)
-        self.assigned.update(node for _, node in runs.values())
-
-    def name_for(self, node: fx.Node) -> str:
-        """The variable the user's line assigns, for the value it assigns (the line's last op);
-        the op's own name (`matmul`) for the values computed on the way."""
-        variable = _line_variable(node, self.path)
-        if variable and node in self.assigned:
-            return variable
-        # `proj` for self.proj["paper"]: the same name for every type
-        return re.sub(rf"_{re.escape(self.plan.ntype.get(node, ''))}$", "", _base_name(node)) or "h"
-
-    # --- expressions -------------------------------------------------------------------------
-
-    def res(self, value: Any) -> Any:
-        return resolve(value, self.modules)
-
-    def expr(self, value: Any, env: dict[fx.Node, str]) -> str:
-        """Python for a value: a node by its name in env or as a constant, or a literal."""
-        if isinstance(value, fx.Node):
-            value = self.res(value)
-            if value in env:
-                return env[value]
-            if value in self.once:
-                return self.once[value]
-            if value.op == "get_attr":
-                return accessor(self.model, str(value.target))
-            if value.name in self.traced.constant_names:
-                return self.call(value, env)
-            raise internal(f"hetero render: {value.name} has no name here")
-        if isinstance(value, dict):
-            return "{" + ", ".join(f"{self.expr(k, env)}: {self.expr(v, env)}" for k, v in value.items()) + "}"
-        if isinstance(value, tuple):
-            inner = ", ".join(self.expr(v, env) for v in value)
-            return f"({inner},)" if len(value) == 1 else f"({inner})"
-        if isinstance(value, list):
-            return "[" + ", ".join(self.expr(v, env) for v in value) + "]"
-        if isinstance(value, str):
-            return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-        if isinstance(value, torch.dtype):
-            return str(value)
-        if isinstance(value, slice):
-            parts = [self.expr(p, env) if p is not None else "" for p in (value.start, value.stop)]
-            return ":".join(parts) + (f":{self.expr(value.step, env)}" if value.step is not None else "")
-        if value is Ellipsis:
-            return "..."
-        return repr(value)
-
-    def call(self, node: fx.Node, env: dict[fx.Node, str]) -> str:
-        args = [self.expr(a, env) for a in node.args]
-        given = tuple(node.kwargs.items())
-        if node.op == "call_function":  # F.relu(h), not F.relu(h, inplace=False) as fx records it
-            given = _without_defaults(node.target, given)
-        kwargs = [f"{k}={self.expr(v, env)}" for k, v in given]
-        if node.op == "call_module":
-            return f"{accessor(self.model, str(node.target))}({', '.join(args + kwargs)})"
-        if node.op == "call_method":
-            return f"{_operand(args[0], node.args[0])}.{node.target}({', '.join(args[1:] + kwargs)})"
-        target = node.target
-        if target in _INFIX and not kwargs:
-            return f"{_operand(args[0], node.args[0])} {_INFIX[target]} {_operand(args[1], node.args[1])}"
-        if target is operator.neg:
-            return f"-{_operand(args[0], node.args[0])}"
-        if target is operator.getitem and not kwargs:
-            index = node.args[1]
-            inner = ", ".join(self.expr(i, env) for i in index) if isinstance(index, tuple) else args[1]
-            return f"{_operand(args[0], node.args[0])}[{inner}]"
-        if target is getattr:
-            return f"{args[0]}.{node.args[1]}"
-        spelled = function_expression(target, self.namespace)  # type: ignore[arg-type]
-        return f"{spelled}({', '.join(args + kwargs)})"
-
-    # --- the method ----------------------------------------------------------------------------
 
     def method(self, header: dict[str, Any]) -> str:
         plan, traced = self.plan, self.traced
@@ -210,11 +72,26 @@ class HeteroRenderer:
                 *_docstring(self.model, traced, self._result_type()),
                 "    self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode"]
         body += [f"    {line}" for line in lines]
-        for stage in range(plan.num_stages + 1):
-            body += [f"    {line}" if line else "" for line in self._stage(stage)]
+        stages = [self._stage(stage) for stage in range(plan.num_stages + 1)]
         result = self._result()
+        for stage, lines_of_stage in zip(range(len(stages)), stages):
+            freed = self._freed_after(stage, stages, result)
+            if freed:  # a layer's results for every node, nothing reads them any more
+                lines_of_stage = [*lines_of_stage, f"del {', '.join(freed)}"]
+            body += [f"    {line}" if line else "" for line in lines_of_stage]
         body.append(f"    return batches.result({result}, nodes)" if self.subsets else f"    return {result}")
         return "\n".join(body) + "\n"
+
+    def _freed_after(self, stage: int, stages: list[list[str]], result: str) -> list[str]:
+        """The dicts of stored rows (or of features forward builds) that stage `stage` reads
+        last: deleted after it, as DGL's hand-written loops drop a layer's input."""
+        def reads(lines: list[str], name: str) -> bool:
+            return any(re.search(rf"\b{re.escape(name)}\b", line) for line in lines if not line.startswith("#"))
+
+        names = sorted(self.group_names, key=lambda n: (len(n), n))
+        return [n for n in names if reads(stages[stage], n) and not reads([result], n)
+                and not any(reads(later, n) for later in stages[stage + 1:])
+                and not any(line.startswith(f"{n} = ") or line.startswith(f"{n}[") for line in stages[stage])]
 
     def _needs_out_degrees(self) -> bool:
         return any(n.target is hetero_conv and _reads_full_degrees(self.model.get_submodule(str(n.args[0])))
@@ -348,7 +225,7 @@ class HeteroRenderer:
         nodes = plan.at(stage, ntype)
         # a function's names may be those of the stored dicts (it reads none of them), never those
         # of the values it reads from the method (constants, out_degrees)
-        local = _Names((set(self.names.taken) - self.group_names) | {"block", "ntype"})
+        local = Names((set(self.names.taken) - self.group_names) | {"block", "ntype"})
         env: dict[fx.Node, str] = {}
         params = ["block"] if stage else []
         src_exprs: list[str] = []
@@ -380,7 +257,7 @@ class HeteroRenderer:
                     continue
                 if arg in self.groups or arg in plan.tables or arg.op == "placeholder":
                     stored = self._stored(arg) if arg not in plan.tables else self.expr(arg, {})
-                    base = self.groups[arg][0] if arg in self.groups else _base_name(arg)
+                    base = self.groups[arg][0] if arg in self.groups else base_name(arg)
                     env[arg] = local.new(f"{base}_dst" if stage else base)
                     params.append(env[arg])
                     dst_exprs.append(stored)
@@ -452,17 +329,6 @@ class HeteroRenderer:
         return one(output)
 
 
-def accessor(root: torch.nn.Module, target: str) -> str:
-    """lower.accessor, and a ParameterDict's entry by its key (`self.embeds["paper"]`), as
-    people write an embedding per node type."""
-    parent, _, last = target.rpartition(".")
-    if parent and isinstance(root.get_submodule(parent), torch.nn.ParameterDict):
-        return f'{module_accessor(root, parent)}["{last}"]'
-    if parent and isinstance(root.get_submodule(parent), torch.nn.ParameterList):
-        return f"{module_accessor(root, parent)}[{last}]"
-    return module_accessor(root, target)
-
-
 def _describe_conv(module: torch.nn.Module) -> str:
     """`HeteroGraphConv: a GraphConv per relation`, for the comment above a layer."""
     classes = sorted({type(m).__name__ for m in module.mods.values()})
@@ -477,13 +343,6 @@ def _reads_full_degrees(module: torch.nn.Module) -> bool:
 def _live_users(node: fx.Node, nodes: list[fx.Node], res: Any) -> list[fx.Node]:
     """The nodes of `nodes` that read `node`."""
     return [n for n in nodes if any(res(a) is node for a in _nodes_in((n.args, n.kwargs)))]
-
-
-def _operand(text: str, value: Any) -> str:
-    """An operand of an operator or a method: parenthesised unless it is a name or a call."""
-    if re.fullmatch(r"[\w.\[\]\"']+(\(.*\))?", text) and not text.startswith("-"):
-        return text
-    return f"({text})"
 
 
 def _nodes_in(value: Any) -> list[fx.Node]:

@@ -1,0 +1,170 @@
+"""Python for the values of a traced heterogeneous forward (hetero/render.py writes the method
+around them): each call as the user's file spells it (`F.relu(h)`, `self.proj[ntype](x)`,
+`h.view(h.shape[0], -1)`), constants by name or inline, and local names taken from the lines
+that assign the values (`h = h + self.h_bias`), the same for every node type."""
+
+from __future__ import annotations
+
+import operator
+import re
+from typing import Any
+
+import torch
+import torch.fx as fx
+
+from gnn_codegen.errors import internal
+from gnn_codegen.hetero.plan import HeteroPlan, _model_path, resolve
+from gnn_codegen.lower import _without_defaults, function_expression, locations
+from gnn_codegen.lower import accessor as module_accessor
+
+_INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
+          operator.floordiv: "//", operator.matmul: "@", operator.pow: "**", operator.mod: "%"}
+_ASSIGNED = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?:[-+*/@]?=)(?!=)")
+
+
+class Names:
+    """Unique names in one scope."""
+
+    def __init__(self, taken: set[str]):
+        self.taken = set(taken)
+
+    def new(self, base: str) -> str:
+        base = re.sub(r"\W", "_", base) or "h"
+        if base[0].isdigit():
+            base = f"h{base}"
+        name, i = base, 1
+        while name in self.taken:
+            name, i = f"{base}_{i}", i + 1
+        self.taken.add(name)
+        return name
+
+
+def line_variable(node: fx.Node, path: Any) -> str:
+    """The variable the node's source line assigns (`h = h + self.h_bias`: h): the user's line,
+    else the line of the library code forward runs through; "" if neither assigns one."""
+    for where in locations(node, path):
+        match = _ASSIGNED.match(where.partition("(`")[2].rstrip("`)"))
+        if match:
+            return match.group(1)
+    return ""
+
+
+def base_name(node: fx.Node) -> str:
+    return re.sub(r"_\d+$", "", node.name)
+
+
+class ExpressionWriter:
+    """Python for the traced values: names as the user's lines assign them, constants by their
+    names or inline, calls as the user's file spells them."""
+
+    def __init__(self, plan: HeteroPlan, namespace: dict[str, Any], reserved: set[str]):
+        self.plan = plan
+        self.traced = plan.traced
+        self.namespace = namespace
+        self.model = plan.traced.model
+        self.modules = dict(plan.traced.graph_module.named_modules())
+        self.path = _model_path(plan.traced)
+        self.names = Names(reserved | {"self", "batches", "ntype", "block", "out_degrees"})
+        self.once: dict[fx.Node, str] = {}  # constants with a name of their own
+        self.groups: dict[fx.Node, tuple[str, str]] = {}  # stored value -> (dict name, its type)
+        for (param, ntype), node in self.traced.placeholders.items():
+            self.groups[node] = (param, ntype)
+        # the values lines assign: the last op of each run of ops from one line, per node type
+        # (a dict comprehension's line runs once per type)
+        self.assigned: set[fx.Node] = set()
+        runs: dict[str, tuple[tuple[str, str], fx.Node]] = {}
+        for node in plan.traced.graph_module.graph.nodes:
+            ntype, where = plan.ntype.get(node, ""), locations(node, self.path)
+            previous = runs.get(ntype)
+            if previous is not None and previous[0] != where:
+                self.assigned.add(previous[1])
+            runs[ntype] = (where, node)
+        self.assigned.update(node for _, node in runs.values())
+
+    def name_for(self, node: fx.Node) -> str:
+        """The variable the user's line assigns, for the value it assigns (the line's last op);
+        the op's own name (`matmul`) for the values computed on the way."""
+        variable = line_variable(node, self.path)
+        if variable and node in self.assigned:
+            return variable
+        # `proj` for self.proj["paper"]: the same name for every type
+        return re.sub(rf"_{re.escape(self.plan.ntype.get(node, ''))}$", "", base_name(node)) or "h"
+
+    # --- expressions -------------------------------------------------------------------------
+
+    def res(self, value: Any) -> Any:
+        return resolve(value, self.modules)
+
+    def expr(self, value: Any, env: dict[fx.Node, str]) -> str:
+        """Python for a value: a node by its name in env or as a constant, or a literal."""
+        if isinstance(value, fx.Node):
+            value = self.res(value)
+            if value in env:
+                return env[value]
+            if value in self.once:
+                return self.once[value]
+            if value.op == "get_attr":
+                return accessor(self.model, str(value.target))
+            if value.name in self.traced.constant_names:
+                return self.call(value, env)
+            raise internal(f"hetero render: {value.name} has no name here")
+        if isinstance(value, dict):
+            return "{" + ", ".join(f"{self.expr(k, env)}: {self.expr(v, env)}" for k, v in value.items()) + "}"
+        if isinstance(value, tuple):
+            inner = ", ".join(self.expr(v, env) for v in value)
+            return f"({inner},)" if len(value) == 1 else f"({inner})"
+        if isinstance(value, list):
+            return "[" + ", ".join(self.expr(v, env) for v in value) + "]"
+        if isinstance(value, str):
+            return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        if isinstance(value, torch.dtype):
+            return str(value)
+        if isinstance(value, slice):
+            parts = [self.expr(p, env) if p is not None else "" for p in (value.start, value.stop)]
+            return ":".join(parts) + (f":{self.expr(value.step, env)}" if value.step is not None else "")
+        if value is Ellipsis:
+            return "..."
+        return repr(value)
+
+    def call(self, node: fx.Node, env: dict[fx.Node, str]) -> str:
+        args = [self.expr(a, env) for a in node.args]
+        given = tuple(node.kwargs.items())
+        if node.op == "call_function":  # F.relu(h), not F.relu(h, inplace=False) as fx records it
+            given = _without_defaults(node.target, given)
+        kwargs = [f"{k}={self.expr(v, env)}" for k, v in given]
+        if node.op == "call_module":
+            return f"{accessor(self.model, str(node.target))}({', '.join(args + kwargs)})"
+        if node.op == "call_method":
+            return f"{_operand(args[0], node.args[0])}.{node.target}({', '.join(args[1:] + kwargs)})"
+        target = node.target
+        if target in _INFIX and not kwargs:
+            return f"{_operand(args[0], node.args[0])} {_INFIX[target]} {_operand(args[1], node.args[1])}"
+        if target is operator.neg:
+            return f"-{_operand(args[0], node.args[0])}"
+        if target is operator.getitem and not kwargs:
+            index = node.args[1]
+            inner = ", ".join(self.expr(i, env) for i in index) if isinstance(index, tuple) else args[1]
+            return f"{_operand(args[0], node.args[0])}[{inner}]"
+        if target is getattr:
+            return f"{args[0]}.{node.args[1]}"
+        spelled = function_expression(target, self.namespace)  # type: ignore[arg-type]
+        return f"{spelled}({', '.join(args + kwargs)})"
+
+    # --- the method ----------------------------------------------------------------------------
+
+def accessor(root: torch.nn.Module, target: str) -> str:
+    """lower.accessor, and a ParameterDict's entry by its key (`self.embeds["paper"]`), as
+    people write an embedding per node type."""
+    parent, _, last = target.rpartition(".")
+    if parent and isinstance(root.get_submodule(parent), torch.nn.ParameterDict):
+        return f'{module_accessor(root, parent)}["{last}"]'
+    if parent and isinstance(root.get_submodule(parent), torch.nn.ParameterList):
+        return f"{module_accessor(root, parent)}[{last}]"
+    return module_accessor(root, target)
+
+
+def _operand(text: str, value: Any) -> str:
+    """An operand of an operator or a method: parenthesised unless it is a name or a call."""
+    if re.fullmatch(r"[\w.\[\]\"']+(\(.*\))?", text) and not text.startswith("-"):
+        return text
+    return f"({text})"

@@ -236,3 +236,19 @@ def test_nodes_of_several_types() -> None:
         model.inference(g, x, batch_size=9, device="cpu", nodes={"paper": torch.tensor([10**6])})
     with pytest.raises(ValueError, match="must be a dict of node IDs per type"):
         model.inference(g, x, batch_size=9, device="cpu", nodes=torch.tensor([1]))
+
+
+def test_nodes_of_one_type_of_a_dict(monkeypatch: pytest.MonkeyPatch) -> None:
+    """nodes= for users only: the games' layer has no node to compute and still runs for one
+    (GATConv cannot reshape zero rows), and only users come back."""
+    monkeypatch.chdir(REPO)
+    generated = generate_all(f"{MODELS}:GATPerRelation", GenerateOptions(
+        init=json.dumps({"size": 6, "rel_names": GAME_RELATIONS}), metagraph=GAMES))
+    module = import_source(generated.source, REPO / "tests" / "models", "gat_per_relation_nodes")
+    model = getattr(module, "GATPerRelation")(6, GAME_RELATIONS).eval()
+    g = random_heterograph(parse_metagraph(GAMES), {"user": 40, "game": 30}, seed=2)
+    x = {"user": torch.randn(40, 6), "game": torch.randn(30, 6)}
+    with torch.no_grad():
+        expected = model(g, x)
+    out = model.inference(g, x, batch_size=8, device="cpu", nodes={"user": torch.tensor([5, 1])})
+    assert list(out) == ["user"] and torch.allclose(out["user"], expected["user"][[5, 1]], atol=1e-5)

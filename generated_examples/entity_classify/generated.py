@@ -373,7 +373,9 @@ class _HeteroBatches:
 
     def _batches(self, ntype, what, nodes):
         """The batches of ntype's nodes: slices of consecutive IDs, or of `nodes`' IDs. With
-        no nodes, one empty batch still runs, so that the result has its width."""
+        no nodes asked for, one runs (the first), so that the result has its width."""
+        if nodes is not None and not len(nodes) and self.g.num_nodes(ntype):
+            nodes = torch.zeros(1, dtype=nodes.dtype, device=nodes.device)
         count = self.g.num_nodes(ntype) if nodes is None else len(nodes)
         starts = range(0, max(count, 1), self.batch_size)
         if self.progress:

@@ -163,3 +163,15 @@ class ReadsGraphSizes(nn.Module):
     def forward(self, g, x):
         h = self.conv(g, x)
         return h["user"] / g.num_nodes("user")
+
+
+class GATPerRelation(nn.Module):
+    """GATConv per relation, heads flattened, a dict per type returned: with nodes= for one
+    type, the other types' layers have no node to compute (GATConv cannot reshape zero rows)."""
+
+    def __init__(self, size, rel_names):
+        super().__init__()
+        self.conv = dglnn.HeteroGraphConv({rel: dglnn.GATConv(size, 3, num_heads=2) for rel in rel_names})
+
+    def forward(self, g, x):
+        return {k: v.flatten(1) for k, v in self.conv(g, x).items()}

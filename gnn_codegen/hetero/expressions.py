@@ -13,12 +13,11 @@ import torch
 import torch.fx as fx
 
 from gnn_codegen.errors import internal
-from gnn_codegen.hetero.plan import HeteroPlan, _model_path, resolve
+from gnn_codegen.hetero.plan import HeteroPlan, resolve
 from gnn_codegen.lower import _without_defaults, function_expression, locations
 from gnn_codegen.lower import accessor as module_accessor
+from gnn_codegen.render_code import BINARY, UNARY, Code, constant
 
-_INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
-          operator.floordiv: "//", operator.matmul: "@", operator.pow: "**", operator.mod: "%"}
 _ASSIGNED = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?:[-+*/@]?=)(?!=)")
 
 
@@ -63,7 +62,7 @@ class ExpressionWriter:
         self.namespace = namespace
         self.model = plan.traced.model
         self.modules = dict(plan.traced.graph_module.named_modules())
-        self.path = _model_path(plan.traced)
+        self.path = plan.traced.path
         self.names = Names(reserved | {"self", "batches", "ntype", "block", "out_degrees"})
         self.once: dict[fx.Node, str] = {}  # constants with a name of their own
         self.groups: dict[fx.Node, tuple[str, str]] = {}  # stored value -> (dict name, its type)
@@ -97,60 +96,67 @@ class ExpressionWriter:
 
     def expr(self, value: Any, env: dict[fx.Node, str]) -> str:
         """Python for a value: a node by its name in env or as a constant, or a literal."""
+        return self.code(value, env).text
+
+    def code(self, value: Any, env: dict[fx.Node, str]) -> Code:
+        """expr's text, and whether it stands as an operand without parentheses."""
         if isinstance(value, fx.Node):
             value = self.res(value)
             if value in env:
-                return env[value]
+                return Code(env[value])
             if value in self.once:
-                return self.once[value]
+                return Code(self.once[value])
             if value.op == "get_attr":
-                return accessor(self.model, str(value.target))
+                return Code(accessor(self.model, str(value.target)))
             if value.name in self.traced.constant_names:
-                return self.call(value, env)
+                return self.call_code(value, env)
             raise internal(f"hetero render: {value.name} has no name here")
         if isinstance(value, dict):
-            return "{" + ", ".join(f"{self.expr(k, env)}: {self.expr(v, env)}" for k, v in value.items()) + "}"
+            return Code("{" + ", ".join(f"{self.expr(k, env)}: {self.expr(v, env)}" for k, v in value.items()) + "}")
         if isinstance(value, tuple):
             inner = ", ".join(self.expr(v, env) for v in value)
-            return f"({inner},)" if len(value) == 1 else f"({inner})"
+            return Code(f"({inner},)" if len(value) == 1 else f"({inner})")
         if isinstance(value, list):
-            return "[" + ", ".join(self.expr(v, env) for v in value) + "]"
+            return Code("[" + ", ".join(self.expr(v, env) for v in value) + "]")
         if isinstance(value, str):
-            return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-        if isinstance(value, torch.dtype):
-            return str(value)
+            # double quotes always: render.py finds a type's name as "paper" in the code
+            return Code('"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"')
         if isinstance(value, slice):
             parts = [self.expr(p, env) if p is not None else "" for p in (value.start, value.stop)]
-            return ":".join(parts) + (f":{self.expr(value.step, env)}" if value.step is not None else "")
-        if value is Ellipsis:
-            return "..."
-        return repr(value)
+            return Code(":".join(parts) + (f":{self.expr(value.step, env)}" if value.step is not None else ""))
+        text = constant(value)
+        return Code(text, atom=not text.startswith("-"))
 
     def call(self, node: fx.Node, env: dict[fx.Node, str]) -> str:
+        return self.call_code(node, env).text
+
+    def call_code(self, node: fx.Node, env: dict[fx.Node, str]) -> Code:
+        """The call of a traced node, as the user's file spells it (operators as operators)."""
         args = [self.expr(a, env) for a in node.args]
         given = tuple(node.kwargs.items())
         if node.op == "call_function":  # F.relu(h), not F.relu(h, inplace=False) as fx records it
             given = _without_defaults(node.target, given)
         kwargs = [f"{k}={self.expr(v, env)}" for k, v in given]
         if node.op == "call_module":
-            return f"{accessor(self.model, str(node.target))}({', '.join(args + kwargs)})"
+            return Code(f"{accessor(self.model, str(node.target))}({', '.join(args + kwargs)})")
         if node.op == "call_method":
-            return f"{_operand(args[0], node.args[0])}.{node.target}({', '.join(args[1:] + kwargs)})"
-        target = node.target
-        if target in _INFIX and not kwargs:
-            return f"{_operand(args[0], node.args[0])} {_INFIX[target]} {_operand(args[1], node.args[1])}"
-        if target is operator.neg:
-            return f"-{_operand(args[0], node.args[0])}"
+            receiver = self.code(node.args[0], env).operand()
+            return Code(f"{receiver}.{node.target}({', '.join(args[1:] + kwargs)})")
+        target, name = node.target, getattr(node.target, "__name__", "")
+        if getattr(operator, name, None) is target and name in BINARY and not kwargs:
+            left, right = (self.code(a, env).operand() for a in node.args)
+            return Code(f"{left} {BINARY[name]} {right}", atom=False)
+        if getattr(operator, name, None) is target and name in UNARY and not kwargs:
+            return Code(f"{UNARY[name]}{self.code(node.args[0], env).operand()}", atom=False)
         if target is operator.getitem and not kwargs:
             index = node.args[1]
             inner = ", ".join(self.expr(i, env) for i in index) if isinstance(index, tuple) else args[1]
-            return f"{_operand(args[0], node.args[0])}[{inner}]"
+            return Code(f"{self.code(node.args[0], env).operand()}[{inner}]")
         if target is getattr:
-            return f"{args[0]}.{node.args[1]}"
+            return Code(f"{self.code(node.args[0], env).operand()}.{node.args[1]}")
         spelled = function_expression(target, self.namespace)  # type: ignore[arg-type]
-        return f"{spelled}({', '.join(args + kwargs)})"
+        return Code(f"{spelled}({', '.join(args + kwargs)})")
 
-    # --- the method ----------------------------------------------------------------------------
 
 def accessor(root: torch.nn.Module, target: str) -> str:
     """lower.accessor, and a ParameterDict's entry by its key (`self.embeds["paper"]`), as
@@ -161,10 +167,3 @@ def accessor(root: torch.nn.Module, target: str) -> str:
     if parent and isinstance(root.get_submodule(parent), torch.nn.ParameterList):
         return f"{module_accessor(root, parent)}[{last}]"
     return module_accessor(root, target)
-
-
-def _operand(text: str, value: Any) -> str:
-    """An operand of an operator or a method: parenthesised unless it is a name or a call."""
-    if re.fullmatch(r"[\w.\[\]\"']+(\(.*\))?", text) and not text.startswith("-"):
-        return text
-    return f"({text})"

@@ -3,6 +3,7 @@ pipeline.generate_all hands a model over when it holds a HeteroGraphConv."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
@@ -60,13 +61,12 @@ def generate_hetero(loaded: LoadedModel, options: GenerateOptions, feat_dims: di
     helpers = render_hetero_helpers(renderer.uses_hetero_conv)
     source = splice(loaded.source, loaded.class_name, method, helpers,
                     render_template("header.py.j2", **header), options.method_name)
-    # the helpers are black's format as rendered (tests/test_hetero.py): only the rest is formatted
+    # the helpers are black's format as rendered (the goldens' black check covers both variants):
+    # only the rest is formatted
     generated = Generated(format_source(source, helpers), loaded, None, None, None, warnings, header["target"],  # type: ignore[arg-type]
                           method_name=options.method_name, hetero=plan, schema=schema,
                           feat_dims=tuple(feat_dims.items()))
     if not options.verify:
         return generated
-    from dataclasses import replace
-
     result = verify_hetero(generated)
     return replace(generated, verification=result, notes=generated.notes + result.notes)

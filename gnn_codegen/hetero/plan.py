@@ -38,6 +38,8 @@ class HeteroPlan:
     output: Any  # forward's result, its nodes resolved past identities
     tables: dict[fx.Node, str] = field(default_factory=dict)  # weights read as a type's rows
     sizes: set[fx.Node] = field(default_factory=set)  # a batch's tensor sizes (`h.shape[0]`)
+    # each live node's readers among the live nodes, through identities (resolve)
+    users: dict[fx.Node, list[fx.Node]] = field(default_factory=dict)
 
     @property
     def num_stages(self) -> int:
@@ -84,8 +86,8 @@ def _is_size(node: fx.Node, sizes: set[fx.Node]) -> bool:
     if node.op == "call_method" and node.target == "size":
         return True
     return (node.op == "call_function" and node.target in _SIZE_OPS
-            and any(a in sizes for a in _nodes_in(node.args))
-            and all(a in sizes for a in _nodes_in(node.args)))
+            and any(a in sizes for a in nodes_in(node.args))
+            and all(a in sizes for a in nodes_in(node.args)))
 
 
 def _keeps_rows_by_size(node: fx.Node, sizes: set[fx.Node], res: Any) -> bool:
@@ -100,13 +102,9 @@ def _keeps_rows_by_size(node: fx.Node, sizes: set[fx.Node], res: Any) -> bool:
 
 
 def _refuse(node: fx.Node, traced: HeteroTraced, what: str) -> None:
-    user, _ = locations(node, _model_path(traced))
+    user, _ = locations(node, traced.path)
     where = user or f"{type(traced.model).__name__}.forward"
     raise UnsupportedOperationError(f"{where}: {what}")
-
-
-def _model_path(traced: HeteroTraced) -> Any:
-    return traced.path
 
 
 def _as_op(node: fx.Node, modules: dict[str, torch.nn.Module]) -> Op:
@@ -131,14 +129,19 @@ def build_hetero_plan(traced: HeteroTraced) -> HeteroPlan:
     output = res(traced.output)
     # live: what the result reads, walking back through resolved arguments
     live: set[fx.Node] = set()
-    work = [n for n in _nodes_in(output)]
+    work = nodes_in(output)
     while work:
         node = work.pop()
         if node in live:
             continue
         live.add(node)
-        work.extend(_nodes_in(res((node.args, node.kwargs))))
+        work.extend(nodes_in(res((node.args, node.kwargs))))
     nodes = [n for n in gm.graph.nodes if n in live and n is not graph_node]
+    users: dict[fx.Node, list[fx.Node]] = {n: [] for n in nodes}
+    for node in nodes:
+        for arg in nodes_in(res((node.args, node.kwargs))):
+            if arg in users:
+                users[arg].append(node)
 
     ntype: dict[fx.Node, str] = {}
     tables: dict[fx.Node, str] = {}
@@ -154,7 +157,7 @@ def build_hetero_plan(traced: HeteroTraced) -> HeteroPlan:
     # embedding), computed once for every node
     for node in nodes:
         if node.name in traced.constant_names and node not in tables:
-            types = {tables[a] for a in _nodes_in(res((node.args, node.kwargs))) if a in tables}
+            types = {tables[a] for a in nodes_in(res((node.args, node.kwargs))) if a in tables}
             if len(types) == 1:
                 tables[node] = types.pop()
     untyped = set(traced.constant_names) - {n.name for n in tables}
@@ -172,7 +175,7 @@ def build_hetero_plan(traced: HeteroTraced) -> HeteroPlan:
             continue
         if node.name in untyped:
             continue
-        args = _nodes_in(res((node.args, node.kwargs)))
+        args = nodes_in(res((node.args, node.kwargs)))
         types = {ntype[a] for a in args if a in ntype}
         if not types:
             continue  # a constant traced without a value (never: a guard)
@@ -185,58 +188,55 @@ def build_hetero_plan(traced: HeteroTraced) -> HeteroPlan:
             stage[node] = max(stage[a] for a in args if a in stage)
             continue
         op = _as_op(node, modules)
-        typed_args = [a for a in _nodes_in(res(node.args)) if a in ntype]
+        typed_args = [a for a in nodes_in(res(node.args)) if a in ntype]
         if node.target in _ROWS_FROM_FIRST and (not res(node.args) or res(node.args)[0] not in typed_args
-                                                 or any(a in ntype for a in _nodes_in(res(node.args[1:])))):
+                                                 or any(a in ntype for a in nodes_in(res(node.args[1:])))):
             _refuse(node, traced, "a matrix product whose right operand holds one row per node mixes the "
                     "rows of different nodes; only products of node rows with weights keep rows independent")
-        if not is_rowwise(op, 2) and not _keeps_rows_by_size(node, sizes, res) and not (node.op == "call_module" and qualified_name(type(modules[str(node.target)])) in EVAL_IDENTITY_MODULES):
+        if not is_rowwise(op, 2) and not _keeps_rows_by_size(node, sizes, res):
             _refuse(node, traced, f"{_describe(node)} is not known to keep each node's row independent of the "
                     "others, which a layer-wise loop over batches of nodes needs between HeteroGraphConv calls "
                     "(element-wise functions, nn.Linear, products with weights and such do)")
         ntype[node] = types.pop()
         stage[node] = max(stage[a] for a in args if a in stage)
-    _sink(nodes, stage, tables, set(_nodes_in(output)), res)
+    _sink(nodes, stage, tables, set(nodes_in(output)), users, res)
     typed = [n for n in nodes if n in stage]
     stored = []
     for node in typed:
         if node.op == "placeholder" or node in tables:
             continue
         if node in sizes:
-            if any(stage[u] != stage[node] for u in _users(node, nodes, res)):
+            if any(stage[u] != stage[node] for u in users[node]):
                 _refuse(node, traced, "a tensor's size read by a later layer than the one that makes the "
                         "tensor; read it where it is used")
             continue
-        later = any(stage.get(user, -1) > stage[node] for user in _users(node, nodes, res))
-        if later or node in _nodes_in(output):
+        later = any(stage.get(user, -1) > stage[node] for user in users[node])
+        if later or node in nodes_in(output):
             stored.append(node)
     once = [n for n in nodes if n.name in traced.constant_names and n.op != "get_attr"]
-    return HeteroPlan(traced, nodes, ntype, stage, once, stored, output, tables, sizes)
+    return HeteroPlan(traced, nodes, ntype, stage, once, stored, output, tables, sizes, users)
 
 
 def _sink(nodes: list[fx.Node], stage: dict[fx.Node, int], tables: dict[fx.Node, str],
-          results: set[fx.Node], res: Any) -> None:
+          results: set[fx.Node], users: dict[fx.Node, list[fx.Node]], res: Any) -> None:
     """Move an operation that only later stages read into the first of them, where its inputs
     are read anyway: the self-loop's `h @ loop_weight` of the next layer is then computed from
     the stored h, and no second tensor is stored beside it."""
     for node in reversed(nodes):
         if node not in stage or node.op == "placeholder" or node in tables or node.target is hetero_conv:
             continue
-        users = _users(node, nodes, res)
-        if not users or node in results or any(stage[u] <= stage[node] for u in users):
+        readers = users[node]
+        if not readers or node in results or any(stage[u] <= stage[node] for u in readers):
             continue
         kept = all(a.op == "placeholder" or a in tables or a in results
-                   or any(stage[u] > stage[a] for u in _users(a, nodes, res) if u is not node)
-                   for a in _nodes_in(res((node.args, node.kwargs))) if a in stage)
+                   or any(stage[u] > stage[a] for u in users[a] if u is not node)
+                   for a in nodes_in(res((node.args, node.kwargs))) if a in stage)
         if kept:
-            stage[node] = min(stage[u] for u in users)
+            stage[node] = min(stage[u] for u in readers)
 
 
-def _users(node: fx.Node, nodes: list[fx.Node], res: Any) -> list[fx.Node]:
-    return [n for n in nodes if node in _nodes_in(res((n.args, n.kwargs)))]
-
-
-def _nodes_in(value: Any) -> list[fx.Node]:
+def nodes_in(value: Any) -> list[fx.Node]:
+    """The fx nodes inside a value (args, dicts, tuples), each once, in order."""
     found: list[fx.Node] = []
     fx.node.map_aggregate(value, lambda v: found.append(v) if isinstance(v, fx.Node) else None)
     return list(dict.fromkeys(found))

@@ -15,7 +15,7 @@ import torch
 import torch.fx as fx
 
 from gnn_codegen.hetero.expressions import ExpressionWriter, Names, accessor, base_name
-from gnn_codegen.hetero.plan import HeteroPlan, result_type
+from gnn_codegen.hetero.plan import HeteroPlan, nodes_in, result_type
 from gnn_codegen.hetero.trace import hetero_conv
 from gnn_codegen.lower import locations
 
@@ -43,7 +43,8 @@ class HeteroRenderer(ExpressionWriter):
         features = [p for p, _ in traced.inputs]
         if traced.blocks:  # forward(blocks, x) on the whole graph: inference(g, x)
             graph = "g"
-        self.subsets = self._result_type() is not None
+        self.result_kind = result_type(plan)
+        self.subsets = self.result_kind is not None
         params = [graph, *features, "batch_size", "device", "progress=False"] + (["nodes=None"] if self.subsets else [])
         schema_relations = ", ".join(self.expr(r, {}) for r in header["relations"])
         lines = [
@@ -58,7 +59,7 @@ class HeteroRenderer(ExpressionWriter):
         if self.once_lines:
             lines += ["# computed once, from the weights alone", *self.once_lines]
         if self.subsets:
-            result = self._result_type()
+            result = self.result_kind
             lines += [
                 "# the nodes of each type whose rows each layer computes: all of them, or for nodes=",
                 "# those, and before each layer the in-neighbours of the nodes the layer computes",
@@ -69,7 +70,7 @@ class HeteroRenderer(ExpressionWriter):
             lines += ["# GraphConv's norm by source out-degrees reads the full graph's, per relation",
                       "out_degrees = batches.out_degrees()"]
         body = ["@torch.no_grad()", f"def inference(self, {', '.join(params)}):",
-                *_docstring(self.model, traced, self._result_type()),
+                *_docstring(self.model, traced, self.result_kind),
                 "    self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode"]
         body += [f"    {line}" for line in lines]
         stages = [self._stage(stage) for stage in range(plan.num_stages + 1)]
@@ -104,10 +105,10 @@ class HeteroRenderer(ExpressionWriter):
         plan = self.plan
         uses: dict[fx.Node, set[Any]] = {}
         for node in plan.nodes:
-            for arg in _nodes_in((node.args, node.kwargs)):
+            for arg in nodes_in((node.args, node.kwargs)):
                 arg = self.res(arg)
                 # the calls for each type share one dict of arguments: one use
-                key = (node.args[0], "arguments") if node.target is hetero_conv and arg not in _nodes_in(node.args[2]) else node
+                key = (node.args[0], "arguments") if node.target is hetero_conv and arg not in nodes_in(node.args[2]) else node
                 uses.setdefault(arg, set()).add(key)
         by_line: dict[tuple[str, str], list[fx.Node]] = {}
         for node in plan.constants:
@@ -142,17 +143,24 @@ class HeteroRenderer(ExpressionWriter):
                 self.once_lines.append(f"{name} = {key[2]}")
                 self.arguments[key] = name
 
-    def _source_dict(self, inputs: dict[str, Any], env: dict[fx.Node, str]) -> str:
+    def _group_of(self, values: dict[str, Any]) -> str | None:
+        """The stored dict that is exactly `values` (its types, in any order), if one is."""
+        values = {t: self.res(v) for t, v in values.items()}
+        groups = {self.groups.get(v, (None, None))[0] if isinstance(v, fx.Node) else None for v in values.values()}
+        if len(groups) != 1 or None in groups:
+            return None
+        group = groups.pop()
+        members = [t for v, (g, t) in self.groups.items() if g == group]
+        same = all(self.groups[v] == (group, t) for t, v in values.items())
+        return group if same and sorted(members) == sorted(values) else None
+
+    def _source_dict(self, inputs: dict[str, Any]) -> str:
         """A HeteroGraphConv's input dict, as the runtime is given it: a stored dict when it is
         one, else a literal."""
-        values = {t: self.res(v) for t, v in inputs.items()}
-        groups = {self.groups.get(v, (None, None))[0] for v in values.values()}
-        if len(groups) == 1 and None not in groups:
-            group = groups.pop()
-            members = [t for v, (g, t) in self.groups.items() if g == group]
-            if all(self.groups[v] == (group, t) for t, v in values.items()) and sorted(members) == sorted(values):
-                return str(group)
-        return "{" + ", ".join(f'"{t}": {self._stored(v)}' for t, v in values.items()) + "}"
+        group = self._group_of(inputs)
+        if group is not None:
+            return group
+        return "{" + ", ".join(f'"{t}": {self._stored(self.res(v))}' for t, v in inputs.items()) + "}"
 
     def _stored(self, node: fx.Node) -> str:
         if node in self.groups:
@@ -228,30 +236,30 @@ class HeteroRenderer(ExpressionWriter):
         local = Names((set(self.names.taken) - self.group_names) | {"block", "ntype"})
         env: dict[fx.Node, str] = {}
         params = ["block"] if stage else []
-        src_exprs: list[str] = []
-        src_params: dict[str, str] = {}
+        src_exprs: list[str] = []  # the dicts of source rows, each a parameter of that name
         dst_exprs: list[str] = []
         body: list[str] = []
         # the inputs: dicts of source rows for each HeteroGraphConv, destination rows of values
         # made by earlier stages
+        sources: dict[fx.Node, str] = {}  # each HeteroGraphConv's input dict, by its name
         for node in nodes:
             if node.target is hetero_conv:
-                source = self._source_dict(node.args[2], env)
+                source = self._source_dict(node.args[2])
                 if not source.isidentifier():  # a dict forward builds: named before the loop
                     if source not in self.literals:
                         self.literals[source] = self.names.new(f"h{stage - 1}")
                         self.group_names.add(self.literals[source])
                     source = self.literals[source]
-                if source not in src_params:
+                sources[node] = source
+                if source not in src_exprs:
                     # the parameter takes the name of what the call passes: the same dict
-                    src_params[source] = source
                     local.taken.add(source)
-                    params.append(src_params[source])
+                    params.append(source)
                     src_exprs.append(source)
         for node in nodes:
             if node.target is hetero_conv:
                 continue
-            for arg in _nodes_in((node.args, node.kwargs)):
+            for arg in nodes_in((node.args, node.kwargs)):
                 arg = self.res(arg)
                 if arg in env or arg in nodes or plan.ntype.get(arg) != ntype:
                     continue
@@ -265,8 +273,7 @@ class HeteroRenderer(ExpressionWriter):
         holder: dict[str, fx.Node] = {}  # local name -> the value it holds now
         for position, node in enumerate(nodes):
             if node.target is hetero_conv:
-                source = self._source_dict(node.args[2], env)
-                code = self._conv_call(node, src_params[self.literals.get(source, source)])
+                code = self._conv_call(node, sources[node])
             else:
                 code = self.call(node, env)
             if node in plan.sizes:  # written where it is read: `h.view(h.shape[0], -1)`
@@ -277,7 +284,7 @@ class HeteroRenderer(ExpressionWriter):
             # `h = h + self.h_bias` as the user wrote it: a name whose value nothing reads later
             # (and that is not returned) is given the new value
             if held is not None and held not in outs and all(
-                    nodes.index(u) <= position for u in _live_users(held, nodes, self.res)):
+                    u in nodes[:position + 1] for u in plan.users[held]):
                 name = base
             else:
                 name = local.new(base)
@@ -302,9 +309,6 @@ class HeteroRenderer(ExpressionWriter):
             return f"{HETERO_CONV}({accessor(self.model, path)}, block, {source}, out_degrees{''.join(', ' + e for e in extra)})"
         return f"{accessor(self.model, path)}(block, {source}{''.join(', ' + e for e in extra)})[ntype]"
 
-    def _result_type(self) -> str | None:
-        return result_type(self.plan)
-
     def _result(self) -> str:
         output = self.plan.output
 
@@ -312,13 +316,10 @@ class HeteroRenderer(ExpressionWriter):
             if isinstance(value, fx.Node):
                 return self._stored(value)
             if isinstance(value, dict):
-                groups = {self.groups.get(v, (None, None))[0] for v in value.values() if isinstance(v, fx.Node)}
-                if len(groups) == 1 and None not in groups and all(
-                        isinstance(v, fx.Node) and self.groups.get(v) == (next(iter(groups)), k) for k, v in value.items()):
-                    group = groups.pop()
-                    members = [t for v, (g, t) in self.groups.items() if g == group]
-                    if list(members) == list(value):
-                        return str(group)
+                group = self._group_of(value)
+                # the stored dict itself, when it holds these types in this order
+                if group is not None and [t for _, (g, t) in self.groups.items() if g == group] == list(value):
+                    return group
                 return "{" + ", ".join(f"{self.expr(k, {})}: {one(v)}" for k, v in value.items()) + "}"
             if isinstance(value, (tuple, list)):
                 inner = ", ".join(one(v) for v in value)
@@ -338,17 +339,6 @@ def _describe_conv(module: torch.nn.Module) -> str:
 def _reads_full_degrees(module: torch.nn.Module) -> bool:
     """A HeteroGraphConv with a GraphConv whose norm reads source out-degrees."""
     return any(isinstance(m, dglnn.GraphConv) and m._norm in ("both", "left") for m in module.mods.values())
-
-
-def _live_users(node: fx.Node, nodes: list[fx.Node], res: Any) -> list[fx.Node]:
-    """The nodes of `nodes` that read `node`."""
-    return [n for n in nodes if any(res(a) is node for a in _nodes_in((n.args, n.kwargs)))]
-
-
-def _nodes_in(value: Any) -> list[fx.Node]:
-    found: list[fx.Node] = []
-    fx.node.map_aggregate(value, lambda v: found.append(v) if isinstance(v, fx.Node) else None)
-    return found
 
 
 def _without_last_assignment(body: list[str], returned: list[str]) -> list[str]:

@@ -23,7 +23,7 @@ import torch.fx as fx
 from torch.utils import _pytree as pytree
 
 from gnn_codegen.errors import GraphUseError, SignatureError, TraceFailedError
-from gnn_codegen.hetero.schema import Schema
+from gnn_codegen.hetero.schema import Schema, hetero_convs
 from gnn_codegen.trace import _Tracer, _user_location
 
 
@@ -133,10 +133,9 @@ class _ConstantProxy(fx.Proxy):
 
 
 class _HeteroTracer(_Tracer):
-    def __init__(self, schema: Schema, graph_arg: str, model: torch.nn.Module, blocks: int):
+    def __init__(self, schema: Schema, graph_arg: str, blocks: int):
         super().__init__(graph_arg, frozenset(), frozenset())
         self.schema = schema
-        self.model = model
         self.blocks = blocks  # forward takes a list of this many blocks (0: a graph)
         self.values: dict[str, Any] = {}  # constants: fx node name -> value, where computed
         self.constant_names: set[str] = set()  # every value of the weights alone
@@ -257,8 +256,6 @@ def _attribute(root: torch.nn.Module, target: str) -> Any:
 def blocks_style(model: torch.nn.Module) -> int:
     """How many blocks forward takes, when it takes a list of them (as DGL's sampled-training
     examples write it): one per HeteroGraphConv module; 0 when it takes the graph."""
-    from gnn_codegen.hetero.schema import hetero_convs
-
     params = list(inspect.signature(type(model).forward).parameters.values())[1:]
     named = bool(params) and re.fullmatch(r"|".join(_BLOCKS_NAMES), params[0].name) is not None
     return len(hetero_convs(model)) if named else 0
@@ -270,8 +267,8 @@ def _signature(model: torch.nn.Module) -> tuple[str, list[str]]:
     name = type(model).__name__
     if not params or params[0].kind not in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD):
         raise SignatureError(
-            f"{name}.forward must take the heterogeneous graph first (def forward(self, g, inputs)); "
-            "gnn-codegen does not yet follow a model that keeps its graph or takes a list of blocks."
+            f"{name}.forward must take the heterogeneous graph (or its list of blocks) first (def "
+            "forward(self, g, inputs)); gnn-codegen does not yet follow a model that keeps its graph."
         )
     features = [p.name for p in params[1:] if p.default is inspect.Parameter.empty]
     return params[0].name, features
@@ -283,7 +280,7 @@ def trace_hetero(model: torch.nn.Module, schema: Schema, feature_types: tuple[st
     model.eval()
     graph_arg, features = _signature(model)
     blocks = blocks_style(model)
-    tracer = _HeteroTracer(schema, graph_arg, model, blocks)
+    tracer = _HeteroTracer(schema, graph_arg, blocks)
     concrete: dict[str, Any] = {p: {t: fx.PH for t in feature_types} for p in features}
     # parameters with defaults are traced at their default, as Python would call forward(g, x)
     for p in list(inspect.signature(type(model).forward).parameters.values())[1:]:
@@ -307,10 +304,8 @@ def trace_hetero(model: torch.nn.Module, schema: Schema, feature_types: tuple[st
     output_node = next(n for n in graph.nodes if n.op == "output")
     info = getattr(graph._codegen, "pytree_info", None)  # with feature dicts, fx flattens the result
     output = output_node.args[0] if info is None else pytree.tree_unflatten(list(output_node.args[0]), info.out_spec)
-    for node in graph.nodes:  # readable placeholder names: inputs_paper
-        if node in by_input.values():
-            param, ntype = next(k for k, v in by_input.items() if v is node)
-            node.name = f"{param}_{ntype}"
+    for (param, ntype), node in by_input.items():  # readable placeholder names: inputs_paper
+        node.name = f"{param}_{ntype}"
     gm = fx.GraphModule(model, graph, type(model).__name__)
     return HeteroTraced(model, gm, graph_arg, tuple((p, feature_types) for p in features),
                         by_input, output, frozenset(tracer.constant_names), dict(tracer.values), path, blocks)

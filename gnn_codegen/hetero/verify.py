@@ -17,14 +17,14 @@ import torch
 import torch.fx as fx
 
 from gnn_codegen.errors import CheckFailedError, FeatDimsError
-from gnn_codegen.harness import allclose, generated_model, import_source, max_difference, some_nodes
+from gnn_codegen.harness import allclose, max_difference, some_nodes
 from gnn_codegen.hetero.plan import result_type
 from gnn_codegen.hetero.schema import Schema, random_heterograph
 from gnn_codegen.hetero.trace import hetero_conv
 from gnn_codegen.input_specs import GUESSED_WIDTH, declared_width
 from gnn_codegen.perturb import perturb
 from gnn_codegen.simulated_device import SimulatedDevice
-from gnn_codegen.verify import ATOL, RTOL, BatchResult, CheckResult, _first_line, _REPORT
+from gnn_codegen.verify import ATOL, RTOL, BatchResult, CheckResult, _first_line, _instantiate, _REPORT
 
 if TYPE_CHECKING:
     from gnn_codegen.pipeline import Generated
@@ -115,14 +115,7 @@ def check_hetero(generated: Generated, num_nodes: int = 1000, seed: int = 0,
     reference = copy.deepcopy(generated.loaded.model)
     perturb(reference, seed)
     reference.eval()
-    try:
-        module = import_source(generated.source, generated.loaded.path.parent, "generated_hetero")
-        model = generated_model(generated, module, reference)
-    except Exception as exc:
-        raise CheckFailedError(
-            f"the generated module does not import or build {generated.loaded.class_name} "
-            f"({type(exc).__name__}: {_first_line(exc)}). {_REPORT}"
-        ) from None
+    model, module = _instantiate(generated, reference, "generated_hetero", gather=False)
     counts = node_counts(generated, num_nodes)
     schema: Schema = generated.schema
     g = random_heterograph(schema, counts, seed=seed)

@@ -15,8 +15,10 @@ from gnn_codegen.names import NameAllocator
 # its source and destination nodes; layer-wise inference reads both from the full graph's nodes.
 NODE_VIEWS = frozenset({"ndata", "srcdata", "dstdata"})
 EDGE_VIEWS = frozenset({"edata"})
-# Names for DGL's reserved keys (dgl.ETYPE is "_TYPE"): what the generated code calls them
-_RESERVED = {"_TYPE": "etype", "_ID": "ids"}
+# Names for DGL's reserved keys, by view (dgl.NTYPE and dgl.ETYPE are both "_TYPE", dgl.NID and
+# dgl.EID both "_ID"): what the generated code calls them
+_RESERVED = {("ndata", "_TYPE"): "ntype", ("edata", "_TYPE"): "etype", ("ndata", "_ID"): "ids",
+             ("edata", "_ID"): "edge_ids"}
 
 
 def graph_data_read(node: fx.Node, graph_arg: str) -> tuple[str, str] | None:
@@ -53,7 +55,7 @@ def lift_graph_data(gm: fx.GraphModule, graph_arg: str,
             continue
         if read not in lifted:
             with graph.inserting_after(lifted[reads[-1][1:]] if reads else placeholders[-1]):
-                name = names.take(_RESERVED.get(read[1]) or read[1].lstrip("_") or "data")
+                name = names.take(_RESERVED.get(read) or read[1].lstrip("_") or "data")
                 lifted[read] = graph.placeholder(name)
             reads.append((name, *read))
         node.replace_all_uses_with(lifted[read])

@@ -41,11 +41,14 @@ class InputSpec:
     # GUESSED_WIDTH; the generated inference sizes its buffers from the first batch, whatever
     # width it is given
     guessed: bool = False
+    # type IDs of a graph sorted by type (MessagePassing.sorted_types): ascending
+    ascending: bool = False
 
     def example(self, num_nodes: int, num_edges: int, generator: torch.Generator) -> torch.Tensor:
         rows = num_nodes if self.rows == "node" else num_edges
         if self.dtype == "torch.int64":
-            return torch.randint(0, self.high, (rows, *self.shape), generator=generator)
+            ids = torch.randint(0, self.high, (rows, *self.shape), generator=generator)
+            return ids.sort(dim=0).values if self.ascending else ids
         if self.positive:
             return torch.rand((rows, *self.shape), generator=generator) + 0.1
         return torch.randn((rows, *self.shape), generator=generator)
@@ -124,6 +127,9 @@ def _edge_input_spec(program: Program, model: torch.nn.Module, name: str) -> Inp
                 return InputSpec(name, param, "edge", (), "torch.int64", int(num_rels))
             if num_rels and key in (3, "norm"):  # RelGraphConv's norm: one number per edge, (E, 1)
                 return InputSpec(name, param, "edge", (1,))
+            typed = _type_ids(module, key)
+            if typed is not None and typed[0] == "edge":
+                return InputSpec(name, param, "edge", (), "torch.int64", typed[1])
             width = getattr(module, "_in_edge_feats", None)
             edge_func = getattr(module, "edge_func", None)
             if width is None and isinstance(edge_func, torch.nn.Module):
@@ -135,13 +141,44 @@ def _edge_input_spec(program: Program, model: torch.nn.Module, name: str) -> Inp
     return None
 
 
+def _type_ids(module: torch.nn.Module, key: int | str) -> tuple[str, int] | None:
+    """HGTConv(g, x, ntype, etype): its node types index the TypedLinears of its keys, queries
+    and values, its edge types those of its relations; (rows, how many types) for the argument
+    at `key`, or None."""
+    linear_k, relation_att = getattr(module, "linear_k", None), getattr(module, "relation_att", None)
+    if not hasattr(linear_k, "num_types") or not isinstance(relation_att, torch.nn.ModuleList):
+        return None
+    if key in (2, "ntype"):
+        return "node", int(linear_k.num_types)
+    if key in (3, "etype") and len(relation_att) and hasattr(relation_att[0], "num_types"):
+        return "edge", int(relation_att[0].num_types)
+    return None
+
+
+def _node_type_ids(program: Program, model: torch.nn.Module, name: str) -> InputSpec | None:
+    """A node input that a module reads as node types (HGTConv's ntype, _type_ids)."""
+    for op in program.ops:
+        if op.kind != "mp" or (op.mp is not None and op.mp.inline):
+            continue
+        keyed = [(i + 2, v) for i, v in enumerate(op.args[2:])] + list(op.kwargs)
+        for key, value in keyed:
+            if name in iter_refs(value):
+                typed = _type_ids(model.get_submodule(program.module_path(op)), key)
+                if typed is not None and typed[0] == "node":
+                    return InputSpec(name, program.op(name).target, "node", (), "torch.int64", typed[1])
+    return None
+
+
 def infer_inputs(program: Program, model: torch.nn.Module, given: dict[str, tuple[int, ...]],
                  declared: dict[str, int] | None = None) -> tuple[InputSpec, ...]:
     """`declared`: widths that modules traced into declare for inputs they take directly
     (trace.Traced.declared_widths), read when no module consumes the input otherwise."""
     normalised = normalised_weights(program)
+    ascending = {r for op in program.ops if op.kind == "mp" and op.mp is not None and op.mp.sorted_types
+                 for r in iter_refs((op.args[2:], op.kwargs))}
     specs = _inputs(program, model, given, declared or {})
-    return tuple(replace(spec, positive=spec.name in normalised) for spec in specs)
+    return tuple(replace(spec, positive=spec.name in normalised,
+                         ascending=spec.name in ascending and spec.dtype == "torch.int64") for spec in specs)
 
 
 def _inputs(program: Program, model: torch.nn.Module, given: dict[str, tuple[int, ...]],
@@ -165,7 +202,7 @@ def _inputs(program: Program, model: torch.nn.Module, given: dict[str, tuple[int
         if spec is not None:
             specs.append(spec)
             continue
-        ids = _embedding_ids(program, model, name, users)
+        ids = _embedding_ids(program, model, name, users) or _node_type_ids(program, model, name)
         if ids is not None:
             specs.append(ids)
             continue

@@ -28,6 +28,11 @@ class MessagePassing:
     needs_pair: bool = False  # call with (src rows, dst rows), see known_modules.NEEDS_PAIR
     pair_collapses: bool = False  # (h, h[:num_dst]) may be passed as h, see known_modules
     sources_in_place: bool = False  # see known_modules.MessagePassingFacts
+    # arguments after the features (by position in args, or keyword) read per node like them
+    node_args: tuple[int | str, ...] = ()
+    # forward passes presorted=True: its graph's nodes and edges are sorted by type
+    # (lower._unsorted_on_blocks), so the check's type IDs are sorted too
+    sorted_types: bool = False
     # a convolution written out (write_out.py): its template section, and the rows it reads
     # each argument after the module at ("graph", "src", "dst", "edge", or None: a constant)
     helper: str = ""

@@ -27,6 +27,10 @@ EXACT = frozenset({
 # Convolutions that, given one node tensor, use it as destination rows too instead of slicing
 # a block's destination prefix: on a block they must be called with (src rows, dst rows).
 NEEDS_PAIR = frozenset({dglnn.EGATConv})
+# Arguments after the node features that hold a value per node, read at the block's source rows
+# with the destination rows as their prefix, as the features are (HGTConv's node types: it
+# slices `ntype[:num_dst_nodes]` itself); any other tensor argument is read per edge.
+NODE_ARGUMENTS = {dglnn.HGTConv: (2, "ntype")}
 # Convolutions whose forward, given one tensor on a block, takes its destination prefix as the
 # destination rows, exactly as given the pair (h, h[:num_dst]) (DGL's expand_as_pair, or the
 # same slicing written out) -- for GATConv and DotGatConv only when built with one input width:
@@ -80,6 +84,7 @@ class MessagePassingFacts:
     # no normalisation), so a block whose sources are all of g's nodes costs it nothing extra.
     # The generated loop then hands it the stored rows in place instead of gathering them.
     sources_in_place: bool = False
+    node_args: tuple[int | str, ...] = ()  # NODE_ARGUMENTS
 
 
 def is_dgl_module(module: torch.nn.Module) -> bool:
@@ -125,6 +130,7 @@ def facts_for(module: torch.nn.Module) -> MessagePassingFacts:
     return MessagePassingFacts(
         cls.__name__, verified=cls in EXACT, needs_pair=cls in NEEDS_PAIR,
         sources_in_place=sources_in_place(module), pair_collapses=pair_collapses(module),
+        node_args=NODE_ARGUMENTS.get(cls, ()),
     )
 
 

@@ -25,7 +25,7 @@ from gnn_codegen.errors import (
 )
 from gnn_codegen.inline_mp import ROLE, message_fields, update_all
 from gnn_codegen.ir import MessagePassing, Op, Program, Ref
-from gnn_codegen.known_modules import MULTI_HOP, facts_for, is_message_passing, refusal_reason
+from gnn_codegen.known_modules import MULTI_HOP, facts_for, is_dgl_module, is_message_passing, refusal_reason
 from gnn_codegen.rowwise import EVAL_IDENTITY_MODULES, qualified_name
 from gnn_codegen.trace import Traced
 from gnn_codegen.write_out import MESSAGE_PASSING, helper_name
@@ -412,11 +412,13 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
                         error.module_class = type(module)  # type: ignore[attr-defined]
                     raise error
                 facts = facts_for(module)
+                kwargs, note = _unsorted_on_blocks(module, kwargs)
                 mp = MessagePassing(cls, facts.source_out_degree_power, facts.verified, facts.needs_pair,
-                                    facts.pair_collapses, facts.sources_in_place)
+                                    facts.pair_collapses, facts.sources_in_place, node_args=facts.node_args,
+                                    sorted_types=bool(note))
                 ops.append(Op(node.name, "mp", str(node.target), args, kwargs, location, mp, cls,
                               accessor(traced.model, str(node.target)),
-                              module_class=qualified_name(type(module))))
+                              module_class=qualified_name(type(module)), note=note))
             else:
                 ops.append(Op(node.name, "module", str(node.target), args, kwargs, location, None, cls,
                               accessor(traced.model, str(node.target)),
@@ -480,3 +482,14 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
         in_degree_checks=traced.in_degree_checks,
         flags=traced.flags,
     )
+
+
+def _unsorted_on_blocks(module: torch.nn.Module, kwargs: tuple[tuple[str, Any], ...]) -> tuple[tuple[tuple[str, Any], ...], str]:
+    """`presorted=True` (HGTConv, RelGraphConv): forward's graph has its nodes and edges sorted by
+    type (dgl.to_homogeneous makes them so), a block's source nodes are not, and the sorted fast
+    path is wrong on them. The result is the same either way on a sorted graph, so the block's call
+    passes presorted=False; the check before writing runs on sorted types (input_specs.py)."""
+    if dict(kwargs).get("presorted") is not True or not is_dgl_module(module):
+        return kwargs, ""
+    unsorted = tuple((k, False if k == "presorted" else v) for k, v in kwargs)
+    return unsorted, "presorted=False: a block's nodes and edges are not sorted by type (forward's graph is, and gives the same result)"

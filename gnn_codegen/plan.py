@@ -187,16 +187,25 @@ def mp_feature_spaces(op: Op) -> list[tuple[Any, Space]]:
             f"{op.location or 'forward'}: self.{op.target} is called without node features; "
             "call it as module(graph, features)."
         )
+    spaces = mp_features(op)
+    # after the features: per node (NODE_ARGUMENTS, source rows whose destination prefix the
+    # module slices itself as it does its features'), or per edge
+    node_args = op.mp.node_args if op.mp is not None else ()
+    extra = [(a, i in node_args) for i, a in enumerate(op.args[2:], start=2)]
+    extra += [(v, k in node_args) for k, v in op.kwargs]
+    return spaces + [(value, "src" if per_node else "edge") for value, per_node in extra
+                     if any(True for _ in iter_refs(value))]
+
+
+def mp_features(op: Op) -> list[tuple[Any, Space]]:
+    """A message-passing module's node features (its argument after the graph): source rows,
+    or a pair (source rows, destination rows)."""
     feats = op.args[1]
     if isinstance(feats, (tuple, list)) and len(feats) == 2:
-        spaces: list[tuple[Any, Space]] = [(feats[0], "src"), (feats[1], "dst")]
-    elif op.mp is not None and op.mp.needs_pair:
-        spaces = [(feats, "src"), (feats, "dst")]
-    else:
-        spaces = [(feats, "src")]
-    extra = [a for a in op.args[2:] if any(True for _ in iter_refs(a))]
-    extra += [v for _, v in op.kwargs if any(True for _ in iter_refs(v))]
-    return spaces + [(value, "edge") for value in extra]
+        return [(feats[0], "src"), (feats[1], "dst")]
+    if op.mp is not None and op.mp.needs_pair:
+        return [(feats, "src"), (feats, "dst")]
+    return [(feats, "src")]
 
 
 def build_plan(program: Program, attrs: Attributes, fanout: float = DEFAULT_FANOUT,

@@ -217,21 +217,21 @@ def _run_on_block(call: _Call, block: Any, local: dict[tuple[str, str], Any]) ->
     """The module on one block, called as the generated loop calls it (mp_feature_spaces): the
     features as source rows, or a pair (source rows, destination rows), edge tensors by edge."""
     op = call.op
-    features = [value for value, space in call.spaces if space != "edge"]
-    spaces = [space for value, space in call.spaces if space != "edge"]
+    node_args = op.mp.node_args if op.mp is not None else ()
 
     def rows(value: Any, space: str) -> Any:
         return map_refs(value, lambda ref: local[(ref.name, space)])
 
-    feats: Any = rows(features[0], "src")
-    if len(features) == 2:
-        feats = (feats, rows(features[1], spaces[1]))
-
-    def edge(value: Any) -> Any:
-        return rows(value, "edge")
-
-    positional = [edge(a) for a in op.args[2:]]
-    keywords = {k: edge(v) for k, v in op.kwargs}
+    feats = op.args[1]
+    if isinstance(feats, (tuple, list)) and len(feats) == 2:
+        feats = (rows(feats[0], "src"), rows(feats[1], "dst"))
+    elif op.mp is not None and op.mp.needs_pair:
+        feats = (rows(feats, "src"), rows(feats, "dst"))
+    else:
+        feats = rows(feats, "src")
+    # per node (node_args): source rows, whose prefix the module slices itself; else per edge
+    positional = [rows(a, "src" if i in node_args else "edge") for i, a in enumerate(op.args[2:], start=2)]
+    keywords = {k: rows(v, "src" if k in node_args else "edge") for k, v in op.kwargs}
     with torch.no_grad():
         return call.module(block, feats, *positional, **keywords)
 

@@ -19,7 +19,7 @@ from gnn_codegen.errors import internal
 from gnn_codegen.inline_mp import ROLE, VIEW, message_fields, spell
 from gnn_codegen.ir import Op, Ref, iter_refs, reads_device
 from gnn_codegen.names import NameAllocator
-from gnn_codegen.plan import Space, Stage, mp_feature_spaces, value_deps
+from gnn_codegen.plan import Space, Stage, mp_feature_spaces, mp_features, value_deps
 from gnn_codegen.render_code import BINARY, UNARY, Code, Copy, comment, constant
 from gnn_codegen.write_out import helper_parameters
 
@@ -206,15 +206,17 @@ class LayerWriter:
     def mp_args(self, op: Op) -> str:
         """A message-passing module called on the block: (source rows) or (source rows,
         destination rows), edge tensors in their own positions."""
-        spaces = mp_feature_spaces(op)
-        rows = [self.arg(value, space).text for value, space in spaces if space != "edge"]
+        node_args = op.mp.node_args if op.mp is not None else ()
+        spaces = mp_features(op)
+        rows = [self.arg(value, space).text for value, space in spaces]
         if self.in_place and len(rows) == 1:
             # the block's sources are all of g's nodes: its destination rows are not their first
             # rows, so the module gets them as the pair's second element
             rows.append(self.arg(spaces[0][0], "dst").text)
         features = rows[0] if len(rows) == 1 else f"({', '.join(rows)})"
-        extra = [self.arg(a, "edge").text for a in op.args[2:]]
-        extra += [f"{k}={self.arg(v, 'edge').text}" for k, v in op.kwargs]
+        # per node (node_args): source rows, whose destination prefix the module slices itself
+        extra = [self.arg(a, "src" if i in node_args else "edge").text for i, a in enumerate(op.args[2:], start=2)]
+        extra += [f"{k}={self.arg(v, 'src' if k in node_args else 'edge').text}" for k, v in op.kwargs]
         return ", ".join(["block", features, *extra])
 
     # -- statements -----------------------------------------------------------------------------

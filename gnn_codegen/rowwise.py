@@ -37,6 +37,9 @@ ROWWISE_MODULES = _names(
     # dgl.nn.JumpingKnowledge combines each node's layer outputs (cat, max, or an LSTM over the
     # layers with nodes as the batch): row-wise in every mode, so it stays one call.
     dglnn.JumpingKnowledge,
+    # dgl.nn.TypedLinear(x, x_type): each row times the weight of its own type (HGT's adaptation
+    # per node type on a graph made by dgl.to_homogeneous)
+    dglnn.TypedLinear,
 )
 # Modules whose `dim` (or `start_dim`) attribute must not be the row dimension.
 DIM_MODULES = _names(nn.Softmax, nn.LogSoftmax, nn.Softmin, nn.Flatten, nn.Unflatten, nn.GLU)

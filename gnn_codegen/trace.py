@@ -170,7 +170,7 @@ class _Tracer(fx.Tracer):
             return True
         if type(m) is torch.nn.Sequential and len(m) and is_rowwise_module(m):
             return True  # keep `self.head(h)` as the user wrote it
-        if type(m) is dglnn.JumpingKnowledge:
+        if type(m) in (dglnn.JumpingKnowledge, dglnn.TypedLinear):  # row-wise, one call (rowwise.py)
             return True
         return super().is_leaf_module(m, module_qualified_name)
 

@@ -35,6 +35,7 @@ CASES = {
     "HANClassifier": GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'),
     "StandardisedGCN": GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'),
     "MinMaxScaledSAGE": GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'),
+    "HGTTypesAsArguments": GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'),
 }
 
 # what the generated method's signature and first lines must say
@@ -58,6 +59,7 @@ SIGNATURES = {
     "HANClassifier": "def inference(self, g, h, batch_size, device",
     "StandardisedGCN": "def inference(self, g, features, batch_size, device",
     "MinMaxScaledSAGE": "def inference(self, g, x, batch_size, device",
+    "HGTTypesAsArguments": "def inference(self, g, x, ntype, etype, batch_size, device",
 }
 READS = {
     # the mean over all nodes: a pass over the stored layer before the next layer's loop
@@ -90,6 +92,11 @@ READS = {
     ],
     "EntityRGCN": ["emb = self.emb.weight", "etype = g.edata[dgl.ETYPE]", 'norm = g.edata["norm"]'],
     "EmbeddedNodeIDs": ["ids = g.ndata[dgl.NID]"],
+    # node types per node: source rows beside the features; edge types per edge
+    "HGTTypesAsArguments": ["batches.check_rows(nodes={\"x\": x, \"ntype\": ntype}, edges={\"etype\": etype})",
+                            "return F.gelu(self.adapt(x, ntype))",
+                            "h0 = batches.map_nodes(prologue, x, ntype, nodes=needed[0])",
+                            "self.conv1(block, h0, ntype, etype)", "src=[h0, ntype], edges=[etype]"],
     # derived graphs: once, at the top, with batches of their own
     "SelfLoopsInForward": [
         "g_with_loops = dgl.add_self_loop(g)",

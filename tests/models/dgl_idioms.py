@@ -432,3 +432,21 @@ class MinMaxScaledSAGE(nn.Module):
         h = (h - low) / (high - low + 1e-6)
         h = self.conv2(g, h)
         return h / h.abs().max()
+
+
+class HGTTypesAsArguments(nn.Module):
+    """HGTConv as its documentation calls it, node and edge types passed to forward as tensors
+    (`model(g, x, g.ndata[dgl.NTYPE], g.edata[dgl.ETYPE])`), unsorted: the node types are read
+    per node at a block's source rows, whose destination prefix HGTConv slices itself; TypedLinear
+    adapts each type's rows first."""
+
+    def __init__(self, in_size, hid_size, out_size, num_ntypes=3, num_etypes=4, heads=2):
+        super().__init__()
+        self.adapt = dglnn.TypedLinear(in_size, hid_size, num_ntypes)
+        self.conv1 = dglnn.HGTConv(hid_size, hid_size // heads, heads, num_ntypes, num_etypes)
+        self.conv2 = dglnn.HGTConv(hid_size, out_size, 1, num_ntypes, num_etypes, use_norm=True)
+
+    def forward(self, g, x, ntype, etype):
+        h = F.gelu(self.adapt(x, ntype))
+        h = F.relu(self.conv1(g, h, ntype, etype))
+        return self.conv2(g, h, ntype, etype)

@@ -80,6 +80,8 @@ class CutNode:
     # a reduction over all nodes (node_reductions.py): it reads its dep's stored rows in a pass
     # before its stage's batch loop, so it runs in a stage after the one that makes them
     reduces: bool = False
+    # message passing only: the graph whose blocks it runs on (forward's, or one derived from it)
+    graph: str = ""
 
 
 def after_deps(node: "CutNode", stage_of_dep: int) -> int:
@@ -138,12 +140,18 @@ def mp_depths(nodes: tuple[CutNode, ...]) -> dict[str, int]:
     # whether the value at its earliest stage comes out of that stage's loop (made from a
     # convolution of that stage), not whole before it
     in_loop: dict[str, bool] = {}
+    # a stage's loop runs on the blocks of one graph: convolutions of one depth on several
+    # graphs (HAN's GAT per metapath graph) take a stage each, in the order forward calls them
+    graph_of_stage: dict[int, str] = {}
     for node in nodes:
         if node.reduces:
             depth[node.name] = max((depth[d] for d in node.deps), default=0) + 1
             in_loop[node.name] = False
         elif node.is_mp:
-            depth[node.name] = max([1] + [depth[d] + int(in_loop[d]) for d in node.deps])
+            k = max([1] + [depth[d] + int(in_loop[d]) for d in node.deps])
+            while graph_of_stage.setdefault(k, node.graph) != node.graph:
+                k += 1
+            depth[node.name] = k
             in_loop[node.name] = True
         else:
             depth[node.name] = max((depth[d] for d in node.deps), default=0)

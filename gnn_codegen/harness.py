@@ -20,6 +20,7 @@ import torch
 from gnn_codegen.errors import internal
 from gnn_codegen.ir import iter_refs
 from gnn_codegen.kept_graph import graph_set_on
+from gnn_codegen.metapaths import metapaths, random_metapath_graph
 from gnn_codegen.node_tables import tables_set_on
 
 if TYPE_CHECKING:
@@ -41,6 +42,18 @@ def random_graph(num_nodes: int, avg_degree: int = 5, seed: int = 0, zero_in_deg
         loops = torch.arange(num_nodes)
         src, dst = torch.cat([src, loops]), torch.cat([dst, loops])
     return dgl.graph((src, dst), num_nodes=num_nodes)
+
+
+def random_graph_for(generated: Generated, num_nodes: int, seed: int = 0, zero_in_degree: bool = True,
+                     avg_degree: int = 5) -> dgl.DGLGraph:
+    """random_graph, or for a model over metapaths a heterograph whose metapath graphs have
+    num_nodes nodes (metapaths.py)."""
+    paths = metapaths(generated.program)
+    if paths:
+        return random_metapath_graph(paths, num_nodes, seed, zero_in_degree)
+    if num_nodes == 0:
+        return dgl.graph(([], []), num_nodes=0)
+    return random_graph(num_nodes, avg_degree, seed, zero_in_degree)
 
 
 def import_source(source: str, model_dir: Path, name: str = "generated_inference") -> ModuleType:

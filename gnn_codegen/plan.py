@@ -157,6 +157,7 @@ def cut_graph(program: Program, inline: frozenset[str], attrs: Attributes) -> tu
             roles=tuple((d, tuple(r)) for d, r in roles.items()), is_output=op.name in outputs,
             reads_graph=reads_graph, earliest=op.once_per_node,
             reduces=value.rows == "global" and node_reduction(op, lambda n: info[n].rows) is not None,
+            graph=mp_graph(op) if op.kind == "mp" else "",
         ))
     return tuple(nodes)
 

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from gnn_codegen.attributes import Attributes
-from gnn_codegen.derived_graphs import DERIVED
+from gnn_codegen.derived_graphs import DERIVED, METAPATH, metapath_of
 from gnn_codegen.edge_weight_norm import EDGE_WEIGHT_NORM
 from gnn_codegen.graph_proxy import BATCH_SIZE
 from gnn_codegen.errors import internal
@@ -85,11 +85,20 @@ class Renderer:
         self.derived = [op for op in derived if op.name not in self.nested_graphs]
         self.graph_name = {program.graph: self.params[0]}
         self.runtimes = {program.graph: self.batches}
+        # a heterogeneous graph that forward only reads through its metapaths (metapaths.py):
+        # the batches of the first metapath's graph, whose nodes are forward's rows, are the
+        # method's own (`batches`)
+        self.metapaths = [op for op in self.derived if _metapath(op)]
+        self.over_metapaths = bool(self.metapaths) and all(
+            program.op(u).kind == "graph" and _metapath(program.op(u)) for u in self.users[program.graph])
         for op in self.derived:
-            suffix = DERIVED.get(op.target.rsplit(".", 1)[-1], "derived")
-            own = op.var if op.var and op.var not in self.params else ""
+            path = _metapath(op)
+            suffix = "_".join(path) if path else DERIVED.get(op.target.rsplit(".", 1)[-1], "derived")
+            own = op.var if op.var and op.var not in self.params and not path else ""
             self.graph_name[op.name] = self.names.take(own or f"{self.params[0]}_{suffix}")
-            if op.name in iterated:
+            if self.over_metapaths and op is self.metapaths[0]:
+                self.runtimes[op.name] = self.batches
+            elif op.name in iterated:
                 self.runtimes[op.name] = self.names.take(f"{self.batches}_{suffix}")
         self.graph_values = [op for op in program.ops if op.kind == "graph_value"]
         for op in self.graph_values:
@@ -223,8 +232,11 @@ class Renderer:
 
     def _preamble(self) -> list[str]:
         g = self.params[0]
-        lines = [f"{self.batches} = {self.runtime}(self, {g}, {self.batch_size}, {self.device}, "
-                 f"{self.max_memory}, {self.progress}, {self.storage})"]
+        if self.over_metapaths:
+            lines = self._derived_graphs()
+        else:
+            lines = [f"{self.batches} = {self.runtime}(self, {g}, {self.batch_size}, {self.device}, "
+                     f"{self.max_memory}, {self.progress}, {self.storage})"]
         for view, key, present in self.program.decisions:  # forward's `"w" in g.edata`
             spelled = f"{g}.{view}[{_spell_key(view, key)}]"
             if view == BATCH_SIZE:  # `graph.batch_size` read as one graph (graph_proxy.py)
@@ -255,13 +267,8 @@ class Renderer:
         checks = ([f"nodes={{{', '.join(nodes)}}}"] if nodes else []) + ([f"edges={{{', '.join(edges)}}}"] if edges else [])
         if checks:
             lines.append(f"{self.batches}.check_rows({', '.join(checks)})")
-        for op in self.derived:
-            name = self.graph_name[op.name]
-            lines.append("# as forward derives it from its graph, once for the whole graph")
-            lines.append(f"{name} = {self._graph_expression(op)}")
-            if op.name in self.runtimes:
-                lines.append(f"{self.runtimes[op.name]} = {self.runtime}(self, {name}, {self.batch_size}, "
-                             f"{self.device}, {self.max_memory}, {self.progress}, {self.storage})")
+        if not self.over_metapaths:
+            lines += self._derived_graphs()
         for graph in self.program.in_degree_checks:  # DGL's own test in a module traced into
             spelled = self.graph_name.get(graph) or self._graph_expression(self.program.op(graph))
             lines += [f"if ({spelled}.in_degrees() == 0).any():  # as forward's own check",
@@ -276,6 +283,24 @@ class Renderer:
             else:
                 lines.append(f"{self.buffer[op.name]} = {receiver}.{op.target}()  # of the whole graph, once")
         return lines + self._needed_nodes()
+
+    def _derived_graphs(self) -> list[str]:
+        """The graphs forward derives from its graph, each with its batches."""
+        lines = []
+        for op in self.derived:
+            name = self.graph_name[op.name]
+            lines.append("# as forward derives it from its graph, once for the whole graph")
+            lines.append(f"{name} = {self._graph_expression(op)}")
+            if op.name in self.runtimes:
+                lines.append(f"{self.runtimes[op.name]} = {self.runtime}(self, {name}, {self.batch_size}, "
+                             f"{self.device}, {self.max_memory}, {self.progress}, {self.storage})")
+        if self.over_metapaths:
+            graphs = [self.graph_name[op.name] for op in self.metapaths]
+            spelled = f"({graphs[0]},)" if len(graphs) == 1 else f"({', '.join(graphs)})"
+            lines += comment("forward's rows are the nodes of the type where its metapaths start and end")
+            lines += [f"if {{t for mg in {spelled} for t in mg.ntypes}} != {{{graphs[0]}.ntypes[0]}}:",
+                      "    raise ValueError(\"the metapaths must start and end at one node type, the same for all\")"]
+        return lines
 
     def _needed_nodes(self) -> list[str]:
         """The line that works out which nodes each layer computes for `nodes`."""
@@ -545,3 +570,10 @@ def render(program: Program, attrs: Attributes, plan: Plan, module_names: set[st
         origins=tuple(r.origins),
         helpers_formatted=r.default_helper_names(),
     )
+
+
+def _metapath(op: Op) -> tuple[str, ...] | None:
+    """The metapath of a `dgl.metapath_reachable_graph(g, metapath)` op, else None."""
+    if op.kind != "graph" or not op.args or op.target.rsplit(".", 1)[-1] != METAPATH:
+        return None
+    return metapath_of(op.args[1:], op.kwargs)

@@ -71,12 +71,15 @@ def simplify(program: Program) -> Program:
 
     ops: list[Op] = []
     current = program
-    graph_values: dict[tuple[str, Any, Any], str] = {}  # g.out_degrees() once, however often read
+    # g.out_degrees(), and a graph derived from g (HAN's metapath graph, made by each layer), once
+    # however often forward makes it
+    graph_values: dict[tuple[str, str, Any, Any], str] = {}
     for op in program.ops:
         op = replace(op, args=map_refs(op.args, resolve),
                      kwargs=tuple((k, map_refs(v, resolve)) for k, v in op.kwargs))
-        if op.kind == "graph_value":
-            first = graph_values.setdefault((op.target, op.args, op.kwargs), op.name)
+        if op.kind == "graph_value" or (op.kind == "graph" and op.args):
+            key = (op.kind, op.target, _hashable(op.args), _hashable(op.kwargs))
+            first = graph_values.setdefault(key, op.name)
             if first != op.name:
                 aliases[op.name] = Ref(first)
                 continue
@@ -89,6 +92,13 @@ def simplify(program: Program) -> Program:
     ops = [_single_features(op) for op in ops]
     output = map_refs(program.output, resolve)
     return remove_dead(_computed_once(program.with_ops(tuple(ops), output=output)))
+
+
+def _hashable(value: Any) -> Any:
+    """value with its lists as tuples (a metapath given as a list)."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_hashable(v) for v in value)
+    return value
 
 
 # ops that compute a value from their arguments alone (random ones are refused before this)

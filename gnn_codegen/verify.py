@@ -28,9 +28,10 @@ import dgl
 import torch
 
 from gnn_codegen.errors import CheckFailedError
+from gnn_codegen.metapaths import rows_graph
 from gnn_codegen.harness import (
     allclose, flatten, full_graph_forward, gather_sources_always, generated_model, import_source,
-    make_inputs, max_difference, nan_count, random_graph, returns_edge_rows, rows_for, run_inference, some_nodes,
+    make_inputs, max_difference, nan_count, random_graph_for, returns_edge_rows, rows_for, run_inference, some_nodes,
     with_tables,
 )
 from gnn_codegen.lower import without_comment
@@ -94,6 +95,7 @@ def check(generated: Generated, num_nodes: int = 1000, seed: int = 0,
         "gathered": _instantiate(generated, reference, "generated_gathering", gather=True),
     }
     g, inputs, notes = _graph_the_model_accepts(generated, reference, num_nodes, seed)
+    rows = rows_graph(generated.program, g)  # g, or the graph of its first metapath
     started = time.perf_counter()
     expected = full_graph_forward(reference, generated, g, inputs)
     forward_seconds = time.perf_counter() - started
@@ -111,7 +113,7 @@ def check(generated: Generated, num_nodes: int = 1000, seed: int = 0,
         runs += [(sizes[0], SUBSET), (sizes[-1], STORAGE_SUBSET)]
     for batch_size, sources in runs:
         model, module = models["gathered" if sources in ("gathered", STORAGE, STORAGE_SUBSET) else "in place"]
-        nodes = some_nodes(g.num_nodes(), SUBSET_SIZE, seed) if sources in (SUBSET, STORAGE_SUBSET) else None
+        nodes = some_nodes(rows.num_nodes(), SUBSET_SIZE, seed) if sources in (SUBSET, STORAGE_SUBSET) else None
         started = time.perf_counter()
         try:
             actual = _run(model, generated, g, inputs, batch_size, sources, nodes)
@@ -127,21 +129,21 @@ def check(generated: Generated, num_nodes: int = 1000, seed: int = 0,
             raise CheckFailedError(
                 f"the generated inference returns a result of another shape or structure than "
                 f"{generated.loaded.class_name}'s forward ({_first_line(exc)}) on a random graph of "
-                f"{g.num_nodes()} nodes. {_REPORT}"
+                f"{rows.num_nodes()} nodes. {_REPORT}"
             ) from None
         results.append(BatchResult(batch_size, sources, difference, seconds))
         ok = ok and same
-    if nans and int((g.in_degrees() == 0).sum()):
+    if nans and int((rows.in_degrees() == 0).sum()):
         # NaN proves little where it stands: once more on a graph where every node has a self-loop
-        loops = random_graph(num_nodes, seed=seed, zero_in_degree=False)
+        loops = random_graph_for(generated, num_nodes, seed, zero_in_degree=False)
         loop_inputs = make_inputs(generated, num_nodes, seed, loops.num_edges())
         loop_expected = full_graph_forward(reference, generated, loops, loop_inputs)
         loop_actual = _run(models["in place"][0], generated, loops, loop_inputs, sizes[0], "in place")
         results.append(BatchResult(sizes[0], "in place, a graph of self-loops",
                                    max_difference(loop_actual, loop_expected), 0.0))
         ok = ok and allclose(loop_actual, loop_expected, atol, rtol)
-    zero_in = int((g.in_degrees() == 0).sum())
-    return CheckResult(g.num_nodes(), g.num_edges(), zero_in, forward_seconds, tuple(results), atol, rtol, ok,
+    zero_in = int((rows.in_degrees() == 0).sum())
+    return CheckResult(rows.num_nodes(), rows.num_edges(), zero_in, forward_seconds, tuple(results), atol, rtol, ok,
                        tuple(notes))
 
 
@@ -215,7 +217,7 @@ def _graph_the_model_accepts(generated: Generated, reference: torch.nn.Module, n
     notes = []
     failure = None
     for zero_in_degree in (True, False):
-        g = random_graph(num_nodes, seed=seed, zero_in_degree=zero_in_degree)
+        g = random_graph_for(generated, num_nodes, seed, zero_in_degree)
         inputs = make_inputs(generated, num_nodes, seed, g.num_edges())
         try:
             full_graph_forward(reference, generated, g, inputs)
@@ -268,7 +270,7 @@ def _inference_failed(generated: Generated, module: ModuleType, exc: BaseExcepti
             where += f", which computes {origin}"
     return (
         f"the generated inference raised {type(exc).__name__} ({_first_line(exc)}){where}, on a "
-        f"random graph of {g.num_nodes()} nodes with batches of {batch_size} nodes and source rows "
+        f"random graph of {rows_graph(generated.program, g).num_nodes()} nodes with batches of {batch_size} nodes and source rows "
         f"{sources}. {_REPORT}"
     )
 

@@ -31,6 +31,8 @@ from gnn_codegen.templating import exec_template
 
 # helper name -> the roles of its arguments after the module: "graph", "src" / "dst" rows,
 # "edge" rows, None for a constant. Message-passing helpers take the graph second.
+# how the note of a convolution's work per source row ends where it runs once per node
+ONCE_PER_NODE = ", once per node"
 SECTIONS = (
     "sage_conv_mean", "graph_conv_source", "graph_conv_aggregate", "gat_conv_source",
     "gat_conv_aggregate", "attention_term", "attention_weighted_sum", "check_in_degrees",
@@ -159,7 +161,7 @@ def _named(node: fx.Node, name: str, note: tuple[str, str] = ("", "")) -> fx.Nod
 
 
 def _source_note(conv_call: fx.Node, what: str) -> tuple[str, str]:
-    return str(conv_call.target), f"{what} on each source row, once per node"
+    return str(conv_call.target), f"{what} on each source row{ONCE_PER_NODE}"
 
 
 def _module(graph: fx.Graph, node: fx.Node) -> fx.Node:

@@ -13,7 +13,7 @@ import torch
 
 from gnn_codegen.harness import (
     allclose, full_graph_forward, gather_sources_always, generated_model, import_source, inference_arguments,
-    make_inputs, max_difference, random_graph, run_inference, with_tables,
+    make_inputs, max_difference, random_graph, random_graph_for, run_inference, with_tables,
 )
 from gnn_codegen.perturb import perturb
 from tests.cases import CASES_BY_NAME, Case, all_cases, generate_case
@@ -38,7 +38,7 @@ def test_inference_equals_full_graph_forward(case: Case, seed: int, sources: str
     if sources == "gathered":
         gather_sources_always(module)
     model = generated_model(generated, module, reference)
-    g = random_graph(NUM_NODES, seed=seed, zero_in_degree=True)
+    g = random_graph_for(generated, NUM_NODES, seed=seed, zero_in_degree=True)
     inputs = make_inputs(generated, NUM_NODES, seed, g.num_edges())
     try:
         expected = full_graph_forward(reference, generated, g, inputs)
@@ -46,7 +46,7 @@ def test_inference_equals_full_graph_forward(case: Case, seed: int, sources: str
         assert "in-degree" in str(exc)
         with pytest.raises(type(exc), match="0-in-degree"):  # and so does inference
             run_inference(model, generated, g, inputs, batch_size=7, device="cpu")
-        g = random_graph(NUM_NODES, seed=seed, zero_in_degree=False)
+        g = random_graph_for(generated, NUM_NODES, seed=seed, zero_in_degree=False)
         inputs = make_inputs(generated, NUM_NODES, seed, g.num_edges())
         expected = full_graph_forward(reference, generated, g, inputs)
     for batch_size in (1, 7, 64, NUM_NODES, NUM_NODES + 50):
@@ -72,7 +72,7 @@ def test_a_graph_without_nodes(case: Case, sources: str) -> None:
     if sources == "gathered":
         gather_sources_always(module)
     model = generated_model(generated, module)
-    g = dgl.graph(([], []), num_nodes=0)
+    g = random_graph_for(generated, 0)
     inputs = make_inputs(generated, 0, 0, 0)
     try:
         expected = full_graph_forward(generated.loaded.model.eval(), generated, g, inputs)
@@ -187,7 +187,7 @@ def test_a_deleted_tensor_is_freed(case: Case) -> None:
     generated = generate_case(case)
     module = import_source(generated.source, generated.loaded.path.parent)
     model = generated_model(generated, module)
-    g = random_graph(NUM_NODES, seed=0, zero_in_degree=False)
+    g = random_graph_for(generated, NUM_NODES, seed=0, zero_in_degree=False)
     inputs = make_inputs(generated, NUM_NODES, 0, g.num_edges())
     with with_tables(model, generated, inputs):
         kept = views_kept_alive(model.inference, *inference_arguments(generated, g, inputs),

@@ -20,7 +20,7 @@ import torch
 
 from gnn_codegen.harness import (
     allclose, flatten, full_graph_forward, gather_sources_always, generated_model, import_source, make_inputs,
-    max_difference, random_graph, returns_edge_rows, rows_for, run_inference, some_nodes, with_tables,
+    max_difference, random_graph, random_graph_for, returns_edge_rows, rows_for, run_inference, some_nodes, with_tables,
 )
 from gnn_codegen.ir import iter_refs
 from gnn_codegen.perturb import perturb
@@ -42,7 +42,7 @@ def _prepared(case: Case, seed: int, gather: bool = False):
         gather_sources_always(module)
     model = generated_model(generated, module, reference)
     for zero_in_degree in (True, False):  # GATConv refuses nodes without in-edges
-        g = random_graph(NUM_NODES, seed=seed, zero_in_degree=zero_in_degree)
+        g = random_graph_for(generated, NUM_NODES, seed=seed, zero_in_degree=zero_in_degree)
         inputs = make_inputs(generated, NUM_NODES, seed, g.num_edges())
         try:
             expected = full_graph_forward(reference, generated, g, inputs)

@@ -157,7 +157,8 @@ class DeepGCN(nn.Module):
         def layer_2(block, out_degrees, x1):
             x = x1 / rownorm_mean
             x = F.relu(x)
-            # self.layers[1]'s norm by out-degree on each source row, once per node
+            # self.layers[1]'s norm by out-degree on each source row, per batch: its input is made
+            # in this loop
             x = _graph_conv_source(self.layers[1], x, out_degrees, weighted=False)
             return _graph_conv_aggregate(self.layers[1], block, x, weighted=False)
 
@@ -189,7 +190,8 @@ class DeepGCN(nn.Module):
         def layer_3(block, out_degrees, x2):
             x = x2 / rownorm_mean_2
             x = F.relu(x)
-            # self.layers[2]'s norm by out-degree and weight on each source row, once per node
+            # self.layers[2]'s norm by out-degree and weight on each source row, per batch: its
+            # input is made in this loop
             x = _graph_conv_source(self.layers[2], x, out_degrees, weighted=True)
             return _graph_conv_aggregate(self.layers[2], block, x, weighted=True)
 

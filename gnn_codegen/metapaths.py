@@ -1,0 +1,91 @@
+"""Models over a heterogeneous graph's metapaths (HAN, DGL's han example): forward's graph is a
+heterograph that forward only hands to `dgl.metapath_reachable_graph(g, metapath)`, and every
+layer runs on those homogeneous graphs (derived_graphs.py), whose nodes are the nodes of the
+type where the metapaths start and end: forward's rows.
+
+No schema is needed to generate the code, which only names the metapaths. The graphs the code
+is proven on (the probe's, the check's) are heterographs of a schema inferred from the
+metapaths alone: each relation's ends are node types, a metapath's consecutive relations meet
+at one type, and every metapath starts and ends at the one type of forward's rows. Everything
+else is kept apart, the most general graph the metapaths allow."""
+
+from __future__ import annotations
+
+import dgl
+import torch
+
+from gnn_codegen.derived_graphs import METAPATH, metapath_of
+from gnn_codegen.ir import Program
+
+Relation = tuple[str, str, str]
+# the node type of forward's rows in the inferred schema
+ROWS_TYPE = "node"
+
+
+def metapaths(program: Program) -> tuple[tuple[str, ...], ...]:
+    """The metapaths forward derives graphs for, in the order it does."""
+    found = []
+    for op in program.ops:
+        if op.kind == "graph" and op.args and op.target.rsplit(".", 1)[-1] == METAPATH:
+            path = metapath_of(op.args[1:], op.kwargs)
+            if path is not None and path not in found:
+                found.append(path)
+    return tuple(found)
+
+
+def metapath_schema(paths: tuple[tuple[str, ...], ...]) -> tuple[Relation, ...]:
+    """The canonical edge types of the most general heterograph with these metapaths (see the
+    module docstring), its types named ROWS_TYPE and type1, type2, ..."""
+    parent: dict[tuple[str, str], tuple[str, str]] = {}
+
+    def find(end: tuple[str, str]) -> tuple[str, str]:
+        parent.setdefault(end, end)
+        while parent[end] != end:
+            parent[end] = parent[parent[end]]
+            end = parent[end]
+        return end
+
+    def union(a: tuple[str, str], b: tuple[str, str]) -> None:
+        parent[find(a)] = find(b)
+
+    rows = ("rows", "")
+    for path in paths:
+        union(("src", path[0]), rows)
+        union(("dst", path[-1]), rows)
+        for before, after in zip(path, path[1:]):
+            union(("dst", before), ("src", after))
+    relations = sorted({rel for path in paths for rel in path})
+    names = {find(rows): ROWS_TYPE}
+    for rel in relations:
+        for end in (("src", rel), ("dst", rel)):
+            names.setdefault(find(end), f"type{len(names)}")
+    return tuple((names[find(("src", rel))], rel, names[find(("dst", rel))]) for rel in relations)
+
+
+def random_metapath_graph(paths: tuple[tuple[str, ...], ...], num_nodes: int, seed: int = 0,
+                          zero_in_degree: bool = True, avg_degree: int = 3) -> dgl.DGLHeteroGraph:
+    """A random heterograph of metapath_schema(paths), num_nodes nodes of each type. With
+    zero_in_degree, one node in ten of each type receives no edge of any relation (so no
+    metapath reaches it); otherwise each relation also links every node to its namesake, so
+    that every metapath graph has a self-loop on every node."""
+    gen = torch.Generator().manual_seed(seed)
+    data = {}
+    for rel in metapath_schema(paths):
+        src = torch.randint(0, max(num_nodes, 1), (num_nodes * avg_degree,), generator=gen)
+        dst = torch.randint(0, max(num_nodes, 1), (num_nodes * avg_degree,), generator=gen)
+        if zero_in_degree:
+            keep = dst % 10 != 3
+            src, dst = src[keep], dst[keep]
+        else:
+            loops = torch.arange(num_nodes)
+            src, dst = torch.cat([src, loops]), torch.cat([dst, loops])
+        data[rel] = (src, dst)
+    types = {t for s, _, d in data for t in (s, d)}
+    return dgl.heterograph(data, num_nodes_dict={t: num_nodes for t in types})
+
+
+def rows_graph(program: Program, g: dgl.DGLGraph) -> dgl.DGLGraph:
+    """The graph whose nodes are forward's rows: g, or for a model over metapaths the graph of
+    its first (all share their nodes)."""
+    paths = metapaths(program)
+    return dgl.metapath_reachable_graph(g, paths[0]) if paths else g

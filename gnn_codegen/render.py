@@ -111,7 +111,7 @@ class Renderer:
         # the name a person gives the running hidden state, unless the model's input has it
         self.hidden = next(n for n in ("h", "hidden", "z", "h_") if n not in self.params)
         # names too generic to tell stored tensors apart: those get h1, h2, ... instead
-        self.generic = {"h", "x", "out", "hidden", "feat", "feats", "inputs", "z", "el", *self.params}
+        self.generic = {"h", "x", "out", "hidden", "feat", "feats", "inputs", "z", "el", "c", *self.params}
         # values computed once for all nodes keep forward's names: `w = ...mean(0)`, and
         # `rownorm_mean = (...).sqrt()` before the line's parts take its name
         self.reduced = {value for stage in plan.stages for _, value in stage.reductions}

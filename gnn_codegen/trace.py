@@ -37,7 +37,7 @@ from gnn_codegen.input_specs import declared_width
 from gnn_codegen.kept_graph import forward_taking_the_graph, graphs_on_the_model, kept_graph
 from gnn_codegen.known_modules import is_message_passing
 from gnn_codegen.node_tables import lift_node_tables
-from gnn_codegen.rows_first import stacks_reduced_along_rows
+from gnn_codegen.rows_first import lstm_states_rows_first, stacks_reduced_along_rows
 from gnn_codegen.rowwise import is_rowwise_module
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
@@ -435,6 +435,7 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
         num_blocks = depth
         gm, blocks_style, decisions = _trace_once(model, graph_arg, num_blocks, path, leaves, forced_mp, kept, through, declared)
     stacks_reduced_along_rows(gm)
+    lstm_states_rows_first(gm)
     taken = {p.name for p in params} | {graph_arg}
     lifted, graph_data = lift_graph_data(gm, graph_arg, taken)
     tables = lift_node_tables(gm, model, taken | set(lifted), forced_mp)

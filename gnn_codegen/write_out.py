@@ -29,13 +29,14 @@ import torch.fx as fx
 
 from gnn_codegen.templating import exec_template
 
-# helper name -> the roles of its arguments after the module: "graph", "src" / "dst" rows,
-# "edge" rows, None for a constant. Message-passing helpers take the graph second.
 # how the note of a convolution's work per source row ends where it runs once per node
 ONCE_PER_NODE = ", once per node"
+# helper name -> the roles of its arguments after the module: "graph", "src" / "dst" rows,
+# "edge" rows, None for a constant. Message-passing helpers take the graph second.
 SECTIONS = (
     "sage_conv_mean", "graph_conv_source", "graph_conv_aggregate", "gat_conv_source",
     "gat_conv_aggregate", "attention_term", "attention_weighted_sum", "check_in_degrees",
+    "lstm_step",  # not a convolution: an LSTM's step with its states rows first (rows_first.py)
 )
 MESSAGE_PASSING = {
     "sage_conv_mean": ("graph", "src", "dst", None, "edge"),

@@ -104,6 +104,9 @@ class Step:
     learn_eps: bool = False  # GINConv
     edge_weight: bool = False  # conv(g, h, edge_weight=w), w the model's per-edge input
     var: str = ""  # the variable forward assigns it to ("" or taken: h{index}), see VARIABLES
+    # full style, a second convolution at its depth: on the reversed graph, `conv(dgl.reverse(g),
+    # h)` (a loop of its own after the first's, cut.mp_depths)
+    reversed_graph: bool = False
 
 
 @dataclass(frozen=True)
@@ -271,9 +274,14 @@ def model_specs(draw: st.DrawFn) -> ModelSpec:
             combine = draw(st.sampled_from(("add", "cat")))
             if combine == "add":
                 second = _draw_conv(draw, b, source2, style, b.width(first), edge_weights)
-                h = b.add(Step("add", _ordered(draw, first, second), b.width(first)))
             else:
                 second = _draw_conv(draw, b, source2, style, None, edge_weights)
+            conv = b.steps[second - 1]
+            if style == "full" and conv.kind != "inline" and not conv.edge_weight and draw(st.booleans()):
+                b.steps[second - 1] = replace(conv, reversed_graph=True)
+            if combine == "add":
+                h = b.add(Step("add", _ordered(draw, first, second), b.width(first)))
+            else:
                 dim = draw(st.sampled_from(("-1", "1")))
                 parts = _ordered(draw, first, second)
                 h = b.add(Step("cat", parts, b.width(first) + b.width(second), dim))
@@ -542,7 +550,7 @@ def render_model_source(spec: ModelSpec) -> str:
             continue
         if step.op == "conv":
             source = name(args[0])
-            block = f"blocks[{depth[args[0]]}]" if blocks else graph
+            block = f"blocks[{depth[args[0]]}]" if blocks else f"dgl.reverse({graph})" if step.reversed_graph else graph
             feats = f"({source}, {source}[: {block}.num_dst_nodes()])" if step.pair else source
             weight = ", edge_weight=w" if step.edge_weight else ""
             expr = f"{module}({block}, {feats}{weight})"

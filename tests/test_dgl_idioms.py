@@ -37,6 +37,7 @@ CASES = {
     "MinMaxScaledSAGE": GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'),
     "HGTTypesAsArguments": GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'),
     "TwoGraphsInOneLayer": GenerateOptions(),
+    "SortedRelGraphConv": GenerateOptions(),
 }
 
 # what the generated method's signature and first lines must say
@@ -62,6 +63,7 @@ SIGNATURES = {
     "MinMaxScaledSAGE": "def inference(self, g, x, batch_size, device",
     "HGTTypesAsArguments": "def inference(self, g, x, ntype, etype, batch_size, device",
     "TwoGraphsInOneLayer": "def inference(self, g, x, batch_size, device",
+    "SortedRelGraphConv": "def inference(self, g, x, batch_size, device",
 }
 READS = {
     # the mean over all nodes: a pass over the stored layer before the next layer's loop
@@ -97,6 +99,8 @@ READS = {
     # convolutions of one layer on two graphs: a loop each, the second reading the first's rows
     "TwoGraphsInOneLayer": ["h1 = batches.map(layer_1,", "return h1 + _sage_conv_mean(self.against,",
                             "out = batches_reversed.map(layer_2,"],
+    # a block's edges are not sorted by type
+    "SortedRelGraphConv": ["etype = g.edata[dgl.ETYPE]", "self.conv1(block, x, etype, presorted=False)"],
     # node types per node: source rows beside the features; edge types per edge
     "HGTTypesAsArguments": ["batches.check_rows(nodes={\"x\": x, \"ntype\": ntype}, edges={\"etype\": etype})",
                             "return F.gelu(self.adapt(x, ntype))",
@@ -224,3 +228,11 @@ def test_explain_lists_reductions_and_passes_over_nodes(monkeypatch: pytest.Monk
     assert text.startswith("Plan for tests/models/dgl_idioms.py:HANClassifier: 1 layer, with a prologue")
     assert "\nPass after the last layer (once per node)\n  reduce project.mean(0) over all nodes" in text
     assert "  run    self.predict (Linear) on node rows\n" in text
+
+
+def test_an_lstm_memory_forward_returns_stays_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """GeniePath's memory is rewritten rows first only where nothing but LSTM steps reads it."""
+    monkeypatch.chdir(REPO)
+    with pytest.raises(errors.UnsupportedOperationError) as caught:
+        generate_all(f"{MODEL}:GeniePathMemoryReturned")
+    assert "x, (h, c) = self.depth(x.unsqueeze(0), (h, c))" in " ".join(str(caught.value).split())

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 
-import dgl
 import pytest
 import torch
 

@@ -450,3 +450,37 @@ class HGTTypesAsArguments(nn.Module):
         h = F.gelu(self.adapt(x, ntype))
         h = F.relu(self.conv1(g, h, ntype, etype))
         return self.conv2(g, h, ntype, etype)
+
+
+class GeniePathMemoryReturned(nn.Module):
+    """GeniePath's LSTM memory, returned by forward beside the prediction: its rows on dim 1
+    are forward's result, which a rows-first rewrite would change, so it stays refused."""
+
+    def __init__(self, in_size=8, hid_size=6, out_size=3):
+        super().__init__()
+        self.hid_size = hid_size
+        self.breadth = dglnn.GATConv(in_size, hid_size, 1, allow_zero_in_degree=True)
+        self.depth = nn.LSTM(hid_size, hid_size)
+        self.out = nn.Linear(hid_size, out_size)
+
+    def forward(self, g, x):
+        h = torch.zeros(1, x.shape[0], self.hid_size)
+        c = torch.zeros(1, x.shape[0], self.hid_size)
+        x = torch.tanh(self.breadth(g, x)).mean(1)
+        x, (h, c) = self.depth(x.unsqueeze(0), (h, c))
+        return self.out(x[0]), h
+
+
+class SortedRelGraphConv(nn.Module):
+    """RelGraphConv on a graph from dgl.to_homogeneous, told its edges are sorted by type
+    (`presorted=True`), its edge types read from the graph."""
+
+    def __init__(self, in_size=8, hid_size=6, out_size=3, num_rels=4):
+        super().__init__()
+        self.conv1 = dglnn.RelGraphConv(in_size, hid_size, num_rels, regularizer="basis", num_bases=2)
+        self.conv2 = dglnn.RelGraphConv(hid_size, out_size, num_rels)
+
+    def forward(self, g, x):
+        etype = g.edata[dgl.ETYPE]
+        h = F.relu(self.conv1(g, x, etype, presorted=True))
+        return self.conv2(g, h, etype, presorted=True)

@@ -133,7 +133,9 @@ def mp_depths(nodes: tuple[CutNode, ...]) -> dict[str, int]:
     convolutions its input comes from, and a reduction over all nodes a stage after what it
     reduces (in a pass before that stage's loop). A convolution reading a reduction, or what is
     computed from one and stored rows alone, runs in the reduction's stage: the value is whole
-    before the stage's loop begins. A stage no convolution reaches this way is a pass over ranges
+    before the stage's loop begins; but where the convolution's work per source row reads it
+    (GraphConv's norm, GAT's fc), that work runs in a pass over ranges of nodes of that stage,
+    once per node, and the convolution a stage later. A stage no convolution reaches this way is a pass over ranges
     of nodes (between layers, where reductions chain: PairNorm's mean then its mean row norm; or
     after the last layer: HAN's semantic attention before its classifier)."""
     depth: dict[str, int] = {}
@@ -143,6 +145,8 @@ def mp_depths(nodes: tuple[CutNode, ...]) -> dict[str, int]:
     # a stage's loop runs on the blocks of one graph: convolutions of one depth on several
     # graphs (HAN's GAT per metapath graph) take a stage each, in the order forward calls them
     graph_of_stage: dict[int, str] = {}
+    # whole before its stage's loop because it is computed from a reduction of that stage
+    made_from_reduction: dict[str, bool] = {}
     for node in nodes:
         if node.reduces:
             depth[node.name] = max((depth[d] for d in node.deps), default=0) + 1
@@ -156,6 +160,15 @@ def mp_depths(nodes: tuple[CutNode, ...]) -> dict[str, int]:
         else:
             depth[node.name] = max((depth[d] for d in node.deps), default=0)
             in_loop[node.name] = any(in_loop[d] and depth[d] == depth[node.name] for d in node.deps)
+            # a convolution's work per source row on what is made from a reduction, whole only
+            # before its stage's loop (HAN's GAT fc after the semantic attention): in a pass over
+            # ranges of nodes of that stage, once per node, and the convolution a stage later
+            # (run in the convolution's loop, it would be done again for every batch)
+            if node.earliest and any(made_from_reduction.get(d) and depth[d] == depth[node.name]
+                                     for d in node.deps):
+                in_loop[node.name] = True
+        made_from_reduction[node.name] = node.reduces or (not in_loop[node.name] and any(
+            made_from_reduction.get(d) and depth[d] == depth[node.name] for d in node.deps))
     return depth
 
 

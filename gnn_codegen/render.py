@@ -186,12 +186,20 @@ class Renderer:
     # -- the method -----------------------------------------------------------------------------
     def method(self) -> str:
         stages = []
-        runs: list[tuple[Stage, LayerWriter]] = []
+        ordered: list[Stage] = []
         for stage in self.plan.stages:
             stage, after = self._split_node_pass(stage)
-            runs.append((stage, LayerWriter(self, stage, self.names.take(self._function_name(stage)))))
-            if after is not None:
-                runs.append((after, LayerWriter(self, after, self.names.take(self._function_name(after)))))
+            ordered += [stage] if after is None else [stage, after]
+        # the passes over ranges of nodes in each gap between layers, in order (PairNorm's
+        # centring, then its scaling after the mean row norm of the centred rows)
+        self.gaps: dict[int, list[int]] = {}  # layer before the gap -> positions of its passes
+        for position, stage in enumerate(ordered):
+            if stage.node_pass:
+                self.gaps.setdefault(stage.layer, []).append(position)
+        runs: list[tuple[Stage, LayerWriter]] = [
+            (stage, LayerWriter(self, stage, self.names.take(self._function_name(stage, position))))
+            for position, stage in enumerate(ordered)
+        ]
         functions = [writer.write() for _, writer in runs]
         last_use = self._last_uses(functions)
         # a tensor whose last reader is a reduction (read before its stage's loop) is deleted
@@ -215,7 +223,7 @@ class Renderer:
             frees = [name for name, at in last_use.items() if at == position and not last]
             if frees:
                 lines.append(f"del {', '.join(frees)}")
-            comment = self._describe(stage)
+            comment = self._describe(stage, position)
             before = self._before_loop(stage, writer)
             if position in freed_after_reductions:
                 before.append(f"del {', '.join(freed_after_reductions[position])}")
@@ -442,14 +450,26 @@ class Renderer:
 
         return spell(value)
 
-    def _function_name(self, stage: Stage) -> str:
+    def _pass_number(self, stage: Stage, position: int) -> tuple[int, int]:
+        """(which, of how many) passes over ranges of nodes in the stage's gap between layers."""
+        gap = self.gaps.get(stage.layer, [position])
+        return gap.index(position) + 1, len(gap)
+
+    def _function_name(self, stage: Stage, position: int) -> str:
         if stage.node_pass:
-            return f"before_layer_{stage.layer + 1}" if stage.layer < self.plan.num_layers else "after_last_layer"
+            which, _ = self._pass_number(stage, position)
+            name = f"before_layer_{stage.layer + 1}" if stage.layer < self.plan.num_layers else "after_last_layer"
+            return name if which == 1 else f"{name}_pass_{which}"
         return "prologue" if stage.index == 0 else f"layer_{stage.layer}"
 
-    def _describe(self, stage: Stage) -> list[str]:
+    def _describe(self, stage: Stage, position: int) -> list[str]:
         ops = [self.program.op(p.name) for p in stage.ops]
         if stage.node_pass:
+            which, count = self._pass_number(stage, position)
+            if which > 1:
+                where = f"layer {stage.layer + 1}" if stage.layer < self.plan.num_layers else "the last layer"
+                return comment(f"{'Before' if stage.layer < self.plan.num_layers else 'After'} {where}, pass "
+                               f"{which} of {count}, once per node, from what the pass before it stored.")
             if stage.layer < self.plan.num_layers:
                 return comment(f"Before layer {stage.layer + 1}, once per node, from what layer {stage.layer} stored.")
             return comment("After the last layer, once per node, from what the layers stored.")

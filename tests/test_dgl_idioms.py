@@ -221,7 +221,9 @@ def test_explain_lists_reductions_and_passes_over_nodes(monkeypatch: pytest.Monk
 
     pair_norm = explain_text(explain_data(_generate("PairNormGCN", monkeypatch)))
     assert "\nPass before layer 2 (once per node)\n  reduce h1.mean(0) over all nodes" in pair_norm
-    assert "\nLayer 2 of 2\n  reduce rownorm_mean_terms.mean() over all nodes" in pair_norm
+    # the second reduction is read by GraphConv's norm per source row: a second pass, once per node
+    assert "\nPass before layer 2 (once per node)\n  reduce rownorm_mean_terms.mean() over all nodes" in pair_norm
+    assert "\nLayer 2 of 2\n  load   feat1 on source rows" in pair_norm
     han = explain_data(_generate("HANClassifier", monkeypatch))
     assert [s["kind"] for s in han["stages"]] == ["prologue", "layer", "pass"]
     text = explain_text(han)

@@ -145,25 +145,30 @@ class DeepGCN(nn.Module):
         rownorm_mean_terms, x1 = batches.map_nodes(before_layer_2, h1)
         del h1
 
-        # rownorm_mean_terms.mean() over all nodes, which layer 2 reads: summed in a pass over
-        # ranges of the stored rows
+        # rownorm_mean_terms.mean() over all nodes, which the pass before layer 2 reads:
+        # summed in a pass over ranges of the stored rows
         rownorm_mean_terms_mean = (
             batches.sum_nodes(rownorm_mean_terms).sum() / rownorm_mean_terms.numel()
         )
         rownorm_mean = (1e-06 + rownorm_mean_terms_mean).sqrt()
         del rownorm_mean_terms
 
-        # Layer 2 of 3: self.layers[1] (GraphConv).
-        def layer_2(block, out_degrees, x1):
+        # Before layer 2, pass 2 of 2, once per node, from what the pass before it stored.
+        def before_layer_2_pass_2(out_degrees, x1):
             x = x1 / rownorm_mean
             x = F.relu(x)
-            # self.layers[1]'s norm by out-degree on each source row, per batch: its input is made
-            # in this loop
-            x = _graph_conv_source(self.layers[1], x, out_degrees, weighted=False)
-            return _graph_conv_aggregate(self.layers[1], block, x, weighted=False)
+            # self.layers[1]'s norm by out-degree on each source row, once per node
+            return _graph_conv_source(self.layers[1], x, out_degrees, weighted=False)
 
-        h2 = batches.map(layer_2, src=[out_degrees, x1])
+        feat1 = batches.map_nodes(before_layer_2_pass_2, out_degrees, x1)
         del x1
+
+        # Layer 2 of 3: self.layers[1] (GraphConv).
+        def layer_2(block, feat1):
+            return _graph_conv_aggregate(self.layers[1], block, feat1, weighted=False)
+
+        h2 = batches.map(layer_2, src=[feat1], in_place=True)
+        del feat1
 
         # h2.mean(0) over all nodes, which the pass before layer 3 reads: summed in a pass
         # over ranges of the stored rows
@@ -178,24 +183,31 @@ class DeepGCN(nn.Module):
         rownorm_mean_terms2, x2 = batches.map_nodes(before_layer_3, h2)
         del h2
 
-        # rownorm_mean_terms2.mean() over all nodes, which layer 3 reads: summed in a pass
-        # over ranges of the stored rows
+        # rownorm_mean_terms2.mean() over all nodes, which the pass before layer 3 reads:
+        # summed in a pass over ranges of the stored rows
         rownorm_mean_terms2_mean = (
             batches.sum_nodes(rownorm_mean_terms2).sum() / rownorm_mean_terms2.numel()
         )
         rownorm_mean_2 = (1e-06 + rownorm_mean_terms2_mean).sqrt()
         del rownorm_mean_terms2
 
-        # Layer 3 of 3: self.layers[2] (GraphConv).
-        def layer_3(block, out_degrees, x2):
+        # Before layer 3, pass 2 of 2, once per node, from what the pass before it stored.
+        def before_layer_3_pass_2(out_degrees, x2):
             x = x2 / rownorm_mean_2
             x = F.relu(x)
-            # self.layers[2]'s norm by out-degree and weight on each source row, per batch: its
-            # input is made in this loop
-            x = _graph_conv_source(self.layers[2], x, out_degrees, weighted=True)
-            return _graph_conv_aggregate(self.layers[2], block, x, weighted=True)
+            # self.layers[2]'s norm by out-degree and weight on each source row, once per node
+            return _graph_conv_source(self.layers[2], x, out_degrees, weighted=True)
 
-        h = batches.map(layer_3, src=[out_degrees, x2], nodes=needed[3])
+        feat2 = batches.map_nodes(
+            before_layer_3_pass_2, out_degrees, x2, nodes=needed[2]
+        )
+        del out_degrees, x2
+
+        # Layer 3 of 3: self.layers[2] (GraphConv).
+        def layer_3(block, feat2):
+            return _graph_conv_aggregate(self.layers[2], block, feat2, weighted=True)
+
+        h = batches.map(layer_3, src=[feat2], in_place=True, nodes=needed[3])
         return batches.result(h, nodes=nodes)
 
 

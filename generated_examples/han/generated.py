@@ -172,42 +172,45 @@ class HAN(nn.Module):
         )
         del feat0_2, el0_2, z1
 
-        # score.mean(0) over all nodes, which layer 3 reads: summed in a pass over ranges of
-        # the stored rows
+        # score.mean(0) over all nodes, which the pass before layer 3 reads: summed in a pass
+        # over ranges of the stored rows
         importance = batches.sum_nodes(score) / score.shape[0]
         beta = torch.softmax(importance, dim=0)
         del score
 
-        # Layer 3 of 4: self.layers[1].gats[0] (GATConv).
-        def layer_3(block, hidden2):
+        # Before layer 3, once per node, from what layer 2 stored.
+        def before_layer_3(hidden2):
             hidden = (beta.expand((hidden2.shape[0],) + beta.shape) * hidden2).sum(1)
-            # self.layers[1].gats[0]'s fc and attention term on each source row, per batch: its
-            # input is made in this loop
+            # self.layers[1].gats[0]'s fc and attention term on each source row, once per node
             feat, el = _gat_conv_source(self.layers[1].gats[0], hidden)
-            z = _gat_conv_aggregate(
-                self.layers[1].gats[0], block, feat, el, feat[: block.num_dst_nodes()]
-            ).flatten(1)
             # self.layers[1].gats[1]'s fc and attention term on each source row, once per node
-            feat_2, el_2 = _gat_conv_source(
-                self.layers[1].gats[1], hidden[: block.num_dst_nodes()]
-            )
-            return z, feat_2, el_2
+            feat_2, el_2 = _gat_conv_source(self.layers[1].gats[1], hidden)
+            return feat, el, feat_2, el_2
 
-        z3, feat3, el3 = batches.map(layer_3, src=[hidden2])
+        feat2, el2, feat2_2, el2_2 = batches.map_nodes(before_layer_3, hidden2)
         del hidden2
 
+        # Layer 3 of 4: self.layers[1].gats[0] (GATConv).
+        def layer_3(block, feat2, el2, feat2_dst):
+            return _gat_conv_aggregate(
+                self.layers[1].gats[0], block, feat2, el2, feat2_dst
+            ).flatten(1)
+
+        z3 = batches.map(layer_3, src=[feat2, el2], dst=[feat2], in_place=True)
+        del feat2, el2
+
         # Layer 4 of 4: self.layers[1].gats[1] (GATConv).
-        def layer_4(block, feat3, el3, z3, feat3_dst):
+        def layer_4(block, feat2_2, el2_2, z3, feat2_2_dst):
             z = _gat_conv_aggregate(
-                self.layers[1].gats[1], block, feat3, el3, feat3_dst
+                self.layers[1].gats[1], block, feat2_2, el2_2, feat2_2_dst
             ).flatten(1)
             hidden = torch.stack([z3, z], dim=1)
             return hidden, self.layers[1].attention.score(hidden)
 
         hidden4, score4 = batches_pf_fp.map(
-            layer_4, src=[feat3, el3], dst=[z3, feat3], in_place=True
+            layer_4, src=[feat2_2, el2_2], dst=[z3, feat2_2], in_place=True
         )
-        del feat3, el3, z3
+        del feat2_2, el2_2, z3
 
         # score4.mean(0) over all nodes, which the pass after the last layer reads: summed in
         # a pass over ranges of the stored rows

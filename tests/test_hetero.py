@@ -37,6 +37,9 @@ OPTIONS = {
     "GINPerRelation": GenerateOptions(init=json.dumps({"size": 6, "rel_names": GAME_RELATIONS}), metagraph=GAMES),
     "EmbeddingAndLinear": GenerateOptions(init=json.dumps({
         "num_nodes": {"user": 70, "game": 45}, "size": 6, "rel_names": GAME_RELATIONS}), metagraph=GAMES),
+    # a layer of the user's, run on each batch's graph of its in-edges
+    "HeteroRGCN": GenerateOptions(init=json.dumps({
+        "etypes": GAME_RELATIONS, "in_size": 6, "hidden_size": 5, "out_size": 3}), metagraph=GAMES),
 }
 
 
@@ -252,3 +255,21 @@ def test_nodes_of_one_type_of_a_dict(monkeypatch: pytest.MonkeyPatch) -> None:
         expected = model(g, x)
     out = model.inference(g, x, batch_size=8, device="cpu", nodes={"user": torch.tensor([5, 1])})
     assert list(out) == ["user"] and torch.allclose(out["user"], expected["user"][[5, 1]], atol=1e-5)
+
+
+def test_an_own_layer_that_reads_out_degrees_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    with pytest.raises(errors.UnsupportedModuleError) as caught:
+        generate_all(f"{MODELS}:OutDegreeScaled", GenerateOptions(
+            init=json.dumps({"size": 6, "etypes": GAME_RELATIONS}), metagraph=GAMES))
+    message = " ".join(str(caught.value).split())
+    assert message.startswith("tests/models/hetero.py:") and "`return self.layer(G, inputs)`" in message
+    assert "self.layer (OutDegreeScaledLayer), a heterogeneous layer of your own, runs layer-wise" in message
+    assert "Write it with HeteroGraphConv" in message
+
+
+def test_an_own_layer_needs_the_metagraph(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    with pytest.raises(errors.OptionsError, match="self.layer1 \\(HeteroRGCNLayer\\) is a heterogeneous layer"):
+        generate_all(f"{MODELS}:HeteroRGCN", GenerateOptions(
+            init=json.dumps({"etypes": GAME_RELATIONS, "in_size": 6, "hidden_size": 5, "out_size": 3})))

@@ -247,22 +247,25 @@ class _HeteroBatches:
             return {t: out[t][nodes[t].to(out[t].device).long()] for t in nodes}
         return out[nodes.to(out.device).long()]
 
-    def map(self, layer, ntype, src=(), dst=(), nodes=None):
+    def map(self, layer, ntype, src=(), dst=(), nodes=None, subgraph=False):
         """layer(block, *the source rows of each dict of src, *destination rows of dst, ntype)
         for every batch of ntype's nodes (of `nodes`, sorted IDs, or all); its results (a
         tensor or a tuple) for all of them, on the host (only the rows of `nodes` written).
+        subgraph: layer(graph, ..., num_dst, ntype) on the batch's graph of its in-edges, an
+        ordinary heterograph, whose first num_dst nodes of ntype are the batch's.
         """
         outputs = None
         for batch in self._batches(ntype, "layer", nodes):
-            block = self._block(ntype, batch)
+            block = self._block(ntype, batch, subgraph)
+            ids = block.nodes if subgraph else block.srcnodes
             sources = [
-                {
-                    t: self._rows(x, block.srcnodes[t].data[dgl.NID])
-                    for t, x in features.items()
-                }
+                {t: self._rows(x, ids[t].data[dgl.NID]) for t, x in features.items()}
                 for features in src
             ]
             rows = [self._rows(x, batch) for x in dst]
+            if subgraph:  # the batch's nodes are the first of their type
+                slices = isinstance(batch, slice)
+                rows.append(batch.stop - batch.start if slices else len(batch))
             results = layer(block.to(self.device), *sources, *rows, ntype)
             outputs = self._write(outputs, results, ntype, batch)
             del block, sources, rows, results  # one batch's rows at a time
@@ -316,10 +319,12 @@ class _HeteroBatches:
         dst = torch.repeat_interleave(torch.arange(count).to(src), in_degrees)
         return src, dst
 
-    def _block(self, ntype, batch):
+    def _block(self, ntype, batch, subgraph=False):
         """The block of a batch of ntype's nodes: every in-edge of every relation into ntype;
         its source nodes of each type in ID order, those of ntype after its destination
-        nodes, their IDs in g in srcdata[dgl.NID]."""
+        nodes, their IDs in g in srcdata[dgl.NID]. subgraph: the same nodes and edges as an
+        ordinary heterograph with every relation of g (those into other types without edges),
+        its IDs in ndata[dgl.NID]."""
         g, edges = self.g, {}
         sources = {t: [] for t in g.ntypes}
         for rel in g.canonical_etypes:
@@ -344,6 +349,17 @@ class _HeteroBatches:
         data = {
             rel: (self.block_ids[rel[0]][src], dst) for rel, (src, dst) in edges.items()
         }
+        if subgraph:
+            none = self._none()
+            graph = dgl.heterograph(
+                {rel: data.get(rel, (none, none)) for rel in g.canonical_etypes},
+                num_nodes_dict={t: len(ids[t]) for t in g.ntypes},
+                idtype=g.idtype,
+                device=g.device,
+            )
+            for t in g.ntypes:
+                graph.nodes[t].data[dgl.NID] = ids[t]
+            return graph
         block = dgl.create_block(
             data,
             num_src_nodes={t: len(ids[t]) for t in g.ntypes},

@@ -14,6 +14,7 @@ import dgl.nn as dglnn
 import torch
 import torch.fx as fx
 
+from gnn_codegen.errors import UnsupportedOperationError
 from gnn_codegen.hetero.expressions import ExpressionWriter, Names, accessor, base_name
 from gnn_codegen.hetero.plan import HeteroPlan, nodes_in, result_type
 from gnn_codegen.hetero.trace import hetero_conv
@@ -205,6 +206,8 @@ class HeteroRenderer(ExpressionWriter):
                 arguments.append(f"rows=[{', '.join(dst)}]")
             if self.subsets:
                 arguments.append(f'nodes=needed[{stage}]["{t}"]')
+            if stage and self.on_subgraphs(stage):
+                arguments.append("subgraph=True")
             calls[t] = f"{targets} = batches.{method}({name}, {', '.join(arguments)})"
         lines += [f"{g} = {{}}" for g in group_names]
         unified = _shared(calls) if shared is not None else None
@@ -213,6 +216,21 @@ class HeteroRenderer(ExpressionWriter):
         else:
             lines += [calls[t] for t in types]
         return lines
+
+    def on_subgraphs(self, stage: int) -> bool:
+        """Whether the stage runs a layer of the user's: on each batch's graph of its in-edges,
+        an ordinary heterograph, whose node data reads as forward's graph's does (on a block,
+        `G.nodes[t].data` is the source nodes'), the batch's nodes first of their type."""
+        modules = {self.model.get_submodule(str(n.args[0])) for t in self.traced_types()
+                   for n in self.plan.at(stage, t) if n.target is hetero_conv}
+        own = {m for m in modules if not isinstance(m, dglnn.HeteroGraphConv)}
+        if own and own != modules:
+            raise UnsupportedOperationError(
+                f"layer {stage} runs a HeteroGraphConv and a heterogeneous layer of your own "
+                f"({type(next(iter(own))).__name__}) at one depth; gnn-codegen runs a layer's modules "
+                "on one kind of graph per batch. Make them layers of their own."
+            )
+        return bool(own)
 
     def traced_types(self) -> list[str]:
         return sorted({t for t in self.plan.ntype.values() if t})
@@ -233,9 +251,10 @@ class HeteroRenderer(ExpressionWriter):
         nodes = plan.at(stage, ntype)
         # a function's names may be those of the stored dicts (it reads none of them), never those
         # of the values it reads from the method (constants, out_degrees)
-        local = Names((set(self.names.taken) - self.group_names) | {"block", "ntype"})
+        subgraph = self.on_subgraphs(stage)
+        local = Names((set(self.names.taken) - self.group_names) | {"block", "graph", "ntype", "num_dst"})
         env: dict[fx.Node, str] = {}
-        params = ["block"] if stage else []
+        params = [("graph" if subgraph else "block")] if stage else []
         src_exprs: list[str] = []  # the dicts of source rows, each a parameter of that name
         dst_exprs: list[str] = []
         body: list[str] = []
@@ -292,7 +311,7 @@ class HeteroRenderer(ExpressionWriter):
             body.append(f"{name} = {code}")
             env[node] = name
         body = _without_last_assignment(body, [env[n] for n in outs])
-        params.append("ntype")
+        params += ["num_dst", "ntype"] if subgraph else ["ntype"]
         text = "\n".join([f"def layer({', '.join(params)}):", *(f"    {line}" for line in body)])
         return text, src_exprs, dst_exprs, outs
 
@@ -304,6 +323,8 @@ class HeteroRenderer(ExpressionWriter):
             value = node.args[index]
             if value:
                 extra.append(f"{keyword}={self.arguments[(node.args[0], index, self.expr(value, {}))]}")
+        if not isinstance(module, dglnn.HeteroGraphConv):  # a layer of the user's, on a graph
+            return f"{accessor(self.model, path)}(graph, {source})[ntype][:num_dst]"
         if _reads_full_degrees(module):
             self.uses_hetero_conv = True
             return f"{HETERO_CONV}({accessor(self.model, path)}, block, {source}, out_degrees{''.join(', ' + e for e in extra)})"
@@ -332,13 +353,16 @@ class HeteroRenderer(ExpressionWriter):
 
 def _describe_conv(module: torch.nn.Module) -> str:
     """`HeteroGraphConv: a GraphConv per relation`, for the comment above a layer."""
+    if not isinstance(module, dglnn.HeteroGraphConv):
+        return f"{type(module).__name__}, on each batch's graph of its in-edges"
     classes = sorted({type(m).__name__ for m in module.mods.values()})
     return f"HeteroGraphConv: {'a ' if len(classes) == 1 else ''}{' or '.join(classes)} per relation"
 
 
 def _reads_full_degrees(module: torch.nn.Module) -> bool:
     """A HeteroGraphConv with a GraphConv whose norm reads source out-degrees."""
-    return any(isinstance(m, dglnn.GraphConv) and m._norm in ("both", "left") for m in module.mods.values())
+    return isinstance(module, dglnn.HeteroGraphConv) and any(
+        isinstance(m, dglnn.GraphConv) and m._norm in ("both", "left") for m in module.mods.values())
 
 
 def _without_last_assignment(body: list[str], returned: list[str]) -> list[str]:

@@ -4,6 +4,7 @@ heterographs of that schema for the check before writing."""
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 import dgl
@@ -31,8 +32,32 @@ def hetero_convs(model: torch.nn.Module) -> list[dglnn.HeteroGraphConv]:
     return [m for m in model.modules() if isinstance(m, dglnn.HeteroGraphConv)]
 
 
+# what a user's own heterogeneous layer does in its forward: message passing, per type
+_PASSES_MESSAGES = ("multi_update_all", "update_all")
+_PER_TYPE = ("canonical_etypes", ".ntypes", "srctypes", "dsttypes", ".etypes")
+
+
+def is_hetero_layer(module: torch.nn.Module) -> bool:
+    """A user's own heterogeneous layer (DGL's hetero RGCN tutorial, hgt and GNN-FiLM examples):
+    a module of theirs, with no HeteroGraphConv inside, whose forward passes messages over the
+    graph's types (`for srctype, etype, dsttype in G.canonical_etypes`, `G.multi_update_all`)."""
+    cls = type(module)
+    if cls.__module__.startswith(("torch.", "dgl.")) or any(isinstance(m, dglnn.HeteroGraphConv) for m in module.modules()):
+        return False
+    try:
+        source = inspect.getsource(cls.forward)
+    except (OSError, TypeError):
+        return False
+    return any(m in source for m in _PASSES_MESSAGES) and any(m in source for m in _PER_TYPE)
+
+
+def hetero_layers(model: torch.nn.Module) -> list[tuple[str, torch.nn.Module]]:
+    """The user's own heterogeneous layers inside the model (never the model itself)."""
+    return [(name, m) for name, m in model.named_modules() if m is not model and is_hetero_layer(m)]
+
+
 def is_heterogeneous(model: torch.nn.Module) -> bool:
-    return bool(hetero_convs(model))
+    return bool(hetero_convs(model)) or bool(hetero_layers(model))
 
 
 def parse_metagraph(spec: str) -> Schema:
@@ -62,8 +87,17 @@ def model_schema(model: torch.nn.Module, metagraph: str | None) -> Schema:
             )
         return schema
     keys = [k for conv in hetero_convs(model) for k in conv.mod_dict]
-    if keys and all(isinstance(k, tuple) and len(k) == 3 for k in keys):
+    layers = hetero_layers(model)
+    if keys and all(isinstance(k, tuple) and len(k) == 3 for k in keys) and not layers:
         return Schema(tuple(sorted(set(keys))))
+    if not keys:
+        path, layer = layers[0]
+        raise OptionsError(
+            f"self.{path} ({type(layer).__name__}) is a heterogeneous layer of your own, and gnn-codegen "
+            "needs the graph's node and edge types to check the generated code on a heterograph. Give "
+            "the graph's canonical edge types with --metagraph, e.g. --metagraph "
+            "'user:follows:user,user:buys:item' (your graph's g.canonical_etypes)."
+        )
     path = next(name for name, m in model.named_modules() if isinstance(m, dglnn.HeteroGraphConv))
     shown = ", ".join(relation_names[:6]) + (", ..." if len(relation_names) > 6 else "")
     raise OptionsError(

@@ -23,7 +23,7 @@ import torch.fx as fx
 from torch.utils import _pytree as pytree
 
 from gnn_codegen.errors import GraphUseError, SignatureError, TraceFailedError
-from gnn_codegen.hetero.schema import Schema, hetero_convs
+from gnn_codegen.hetero.schema import Schema, hetero_convs, hetero_layers, is_hetero_layer
 from gnn_codegen.trace import _Tracer, _user_location
 
 
@@ -183,13 +183,15 @@ class _HeteroTracer(_Tracer):
             return getattr(args[0], str(node.target))(*args[1:], **kwargs)
 
     def is_leaf_module(self, m: torch.nn.Module, module_qualified_name: str) -> bool:
-        if isinstance(m, dglnn.HeteroGraphConv):
+        if isinstance(m, dglnn.HeteroGraphConv) or (m is not self.root and is_hetero_layer(m)):
             return True
         if isinstance(m, (dglnn.HeteroLinear, dglnn.HeteroEmbedding)):
             return False  # a module per type inside: traced into, one call per type
         return super().is_leaf_module(m, module_qualified_name)
 
     def call_module(self, m: torch.nn.Module, forward: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if m is not self.root and is_hetero_layer(m):
+            return self._hetero_layer(m, args, kwargs)
         if not isinstance(m, dglnn.HeteroGraphConv):
             return super().call_module(m, forward, args, kwargs)
         bound = inspect.signature(m.forward).bind(*args, **kwargs)
@@ -228,7 +230,26 @@ class _HeteroTracer(_Tracer):
         return {t: outputs[t] for t in self.schema.ntypes if t in outputs}
 
 
+    def _hetero_layer(self, m: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """A user's own heterogeneous layer called as layer(graph, features per type): its
+        result for each type a relation reaches from a type with features, each a `hetero_conv`
+        node (the check proves the layer exact on each batch's subgraph, and these types)."""
+        path = self.path_of_module(m)
+        if kwargs or len(args) != 2 or not isinstance(args[0], _GraphProxy) or not isinstance(args[1], dict):
+            raise GraphUseError(
+                f"self.{path} ({type(m).__name__}) is called as other than self.{path}(graph, "
+                "features per node type), which is how gnn-codegen follows a heterogeneous layer of "
+                "your own"
+            )
+        graph, inputs = args
+        destinations = [t for t in self.schema.ntypes if any(s in inputs and d == t for s, _, d in self.schema.relations)]
+        return {t: self.create_proxy("call_function", hetero_conv, (path, graph, inputs, t, None, None), {})
+                for t in destinations}
+
+
 _UNKNOWN = object()
+# what fx checks a concrete argument with
+_GUARDS = (operator.eq, torch._assert)
 
 
 def _whole(node: fx.Node) -> fx.Node:
@@ -258,7 +279,7 @@ def blocks_style(model: torch.nn.Module) -> int:
     examples write it): one per HeteroGraphConv module; 0 when it takes the graph."""
     params = list(inspect.signature(type(model).forward).parameters.values())[1:]
     named = bool(params) and re.fullmatch(r"|".join(_BLOCKS_NAMES), params[0].name) is not None
-    return len(hetero_convs(model)) if named else 0
+    return len(hetero_convs(model)) + len(hetero_layers(model)) if named else 0
 
 
 def _signature(model: torch.nn.Module) -> tuple[str, list[str]]:
@@ -298,6 +319,19 @@ def trace_hetero(model: torch.nn.Module, schema: Schema, feature_types: tuple[st
             "heterogeneous graph gnn-codegen follows HeteroGraphConv calls on forward's graph and "
             "operations on each node type's features."
         ) from None
+    defaults = {p.name for p in list(inspect.signature(type(model).forward).parameters.values())[1:]
+                if p.default is not inspect.Parameter.empty}
+    # (fx names a flattened argument's placeholder after it: out_key_1)
+    for node in [n for n in graph.nodes if n.op == "placeholder" and re.sub(r"_\d+$", "", str(n.target)) in defaults]:
+        # a parameter traced at its default (`out_key="paper"`): its value is in the graph, and
+        # fx writes the placeholder of a str default as a syntax error; its only readers are
+        # fx's guards that the value is the one traced (`_assert(out_key == "paper")`)
+        guards = [node]
+        for guard in guards:
+            guards += [u for u in guard.users if u not in guards]
+        if all(g.op == "call_function" and g.target in _GUARDS for g in guards[1:]):
+            for guard in reversed(guards):
+                graph.erase_node(guard)
     placeholders = [n for n in graph.nodes if n.op == "placeholder" and n.target != graph_arg]
     flat = [(p, t) for p in features for t in feature_types]
     by_input = dict(zip(flat, placeholders))

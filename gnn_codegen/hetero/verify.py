@@ -13,15 +13,17 @@ import traceback
 from typing import TYPE_CHECKING, Any
 
 import dgl
+import dgl.nn as dglnn
 import torch
 import torch.fx as fx
 
-from gnn_codegen.errors import CheckFailedError, FeatDimsError
+from gnn_codegen.errors import CheckFailedError, FeatDimsError, UnsupportedModuleError
 from gnn_codegen.harness import allclose, max_difference, some_nodes
 from gnn_codegen.hetero.plan import result_type
 from gnn_codegen.hetero.schema import Schema, random_heterograph
 from gnn_codegen.hetero.trace import hetero_conv
 from gnn_codegen.input_specs import GUESSED_WIDTH, declared_width
+from gnn_codegen.lower import locations
 from gnn_codegen.perturb import perturb
 from gnn_codegen.simulated_device import SimulatedDevice
 from gnn_codegen.verify import ATOL, RTOL, BatchResult, CheckResult, _first_line, _instantiate, _REPORT
@@ -82,6 +84,11 @@ def _declared(generated: Generated, node: Any, ntype: str) -> int | None:
     for user in node.users:
         if user.op == "call_module":
             width = declared_width(model.get_submodule(str(user.target)))
+        elif user.target is hetero_conv and not isinstance(model.get_submodule(str(user.args[0])), dglnn.HeteroGraphConv):
+            # a layer of the user's: its first Linear (DGL's tutorial: a Linear per relation)
+            layer = model.get_submodule(str(user.args[0]))
+            width = next((m.in_features for m in layer.modules() if isinstance(m, torch.nn.Linear)), None)
+            read_as_destination = True
         elif user.target is hetero_conv:
             conv = model.get_submodule(str(user.args[0]))
             width = None
@@ -161,9 +168,18 @@ def check_hetero(generated: Generated, num_nodes: int = 1000, seed: int = 0,
 
 
 def verify_hetero(generated: Generated) -> CheckResult:
-    result = check_hetero(generated, 240, batch_sizes=VERIFY_BATCH_SIZES)
+    try:
+        result = check_hetero(generated, 240, batch_sizes=VERIFY_BATCH_SIZES)
+    except CheckFailedError as exc:
+        if "forward raised" in str(exc):
+            raise
+        raise _own_layer_refusal(generated, f"fails there ({exc})") or exc from None
     if not result.ok:
         worst = result.worst
+        refusal = _own_layer_refusal(generated, f"gives other results there than on the whole graph (max "
+                                                f"|difference| {worst.max_abs_diff:.3g}, batches of {worst.batch_size})")
+        if refusal is not None:
+            raise refusal
         raise CheckFailedError(
             f"the generated inference differs from {generated.loaded.class_name}'s full-graph forward "
             f"by up to {worst.max_abs_diff:.3g} (tolerance atol={result.atol}, rtol={result.rtol}) on a "
@@ -171,6 +187,25 @@ def verify_hetero(generated: Generated) -> CheckResult:
             f"of {worst.batch_size} nodes ({worst.sources}). {_REPORT}"
         )
     return result
+
+
+def _own_layer_refusal(generated: Generated, what: str) -> UnsupportedModuleError | None:
+    """Where the model runs a heterogeneous layer of the user's (run per batch on the graph of
+    the batch's in-edges, proven by this check alone): the refusal naming it."""
+    model = generated.hetero.traced.model
+    calls = [n for n in generated.hetero.nodes if n.target is hetero_conv
+             and not isinstance(model.get_submodule(str(n.args[0])), dglnn.HeteroGraphConv)]
+    if not calls:
+        return None
+    path = str(calls[0].args[0])
+    where = locations(calls[0], generated.loaded.path)[0] or f"{generated.loaded.class_name}.forward"
+    return UnsupportedModuleError(
+        f"{where}: self.{path} ({type(model.get_submodule(path)).__name__}), a heterogeneous layer of your "
+        f"own, runs layer-wise on each batch's graph of its in-edges, and {what}. That is exact only for a "
+        "layer that reads nothing of a node but its in-edges and their sources' features (no "
+        "out-degrees, no other node's edges) and returns a result for each type a relation reaches. "
+        "Write it with HeteroGraphConv, or evaluate this model with its full-graph forward."
+    )
 
 
 def _forward(model: torch.nn.Module, generated: Generated, g: dgl.DGLHeteroGraph,

@@ -3,8 +3,10 @@ built only of pieces gnn_codegen/hetero/ supports: a random schema (2-3 node typ
 relations, some types perhaps without in-edges), per-type features of different widths, an
 optional per-type input projection, 1-3 HeteroGraphConv layers whose relations each draw a
 convolution (GraphConv with every norm, SAGEConv, GINConv; or GATConv with heads in every
-relation) and whose aggregate is any of DGL's, and between the layers per-type activations,
-skips, Linears, BatchNorm and Dropout. Rendered as a model file with a fixed schema."""
+relation) and whose aggregate is any of DGL's, or a layer of the user's own written as DGL's
+heterograph tutorial writes one (a Linear per relation, multi_update_all with any reducer and
+cross reducer), and between the layers per-type activations, skips, Linears, BatchNorm and
+Dropout. Rendered as a model file with a fixed schema."""
 
 from __future__ import annotations
 
@@ -76,14 +78,19 @@ def random_hetero_spec(seed: int) -> HeteroSpec:
         if not called:
             break
         new_present = {d for _, _, d in called}
+        if not gat and rng.random() < 0.25:  # a layer of the user's own, run on subgraphs
+            aggregate = rng.choice(AGGREGATES)  # its cross reducer ("stack" as HeteroGraphConv's)
+            linears = ", ".join(f'"{r}": nn.Linear({current[s]}, {out})' for s, r, _ in called)
+            init_lines.append(f'self.conv{layer} = OwnLayer({{{linears}}}, "{rng.choice(REDUCERS)}", "{aggregate}")')
         mods = []
-        for src, rel, dst in called:
+        for src, rel, dst in ([] if own_layer(init_lines, layer) else called):
             kind = "GATConv" if gat else rng.choice(["GraphConv", "SAGEConv", "GINConv"])
             if kind in ("GraphConv", "GINConv") and current[src] != current[dst]:
                 kind = "SAGEConv"  # reads source and destination widths apart
             key = f'("{src}", "{rel}", "{dst}")' if canonical else f'"{rel}"'
             mods.append(f"{key}: {_conv(rng, kind, current[src], current[dst], out, heads)}")
-        init_lines.append(f'self.conv{layer} = dglnn.HeteroGraphConv({{{", ".join(mods)}}}, aggregate="{aggregate}")')
+        if not own_layer(init_lines, layer):
+            init_lines.append(f'self.conv{layer} = dglnn.HeteroGraphConv({{{", ".join(mods)}}}, aggregate="{aggregate}")')
         body.append(f"h_new = self.conv{layer}(g, h)")
         # GATConv's heads, or the stack of relations, make a dimension: flattened or averaged
         expression, width = "v", out
@@ -114,9 +121,41 @@ def random_hetero_spec(seed: int) -> HeteroSpec:
         body.append("return h")
     init = "\n".join(f"        {line}" for line in init_lines)
     forward = "\n".join(f"        {line}" for line in body)
+    owns = any(own_layer(init_lines, k) for k in range(layers))
     source = (
-        "import dgl.nn as dglnn\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
+        "import dgl.function as fn\nimport dgl.nn as dglnn\nimport torch\nimport torch.nn as nn\n"
+        "import torch.nn.functional as F\n\n\n" + (OWN_LAYER if owns else "") +
         "class RandomHetero(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
         f"{init}\n\n    def forward(self, g, x):\n{forward}\n"
     )
-    return HeteroSpec(source, tuple(sorted(set(relations))), widths, canonical)
+    # a layer of the user's is keyed by relation names: --metagraph
+    return HeteroSpec(source, tuple(sorted(set(relations))), widths, canonical and not owns)
+
+
+def own_layer(init_lines: list[str], layer: int) -> bool:
+    """Whether layer `layer` is drawn as OwnLayer."""
+    return any(line.startswith(f"self.conv{layer} = OwnLayer(") for line in init_lines)
+
+
+REDUCERS = ("sum", "mean", "max", "min")
+# as DGL's heterograph tutorial writes a relational layer: a Linear per relation, then
+# multi_update_all; the types it reaches read back from G.nodes[ntype].data
+OWN_LAYER = '''class OwnLayer(nn.Module):
+    def __init__(self, linears, reducer, cross):
+        super().__init__()
+        self.linears = nn.ModuleDict(linears)
+        self.reducer, self.cross = reducer, cross
+
+    def forward(self, G, feats):
+        with G.local_scope():
+            funcs = {}
+            for srctype, etype, dsttype in G.canonical_etypes:
+                if srctype in feats:
+                    G.nodes[srctype].data[f"w_{etype}"] = self.linears[etype](feats[srctype])
+                    reduce = getattr(fn, self.reducer)("m", "h")
+                    funcs[(srctype, etype, dsttype)] = (fn.copy_u(f"w_{etype}", "m"), reduce)
+            G.multi_update_all(funcs, self.cross)
+            return {t: G.nodes[t].data["h"] for t in G.ntypes if "h" in G.nodes[t].data}
+
+
+'''

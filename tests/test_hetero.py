@@ -40,6 +40,7 @@ OPTIONS = {
     # a layer of the user's, run on each batch's graph of its in-edges
     "HeteroRGCN": GenerateOptions(init=json.dumps({
         "etypes": GAME_RELATIONS, "in_size": 6, "hidden_size": 5, "out_size": 3}), metagraph=GAMES),
+    "OwnLayerMaxCross": GenerateOptions(init=json.dumps({"size": 6, "etypes": GAME_RELATIONS}), metagraph=GAMES),
 }
 
 

@@ -157,11 +157,12 @@ def test_layers_compute_only_the_nodes_the_next_layers_read() -> None:
 
 def test_a_reduction_over_all_nodes_makes_the_layers_before_it_compute_all_nodes() -> None:
     """PairNorm's means over all nodes: every layer up to the last reduction computes every
-    node, the layer after it only the nodes asked for."""
+    node; after it, the pass that scales the rows and computes GraphConv's norm per source row
+    only the in-neighbours of the nodes asked for, and the last layer only those."""
     _, model, g, x, computed = _counting_rows("gcn_pairnorm", 500)
     nodes = torch.tensor([3, 1, 4])
     result = model.inference(g, x, 64, "cpu", nodes=nodes)
-    assert computed[-1] == 3 and set(computed[:-1]) == {500}
+    assert computed[-1] == 3 and 3 < computed[-2] < 100 and set(computed[:-2]) == {500}, computed
     assert allclose(result, model(g, x)[nodes], atol=1e-4, rtol=1e-4)
 
 

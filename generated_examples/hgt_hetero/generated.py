@@ -134,7 +134,8 @@ class HGT(nn.Module):
     def inference(self, G, inputs, batch_size, device, progress=False, nodes=None):
         """self.forward(G, inputs) in eval mode, computed one layer at a time: for each destination
         node type, over batches of batch_size of its nodes, each with the block of all its
-        in-edges of every relation into that type.
+        in-edges of every relation into that type (for a layer of this model's own, the graph of
+        those in-edges, with the batch's nodes first of their type).
 
         The model must be on `device` (model.to(device)), where every layer runs; the graph and
         the features may be on the host or on `device`: one batch's block and rows at a time are
@@ -449,16 +450,7 @@ class _HeteroBatches:
             rel: (self.block_ids[rel[0]][src], dst) for rel, (src, dst) in edges.items()
         }
         if subgraph:
-            none = self._none()
-            graph = dgl.heterograph(
-                {rel: data.get(rel, (none, none)) for rel in g.canonical_etypes},
-                num_nodes_dict={t: len(ids[t]) for t in g.ntypes},
-                idtype=g.idtype,
-                device=g.device,
-            )
-            for t in g.ntypes:
-                graph.nodes[t].data[dgl.NID] = ids[t]
-            return graph
+            return self._subgraph(ntype, ids, data)
         block = dgl.create_block(
             data,
             num_src_nodes={t: len(ids[t]) for t in g.ntypes},
@@ -469,6 +461,34 @@ class _HeteroBatches:
         for t in g.ntypes:
             block.srcnodes[t].data[dgl.NID] = ids[t]
         return block
+
+    def _subgraph(self, ntype, ids, data):
+        """The batch's in-edges as an ordinary heterograph with every relation of g. DGL skips
+        a relation without edges (multi_update_all leaves it out of the cross reducer, and
+        update_all writes nothing), which it does not in g, where the relation has edges: such
+        a relation into ntype gets one edge into an extra node of ntype, after the batch's and
+        its sources, whose result is dropped."""
+        g, none = self.g, self._none()
+        ids, data, extra = dict(ids), dict(data), None
+        for rel in g.canonical_etypes:
+            if rel[2] != ntype or len(data[rel][0]) or not len(self.csc[rel][1]):
+                continue
+            if extra is None:
+                extra = len(ids[ntype])
+                ids[ntype] = torch.cat([ids[ntype], ids[ntype].new_zeros(1)])
+            if not len(ids[rel[0]]):  # a source: node 0 of its type
+                ids[rel[0]] = ids[rel[0]].new_zeros(1)
+            src, dst = data[rel]
+            data[rel] = (src.new_zeros(1), dst.new_full((1,), extra))
+        graph = dgl.heterograph(
+            {rel: data.get(rel, (none, none)) for rel in g.canonical_etypes},
+            num_nodes_dict={t: len(ids[t]) for t in g.ntypes},
+            idtype=g.idtype,
+            device=g.device,
+        )
+        for t in g.ntypes:
+            graph.nodes[t].data[dgl.NID] = ids[t]
+        return graph
 
     def _rows(self, x, batch):
         """x's rows of a batch (a slice, or IDs), on `device`: gathered where x is."""

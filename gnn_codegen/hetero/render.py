@@ -71,7 +71,8 @@ class HeteroRenderer(ExpressionWriter):
             lines += ["# GraphConv's norm by source out-degrees reads the full graph's, per relation",
                       "out_degrees = batches.out_degrees()"]
         body = ["@torch.no_grad()", f"def inference(self, {', '.join(params)}):",
-                *_docstring(self.model, traced, self.result_kind),
+                *_docstring(self.model, traced, self.result_kind,
+                            any(self.on_subgraphs(k) for k in range(1, plan.num_stages + 1))),
                 "    self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode"]
         body += [f"    {line}" for line in lines]
         stages = [self._stage(stage) for stage in range(plan.num_stages + 1)]
@@ -384,14 +385,16 @@ def _and(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _docstring(model: torch.nn.Module, traced: Any, result: str | None) -> list[str]:
+def _docstring(model: torch.nn.Module, traced: Any, result: str | None, subgraphs: bool = False) -> list[str]:
     features = [p for p, _ in traced.inputs]
     graph = f"[g] * {traced.blocks}" if traced.blocks else traced.graph_arg
     call = ", ".join([graph, *features])
+    own = (" (for a layer of this model's own, the graph of those in-edges, with the batch's "
+           "nodes first of their type)") if subgraphs else ""
     paragraphs = [
         f"self.forward({call}) in eval mode, computed one layer at a time: for each destination "
         "node type, over batches of batch_size of its nodes, each with the block of all its "
-        "in-edges of every relation into that type.",
+        f"in-edges of every relation into that type{own}.",
         "The model must be on `device` (model.to(device)), where every layer runs; the graph and "
         "the features may be on the host or on `device`: one batch's block and rows at a time are "
         "moved there. Each layer's results, and those returned, are kept for every node on the "

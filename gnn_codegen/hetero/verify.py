@@ -112,15 +112,19 @@ def _declared(generated: Generated, node: Any, ntype: str) -> int | None:
 def _own_layer_width(layer: torch.nn.Module, ntype: str, schema: Schema) -> int | None:
     """The width a heterogeneous layer of the user's reads a type's features at."""
     keys = {rel: (src, rel, dst) for src, rel, dst in schema.relations}
+    by_relation = False  # modules keyed by relation: only those from ntype say its width
     for module in layer.modules():
         if isinstance(module, torch.nn.ModuleDict):
             for key, sub in module.items():
                 relation = keys.get(key) or next((r for r in schema.relations if str(r) == key), None)
+                by_relation = by_relation or relation is not None
                 if relation is not None and relation[0] == ntype:
                     width = declared_width(sub) or next(
                         (m.in_features for m in sub.modules() if isinstance(m, torch.nn.Linear)), None)
                     if width:
                         return width
+    if by_relation:
+        return None
     return next((m.in_features for m in layer.modules() if isinstance(m, torch.nn.Linear)), None)
 
 

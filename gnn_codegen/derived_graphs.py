@@ -26,19 +26,10 @@ DERIVED = {
     "add_self_loop": "with_loops", "remove_self_loop": "without_loops", "reverse": "reversed",
     "to_bidirected": "bidirected", "to_simple": "simple", "add_reverse_edges": "with_reverse",
     # a heterogeneous graph's metapath (HAN): a graph over the nodes of the metapath's type,
-    # called after the metapath (g_pa_ap); see metapath_of
+    # called after the metapath (g_pa_ap); see metapaths.py
     "metapath_reachable_graph": "metapath",
 }
-METAPATH = "metapath_reachable_graph"
-
-
-def metapath_of(args: tuple, kwargs: tuple = ()) -> tuple[str, ...] | None:
-    """The metapath of a `dgl.metapath_reachable_graph(g, metapath)` call's arguments (after the
-    graph), as a tuple of edge type names, or None where it is not one."""
-    metapath = args[0] if args else dict(kwargs).get("metapath")
-    if isinstance(metapath, (tuple, list)) and metapath and all(isinstance(e, str) for e in metapath):
-        return tuple(metapath)
-    return None
+METAPATH = "metapath_reachable_graph"  # metapaths.py
 
 
 def derived_name(fn: Any) -> str | None:

@@ -32,16 +32,20 @@ def random_graph(num_nodes: int, avg_degree: int = 5, seed: int = 0, zero_in_deg
     """Edges drawn uniformly; with zero_in_degree, one node in ten receives no edge at all,
     otherwise every node also gets a self-loop."""
     gen = torch.Generator().manual_seed(seed)
-    num_edges = num_nodes * avg_degree
-    src = torch.randint(0, num_nodes, (num_edges,), generator=gen)
-    dst = torch.randint(0, num_nodes, (num_edges,), generator=gen)
+    return dgl.graph(random_edges(num_nodes, num_nodes * avg_degree, gen, zero_in_degree), num_nodes=num_nodes)
+
+
+def random_edges(num_nodes: int, num_edges: int, gen: torch.Generator,
+                 zero_in_degree: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """(sources, destinations) drawn uniformly among num_nodes nodes; with zero_in_degree, those
+    into one node in ten dropped, otherwise a self-loop on every node added."""
+    src = torch.randint(0, max(num_nodes, 1), (num_edges,), generator=gen)
+    dst = torch.randint(0, max(num_nodes, 1), (num_edges,), generator=gen)
     if zero_in_degree:
         keep = dst % 10 != 3
-        src, dst = src[keep], dst[keep]
-    else:
-        loops = torch.arange(num_nodes)
-        src, dst = torch.cat([src, loops]), torch.cat([dst, loops])
-    return dgl.graph((src, dst), num_nodes=num_nodes)
+        return src[keep], dst[keep]
+    loops = torch.arange(num_nodes)
+    return torch.cat([src, loops]), torch.cat([dst, loops])
 
 
 def random_graph_for(generated: Generated, num_nodes: int, seed: int = 0, zero_in_degree: bool = True,
@@ -51,8 +55,6 @@ def random_graph_for(generated: Generated, num_nodes: int, seed: int = 0, zero_i
     paths = metapaths(generated.program)
     if paths:
         return random_metapath_graph(paths, num_nodes, seed, zero_in_degree)
-    if num_nodes == 0:
-        return dgl.graph(([], []), num_nodes=0)
     return random_graph(num_nodes, avg_degree, seed, zero_in_degree)
 
 

@@ -6,13 +6,13 @@ the IDs it looks up), from the model itself for its tables, or given with --feat
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 
 from gnn_codegen.edge_weight_norm import EDGE_WEIGHT_NORM
 from gnn_codegen.errors import FeatDimsError
-from gnn_codegen.ir import Program, Ref, iter_refs, reads_metadata
+from gnn_codegen.ir import Op, Program, Ref, iter_refs, reads_metadata
 from gnn_codegen.known_modules import is_dgl_module
 from gnn_codegen.node_tables import table_of
 
@@ -115,8 +115,7 @@ def _edge_input_spec(program: Program, model: torch.nn.Module, name: str) -> Inp
                 return InputSpec(name, param, "edge", (1,))
             continue
         module = model.get_submodule(program.module_path(op))
-        keyed = [(i + 2, v) for i, v in enumerate(op.args[2:])] + list(op.kwargs)
-        for key, value in keyed:
+        for key, value in _keyed_arguments(op):
             if name not in iter_refs(value):
                 continue
             if key == "edge_weight":
@@ -141,6 +140,12 @@ def _edge_input_spec(program: Program, model: torch.nn.Module, name: str) -> Inp
     return None
 
 
+def _keyed_arguments(op: Op) -> list[tuple[int | str, Any]]:
+    """A message-passing call's arguments after its features, by position in forward's call
+    (2: the first after the graph and the features) or keyword."""
+    return [(i, v) for i, v in enumerate(op.args[2:], start=2)] + list(op.kwargs)
+
+
 def _type_ids(module: torch.nn.Module, key: int | str) -> tuple[str, int] | None:
     """HGTConv(g, x, ntype, etype): its node types index the TypedLinears of its keys, queries
     and values, its edge types those of its relations; (rows, how many types) for the argument
@@ -160,8 +165,7 @@ def _node_type_ids(program: Program, model: torch.nn.Module, name: str) -> Input
     for op in program.ops:
         if op.kind != "mp" or (op.mp is not None and op.mp.inline):
             continue
-        keyed = [(i + 2, v) for i, v in enumerate(op.args[2:])] + list(op.kwargs)
-        for key, value in keyed:
+        for key, value in _keyed_arguments(op):
             if name in iter_refs(value):
                 typed = _type_ids(model.get_submodule(program.module_path(op)), key)
                 if typed is not None and typed[0] == "node":

@@ -14,23 +14,29 @@ from __future__ import annotations
 import dgl
 import torch
 
-from gnn_codegen.derived_graphs import METAPATH, metapath_of
-from gnn_codegen.ir import Program
+from gnn_codegen.derived_graphs import METAPATH
+from gnn_codegen.ir import Op, Program
 
 Relation = tuple[str, str, str]
 # the node type of forward's rows in the inferred schema
 ROWS_TYPE = "node"
 
 
+def metapath_of(op: Op) -> tuple[str, ...] | None:
+    """The metapath of a `dgl.metapath_reachable_graph(g, metapath)` op, as a tuple of edge type
+    names, else None."""
+    if op.kind != "graph" or not op.args or op.target.rsplit(".", 1)[-1] != METAPATH:
+        return None
+    metapath = op.args[1] if len(op.args) > 1 else dict(op.kwargs).get("metapath")
+    if isinstance(metapath, (tuple, list)) and metapath and all(isinstance(e, str) for e in metapath):
+        return tuple(metapath)
+    return None
+
+
 def metapaths(program: Program) -> tuple[tuple[str, ...], ...]:
     """The metapaths forward derives graphs for, in the order it does."""
-    found = []
-    for op in program.ops:
-        if op.kind == "graph" and op.args and op.target.rsplit(".", 1)[-1] == METAPATH:
-            path = metapath_of(op.args[1:], op.kwargs)
-            if path is not None and path not in found:
-                found.append(path)
-    return tuple(found)
+    found = [path for path in map(metapath_of, program.ops) if path is not None]
+    return tuple(dict.fromkeys(found))
 
 
 def metapath_schema(paths: tuple[tuple[str, ...], ...]) -> tuple[Relation, ...]:
@@ -68,18 +74,11 @@ def random_metapath_graph(paths: tuple[tuple[str, ...], ...], num_nodes: int, se
     zero_in_degree, one node in ten of each type receives no edge of any relation (so no
     metapath reaches it); otherwise each relation also links every node to its namesake, so
     that every metapath graph has a self-loop on every node."""
+    from gnn_codegen.harness import random_edges  # harness reads this module
+
     gen = torch.Generator().manual_seed(seed)
-    data = {}
-    for rel in metapath_schema(paths):
-        src = torch.randint(0, max(num_nodes, 1), (num_nodes * avg_degree,), generator=gen)
-        dst = torch.randint(0, max(num_nodes, 1), (num_nodes * avg_degree,), generator=gen)
-        if zero_in_degree:
-            keep = dst % 10 != 3
-            src, dst = src[keep], dst[keep]
-        else:
-            loops = torch.arange(num_nodes)
-            src, dst = torch.cat([src, loops]), torch.cat([dst, loops])
-        data[rel] = (src, dst)
+    data = {rel: random_edges(num_nodes, num_nodes * avg_degree, gen, zero_in_degree)
+            for rel in metapath_schema(paths)}
     types = {t for s, _, d in data for t in (s, d)}
     return dgl.heterograph(data, num_nodes_dict={t: num_nodes for t in types})
 

@@ -188,14 +188,20 @@ def mp_feature_spaces(op: Op) -> list[tuple[Any, Space]]:
             f"{op.location or 'forward'}: self.{op.target} is called without node features; "
             "call it as module(graph, features)."
         )
-    spaces = mp_features(op)
-    # after the features: per node (NODE_ARGUMENTS, source rows whose destination prefix the
-    # module slices itself as it does its features'), or per edge
+    positional, keywords = mp_extra_arguments(op)
+    extra = positional + [(value, space) for _, value, space in keywords]
+    return mp_features(op) + [(value, space) for value, space in extra if any(True for _ in iter_refs(value))]
+
+
+def mp_extra_arguments(op: Op) -> tuple[list[tuple[Any, Space]], list[tuple[str, Any, Space]]]:
+    """A message-passing module's arguments after its features, positional then by keyword, each
+    with the rows it is read at: per node (known_modules.NODE_ARGUMENTS: source rows, whose
+    destination prefix the module slices itself as it does its features'), else per edge."""
     node_args = op.mp.node_args if op.mp is not None else ()
-    extra = [(a, i in node_args) for i, a in enumerate(op.args[2:], start=2)]
-    extra += [(v, k in node_args) for k, v in op.kwargs]
-    return spaces + [(value, "src" if per_node else "edge") for value, per_node in extra
-                     if any(True for _ in iter_refs(value))]
+    positional: list[tuple[Any, Space]] = [(a, "src" if i in node_args else "edge")
+                                           for i, a in enumerate(op.args[2:], start=2)]
+    keywords: list[tuple[str, Any, Space]] = [(k, v, "src" if k in node_args else "edge") for k, v in op.kwargs]
+    return positional, keywords
 
 
 def mp_features(op: Op) -> list[tuple[Any, Space]]:

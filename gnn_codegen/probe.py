@@ -26,7 +26,7 @@ import torch
 
 from gnn_codegen.errors import UnsupportedModuleError
 from gnn_codegen.ir import Op, Program, Ref, iter_refs, map_refs
-from gnn_codegen.plan import mp_feature_spaces
+from gnn_codegen.plan import mp_extra_arguments, mp_feature_spaces, mp_features
 from gnn_codegen.runtime import runtime_class
 
 ATOL = RTOL = 1e-4
@@ -217,21 +217,15 @@ def _run_on_block(call: _Call, block: Any, local: dict[tuple[str, str], Any]) ->
     """The module on one block, called as the generated loop calls it (mp_feature_spaces): the
     features as source rows, or a pair (source rows, destination rows), edge tensors by edge."""
     op = call.op
-    node_args = op.mp.node_args if op.mp is not None else ()
 
     def rows(value: Any, space: str) -> Any:
         return map_refs(value, lambda ref: local[(ref.name, space)])
 
-    feats = op.args[1]
-    if isinstance(feats, (tuple, list)) and len(feats) == 2:
-        feats = (rows(feats[0], "src"), rows(feats[1], "dst"))
-    elif op.mp is not None and op.mp.needs_pair:
-        feats = (rows(feats, "src"), rows(feats, "dst"))
-    else:
-        feats = rows(feats, "src")
-    # per node (node_args): source rows, whose prefix the module slices itself; else per edge
-    positional = [rows(a, "src" if i in node_args else "edge") for i, a in enumerate(op.args[2:], start=2)]
-    keywords = {k: rows(v, "src" if k in node_args else "edge") for k, v in op.kwargs}
+    features = [rows(value, space) for value, space in mp_features(op)]
+    feats = features[0] if len(features) == 1 else tuple(features)
+    extra, by_keyword = mp_extra_arguments(op)
+    positional = [rows(value, space) for value, space in extra]
+    keywords = {k: rows(value, space) for k, value, space in by_keyword}
     with torch.no_grad():
         return call.module(block, feats, *positional, **keywords)
 

@@ -14,11 +14,12 @@ from types import SimpleNamespace
 from typing import Any
 
 from gnn_codegen.attributes import Attributes
-from gnn_codegen.derived_graphs import DERIVED, METAPATH, metapath_of
+from gnn_codegen.derived_graphs import DERIVED
 from gnn_codegen.edge_weight_norm import EDGE_WEIGHT_NORM
 from gnn_codegen.graph_proxy import BATCH_SIZE
 from gnn_codegen.errors import internal
 from gnn_codegen.ir import Op, Program, Ref, iter_refs
+from gnn_codegen.metapaths import metapath_of
 from gnn_codegen.names import NameAllocator
 from gnn_codegen.node_reductions import node_reduction, pass_expression
 from gnn_codegen.plan import Plan, Stage, inline_ops, value_deps
@@ -88,11 +89,11 @@ class Renderer:
         # a heterogeneous graph that forward only reads through its metapaths (metapaths.py):
         # the batches of the first metapath's graph, whose nodes are forward's rows, are the
         # method's own (`batches`)
-        self.metapaths = [op for op in self.derived if _metapath(op)]
+        self.metapaths = [op for op in self.derived if metapath_of(op)]
         self.over_metapaths = bool(self.metapaths) and all(
-            program.op(u).kind == "graph" and _metapath(program.op(u)) for u in self.users[program.graph])
+            metapath_of(program.op(u)) for u in self.users[program.graph])
         for op in self.derived:
-            path = _metapath(op)
+            path = metapath_of(op)
             suffix = "_".join(path) if path else DERIVED.get(op.target.rsplit(".", 1)[-1], "derived")
             own = op.var if op.var and op.var not in self.params and not path else ""
             self.graph_name[op.name] = self.names.take(own or f"{self.params[0]}_{suffix}")
@@ -591,9 +592,3 @@ def render(program: Program, attrs: Attributes, plan: Plan, module_names: set[st
         helpers_formatted=r.default_helper_names(),
     )
 
-
-def _metapath(op: Op) -> tuple[str, ...] | None:
-    """The metapath of a `dgl.metapath_reachable_graph(g, metapath)` op, else None."""
-    if op.kind != "graph" or not op.args or op.target.rsplit(".", 1)[-1] != METAPATH:
-        return None
-    return metapath_of(op.args[1:], op.kwargs)

@@ -19,7 +19,7 @@ from gnn_codegen.errors import internal
 from gnn_codegen.inline_mp import ROLE, VIEW, message_fields, spell
 from gnn_codegen.ir import Op, Ref, iter_refs, reads_device
 from gnn_codegen.names import NameAllocator
-from gnn_codegen.plan import Space, Stage, mp_feature_spaces, mp_features, value_deps
+from gnn_codegen.plan import Space, Stage, mp_extra_arguments, mp_feature_spaces, mp_features, value_deps
 from gnn_codegen.render_code import BINARY, UNARY, Code, Copy, comment, constant
 from gnn_codegen.write_out import ONCE_PER_NODE, helper_parameters
 
@@ -206,7 +206,6 @@ class LayerWriter:
     def mp_args(self, op: Op) -> str:
         """A message-passing module called on the block: (source rows) or (source rows,
         destination rows), edge tensors in their own positions."""
-        node_args = op.mp.node_args if op.mp is not None else ()
         spaces = mp_features(op)
         rows = [self.arg(value, space).text for value, space in spaces]
         if self.in_place and len(rows) == 1:
@@ -214,9 +213,9 @@ class LayerWriter:
             # rows, so the module gets them as the pair's second element
             rows.append(self.arg(spaces[0][0], "dst").text)
         features = rows[0] if len(rows) == 1 else f"({', '.join(rows)})"
-        # per node (node_args): source rows, whose destination prefix the module slices itself
-        extra = [self.arg(a, "src" if i in node_args else "edge").text for i, a in enumerate(op.args[2:], start=2)]
-        extra += [f"{k}={self.arg(v, 'src' if k in node_args else 'edge').text}" for k, v in op.kwargs]
+        positional, keywords = mp_extra_arguments(op)
+        extra = [self.arg(value, space).text for value, space in positional]
+        extra += [f"{k}={self.arg(value, space).text}" for k, value, space in keywords]
         return ", ".join(["block", features, *extra])
 
     # -- statements -----------------------------------------------------------------------------

@@ -74,9 +74,8 @@ def lstm_states_rows_first(gm: fx.GraphModule) -> None:
                 return
             if factory is not None:
                 states[state] = factory
-    readers = {n for step in steps for n in step.args[1]}
-    for state in made | set(states):  # read as an LSTM state only
-        if any(user not in steps for user in state.users) or state not in readers and state.users:
+    for state in made | set(states):  # read as an LSTM state only (_one_step_lstm: no kwargs)
+        if any(user not in steps for user in state.users):
             return
     for factory in set(states.values()):  # zeros(1, n, d) -> zeros(n, d)
         factory.args = factory.args[1:] if len(factory.args) > 1 else (tuple(factory.args[0])[1:],)
@@ -91,11 +90,9 @@ def lstm_states_rows_first(gm: fx.GraphModule) -> None:
         for old, replacement in zip((out0, h, c), new):
             replacement.stack_trace = call.stack_trace = step.stack_trace
             old.replace_all_uses_with(replacement)
-        unsqueezed = step.args[0]
-        for node in reversed(list(graph.nodes)):  # the call's unpacking, then the call
-            if node not in new and node is not call and not node.users and _reaches(node, step):
-                graph.erase_node(node)
-        graph.erase_node(unsqueezed)
+        # the call's unpacking (_step_outputs: its only readers), the call, its x.unsqueeze(0)
+        for node in (out0, h, c, out0.args[0], h.args[0], step, step.args[0]):
+            graph.erase_node(node)
     graph.lint()
     gm.recompile()
 
@@ -158,16 +155,3 @@ def _zeros_factory(state: fx.Node) -> fx.Node | None:
     shape = node.args if len(node.args) > 1 else tuple(node.args[0]) if node.args and isinstance(node.args[0], (tuple, list)) else ()
     return node if len(shape) == 3 and shape[0] == 1 else None
 
-
-def _reaches(node: fx.Node, step: fx.Node) -> bool:
-    """Whether node reads step's result (its getitems), directly or through them."""
-    todo, seen = [node], set()
-    while todo:
-        current = todo.pop()
-        if current is step:
-            return True
-        if current in seen:
-            continue
-        seen.add(current)
-        todo += [a for a in current.all_input_nodes]
-    return False

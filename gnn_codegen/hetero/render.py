@@ -17,7 +17,7 @@ import torch.fx as fx
 from gnn_codegen.errors import UnsupportedOperationError
 from gnn_codegen.hetero.expressions import ExpressionWriter, Names, accessor, base_name
 from gnn_codegen.hetero.plan import HeteroPlan, nodes_in, result_type
-from gnn_codegen.hetero.trace import hetero_conv
+from gnn_codegen.hetero.trace import calls_own_layer, hetero_conv
 from gnn_codegen.lower import locations
 
 RUNTIME = "_HeteroBatches"
@@ -222,14 +222,13 @@ class HeteroRenderer(ExpressionWriter):
         """Whether the stage runs a layer of the user's: on each batch's graph of its in-edges,
         an ordinary heterograph, whose node data reads as forward's graph's does (on a block,
         `G.nodes[t].data` is the source nodes'), the batch's nodes first of their type."""
-        modules = {self.model.get_submodule(str(n.args[0])) for t in self.traced_types()
-                   for n in self.plan.at(stage, t) if n.target is hetero_conv}
-        own = {m for m in modules if not isinstance(m, dglnn.HeteroGraphConv)}
-        if own and own != modules:
+        calls = [n for t in self.traced_types() for n in self.plan.at(stage, t) if n.target is hetero_conv]
+        own = [n for n in calls if calls_own_layer(n, self.model)]
+        if own and len(own) != len(calls):
             raise UnsupportedOperationError(
                 f"layer {stage} runs a HeteroGraphConv and a heterogeneous layer of your own "
-                f"({type(next(iter(own))).__name__}) at one depth; gnn-codegen runs a layer's modules "
-                "on one kind of graph per batch. Make them layers of their own."
+                f"({type(self.model.get_submodule(str(own[0].args[0]))).__name__}) at one depth; gnn-codegen "
+                "runs a layer's modules on one kind of graph per batch. Make them layers of their own."
             )
         return bool(own)
 

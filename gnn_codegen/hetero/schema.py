@@ -4,6 +4,7 @@ heterographs of that schema for the check before writing."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 from dataclasses import dataclass
 
@@ -44,6 +45,12 @@ def is_hetero_layer(module: torch.nn.Module) -> bool:
     cls = type(module)
     if cls.__module__.startswith(("torch.", "dgl.")) or any(isinstance(m, dglnn.HeteroGraphConv) for m in module.modules()):
         return False
+    return _forward_passes_messages_per_type(cls)
+
+
+@functools.lru_cache(maxsize=None)
+def _forward_passes_messages_per_type(cls: type) -> bool:
+    """Read off the class's forward once: the tracer asks for every module it meets."""
     try:
         source = inspect.getsource(cls.forward)
     except (OSError, TypeError):

@@ -34,6 +34,12 @@ def hetero_conv(module: str, graph: Any, inputs: dict[str, Any], ntype: str,
     raise NotImplementedError("a marker of traced graphs")
 
 
+def calls_own_layer(node: fx.Node, model: torch.nn.Module) -> bool:
+    """Whether a traced node is a `hetero_conv` of a heterogeneous layer of the user's own (run
+    per batch on the graph of its in-edges), not of a HeteroGraphConv."""
+    return node.target is hetero_conv and not isinstance(model.get_submodule(str(node.args[0])), dglnn.HeteroGraphConv)
+
+
 @dataclass(frozen=True)
 class HeteroTraced:
     model: torch.nn.Module

@@ -13,7 +13,6 @@ import traceback
 from typing import TYPE_CHECKING, Any
 
 import dgl
-import dgl.nn as dglnn
 import torch
 import torch.fx as fx
 
@@ -21,7 +20,7 @@ from gnn_codegen.errors import CheckFailedError, FeatDimsError, UnsupportedModul
 from gnn_codegen.harness import allclose, max_difference, some_nodes
 from gnn_codegen.hetero.plan import result_type
 from gnn_codegen.hetero.schema import Schema, random_heterograph
-from gnn_codegen.hetero.trace import hetero_conv
+from gnn_codegen.hetero.trace import calls_own_layer, hetero_conv
 from gnn_codegen.input_specs import GUESSED_WIDTH, declared_width
 from gnn_codegen.lower import locations
 from gnn_codegen.perturb import perturb
@@ -84,7 +83,7 @@ def _declared(generated: Generated, node: Any, ntype: str) -> int | None:
     for user in node.users:
         if user.op == "call_module":
             width = declared_width(model.get_submodule(str(user.target)))
-        elif user.target is hetero_conv and not isinstance(model.get_submodule(str(user.args[0])), dglnn.HeteroGraphConv):
+        elif calls_own_layer(user, model):
             # a layer of the user's: the Linear it keeps for a relation from the type (DGL's
             # tutorial: a ModuleDict by relation name), else its first Linear
             width = _own_layer_width(model.get_submodule(str(user.args[0])), ntype, generated.schema)
@@ -188,7 +187,7 @@ def check_hetero(generated: Generated, num_nodes: int = 1000, seed: int = 0,
 
 def verify_hetero(generated: Generated) -> CheckResult:
     sizes = VERIFY_BATCH_SIZES
-    if _own_layer_refusal(generated, "") is not None:
+    if _own_layer_calls(generated):
         # batches of one node: relations with edges in g but none into the batch, the runtime's
         # case for a layer of the user's (_HeteroBatches._subgraph), most often
         sizes = (*sizes, 1)
@@ -213,12 +212,16 @@ def verify_hetero(generated: Generated) -> CheckResult:
     return result
 
 
+def _own_layer_calls(generated: Generated) -> list[fx.Node]:
+    """The calls of heterogeneous layers of the user's own, in forward's order."""
+    return [n for n in generated.hetero.nodes if calls_own_layer(n, generated.hetero.traced.model)]
+
+
 def _own_layer_refusal(generated: Generated, what: str) -> UnsupportedModuleError | None:
     """Where the model runs a heterogeneous layer of the user's (run per batch on the graph of
     the batch's in-edges, proven by this check alone): the refusal naming it."""
     model = generated.hetero.traced.model
-    calls = [n for n in generated.hetero.nodes if n.target is hetero_conv
-             and not isinstance(model.get_submodule(str(n.args[0])), dglnn.HeteroGraphConv)]
+    calls = _own_layer_calls(generated)
     if not calls:
         return None
     path = str(calls[0].args[0])

@@ -21,7 +21,7 @@ from gnn_codegen.ir import Op, Ref, iter_refs, reads_device
 from gnn_codegen.names import NameAllocator
 from gnn_codegen.plan import Space, Stage, mp_extra_arguments, mp_feature_spaces, mp_features, value_deps
 from gnn_codegen.render_code import BINARY, UNARY, Code, Copy, comment, constant
-from gnn_codegen.write_out import ONCE_PER_NODE, helper_parameters
+from gnn_codegen.write_out import helper_parameters
 
 if TYPE_CHECKING:
     from gnn_codegen.render import Renderer
@@ -251,14 +251,9 @@ class LayerWriter:
             self.r.note_origins(self.lines, op)
             if placed.name in unpacked.values() or placed.name in fused.values():
                 continue  # taken where its tuple is computed / never made (the Linear takes parts)
-            note = op.note
-            if placed.space == "src" and note.endswith(ONCE_PER_NODE):
-                # its input is made in this loop (after a reduction over all nodes, say): the
-                # work runs on each batch's source rows
-                note = note[: -len(ONCE_PER_NODE)] + ", per batch: its input is made in this loop"
-            if note and note not in noted:  # why gnn-codegen added this line
-                self.lines.extend(comment(note))
-                noted.add(note)
+            if op.note and op.note not in noted:  # why gnn-codegen added this line
+                self.lines.extend(comment(op.note))
+                noted.add(op.note)
             elements = [e for e in (unpacked.get((op.name, i)) for i in range(len(unpacked))) if e]
             if elements:
                 self.write_unpacking(op, elements, uses)

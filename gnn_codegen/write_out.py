@@ -29,8 +29,6 @@ import torch.fx as fx
 
 from gnn_codegen.templating import exec_template
 
-# how the note of a convolution's work per source row ends where it runs once per node
-ONCE_PER_NODE = ", once per node"
 # helper name -> the roles of its arguments after the module: "graph", "src" / "dst" rows,
 # "edge" rows, None for a constant. Message-passing helpers take the graph second.
 SECTIONS = (
@@ -162,7 +160,7 @@ def _named(node: fx.Node, name: str, note: tuple[str, str] = ("", "")) -> fx.Nod
 
 
 def _source_note(conv_call: fx.Node, what: str) -> tuple[str, str]:
-    return str(conv_call.target), f"{what} on each source row{ONCE_PER_NODE}"
+    return str(conv_call.target), f"{what} on each source row, once per node"
 
 
 def _module(graph: fx.Graph, node: fx.Node) -> fx.Node:

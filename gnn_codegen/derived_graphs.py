@@ -25,11 +25,17 @@ from gnn_codegen.patching import replaced
 DERIVED = {
     "add_self_loop": "with_loops", "remove_self_loop": "without_loops", "reverse": "reversed",
     "to_bidirected": "bidirected", "to_simple": "simple", "add_reverse_edges": "with_reverse",
+    "edge_subgraph": "subgraph",
     # a heterogeneous graph's metapath (HAN): a graph over the nodes of the metapath's type,
     # called after the metapath (g_pa_ap); see metapaths.py
     "metapath_reachable_graph": "metapath",
 }
 METAPATH = "metapath_reachable_graph"  # metapaths.py
+# `dgl.block_to_graph(block)`: the block as a graph of two node types, its sources and its
+# destinations (DGL's MAG240M RGAT). Message passing on it is message passing on the block, and
+# layer-wise inference runs every layer on blocks, so while traced it is the graph it is given;
+# the check before writing runs forward itself, DGL's conversion included.
+SAME_GRAPH = ("block_to_graph",)
 
 
 def derived_name(fn: Any) -> str | None:
@@ -52,11 +58,14 @@ def _modules() -> list[ModuleType]:
 def traced_derived_graphs(tracer: fx.Tracer, user_globals: dict[str, Any], graph_proxy: type) -> Iterator[None]:
     """While inside, DGL's derived-graph functions called on a graph of `tracer` record a call
     and return a graph proxy (`graph_proxy`) of the result."""
-    originals = {name: getattr(dgl, name) for name in DERIVED if hasattr(dgl, name)}
+    originals = {name: getattr(dgl, name) for name in (*DERIVED, *SAME_GRAPH) if hasattr(dgl, name)}
 
     def wrapped(fn: Any) -> Any:
         @functools.wraps(fn)
         def call(g: Any, *args: Any, **kwargs: Any) -> Any:
+            if isinstance(g, fx.Proxy) and g.tracer is tracer and fn.__name__ in SAME_GRAPH:
+                tracer.converts_blocks = True  # type: ignore[attr-defined]  # Traced.converts_blocks
+                return g
             if isinstance(g, fx.Proxy) and g.tracer is tracer:
                 node = tracer.create_proxy("call_function", fn, (g, *args), kwargs).node
                 return graph_proxy(node, tracer)

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 import torch
 
+from gnn_codegen.edge_masks import mask_inputs
 from gnn_codegen.edge_weight_norm import EDGE_WEIGHT_NORM
 from gnn_codegen.errors import FeatDimsError
 from gnn_codegen.ir import Op, Program, Ref, iter_refs, reads_metadata
@@ -46,6 +47,8 @@ class InputSpec:
 
     def example(self, num_nodes: int, num_edges: int, generator: torch.Generator) -> torch.Tensor:
         rows = num_nodes if self.rows == "node" else num_edges
+        if self.dtype == "torch.bool":
+            return torch.rand((rows, *self.shape), generator=generator) < 0.5
         if self.dtype == "torch.int64":
             ids = torch.randint(0, self.high, (rows, *self.shape), generator=generator)
             return ids.sort(dim=0).values if self.ascending else ids
@@ -191,6 +194,8 @@ def _inputs(program: Program, model: torch.nn.Module, given: dict[str, tuple[int
     edges = edge_values(program)
     specs: list[InputSpec] = []
     on_edges = {target for target, view, _ in program.graph_data if view == "edata"}
+    masks = mask_inputs(program)
+    on_edges |= {program.op(name).target for name in masks}
     tables = {target: path for target, path, _ in program.tables}
     for name in program.inputs:
         target = program.op(name).target
@@ -203,6 +208,8 @@ def _inputs(program: Program, model: torch.nn.Module, given: dict[str, tuple[int
             specs.append(InputSpec(name, target, rows, given[target]))
             continue
         spec = _edge_input_spec(program, model, name) if rows == "edge" else None
+        if spec is None and name in masks:  # what picks an edge subgraph's edges (edge_masks.py)
+            spec = InputSpec(name, target, "edge", (), masks[name][0], masks[name][1])
         if spec is not None:
             specs.append(spec)
             continue

@@ -19,6 +19,15 @@ class Ref:
 
 
 @dataclass(frozen=True)
+class Spelled:
+    """A value forward computes from its inputs alone, folded into the derived graph that reads
+    it and written where that graph is made (`etype == 0` in `dgl.edge_subgraph(g, etype == 0,
+    relabel_nodes=False)`, edge_masks.py): code, with the inputs it reads as Refs."""
+
+    parts: tuple[Any, ...]  # str or Ref
+
+
+@dataclass(frozen=True)
 class MessagePassing:
     """Facts about one message-passing call (from known_modules)."""
 
@@ -116,6 +125,8 @@ class Program:
     in_degree_checks: tuple[str, ...] = ()
     # forward's training flags and the value eval passes (`training=False`): trace.Traced.flags
     flags: tuple[tuple[str, bool], ...] = ()
+    # forward converts its blocks (dgl.block_to_graph): trace.Traced.converts_blocks
+    converts_blocks: bool = False
     by_name: dict[str, Op] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -157,6 +168,8 @@ def iter_refs(value: Any) -> Iterator[str]:
             yield from iter_refs(v)
     elif isinstance(value, slice):
         yield from iter_refs((value.start, value.stop, value.step))
+    elif isinstance(value, Spelled):
+        yield from iter_refs(value.parts)
 
 
 def map_refs(value: Any, fn: Any) -> Any:
@@ -171,6 +184,8 @@ def map_refs(value: Any, fn: Any) -> Any:
         return {k: map_refs(v, fn) for k, v in value.items()}
     if isinstance(value, slice):
         return slice(map_refs(value.start, fn), map_refs(value.stop, fn), map_refs(value.step, fn))
+    if isinstance(value, Spelled):
+        return Spelled(map_refs(value.parts, fn))
     return value
 
 

@@ -18,6 +18,7 @@ from gnn_codegen.errors import (
     FeatDimsError, GnnCodegenError, GraphValueError, OptionsError, UnsupportedModuleError,
 )
 from gnn_codegen.format import format_source
+from gnn_codegen.edge_masks import fold_edge_masks
 from gnn_codegen.functionalize import functionalize
 from gnn_codegen.graph_proxy import BATCH_SIZE
 from gnn_codegen.hetero.generate import generate_hetero
@@ -207,7 +208,8 @@ def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], 
             traced = trace(loaded.model, loaded.path, leaves, forced_mp, through, frozenset(feat_dims))
             _check_feat_dims(traced, feat_dims)
             write_out(traced.graph_module, traced.graph_arg)
-            program = simplify(functionalize(lower(traced, vars(loaded.module), loaded.path, forced_mp)))
+            program = lower(traced, vars(loaded.module), loaded.path, forced_mp)
+            program = simplify(functionalize(fold_edge_masks(program)))
             attrs, probe_values = infer_attributes(traced, program, loaded.model, feat_dims, leaves)
             prove_message_passing(program, loaded.model, probe_values)
             return traced, program, attrs

@@ -14,6 +14,7 @@ import torch
 from gnn_codegen.attributes import Attributes
 from gnn_codegen.cut import DEFAULT_FANOUT, Cost, CutNode, Placement, _Graph, evaluate, place_asap
 from gnn_codegen.cut_search import place_optimal
+from gnn_codegen.edge_masks import is_edge_subgraph, spell_edges
 from gnn_codegen.errors import UnsupportedOperationError, internal
 from gnn_codegen.ir import Op, Program, Ref, iter_refs, reads_device
 from gnn_codegen.node_reductions import node_reduction
@@ -327,7 +328,10 @@ def spell_graph(program: Program, op: Op) -> str:
     """`dgl.add_self_loop(g)`: a graph as forward derives it."""
     if not op.args:
         return op.target
-    return f"{op.target}({spell_graph(program, program.op(op.args[0].name))})"
+    receiver = spell_graph(program, program.op(op.args[0].name))
+    if is_edge_subgraph(op):  # which edges tells the subgraphs apart
+        return f"{op.target}({receiver}, {', '.join(spell_edges(program, op))})"
+    return f"{op.target}({receiver})"
 
 
 def _check_every_op_placeable(nodes: tuple[CutNode, ...], program: Program) -> None:

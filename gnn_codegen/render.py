@@ -9,16 +9,19 @@ from __future__ import annotations
 import ast
 import json
 import textwrap
+from collections import Counter
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
 from typing import Any
 
 from gnn_codegen.attributes import Attributes
 from gnn_codegen.derived_graphs import DERIVED
+from gnn_codegen.edge_masks import is_edge_subgraph
+from gnn_codegen.edge_masks import suffix as edge_subgraph_suffix
 from gnn_codegen.edge_weight_norm import EDGE_WEIGHT_NORM
 from gnn_codegen.graph_proxy import BATCH_SIZE
 from gnn_codegen.errors import internal
-from gnn_codegen.ir import Op, Program, Ref, iter_refs
+from gnn_codegen.ir import Op, Program, Ref, Spelled, iter_refs
 from gnn_codegen.metapaths import metapath_of
 from gnn_codegen.names import NameAllocator
 from gnn_codegen.node_reductions import node_reduction, pass_expression
@@ -92,10 +95,15 @@ class Renderer:
         self.metapaths = [op for op in self.derived if metapath_of(op)]
         self.over_metapaths = bool(self.metapaths) and all(
             metapath_of(program.op(u)) for u in self.users[program.graph])
+        # a name the user's line gives the one graph it derives (`sg = ...`), not a line that
+        # makes several (`graphs = [dgl.edge_subgraph(g, etype == r) for r in ...]`)
+        lines_made = Counter(op.location for op in self.derived)
         for op in self.derived:
             path = metapath_of(op)
             suffix = "_".join(path) if path else DERIVED.get(op.target.rsplit(".", 1)[-1], "derived")
-            own = op.var if op.var and op.var not in self.params and not path else ""
+            if is_edge_subgraph(op):
+                suffix = edge_subgraph_suffix(op, self.buffer)
+            own = op.var if op.var and op.var not in self.params and not path and lines_made[op.location] == 1 else ""
             self.graph_name[op.name] = self.names.take(own or f"{self.params[0]}_{suffix}")
             if self.over_metapaths and op is self.metapaths[0]:
                 self.runtimes[op.name] = self.batches
@@ -333,8 +341,16 @@ class Renderer:
         """`dgl.add_self_loop(g)`: a derived graph's call, on its receiver's name or call."""
         receiver = self.program.op(op.args[0].name)
         spelled = self._graph_expression(receiver) if receiver.name in self.nested_graphs else self.graph_name[receiver.name]
-        extra = [repr(a) for a in op.args[1:]] + [f"{k}={v!r}" for k, v in op.kwargs]
+        extra = [self._graph_argument(a) for a in op.args[1:]]
+        extra += [f"{k}={self._graph_argument(v)}" for k, v in op.kwargs]
         return f"{op.target}({', '.join([spelled, *extra])})"
+
+    def _graph_argument(self, value: Any) -> str:
+        """A derived graph's argument: a constant, or what forward computes it from its inputs
+        (the edges of an edge subgraph, edge_masks.py) on the inputs' names."""
+        if isinstance(value, Spelled):
+            return "".join(self.buffer[p.name] if isinstance(p, Ref) else p for p in value.parts)
+        return repr(value)
 
     def _before_loop(self, stage: Stage, writer: LayerWriter) -> list[str]:
         """The lines that compute the stage's reductions over all nodes from stored rows, in a
@@ -478,7 +494,9 @@ class Renderer:
             what = ", ".join(f"{op.accessor} ({op.class_name})" for op in ops if op.kind == "module" or op.helper)
             return comment(f"Before the first layer, once per node: {what or 'work on the inputs'}.")
         convs = ", ".join(f"{op.accessor} ({op.class_name})" for op in ops if op.kind == "mp")
-        return comment(f"Layer {stage.layer} of {self.plan.num_layers}: {convs}.")
+        # on a graph forward derives (dgl.add_self_loop, an edge subgraph): say which
+        on = f", on {self.graph_name[stage.graph]}" if stage.graph and stage.graph != self.program.graph else ""
+        return comment(f"Layer {stage.layer} of {self.plan.num_layers}: {convs}{on}.")
 
     def _docstring(self) -> list[str]:
         p = self.program

@@ -81,6 +81,9 @@ class Traced:
     candidate_widths: tuple[int, ...] = ()
     # forward's training flags, passed as eval needs them (`training=False`): EVAL_FLAGS
     flags: tuple[tuple[str, bool], ...] = ()
+    # forward converts its blocks (`dgl.block_to_graph(block)`, traced as the block itself:
+    # derived_graphs.SAME_GRAPH), which a graph is not: its full-graph forward takes real blocks
+    converts_blocks: bool = False
 
 
 # elementwise functions and methods of one tensor that keep its shape (and so its width), and
@@ -323,6 +326,7 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
         tuple(dict.fromkeys(getattr(tracer, "zero_in_degree_checks", []))),
         tuple(getattr(tracer, "declared_widths", {}).items()),
         tuple(dict.fromkeys(getattr(tracer, "candidate_widths", ()))),
+        getattr(tracer, "converts_blocks", False),
     )
     # tensors fx made from numbers while tracing (ChebConv's th.Tensor([2.0])): kept by the
     # GraphModule, not by the model (lower.py writes them out as numbers)
@@ -417,8 +421,12 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
     except TraceFailedError as first_error:
         # A blocks-style forward may consume fewer blocks than there are message-passing modules
         # (one is unused, or two share a depth), or more (message passing written inline, or
-        # several rounds in a module traced into): try the other counts before giving up.
-        for other in range(1, num_blocks + _MORE_BLOCKS + 1):
+        # several rounds in a module traced into): try the other counts before giving up, the
+        # most first. A forward that indexes its layers by block (`for i in range(len(mfgs)):
+        # self.convs[i]...`) traces with any count up to its layers', one that zips them with
+        # its blocks with any count from its layers' on: the most that reaches as deep as it
+        # has blocks is the model's own.
+        for other in reversed(range(1, num_blocks + _MORE_BLOCKS + 1)):
             try:
                 gm, blocks_style, decisions = _trace_once(model, graph_arg, other, path, leaves, forced_mp, kept, through, declared)
             except TraceFailedError:
@@ -446,4 +454,4 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
                    if lifted_as.get(which, which) in inputs)
     return Traced(model, gm, graph_arg, inputs, blocks_style, num_blocks if blocks_style else 1, signature,
                   kept, graph_data, tables, *decisions[:2], widths, decisions[3],
-                  flags=tuple(eval_flags(model).items()))
+                  flags=tuple(eval_flags(model).items()), converts_blocks=decisions[4])

@@ -37,7 +37,10 @@ gnn-codegen is meant to support:
 * DGL's idioms: the graph kept on the model (`self.g = g`, `forward(self, x)`, full style), the
   inputs read from the graph (`x = g.ndata["x"]`, `blocks[0].srcdata["x"]`, `g.edata["w"]`), and
   x a table of the model (`x = self.table.weight`), and self-loops added in forward
-  (`g = dgl.add_self_loop(g)`, a graph derived from forward's).
+  (`g = dgl.add_self_loop(g)`, a graph derived from forward's); a second convolution at a depth
+  on `dgl.reverse(g)`, or on the edges of one type, `g.edge_subgraph(g.edata["etype"] == k,
+  relabel_nodes=False)` (blocks style: of `dgl.block_to_graph(blocks[i])`, as DGL's MAG240M
+  RGAT writes it; the check then hands forward real blocks of the whole graph).
 
 `multi_round_specs()` draws the same models with one convolution replaced by `TwoRoundUDFConv`,
 a user module that propagates twice in one call with a Python message function, which
@@ -107,6 +110,10 @@ class Step:
     # full style, a second convolution at its depth: on the reversed graph, `conv(dgl.reverse(g),
     # h)` (a loop of its own after the first's, cut.mp_depths)
     reversed_graph: bool = False
+    # a second convolution at its depth on the edges of one type, `dgl.edge_subgraph(g,
+    # g.edata["etype"] == k, relabel_nodes=False)` (blocks style: of dgl.block_to_graph(block),
+    # as DGL's MAG240M RGAT writes it); -1: not
+    kept_edges: int = -1
 
 
 @dataclass(frozen=True)
@@ -277,8 +284,12 @@ def model_specs(draw: st.DrawFn) -> ModelSpec:
             else:
                 second = _draw_conv(draw, b, source2, style, None, edge_weights)
             conv = b.steps[second - 1]
-            if style == "full" and conv.kind != "inline" and not conv.edge_weight and draw(st.booleans()):
+            derived = draw(st.sampled_from(("", "reverse", "edges"))) if conv.kind != "inline" and not conv.edge_weight else ""
+            if style == "full" and derived == "reverse":
                 b.steps[second - 1] = replace(conv, reversed_graph=True)
+            elif derived == "edges" and (style == "full" or conv.kind not in ("MeanConv", *MULTI_HOP_KINDS)):
+                # on a block's graph, as DGL's example: source and destination rows
+                b.steps[second - 1] = replace(conv, kept_edges=draw(st.integers(0, 2)), pair=style == "blocks")
             if combine == "add":
                 h = b.add(Step("add", _ordered(draw, first, second), b.width(first)))
             else:
@@ -319,7 +330,9 @@ def model_specs(draw: st.DrawFn) -> ModelSpec:
     kept_graph = style == "full" and draw(st.booleans())
     home = draw(st.sampled_from(("argument", "graph", "table")))
     table = home == "table" and _convolution_reads_input_alone(b.steps)
-    self_loops = style == "full" and not edge_weights and draw(st.booleans())
+    # edge data of a graph forward derives is not its graph's (refused): no edge types to pick
+    kept_edges = any(step.kept_edges >= 0 for step in b.steps)
+    self_loops = style == "full" and not edge_weights and not kept_edges and draw(st.booleans())
     return ModelSpec(style, b.in_width, tuple(b.steps), outputs, edge_weights, tuple(b.constants), kept_graph,
                      home == "graph", table, self_loops)
 
@@ -552,6 +565,9 @@ def render_model_source(spec: ModelSpec) -> str:
             source = name(args[0])
             block = f"blocks[{depth[args[0]]}]" if blocks else f"dgl.reverse({graph})" if step.reversed_graph else graph
             feats = f"({source}, {source}[: {block}.num_dst_nodes()])" if step.pair else source
+            if step.kept_edges >= 0:
+                whole = f"dgl.block_to_graph({block})" if blocks else block
+                block = f'{whole}.edge_subgraph({block}.edata["etype"] == {step.kept_edges}, relabel_nodes=False)'
             weight = ", edge_weight=w" if step.edge_weight else ""
             expr = f"{module}({block}, {feats}{weight})"
             if step.kind == "GATConv":

@@ -38,6 +38,9 @@ CASES = {
     "HGTTypesAsArguments": GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'),
     "TwoGraphsInOneLayer": GenerateOptions(),
     "SortedRelGraphConv": GenerateOptions(),
+    "RelationSubgraphsGCN": GenerateOptions(),
+    "KeptEdgesSAGE": GenerateOptions(),
+    "EdgeTypesPickedInForward": GenerateOptions(),
 }
 
 # what the generated method's signature and first lines must say
@@ -64,6 +67,9 @@ SIGNATURES = {
     "HGTTypesAsArguments": "def inference(self, g, x, ntype, etype, batch_size, device",
     "TwoGraphsInOneLayer": "def inference(self, g, x, batch_size, device",
     "SortedRelGraphConv": "def inference(self, g, x, batch_size, device",
+    "RelationSubgraphsGCN": "def inference(self, g, x, batch_size, device",
+    "KeptEdgesSAGE": "def inference(self, g, x, batch_size, device",
+    "EdgeTypesPickedInForward": "def inference(self, g, x, etypes, batch_size, device",
 }
 READS = {
     # the mean over all nodes: a pass over the stored layer before the next layer's loop
@@ -99,6 +105,13 @@ READS = {
     # convolutions of one layer on two graphs: a loop each, the second reading the first's rows
     "TwoGraphsInOneLayer": ["h1 = batches.map(layer_1,", "return h1 + _sage_conv_mean(self.against,",
                             "out = batches_reversed.map(layer_2,"],
+    # edge subgraphs: the mask on the whole graph's edges, once, the subgraph batched over
+    "RelationSubgraphsGCN": ["etype = g.edata[dgl.ETYPE]", "g_etype_0 = dgl.edge_subgraph(g, etype == 0, relabel_nodes=False)",
+                             "g_etype_2 = dgl.edge_subgraph(g, etype == 2, relabel_nodes=False)",
+                             "batches_etype_1.map(layer_2"],
+    "KeptEdgesSAGE": ['keep = g.edata["keep"]', "kept = dgl.edge_subgraph(g, keep, relabel_nodes=False)",
+                      "h1 = batches_subgraph.map(layer_1"],
+    "EdgeTypesPickedInForward": ["sg = dgl.edge_subgraph(g, (etypes == 0) | (etypes == 2), relabel_nodes=False)"],
     # a block's edges are not sorted by type
     "SortedRelGraphConv": ["etype = g.edata[dgl.ETYPE]", "self.conv1(block, x, etype, presorted=False)"],
     # node types per node: source rows beside the features; edge types per edge
@@ -238,3 +251,21 @@ def test_an_lstm_memory_forward_returns_stays_refused(monkeypatch: pytest.Monkey
     with pytest.raises(errors.UnsupportedOperationError) as caught:
         generate_all(f"{MODEL}:GeniePathMemoryReturned")
     assert "x, (h, c) = self.depth(x.unsqueeze(0), (h, c))" in " ".join(str(caught.value).split())
+
+
+def test_an_edge_subgraph_that_renumbers_nodes_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    with pytest.raises(errors.UnsupportedOperationError) as caught:
+        generate_all(f"{MODEL}:RelabelledSubgraph")
+    message = str(caught.value)
+    assert message.startswith("tests/models/dgl_idioms.py:550 (`sg = dgl.edge_subgraph(g, g.edata[dgl.ETYPE] == 0)`)")
+    assert "Pass relabel_nodes=False" in message
+
+
+def test_edges_picked_by_the_model_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    with pytest.raises(errors.UnsupportedOperationError) as caught:
+        generate_all(f"{MODEL}:EdgesPickedByTheModel")
+    message = " ".join(str(caught.value).split())
+    assert message.startswith("tests/models/dgl_idioms.py:564 (`sg = dgl.edge_subgraph(g, keep, relabel_nodes=False)`)")
+    assert "computed with self.score (Linear), not from forward's inputs alone" in message

@@ -103,7 +103,7 @@ class GAT(nn.Module):
 
         feat0, el0 = batches.map_nodes(prologue, inputs, nodes=needed[0])
 
-        # Layer 1 of 2: self.gat_layers[0] (GATConv).
+        # Layer 1 of 2: self.gat_layers[0] (GATConv), on g_with_loops.
         def layer_1(block, feat0, el0, feat0_dst):
             h = _gat_conv_aggregate(self.gat_layers[0], block, feat0, el0, feat0_dst)
             return h.flatten(1)
@@ -120,7 +120,7 @@ class GAT(nn.Module):
 
         feat1, el1 = batches.map_nodes(before_layer_2, h1, nodes=needed[1])
 
-        # Layer 2 of 2: self.gat_layers[1] (GATConv).
+        # Layer 2 of 2: self.gat_layers[1] (GATConv), on g_with_loops.
         def layer_2(block, feat1, el1, h1, feat1_dst):
             h = _gat_conv_aggregate(
                 self.gat_layers[1], block, feat1, el1, feat1_dst, h1

@@ -150,7 +150,7 @@ class HAN(nn.Module):
 
         feat0, el0, feat0_2, el0_2 = batches.map_nodes(prologue, h)
 
-        # Layer 1 of 4: self.layers[0].gats[0] (GATConv).
+        # Layer 1 of 4: self.layers[0].gats[0] (GATConv), on g_pa_ap.
         def layer_1(block, feat0, el0, feat0_dst):
             return _gat_conv_aggregate(
                 self.layers[0].gats[0], block, feat0, el0, feat0_dst
@@ -159,7 +159,7 @@ class HAN(nn.Module):
         z1 = batches.map(layer_1, src=[feat0, el0], dst=[feat0], in_place=True)
         del feat0, el0
 
-        # Layer 2 of 4: self.layers[0].gats[1] (GATConv).
+        # Layer 2 of 4: self.layers[0].gats[1] (GATConv), on g_pf_fp.
         def layer_2(block, feat0_2, el0_2, z1, feat0_2_dst):
             z = _gat_conv_aggregate(
                 self.layers[0].gats[1], block, feat0_2, el0_2, feat0_2_dst
@@ -190,7 +190,7 @@ class HAN(nn.Module):
         feat2, el2, feat2_2, el2_2 = batches.map_nodes(before_layer_3, hidden2)
         del hidden2
 
-        # Layer 3 of 4: self.layers[1].gats[0] (GATConv).
+        # Layer 3 of 4: self.layers[1].gats[0] (GATConv), on g_pa_ap.
         def layer_3(block, feat2, el2, feat2_dst):
             return _gat_conv_aggregate(
                 self.layers[1].gats[0], block, feat2, el2, feat2_dst
@@ -199,7 +199,7 @@ class HAN(nn.Module):
         z3 = batches.map(layer_3, src=[feat2, el2], dst=[feat2], in_place=True)
         del feat2, el2
 
-        # Layer 4 of 4: self.layers[1].gats[1] (GATConv).
+        # Layer 4 of 4: self.layers[1].gats[1] (GATConv), on g_pf_fp.
         def layer_4(block, feat2_2, el2_2, z3, feat2_2_dst):
             z = _gat_conv_aggregate(
                 self.layers[1].gats[1], block, feat2_2, el2_2, feat2_2_dst

@@ -484,3 +484,82 @@ class SortedRelGraphConv(nn.Module):
         etype = g.edata[dgl.ETYPE]
         h = F.relu(self.conv1(g, x, etype, presorted=True))
         return self.conv2(g, h, etype, presorted=True)
+
+
+class RelationSubgraphsGCN(nn.Module):
+    """An RGCN written with one GraphConv per relation, each on the graph of that relation's
+    edges (`g.edge_subgraph(mask, relabel_nodes=False)`: every node, some edges), plus a
+    self-connection; edge types read from a graph made by dgl.to_homogeneous."""
+
+    def __init__(self, in_size=8, hid_size=6, out_size=3, num_rels=3):
+        super().__init__()
+        self.num_rels = num_rels
+        self.self1 = nn.Linear(in_size, hid_size)
+        self.self2 = nn.Linear(hid_size, out_size)
+        self.rel1 = nn.ModuleList([dglnn.GraphConv(in_size, hid_size, allow_zero_in_degree=True) for _ in range(num_rels)])
+        self.rel2 = nn.ModuleList([dglnn.GraphConv(hid_size, out_size, allow_zero_in_degree=True) for _ in range(num_rels)])
+
+    def forward(self, g, x):
+        subgraphs = [g.edge_subgraph(g.edata[dgl.ETYPE] == r, relabel_nodes=False) for r in range(self.num_rels)]
+        h = self.self1(x)
+        for conv, sg in zip(self.rel1, subgraphs):
+            h = h + conv(sg, x)
+        h = F.relu(h)
+        out = self.self2(h)
+        for conv, sg in zip(self.rel2, subgraphs):
+            out = out + conv(sg, h)
+        return out
+
+
+class KeptEdgesSAGE(nn.Module):
+    """A SAGE layer over the edges a boolean mask on the graph keeps, then one over all edges:
+    nodes whose every in-edge is dropped aggregate nothing."""
+
+    def __init__(self, in_size=8, hid_size=6, out_size=3):
+        super().__init__()
+        self.kept = dglnn.SAGEConv(in_size, hid_size, "mean")
+        self.all = dglnn.SAGEConv(hid_size, out_size, "mean")
+
+    def forward(self, g, x):
+        kept = dgl.edge_subgraph(g, g.edata["keep"], relabel_nodes=False)
+        h = F.relu(self.kept(kept, x))
+        return self.all(g, h)
+
+
+class EdgeTypesPickedInForward(nn.Module):
+    """Edge types passed to forward; a GAT over the edges of types 0 and 2."""
+
+    def __init__(self, in_size=8, out_size=3):
+        super().__init__()
+        self.gat = dglnn.GATConv(in_size, out_size, 2, allow_zero_in_degree=True)
+
+    def forward(self, g, x, etypes):
+        sg = dgl.edge_subgraph(g, (etypes == 0) | (etypes == 2), relabel_nodes=False)
+        return self.gat(sg, x).mean(1)
+
+
+class RelabelledSubgraph(nn.Module):
+    """dgl.edge_subgraph with DGL's default relabel_nodes=True: the subgraph's rows are not
+    forward's (refused)."""
+
+    def __init__(self, in_size=8, out_size=3):
+        super().__init__()
+        self.conv = dglnn.GraphConv(in_size, out_size, allow_zero_in_degree=True)
+
+    def forward(self, g, x):
+        sg = dgl.edge_subgraph(g, g.edata[dgl.ETYPE] == 0)
+        return self.conv(sg, x)
+
+
+class EdgesPickedByTheModel(nn.Module):
+    """Edges picked by a learned score: not a value of the graph alone (refused)."""
+
+    def __init__(self, in_size=8, out_size=3):
+        super().__init__()
+        self.score = nn.Linear(1, 1)
+        self.conv = dglnn.GraphConv(in_size, out_size, allow_zero_in_degree=True)
+
+    def forward(self, g, x):
+        keep = self.score(g.edata["w"]).squeeze(1) > 0
+        sg = dgl.edge_subgraph(g, keep, relabel_nodes=False)
+        return self.conv(sg, x)

@@ -80,7 +80,7 @@ def gather_sources_always(module: ModuleType) -> ModuleType:
     are not on the device (a GPU): on the CPU, layers that only aggregate read the rows in
     place instead. check() runs both ways, so both are proven on a machine without a GPU."""
     for name, runtime in list(vars(module).items()):
-        if name.startswith("_FullNeighbourBatches") and isinstance(runtime, type):
+        if name.startswith(("_FullNeighbourBatches", "_HeteroBatches")) and isinstance(runtime, type):
             runtime.map = functools.partialmethod(_never_in_place, runtime.map)
     return module
 

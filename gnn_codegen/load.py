@@ -102,7 +102,9 @@ def _user_frame(exc: BaseException, path: Path) -> str:
     return f"{path}:{frames[-1].lineno} (`{(frames[-1].line or '').strip()}`)"
 
 
-def load(target: str, init_json: str | None = None) -> LoadedModel:
+def load(target: str, init_json: str | None = None, metagraph: str | None = None) -> LoadedModel:
+    """metagraph: --metagraph, the relations of the heterograph a constructor that takes a
+    graph is built with (DGL's rgcn-hetero example reads its relation names and node counts)."""
     path, name = parse_target(target)
     init = parse_init(init_json)
     source = path.read_text()
@@ -120,7 +122,7 @@ def load(target: str, init_json: str | None = None) -> LoadedModel:
     if not callable(obj):
         raise TargetError(f"'{name}' in '{path}' is a {type(obj).__name__}, not a class or a factory function.")
     stand_ins = _graph_parameters(obj, init)
-    init.update({name: stand_in_graph() for name in stand_ins})
+    init.update({name: stand_in_graph(metagraph) for name in stand_ins})
     try:
         # seeded, so that the same command builds the same weights and says the same numbers
         with torch.random.fork_rng(devices=[]):
@@ -176,12 +178,19 @@ def _graph_parameters(obj: Any, init: dict[str, Any]) -> tuple[str, ...]:
     )
 
 
-def stand_in_graph() -> Any:
-    """What a constructor that keeps its graph gets: a small graph of self-loops and a ring. The
-    generated inference takes the graph as an argument, and forward is traced and checked
-    with graphs of gnn-codegen's own in its place."""
+def stand_in_graph(metagraph: str | None = None) -> Any:
+    """What a constructor that takes a graph gets: a small graph of self-loops and a ring, or
+    with --metagraph a random heterograph of its relations, 64 nodes per type (what the
+    constructor sizes by them, embeddings per type, the check's graphs are then sized by). The
+    generated inference takes the graph as an argument, and forward is traced and checked with
+    graphs of gnn-codegen's own in its place."""
     import dgl
 
+    if metagraph:
+        from gnn_codegen.hetero.schema import parse_metagraph, random_heterograph
+
+        schema = parse_metagraph(metagraph)
+        return random_heterograph(schema, {t: 64 for t in schema.ntypes})
     n = 8
     nodes = torch.arange(n)
     return dgl.graph((torch.cat([nodes, nodes]), torch.cat([nodes, (nodes + 1) % n])), num_nodes=n)

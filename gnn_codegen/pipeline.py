@@ -121,7 +121,7 @@ def regenerate_command(target: str, options: GenerateOptions) -> str:
 
 def generate_all(target: str, options: GenerateOptions = GenerateOptions()) -> Generated:
     feat_dims = parse_feat_dims(options.feat_dims)
-    loaded = load(target, options.init)
+    loaded = load(target, options.init, options.metagraph)
     warnings = loaded.warnings + check_method_name(loaded, options.method_name)
     _check_classes(loaded.model, "--leaf", options.leaves)
     _check_classes(loaded.model, "--mp-module", options.mp_modules)

@@ -72,6 +72,8 @@ def random_hetero_spec(seed: int) -> HeteroSpec:
     for layer in range(layers):
         out = rng.randint(3, 8)
         gat = rng.random() < 0.3
+        # a GraphConv per relation: what the runtime may run once per node (map_sources)
+        graph_convs = not gat and rng.random() < 0.3
         heads = rng.randint(1, 3) if gat else 1
         aggregate = rng.choice(AGGREGATES[:4] if gat else AGGREGATES)
         called = [(s, r, d) for s, r, d in relations if s in present]
@@ -84,7 +86,7 @@ def random_hetero_spec(seed: int) -> HeteroSpec:
             init_lines.append(f'self.conv{layer} = OwnLayer({{{linears}}}, "{rng.choice(REDUCERS)}", "{aggregate}")')
         mods = []
         for src, rel, dst in ([] if own_layer(init_lines, layer) else called):
-            kind = "GATConv" if gat else rng.choice(["GraphConv", "SAGEConv", "GINConv"])
+            kind = "GATConv" if gat else "GraphConv" if graph_convs else rng.choice(["GraphConv", "SAGEConv", "GINConv"])
             if kind in ("GraphConv", "GINConv") and current[src] != current[dst]:
                 kind = "SAGEConv"  # reads source and destination widths apart
             key = f'("{src}", "{rel}", "{dst}")' if canonical else f'"{rel}"'

@@ -63,3 +63,13 @@ def test_helper_templates_render_black_formatted() -> None:
         for reduces in [frozenset(), *(frozenset({m, "sum_nodes"}) for m in methods), frozenset(methods)]:
             helpers = render_helpers(RUNTIME, used, names, reduces).strip("\n") + "\n"
             assert black.format_str(helpers, mode=black.Mode()) == helpers, (sorted(used), reduces)
+
+
+def test_hetero_helper_templates_render_black_formatted() -> None:
+    """The heterogeneous runtime with each combination of its optional sections."""
+    from gnn_codegen.hetero.generate import HETERO_SECTIONS, render_hetero_helpers
+
+    sections = sorted(HETERO_SECTIONS)
+    for used in [set(), set(sections), *({s} for s in sections)]:
+        helpers = render_hetero_helpers(used).strip("\n") + "\n"
+        assert black.format_str(helpers, mode=black.Mode()) == helpers, sorted(used)

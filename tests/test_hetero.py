@@ -41,6 +41,8 @@ OPTIONS = {
     "HeteroRGCN": GenerateOptions(init=json.dumps({
         "etypes": GAME_RELATIONS, "in_size": 6, "hidden_size": 5, "out_size": 3}), metagraph=GAMES),
     "OwnLayerMaxCross": GenerateOptions(init=json.dumps({"size": 6, "etypes": GAME_RELATIONS}), metagraph=GAMES),
+    # built from its graph (a stand-in heterograph of --metagraph), forward(self, h=None, blocks=None)
+    "EntityClassifyOnBlocks": GenerateOptions(init=json.dumps({"h_dim": 6, "out_dim": 3}), metagraph=ACADEMIC),
 }
 
 
@@ -61,8 +63,8 @@ def _check_everywhere(generated: Generated) -> None:
     for seed, (nodes, sizes) in enumerate([(300, (1, 64)), (120, (7, 1000)), (40, (3,))]):
         result = check_hetero(generated, nodes, seed=seed + 1, batch_sizes=sizes)
         assert result.ok, [(b.batch_size, b.sources, b.max_abs_diff) for b in result.batches]
-        assert {"gathered, the model on a simulated GPU", "gathered, one relation without edges"} <= {
-            b.sources for b in result.batches}
+        assert {"in place", "gathered", "gathered, the model on a simulated GPU",
+                "in place, one relation without edges"} <= {b.sources for b in result.batches}
 
 
 @pytest.mark.parametrize("case", HETERO_CASES, ids=lambda c: c.name)
@@ -89,7 +91,9 @@ def test_graph_conv_norm_reads_full_graph_out_degrees() -> None:
     differs from forward; the generated code does not."""
     case = next(c for c in HETERO_CASES if c.name == "rgcn_hetero")
     generated = generate_case(case)
-    assert "_hetero_conv(self.conv1, block, inputs, out_degrees)" in generated.source
+    # each relation's source rows scaled once per node by its full-graph out-degrees
+    assert "inputs_src=batches.map_sources(self.conv1,inputs,out_degrees=out_degrees" in "".join(
+        generated.source.split())
     schema = parse_metagraph(case.options.metagraph)
     counts = {t: 50 + 9 * i for i, t in enumerate(schema.ntypes)}
     g = random_heterograph(schema, counts, seed=3)

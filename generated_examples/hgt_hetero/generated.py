@@ -347,21 +347,26 @@ class _HeteroBatches:
             return {t: out[t][nodes[t].to(out[t].device).long()] for t in nodes}
         return out[nodes.to(out.device).long()]
 
-    def map(self, layer, ntype, src=(), dst=(), nodes=None, subgraph=False):
+    def map(
+        self, layer, ntype, src=(), dst=(), nodes=None, subgraph=False, in_place=True
+    ):
         """layer(block, *the source rows of each dict of src, *destination rows of dst, ntype)
         for every batch of ntype's nodes (of `nodes`, sorted IDs, or all); its results (a
         tensor or a tuple) for all of them, on the host (only the rows of `nodes` written).
         subgraph: layer(graph, ..., num_dst, ntype) on the batch's graph of its in-edges, an
-        ordinary heterograph, whose first num_dst nodes of ntype are the batch's.
+        ordinary heterograph, whose first num_dst nodes of ntype are the batch's. in_place:
+        False gathers source rows even where they could be read in place (_in_place).
         """
         outputs = None
+        in_place = in_place and not subgraph and self._in_place(src)
         for batch in self._batches(ntype, "layer", nodes):
-            block = self._block(ntype, batch, subgraph)
-            ids = block.nodes if subgraph else block.srcnodes
-            sources = [
-                {t: self._rows(x, ids[t].data[dgl.NID]) for t, x in features.items()}
-                for features in src
-            ]
+            if in_place:  # sources: all of g's nodes, their rows read where they are
+                block = self._block_of_all_sources(ntype, batch)
+                sources = [{k: x for k, x in f.items() if k[2] == ntype} for f in src]
+            else:
+                block = self._block(ntype, batch, subgraph)
+                ids = block.nodes if subgraph else block.srcnodes
+                sources = [self._sources(features, ids, ntype) for features in src]
             rows = [self._rows(x, batch) for x in dst]
             if subgraph:  # the batch's nodes are the first of their type
                 slices = isinstance(batch, slice)
@@ -418,6 +423,35 @@ class _HeteroBatches:
         count = len(in_degrees)
         dst = torch.repeat_interleave(torch.arange(count).to(src), in_degrees)
         return src, dst
+
+    def _in_place(self, src):
+        """Whether a layer's blocks may have all of g's nodes as sources, their rows read in
+        place rather than gathered per batch: every dict of source rows is by relation (as
+        map_sources makes them, which only the relation's module reads) and, like g, already
+        on `device` (on a CPU, the usual case there)."""
+        tensors = [
+            t
+            for features in src
+            for key, x in features.items()
+            for t in (x if isinstance(x, tuple) else (x,))
+        ]
+        by_relation = all(isinstance(k, tuple) for features in src for k in features)
+        here = [self.g.device, *(t.device for t in tensors)]
+        return by_relation and all(device == self.device for device in here)
+
+    def _block_of_all_sources(self, ntype, batch):
+        """The block of a batch of ntype's nodes with every node of g as a source, by its ID
+        in g: every in-edge of every relation into ntype, as _block has them."""
+        g = self.g
+        count = batch.stop - batch.start if isinstance(batch, slice) else len(batch)
+        into = [rel for rel in g.canonical_etypes if rel[2] == ntype]
+        return dgl.create_block(
+            {rel: self._in_edges(rel, batch) for rel in into},
+            num_src_nodes={t: g.num_nodes(t) for t in g.ntypes},
+            num_dst_nodes={t: count if t == ntype else 0 for t in g.ntypes},
+            idtype=g.idtype,
+            device=g.device,
+        )
 
     def _block(self, ntype, batch, subgraph=False):
         """The block of a batch of ntype's nodes: every in-edge of every relation into ntype;
@@ -489,6 +523,21 @@ class _HeteroBatches:
         for t in g.ntypes:
             graph.nodes[t].data[dgl.NID] = ids[t]
         return graph
+
+    def _sources(self, features, ids, ntype):
+        """The block's source rows of a dict of features by node type, or by relation (a
+        tensor or a tuple of them per relation, of its source type's nodes: those into ntype
+        alone)."""
+        rows = {}
+        for key, x in features.items():
+            if isinstance(key, tuple) and key[2] != ntype:
+                continue
+            node_ids = ids[key[0] if isinstance(key, tuple) else key].data[dgl.NID]
+            if isinstance(x, tuple):
+                rows[key] = tuple(self._rows(part, node_ids) for part in x)
+            else:
+                rows[key] = self._rows(x, node_ids)
+        return rows
 
     def _rows(self, x, batch):
         """x's rows of a batch (a slice, or IDs), on `device`: gathered where x is."""

@@ -71,25 +71,40 @@ class RGCN(nn.Module):
 
         # Layer 1 of 2: self.conv1 (HeteroGraphConv: a GraphConv per relation), into author,
         # field, institution and paper.
-        def layer_1(block, inputs, ntype):
-            h = _hetero_conv(self.conv1, block, inputs, out_degrees)
+        # each relation's work on its source rows, once per node: GraphConv's norm by the full
+        # graph's out-degrees
+        inputs_src = batches.map_sources(
+            self.conv1, inputs, out_degrees=out_degrees, nodes=needed[0]
+        )
+
+        def layer_1(block, inputs_src, ntype):
+            h = _hetero_conv_sources(self.conv1, block, inputs_src)
             return F.relu(h)
 
         h1 = {}
         for ntype in ("author", "field", "institution", "paper"):
             h1[ntype] = batches.map(
-                layer_1, ntype, src=[inputs], nodes=needed[1][ntype]
+                layer_1, ntype, src=[inputs_src], nodes=needed[1][ntype]
             )
+        del inputs_src
 
         # Layer 2 of 2: self.conv2 (HeteroGraphConv: a GraphConv per relation), into author,
         # field, institution and paper.
-        def layer_2(block, h1, ntype):
-            return _hetero_conv(self.conv2, block, h1, out_degrees)
+        # each relation's work on its source rows, once per node: GraphConv's norm by the full
+        # graph's out-degrees; GraphConv's weight, first as it narrows
+        h1_src = batches.map_sources(
+            self.conv2, h1, out_degrees=out_degrees, nodes=needed[1]
+        )
+
+        def layer_2(block, h1_src, ntype):
+            return _hetero_conv_sources(self.conv2, block, h1_src)
 
         h2 = {}
         for ntype in ("author", "field", "institution", "paper"):
-            h2[ntype] = batches.map(layer_2, ntype, src=[h1], nodes=needed[2][ntype])
-        del h1
+            h2[ntype] = batches.map(
+                layer_2, ntype, src=[h1_src], nodes=needed[2][ntype]
+            )
+        del h1_src, h1
         return batches.result(h2, nodes)
 
 
@@ -225,21 +240,26 @@ class _HeteroBatches:
             return {t: out[t][nodes[t].to(out[t].device).long()] for t in nodes}
         return out[nodes.to(out.device).long()]
 
-    def map(self, layer, ntype, src=(), dst=(), nodes=None, subgraph=False):
+    def map(
+        self, layer, ntype, src=(), dst=(), nodes=None, subgraph=False, in_place=True
+    ):
         """layer(block, *the source rows of each dict of src, *destination rows of dst, ntype)
         for every batch of ntype's nodes (of `nodes`, sorted IDs, or all); its results (a
         tensor or a tuple) for all of them, on the host (only the rows of `nodes` written).
         subgraph: layer(graph, ..., num_dst, ntype) on the batch's graph of its in-edges, an
-        ordinary heterograph, whose first num_dst nodes of ntype are the batch's.
+        ordinary heterograph, whose first num_dst nodes of ntype are the batch's. in_place:
+        False gathers source rows even where they could be read in place (_in_place).
         """
         outputs = None
+        in_place = in_place and not subgraph and self._in_place(src)
         for batch in self._batches(ntype, "layer", nodes):
-            block = self._block(ntype, batch, subgraph)
-            ids = block.nodes if subgraph else block.srcnodes
-            sources = [
-                {t: self._rows(x, ids[t].data[dgl.NID]) for t, x in features.items()}
-                for features in src
-            ]
+            if in_place:  # sources: all of g's nodes, their rows read where they are
+                block = self._block_of_all_sources(ntype, batch)
+                sources = [{k: x for k, x in f.items() if k[2] == ntype} for f in src]
+            else:
+                block = self._block(ntype, batch, subgraph)
+                ids = block.nodes if subgraph else block.srcnodes
+                sources = [self._sources(features, ids, ntype) for features in src]
             rows = [self._rows(x, batch) for x in dst]
             if subgraph:  # the batch's nodes are the first of their type
                 slices = isinstance(batch, slice)
@@ -248,6 +268,29 @@ class _HeteroBatches:
             outputs = self._write(outputs, results, ntype, batch)
             del block, sources, rows, results  # one batch's rows at a time
         return self._done(outputs)
+
+    def map_sources(self, conv, inputs, into=None, out_degrees=None, nodes=None):
+        """Each relation's work on its source rows for a HeteroGraphConv (conv) on the
+        features `inputs`, once per node of its source type ({type: sorted IDs, or None for
+        all} in nodes, or all): {relation: _relation_source's tensors}, on the host,
+        for the relations into the types of `into` (or all). out_degrees: each relation's in
+        g, which GraphConv's norm reads."""
+        sources = {}
+        for rel in self.g.canonical_etypes:
+            stype, _, dtype = rel
+            featured = stype in inputs and dtype in inputs
+            if not featured or dtype not in (into or [dtype]):
+                continue  # as DGL: a relation from or into a type without features is out
+            mod = conv.mod_dict.get(rel, conv.mod_dict.get(rel[1]))
+            degrees = [out_degrees[rel]] if out_degrees else []
+            sources[rel] = self.map_rows(
+                # (rows of feat, of the degrees if any, the type's name)
+                lambda feat, *rest, mod=mod: _relation_source(mod, feat, *rest[:-1]),
+                stype,
+                [inputs[stype], *degrees],
+                None if nodes is None else nodes[stype],
+            )
+        return sources
 
     def map_rows(self, fn, ntype, rows=(), nodes=None):
         """fn(*the batch's rows of each tensor of rows, ntype) for every batch of ntype's
@@ -296,6 +339,35 @@ class _HeteroBatches:
         count = len(in_degrees)
         dst = torch.repeat_interleave(torch.arange(count).to(src), in_degrees)
         return src, dst
+
+    def _in_place(self, src):
+        """Whether a layer's blocks may have all of g's nodes as sources, their rows read in
+        place rather than gathered per batch: every dict of source rows is by relation (as
+        map_sources makes them, which only the relation's module reads) and, like g, already
+        on `device` (on a CPU, the usual case there)."""
+        tensors = [
+            t
+            for features in src
+            for key, x in features.items()
+            for t in (x if isinstance(x, tuple) else (x,))
+        ]
+        by_relation = all(isinstance(k, tuple) for features in src for k in features)
+        here = [self.g.device, *(t.device for t in tensors)]
+        return by_relation and all(device == self.device for device in here)
+
+    def _block_of_all_sources(self, ntype, batch):
+        """The block of a batch of ntype's nodes with every node of g as a source, by its ID
+        in g: every in-edge of every relation into ntype, as _block has them."""
+        g = self.g
+        count = batch.stop - batch.start if isinstance(batch, slice) else len(batch)
+        into = [rel for rel in g.canonical_etypes if rel[2] == ntype]
+        return dgl.create_block(
+            {rel: self._in_edges(rel, batch) for rel in into},
+            num_src_nodes={t: g.num_nodes(t) for t in g.ntypes},
+            num_dst_nodes={t: count if t == ntype else 0 for t in g.ntypes},
+            idtype=g.idtype,
+            device=g.device,
+        )
 
     def _block(self, ntype, batch, subgraph=False):
         """The block of a batch of ntype's nodes: every in-edge of every relation into ntype;
@@ -368,6 +440,21 @@ class _HeteroBatches:
             graph.nodes[t].data[dgl.NID] = ids[t]
         return graph
 
+    def _sources(self, features, ids, ntype):
+        """The block's source rows of a dict of features by node type, or by relation (a
+        tensor or a tuple of them per relation, of its source type's nodes: those into ntype
+        alone)."""
+        rows = {}
+        for key, x in features.items():
+            if isinstance(key, tuple) and key[2] != ntype:
+                continue
+            node_ids = ids[key[0] if isinstance(key, tuple) else key].data[dgl.NID]
+            if isinstance(x, tuple):
+                rows[key] = tuple(self._rows(part, node_ids) for part in x)
+            else:
+                rows[key] = self._rows(x, node_ids)
+        return rows
+
     def _rows(self, x, batch):
         """x's rows of a batch (a slice, or IDs), on `device`: gathered where x is."""
         if not isinstance(batch, slice):
@@ -399,36 +486,39 @@ class _HeteroBatches:
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
 
-def _hetero_conv(conv, block, inputs, out_degrees, mod_args=None, mod_kwargs=None):
-    """conv(block, inputs, mod_args, mod_kwargs), DGL's HeteroGraphConv.forward on a block, a
-    relation at a time as DGL calls them, except that a GraphConv with norm "both" or "left"
-    divides its source rows by their out-degrees in the full graph (`out_degrees`), where DGL
-    would count only the block's edges, those into its batch. The result for the block's
-    destination type."""
-    mod_args, mod_kwargs = mod_args or {}, mod_kwargs or {}
+def _relation_source(mod, feat, out_degrees=None):
+    """A HeteroGraphConv relation's work on each of its source rows, once per node, as its
+    module does it: GATConv's fc (fc_src for a pair of widths) and attention term; GraphConv's
+    norm by the full graph's out-degrees (norm "both" or "left"), and its weight when it narrows
+    (DGL then applies it first)."""
+    if isinstance(mod, dgl.nn.GATConv):
+        fc = mod.fc_src if hasattr(mod, "fc_src") else mod.fc
+        h = fc(feat).view(-1, *mod.attn_l.shape[1:])
+        return h, _attention_term(h, mod.attn_l)
+    narrows = mod._in_feats > mod._out_feats
+    return _graph_conv_source(mod, feat, out_degrees, narrows)
+
+
+def _hetero_conv_sources(conv, block, sources, feat_dst=None):
+    """HeteroGraphConv.forward on a block, given each relation's _relation_source
+    rows for the block's source nodes: per relation the rest of its module
+    (_gat_conv_aggregate, _graph_conv_aggregate), then DGL's aggregation
+    across relations. feat_dst: the layer input's destination rows, from which GATConv makes
+    its attention's destination term and residual (GraphConv reads none). The result for the
+    block's destination type."""
     outputs, ntype = [], None
-    for stype, etype, dtype in block.canonical_etypes:
-        ntype = dtype
-        if stype not in inputs or dtype not in inputs:
-            continue  # as DGL: a relation from a type without features is left out
-        mod = conv.mod_dict.get((stype, etype, dtype), conv.mod_dict.get(etype))
-        rel_block = block[stype, etype, dtype]
-        feat_src, feat_dst = inputs[stype], inputs[dtype][: block.num_dst_nodes(dtype)]
-        args, kwargs = mod_args.get(etype, ()), mod_kwargs.get(etype, {})
-        norm = mod._norm if isinstance(mod, dgl.nn.GraphConv) else None
-        full_degrees = norm in ("both", "left")
-        if full_degrees and not args and not kwargs:
-            degrees = out_degrees[(stype, etype, dtype)]
-            sources = block.srcnodes[stype].data[dgl.NID].to(degrees.device)
-            feat = _graph_conv_source(mod, feat_src, degrees[sources], False)
-            rst = _graph_conv_aggregate(mod, rel_block, feat, False)
-        elif full_degrees:
-            raise ValueError(
-                "a GraphConv with norm 'both' or 'left' is given arguments: its norm by the "
-                "full graph's out-degrees is written out only for GraphConv(block, feat)"
-            )
+    for rel in block.canonical_etypes:
+        ntype = rel[2]
+        if rel not in sources:
+            continue  # as DGL: a relation from or into a type without features is left out
+        mod = conv.mod_dict.get(rel, conv.mod_dict.get(rel[1]))
+        if isinstance(mod, dgl.nn.GATConv):
+            fc = mod.fc_dst if hasattr(mod, "fc_dst") else mod.fc
+            dst = fc(feat_dst).view(-1, *mod.attn_r.shape[1:])
+            rst = _gat_conv_aggregate(mod, block[rel], *sources[rel], dst, feat_dst)
         else:
-            rst = mod(rel_block, (feat_src, feat_dst), *args, **kwargs)
+            narrows = mod._in_feats > mod._out_feats
+            rst = _graph_conv_aggregate(mod, block[rel], sources[rel], narrows)
         outputs.append(rst)
     return conv.agg_fn(outputs, ntype)
 
@@ -472,6 +562,72 @@ def _graph_conv_aggregate(conv, block, feat_src, weighted, edge_weight=None):
     if conv._activation is not None:
         rst = conv._activation(rst)
     return rst
+
+
+def _gat_conv_aggregate(
+    conv, block, feat_src, el, feat_dst, h_dst=None, edge_weight=None
+):
+    """The rest of GATConv.forward on a block, given _gat_conv_source's rows:
+    attention from el and er, its softmax over each node's in-edges, the weighted sum,
+    residual (from h_dst, the layer input's destination rows), bias and activation."""
+    _check_in_degrees(conv, block)
+    er = _attention_term(feat_dst, conv.attn_r)
+    a = dgl.ops.edge_softmax(block, conv.leaky_relu(dgl.ops.u_add_v(block, el, er)))
+    if edge_weight is not None:
+        a = a * edge_weight.tile(1, conv._num_heads, 1).transpose(0, 2)
+    rst = _attention_weighted_sum(block, feat_src, a)
+    if conv.res_fc is not None:
+        if h_dst is None:
+            raise ValueError(
+                "GATConv's residual changed since inference was generated: regenerate it"
+            )
+        rst += conv.res_fc(h_dst).view(len(h_dst), -1, rst.shape[-1])
+    if conv.has_explicit_bias:
+        rst += conv.bias.view(1, -1, rst.shape[-1])
+    if conv.activation:
+        rst = conv.activation(rst)
+    return rst
+
+
+def _attention_term(feat, attn):
+    """(feat * attn).sum(-1, keepdim=True) for feat (nodes, heads, width), as one product with
+    attn's heads on a block diagonal: no temporary as large as feat, 7x faster on a CPU.
+    """
+    return (feat.flatten(1) @ torch.block_diag(*attn[0]).t()).unsqueeze(-1)
+
+
+def _attention_weighted_sum(block, h, a, rows_per_product=65536):
+    """dgl.ops.u_mul_e_sum(block, h, a): for each destination node, the sum over its in-edges
+    of h[u] (heads x width) weighed per head by a[e]. On a CPU as sparse CSR products, one per
+    head and at most rows_per_product rows: 2x-3x faster than DGL 1.1's kernel there."""
+    if (
+        h.device.type != "cpu"
+        or h.dtype not in (torch.float32, torch.float64)
+        or h.dim() != 3
+    ):
+        return dgl.ops.u_mul_e_sum(block, h, a)
+    import warnings
+
+    indptr, indices, edge_ids = block.adj_tensors("csc")
+    out = h.new_empty(block.num_dst_nodes(), *h.shape[1:])
+    with warnings.catch_warnings():  # torch says once that sparse CSR tensors are in beta
+        warnings.filterwarnings("ignore", "Sparse CSR tensor support", UserWarning)
+        for start in range(0, len(out), rows_per_product):
+            end = min(start + rows_per_product, len(out))
+            first, last = int(indptr[start]), int(indptr[end])
+            rows, columns = indptr[start : end + 1] - first, indices[first:last]
+            weights = a[edge_ids[first:last], :, 0].t().contiguous()  # one row per head
+            for head in range(h.shape[1]):
+                matrix = torch.sparse_csr_tensor(
+                    rows,
+                    columns,
+                    weights[head],
+                    (end - start, len(h)),
+                    device=h.device,
+                    check_invariants=False,
+                )
+                out[start:end, head] = matrix @ h[:, head]
+    return out
 
 
 def _check_in_degrees(conv, block):

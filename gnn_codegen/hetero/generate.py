@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from gnn_codegen.errors import FeatDimsError
 from gnn_codegen.format import format_source
 from gnn_codegen.hetero.plan import build_hetero_plan
-from gnn_codegen.hetero.render import HETERO_CONV, RUNTIME, HeteroRenderer
+from gnn_codegen.hetero.render import HETERO_CONV, HETERO_CONV_SOURCES, RUNTIME, HeteroRenderer
 from gnn_codegen.hetero.schema import Schema, model_schema
 from gnn_codegen.hetero.trace import trace_hetero
 from gnn_codegen.load import LoadedModel
@@ -21,14 +21,19 @@ from gnn_codegen.write_out import SECTIONS
 if TYPE_CHECKING:
     from gnn_codegen.pipeline import Generated, GenerateOptions
 
-# the written-out GraphConv parts _hetero_conv calls (templates/convs.py.j2)
-_CONV_SECTIONS = ("graph_conv_source", "graph_conv_aggregate", "check_in_degrees")
+# the runtime's optional sections (HeteroRenderer.sections) -> the written-out convolutions'
+# parts they call (templates/convs.py.j2)
+HETERO_SECTIONS = {
+    "hetero_conv": ("graph_conv_source", "graph_conv_aggregate", "check_in_degrees"),
+    "relation_sources": ("graph_conv_source", "graph_conv_aggregate", "gat_conv_aggregate", "check_in_degrees"),
+}
 
 
-def render_hetero_helpers(uses_hetero_conv: bool) -> str:
-    used = {"hetero_conv", *_CONV_SECTIONS} if uses_hetero_conv else set()
+def render_hetero_helpers(sections: set[str] | frozenset[str]) -> str:
+    used = {*sections, *(part for s in sections for part in HETERO_SECTIONS[s])}
     # every section's name: a docstring of one names another
-    names = SimpleNamespace(hetero_conv=HETERO_CONV, **{s: f"_{s}" for s in SECTIONS})
+    names = SimpleNamespace(hetero_conv=HETERO_CONV, hetero_conv_sources=HETERO_CONV_SOURCES,
+                            relation_source="_relation_source", **{s: f"_{s}" for s in SECTIONS})
     runtime = render_template("hetero_batches.py.j2", runtime=RUNTIME, used=used, names=names).rstrip("\n")
     convs = render_template("convs.py.j2", used=used, names=names) if used else ""
     return render_template("helpers.py.j2", runtime=runtime, convs=convs)
@@ -58,7 +63,7 @@ def generate_hetero(loaded: LoadedModel, options: GenerateOptions, feat_dims: di
     reserved = {n for n in namespace if not n.startswith("__")} | {"torch", "dgl"}
     renderer = HeteroRenderer(plan, namespace, reserved)
     method = renderer.method({**header, "relations": schema.relations})
-    helpers = render_hetero_helpers(renderer.uses_hetero_conv)
+    helpers = render_hetero_helpers(renderer.sections)
     source = splice(loaded.source, loaded.class_name, method, helpers,
                     render_template("header.py.j2", **header), options.method_name)
     # the helpers are black's format as rendered (the goldens' black check covers both variants):

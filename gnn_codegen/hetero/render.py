@@ -6,6 +6,7 @@ ops to every type); otherwise once per type."""
 
 from __future__ import annotations
 
+import inspect
 import re
 import textwrap
 from typing import Any
@@ -19,9 +20,11 @@ from gnn_codegen.hetero.expressions import ExpressionWriter, Names, accessor, ba
 from gnn_codegen.hetero.plan import HeteroPlan, nodes_in, result_type
 from gnn_codegen.hetero.trace import calls_own_layer, hetero_conv
 from gnn_codegen.lower import locations
+from gnn_codegen.render_code import comment
 
 RUNTIME = "_HeteroBatches"
 HETERO_CONV = "_hetero_conv"
+HETERO_CONV_SOURCES = "_hetero_conv_sources"
 
 _MOD_KWARGS = re.compile(r"mod_kwargs\s*=\s*([A-Za-z_]\w*)")
 _MOD_ARGS = re.compile(r"mod_args\s*=\s*([A-Za-z_]\w*)")
@@ -36,7 +39,12 @@ class HeteroRenderer(ExpressionWriter):
         self.literals: dict[str, str] = {}  # a dict of features forward builds -> its name
         self.emitted: set[str] = set()  # the literals written out so far
         self.once_lines: list[str] = []
-        self.uses_hetero_conv = False
+        # the runtime's optional sections the method calls (hetero/generate.py)
+        self.sections: set[str] = set()
+        # each relation's work on its source rows, once per node before a layer's loop
+        # (map_sources): (stage, HeteroGraphConv's path, its input dict) -> the dict's name
+        self.relation_sources: dict[tuple[int, str, str], str] = {}
+        self.conv_dst: dict[fx.Node, str] = {}  # such a call -> its destination rows' parameter
 
     def method(self, header: dict[str, Any]) -> str:
         plan, traced = self.plan, self.traced
@@ -78,7 +86,9 @@ class HeteroRenderer(ExpressionWriter):
         stages = [self._stage(stage) for stage in range(plan.num_stages + 1)]
         result = self._result()
         for stage, lines_of_stage in zip(range(len(stages)), stages):
-            freed = self._freed_after(stage, stages, result)
+            # a layer's relation sources (made in its stage), then what it read last
+            made = [n for (at, _, _), n in self.relation_sources.items() if at == stage]
+            freed = made + self._freed_after(stage, stages, result)
             if freed:  # a layer's results for every node, nothing reads them any more
                 lines_of_stage = [*lines_of_stage, f"del {', '.join(freed)}"]
             body += [f"    {line}" if line else "" for line in lines_of_stage]
@@ -184,10 +194,16 @@ class HeteroRenderer(ExpressionWriter):
         what = f"Layer {stage} of {plan.num_stages}: {described}" if stage else "Before layer 1: each node's own features"
         lines = ["", *textwrap.wrap(f"{what}, into {_and(types)}.", 90, initial_indent="# ", subsequent_indent="# ",
                                     break_on_hyphens=False, break_long_words=False)]
+        sourced = {source for (at, _, source) in self.relation_sources if at == stage}
         for literal, name in self.literals.items():
-            if any(name in f[1] for f in per_type.values()) and name not in self.emitted:
+            read = name in sourced or any(name in f[1] for f in per_type.values())
+            if read and name not in self.emitted:
                 lines += ["# the features forward gives it", f"{name} = {literal}"]
                 self.emitted.add(name)
+        for (at, path, source), name in self.relation_sources.items():
+            if at == stage:
+                into = [t for t in types if name in per_type[t][1]]
+                lines += self._map_sources(path, source, name, into, stage)
         calls = {}
         for t in types:
             text, src, dst, outs = per_type[t]
@@ -217,6 +233,33 @@ class HeteroRenderer(ExpressionWriter):
         else:
             lines += [calls[t] for t in types]
         return lines
+
+    def _map_sources(self, path: str, source: str, name: str, into: list[str], stage: int) -> list[str]:
+        """`x_src = batches.map_sources(self.layers[0], x)`: a HeteroGraphConv's relations'
+        work on their source rows, once per node, before the layer's loop."""
+        module = self.model.get_submodule(path)
+        mods = list(module.mods.values())
+        work = []
+        if any(isinstance(m, dglnn.GATConv) for m in mods):
+            work.append("GATConv's fc and attention term")
+        if _reads_full_degrees(module):
+            work.append("GraphConv's norm by the full graph's out-degrees")
+        if any(isinstance(m, dglnn.GraphConv) and m._in_feats > m._out_feats for m in mods):
+            work.append("GraphConv's weight, first as it narrows")
+        arguments = [accessor(self.model, path), source]
+        if into != self.traced_types():
+            arguments.append(f"into={self.expr(tuple(into), {})}")
+        if _reads_full_degrees(module):
+            arguments.append("out_degrees=out_degrees")
+        if self.subsets:
+            arguments.append(f"nodes=needed[{stage - 1}]")
+        return [*comment(f"each relation's work on its source rows, once per node: {'; '.join(work)}", 88),
+                f"{name} = batches.map_sources({', '.join(arguments)})"]
+
+    def _sources_once(self, node: fx.Node) -> bool:
+        """A HeteroGraphConv call whose relations' work on source rows runs once per node:
+        its modules allow it, and it is given no arguments beyond the features."""
+        return not node.args[4] and not node.args[5] and _relation_work_once(self.model.get_submodule(str(node.args[0])))
 
     def on_subgraphs(self, stage: int) -> bool:
         """Whether the stage runs a layer of the user's: on each batch's graph of its in-edges,
@@ -261,6 +304,7 @@ class HeteroRenderer(ExpressionWriter):
         # the inputs: dicts of source rows for each HeteroGraphConv, destination rows of values
         # made by earlier stages
         sources: dict[fx.Node, str] = {}  # each HeteroGraphConv's input dict, by its name
+        conv_dst: dict[str, str] = {}  # an input dict's destination rows -> their parameter
         for node in nodes:
             if node.target is hetero_conv:
                 source = self._source_dict(node.args[2])
@@ -269,12 +313,26 @@ class HeteroRenderer(ExpressionWriter):
                         self.literals[source] = self.names.new(f"h{stage - 1}")
                         self.group_names.add(self.literals[source])
                     source = self.literals[source]
+                if self._sources_once(node):
+                    key = (stage, str(node.args[0]), source)
+                    if key not in self.relation_sources:
+                        self.relation_sources[key] = self.names.new(f"{source}_src")
+                    if _reads_destination_rows(self.model.get_submodule(str(node.args[0]))):
+                        if source not in conv_dst:
+                            conv_dst[source] = local.new(f"{source}_dst")
+                        self.conv_dst[node] = conv_dst[source]
+                    else:
+                        self.conv_dst[node] = ""
+                    source = self.relation_sources[key]
                 sources[node] = source
                 if source not in src_exprs:
                     # the parameter takes the name of what the call passes: the same dict
                     local.taken.add(source)
                     params.append(source)
                     src_exprs.append(source)
+        for source, param in conv_dst.items():  # after every dict of source rows
+            params.append(param)
+            dst_exprs.append(f'{source}["{ntype}"]')
         for node in nodes:
             if node.target is hetero_conv:
                 continue
@@ -325,8 +383,12 @@ class HeteroRenderer(ExpressionWriter):
                 extra.append(f"{keyword}={self.arguments[(node.args[0], index, self.expr(value, {}))]}")
         if not isinstance(module, dglnn.HeteroGraphConv):  # a layer of the user's, on a graph
             return f"{accessor(self.model, path)}(graph, {source})[ntype][:num_dst]"
+        if node in self.conv_dst:  # its relations' work on source rows done once per node
+            self.sections.add("relation_sources")
+            dst = f", {self.conv_dst[node]}" if self.conv_dst[node] else ""
+            return f"{HETERO_CONV_SOURCES}({accessor(self.model, path)}, block, {source}{dst})"
         if _reads_full_degrees(module):
-            self.uses_hetero_conv = True
+            self.sections.add("hetero_conv")
             return f"{HETERO_CONV}({accessor(self.model, path)}, block, {source}, out_degrees{''.join(', ' + e for e in extra)})"
         return f"{accessor(self.model, path)}(block, {source}{''.join(', ' + e for e in extra)})[ntype]"
 
@@ -359,6 +421,23 @@ def _describe_conv(module: torch.nn.Module) -> str:
     return f"HeteroGraphConv: {'a ' if len(classes) == 1 else ''}{' or '.join(classes)} per relation"
 
 
+def _relation_work_once(module: torch.nn.Module) -> bool:
+    """A HeteroGraphConv whose every relation's module works on its source rows in a way the
+    runtime runs once per node (map_sources): GATConv; GraphConv with a norm by out-degrees, or
+    a weight it applies first because it narrows."""
+    if not isinstance(module, dglnn.HeteroGraphConv) or not module.mods:
+        return False
+    return all(type(m) is dglnn.GATConv or (
+        type(m) is dglnn.GraphConv and (m._norm in ("both", "left") or m._in_feats > m._out_feats))
+        for m in module.mods.values())
+
+
+def _reads_destination_rows(module: torch.nn.Module) -> bool:
+    """A HeteroGraphConv with a GATConv, whose attention and residual read the layer input's
+    destination rows (GraphConv's rest reads only the sum over in-edges)."""
+    return any(isinstance(m, dglnn.GATConv) for m in module.mods.values())
+
+
 def _reads_full_degrees(module: torch.nn.Module) -> bool:
     """A HeteroGraphConv with a GraphConv whose norm reads source out-degrees."""
     return isinstance(module, dglnn.HeteroGraphConv) and any(
@@ -387,7 +466,10 @@ def _and(items: list[str]) -> str:
 def _docstring(model: torch.nn.Module, traced: Any, result: str | None, subgraphs: bool = False) -> list[str]:
     features = [p for p, _ in traced.inputs]
     graph = f"[g] * {traced.blocks}" if traced.blocks else traced.graph_arg
-    call = ", ".join([graph, *features])
+    params = list(inspect.signature(type(model).forward).parameters)[1:]
+    if params[0] != traced.graph_arg:  # forward(self, h=None, blocks=None): by name
+        graph = f"{traced.graph_arg}={graph}"
+    call = ", ".join([*features, graph] if params[0] != traced.graph_arg else [graph, *features])
     own = (" (for a layer of this model's own, the graph of those in-edges, with the batch's "
            "nodes first of their type)") if subgraphs else ""
     paragraphs = [

@@ -24,7 +24,7 @@ from torch.utils import _pytree as pytree
 
 from gnn_codegen.errors import GraphUseError, SignatureError, TraceFailedError
 from gnn_codegen.hetero.schema import Schema, hetero_convs, hetero_layers, is_hetero_layer
-from gnn_codegen.trace import _Tracer, _user_location
+from gnn_codegen.trace import _graph_parameter, _Tracer, _user_location
 
 
 def hetero_conv(module: str, graph: Any, inputs: dict[str, Any], ntype: str,
@@ -205,6 +205,8 @@ class _HeteroTracer(_Tracer):
         path = self.path_of_module(m)
         if not isinstance(graph, _GraphProxy):
             raise GraphUseError(f"self.{path} is called on something other than forward's graph")
+        if isinstance(inputs, torch.nn.ParameterDict):  # embeddings per type (DGL's RelGraphEmbed)
+            inputs = dict(inputs.items())
         pair = isinstance(inputs, tuple) and len(inputs) == 2 and all(isinstance(i, dict) for i in inputs)
         if pair and all(_whole(v.node) is _whole(inputs[0].get(t, v).node)
                         for t, v in inputs[1].items() if isinstance(v, fx.Proxy)):
@@ -280,25 +282,30 @@ def _attribute(root: torch.nn.Module, target: str) -> Any:
     return found
 
 
-def blocks_style(model: torch.nn.Module) -> int:
+def blocks_style(model: torch.nn.Module, graph_arg: str) -> int:
     """How many blocks forward takes, when it takes a list of them (as DGL's sampled-training
     examples write it): one per HeteroGraphConv module; 0 when it takes the graph."""
-    params = list(inspect.signature(type(model).forward).parameters.values())[1:]
-    named = bool(params) and re.fullmatch(r"|".join(_BLOCKS_NAMES), params[0].name) is not None
+    named = re.fullmatch(r"|".join(_BLOCKS_NAMES), graph_arg) is not None
     return len(hetero_convs(model)) + len(hetero_layers(model)) if named else 0
 
 
 def _signature(model: torch.nn.Module) -> tuple[str, list[str]]:
-    """forward's graph parameter and its feature parameters (those without a default)."""
+    """forward's graph parameter (named like one, else the first), and its feature parameters
+    (those without a default). A graph parameter with a default (DGL's rgcn-hetero example:
+    `forward(self, h=None, blocks=None)`, the kept graph when no blocks are given) is traced as
+    given, the others at their defaults."""
     params = list(inspect.signature(type(model).forward).parameters.values())[1:]
     name = type(model).__name__
-    if not params or params[0].kind not in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD):
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    graph = _graph_parameter(model, positional) if positional else None
+    if graph is None:
         raise SignatureError(
-            f"{name}.forward must take the heterogeneous graph (or its list of blocks) first (def "
-            "forward(self, g, inputs)); gnn-codegen does not yet follow a model that keeps its graph."
+            f"{name}.forward must take the heterogeneous graph (or its list of blocks) (def "
+            "forward(self, g, inputs)); gnn-codegen does not yet follow a heterogeneous model that "
+            "keeps its graph and takes none."
         )
-    features = [p.name for p in params[1:] if p.default is inspect.Parameter.empty]
-    return params[0].name, features
+    features = [p.name for p in params if p is not graph and p.default is inspect.Parameter.empty]
+    return graph.name, features
 
 
 def trace_hetero(model: torch.nn.Module, schema: Schema, feature_types: tuple[str, ...], path: Path) -> HeteroTraced:
@@ -306,12 +313,12 @@ def trace_hetero(model: torch.nn.Module, schema: Schema, feature_types: tuple[st
     names some)."""
     model.eval()
     graph_arg, features = _signature(model)
-    blocks = blocks_style(model)
+    blocks = blocks_style(model, graph_arg)
     tracer = _HeteroTracer(schema, graph_arg, blocks)
     concrete: dict[str, Any] = {p: {t: fx.PH for t in feature_types} for p in features}
     # parameters with defaults are traced at their default, as Python would call forward(g, x)
     for p in list(inspect.signature(type(model).forward).parameters.values())[1:]:
-        if p.default is not inspect.Parameter.empty:
+        if p.default is not inspect.Parameter.empty and p.name != graph_arg:
             concrete[p.name] = p.default
     try:
         graph = tracer.trace(model, concrete_args=concrete)
@@ -326,7 +333,7 @@ def trace_hetero(model: torch.nn.Module, schema: Schema, feature_types: tuple[st
             "operations on each node type's features."
         ) from None
     defaults = {p.name for p in list(inspect.signature(type(model).forward).parameters.values())[1:]
-                if p.default is not inspect.Parameter.empty}
+                if p.default is not inspect.Parameter.empty and p.name != graph_arg}
     # (fx names a flattened argument's placeholder after it: out_key_1)
     for node in [n for n in graph.nodes if n.op == "placeholder" and re.sub(r"_\d+$", "", str(n.target)) in defaults]:
         # a parameter traced at its default (`out_key="paper"`): its value is in the graph, and

@@ -265,3 +265,51 @@ class OwnLayerMaxCross(nn.Module):
 
     def forward(self, G, inputs):
         return self.layer(G, inputs)
+
+
+class TypeEmbeddings(nn.Module):
+    """A learnt embedding per node type, sized from the graph the model is built with, which it
+    keeps (as DGL's rgcn-hetero example's RelGraphEmbed does)."""
+
+    def __init__(self, g, size):
+        super().__init__()
+        self.g = g
+        self.embeds = nn.ParameterDict()
+        for ntype in g.ntypes:
+            embed = nn.Parameter(torch.empty(g.num_nodes(ntype), size))
+            nn.init.xavier_uniform_(embed)
+            self.embeds[ntype] = embed
+
+    def forward(self, block=None):
+        return self.embeds
+
+
+class EntityClassifyOnBlocks(nn.Module):
+    """DGL's rgcn-hetero example's way of writing a model: built from its graph (relation names
+    and embedding sizes read off it), `forward(self, h=None, blocks=None)` with the embeddings
+    when no features are given and the kept graph when no blocks are."""
+
+    def __init__(self, g, h_dim, out_dim, num_hidden_layers=1):
+        super().__init__()
+        self.g = g
+        self.rel_names = sorted(set(g.etypes))
+        self.embed_layer = TypeEmbeddings(g, h_dim)
+        self.layers = nn.ModuleList()
+        for i in range(num_hidden_layers + 1):
+            last = i == num_hidden_layers
+            self.layers.append(dglnn.HeteroGraphConv(
+                {rel: dglnn.GraphConv(h_dim, out_dim if last else h_dim, norm="right") for rel in self.rel_names},
+                aggregate="sum"))
+
+    def forward(self, h=None, blocks=None):
+        if h is None:
+            h = self.embed_layer()
+        if blocks is None:
+            for layer in self.layers[:-1]:
+                h = {k: F.relu(v) for k, v in layer(self.g, h).items()}
+            return self.layers[-1](self.g, h)
+        for i, (layer, block) in enumerate(zip(self.layers, blocks)):
+            h = layer(block, h)
+            if i < len(self.layers) - 1:
+                h = {k: F.relu(v) for k, v in h.items()}
+        return h

@@ -23,6 +23,8 @@ GUESSED_WIDTH = 5
 # Ops whose output is as wide as their input: a width found past them is the input's.
 _PASS_THROUGH = frozenset({
     "relu", "elu", "leaky_relu", "gelu", "tanh", "sigmoid", "float", "contiguous", "add", "sub", "mul",
+    # elementwise too (`(h - h.mean(0)) / (h.std(0) + 0.5)`: found by the differential test)
+    "truediv", "div", "neg", "abs", "pow", "exp", "sqrt", "clamp", "silu", "selu", "softplus", "dropout",
 })
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Any
+from typing import Any, Callable
 
 from gnn_codegen.errors import UnsupportedOperationError
 from gnn_codegen.ir import Op, Program, Ref, Spelled, iter_refs
@@ -72,11 +72,12 @@ def suffix(op: Op, names: dict[str, str]) -> str:
     return "subgraph"
 
 
-def spell_edges(program: Program, op: Op) -> list[str]:
-    """An edge subgraph's arguments after its graph, as forward's inputs are called."""
+def graph_arguments(op: Op, name_of: Callable[[str], str]) -> list[str]:
+    """A derived graph's arguments after its graph: constants, and what forward computes from
+    its inputs (an edge subgraph's edges) with each input called name_of(its op's name)."""
     def spelled(value: Any) -> str:
         if isinstance(value, Spelled):
-            return "".join(program.op(p.name).target if isinstance(p, Ref) else p for p in value.parts)
+            return "".join(name_of(p.name) if isinstance(p, Ref) else p for p in value.parts)
         return repr(value)
     return [spelled(a) for a in op.args[1:]] + [f"{k}={spelled(v)}" for k, v in op.kwargs]
 

@@ -98,9 +98,10 @@ def full_graph_forward(model: torch.nn.Module, generated: Generated, g: dgl.DGLG
     program = generated.program
     g, arguments = with_graph_data(generated, g, inputs)
     # distinct graph objects over the same structure: `block is blocks[-1]` must mean what it says
-    blocks = [g.local_var() for _ in range(program.num_blocks)]
     if program.converts_blocks:  # dgl.block_to_graph takes a block: the whole graph's, every node a destination
         blocks = [dgl.to_block(g, torch.arange(g.num_nodes(), device=g.device)) for _ in range(program.num_blocks)]
+    else:
+        blocks = [g.local_var() for _ in range(program.num_blocks)]
     forward_inputs = [program.op(name).target for name in program.inputs
                       if name not in _read_from_graph(program) and name not in _tables(program)]
     values = dict(zip(forward_inputs, arguments))

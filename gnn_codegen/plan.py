@@ -14,7 +14,7 @@ import torch
 from gnn_codegen.attributes import Attributes
 from gnn_codegen.cut import DEFAULT_FANOUT, Cost, CutNode, Placement, _Graph, evaluate, place_asap
 from gnn_codegen.cut_search import place_optimal
-from gnn_codegen.edge_masks import is_edge_subgraph, spell_edges
+from gnn_codegen.edge_masks import graph_arguments, is_edge_subgraph
 from gnn_codegen.errors import UnsupportedOperationError, internal
 from gnn_codegen.ir import Op, Program, Ref, iter_refs, reads_device
 from gnn_codegen.node_reductions import node_reduction
@@ -330,7 +330,8 @@ def spell_graph(program: Program, op: Op) -> str:
         return op.target
     receiver = spell_graph(program, program.op(op.args[0].name))
     if is_edge_subgraph(op):  # which edges tells the subgraphs apart
-        return f"{op.target}({receiver}, {', '.join(spell_edges(program, op))})"
+        edges = graph_arguments(op, lambda name: program.op(name).target)  # as forward calls them
+        return f"{op.target}({receiver}, {', '.join(edges)})"
     return f"{op.target}({receiver})"
 
 

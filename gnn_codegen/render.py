@@ -16,12 +16,12 @@ from typing import Any
 
 from gnn_codegen.attributes import Attributes
 from gnn_codegen.derived_graphs import DERIVED
-from gnn_codegen.edge_masks import is_edge_subgraph
+from gnn_codegen.edge_masks import graph_arguments, is_edge_subgraph
 from gnn_codegen.edge_masks import suffix as edge_subgraph_suffix
 from gnn_codegen.edge_weight_norm import EDGE_WEIGHT_NORM
 from gnn_codegen.graph_proxy import BATCH_SIZE
 from gnn_codegen.errors import internal
-from gnn_codegen.ir import Op, Program, Ref, Spelled, iter_refs
+from gnn_codegen.ir import Op, Program, Ref, iter_refs
 from gnn_codegen.metapaths import metapath_of
 from gnn_codegen.names import NameAllocator
 from gnn_codegen.node_reductions import node_reduction, pass_expression
@@ -341,16 +341,8 @@ class Renderer:
         """`dgl.add_self_loop(g)`: a derived graph's call, on its receiver's name or call."""
         receiver = self.program.op(op.args[0].name)
         spelled = self._graph_expression(receiver) if receiver.name in self.nested_graphs else self.graph_name[receiver.name]
-        extra = [self._graph_argument(a) for a in op.args[1:]]
-        extra += [f"{k}={self._graph_argument(v)}" for k, v in op.kwargs]
+        extra = graph_arguments(op, self.buffer.__getitem__)  # on the inputs' names here
         return f"{op.target}({', '.join([spelled, *extra])})"
-
-    def _graph_argument(self, value: Any) -> str:
-        """A derived graph's argument: a constant, or what forward computes it from its inputs
-        (the edges of an edge subgraph, edge_masks.py) on the inputs' names."""
-        if isinstance(value, Spelled):
-            return "".join(self.buffer[p.name] if isinstance(p, Ref) else p for p in value.parts)
-        return repr(value)
 
     def _before_loop(self, stage: Stage, writer: LayerWriter) -> list[str]:
         """The lines that compute the stage's reductions over all nodes from stored rows, in a

@@ -466,10 +466,9 @@ def _and(items: list[str]) -> str:
 def _docstring(model: torch.nn.Module, traced: Any, result: str | None, subgraphs: bool = False) -> list[str]:
     features = [p for p, _ in traced.inputs]
     graph = f"[g] * {traced.blocks}" if traced.blocks else traced.graph_arg
-    params = list(inspect.signature(type(model).forward).parameters)[1:]
-    if params[0] != traced.graph_arg:  # forward(self, h=None, blocks=None): by name
-        graph = f"{traced.graph_arg}={graph}"
-    call = ", ".join([*features, graph] if params[0] != traced.graph_arg else [graph, *features])
+    first = list(inspect.signature(type(model).forward).parameters)[1] == traced.graph_arg
+    # forward(self, h=None, blocks=None): the graph by name
+    call = ", ".join([graph, *features] if first else [*features, f"{traced.graph_arg}={graph}"])
     own = (" (for a layer of this model's own, the graph of those in-edges, with the batch's "
            "nodes first of their type)") if subgraphs else ""
     paragraphs = [

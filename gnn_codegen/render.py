@@ -505,7 +505,8 @@ class Renderer:
         second = (
             f"The model must be on `{self.device}` (model.to(device)), where every layer runs; {g} and the "
             f"inputs may be on the host or on `{self.device}`: one batch's block and rows at a time are "
-            "moved there. Each layer's result, and the one returned, is kept for every node on the "
+            "moved there (the rows a layer reads only in messages at once, where they take at most half "
+            "its free memory). Each layer's result, and the one returned, is kept for every node on the "
             f"host (in pinned memory if `{self.device}` is a GPU). {self.batch_size}=\"auto\": per layer, "
             f"the largest batches whose rows fit in {self.max_memory} bytes on `{self.device}`. "
             f"{self.progress}: a tqdm bar per layer."

@@ -2,8 +2,9 @@
 on a seeded random graph (nodes without in-edges included, unless the model refuses them), with
 weights and normalisation statistics perturbed on a copy of the model, for batch sizes that do
 and do not divide the node count, reading source rows in place and gathering them (as on a GPU),
-and once with the model on a simulated GPU and the graph and inputs on the host, where a host
-tensor meeting a device tensor fails (simulated_device.py), with its results kept in files
+twice with the model on a simulated GPU and the graph and inputs on the host, where a host
+tensor meeting a device tensor fails (simulated_device.py): source rows gathered per batch, and
+moved there whole (as where they fit in the GPU's memory), with its results kept in files
 (storage=), and for a few nodes only (nodes=, alone and with storage=); its result must equal the
 model's full-graph forward (its rows for those nodes).
 
@@ -47,6 +48,7 @@ VERIFY_BATCH_SIZES = (47, 60)
 ATOL = RTOL = 1e-4
 # BatchResult.sources of the run with the model on a simulated GPU (simulated_device.py)
 SIMULATED = "gathered, the model on a simulated GPU"
+SIMULATED_WHOLE = "moved whole to a simulated GPU, the model there"
 # and of the runs for some nodes only (nodes=...) and with the results in files (storage=DIR)
 SUBSET_SIZE = 40
 SUBSET = f"in place, for {SUBSET_SIZE} of the nodes (nodes=)"
@@ -108,11 +110,12 @@ def check(generated: Generated, num_nodes: int = 1000, seed: int = 0,
         )
     results, ok = [], True
     sizes = batch_sizes or (97, num_nodes + 1)
-    runs = [(b, sources) for b in sizes for sources in models] + [(sizes[0], SIMULATED), (sizes[0], STORAGE)]
+    runs = [(b, sources) for b in sizes for sources in models]
+    runs += [(sizes[0], SIMULATED), (sizes[0], SIMULATED_WHOLE), (sizes[0], STORAGE)]
     if not returns_edge_rows(generated):
         runs += [(sizes[0], SUBSET), (sizes[-1], STORAGE_SUBSET)]
     for batch_size, sources in runs:
-        model, module = models["gathered" if sources in ("gathered", STORAGE, STORAGE_SUBSET) else "in place"]
+        model, module = models["gathered" if sources in ("gathered", SIMULATED, STORAGE, STORAGE_SUBSET) else "in place"]
         nodes = some_nodes(rows.num_nodes(), SUBSET_SIZE, seed) if sources in (SUBSET, STORAGE_SUBSET) else None
         started = time.perf_counter()
         try:
@@ -157,7 +160,7 @@ def _run(model: torch.nn.Module, generated: Generated, g: dgl.DGLGraph, inputs: 
             result = run_inference(model, generated, g, inputs, batch_size=batch_size, device="cpu",
                                    nodes=nodes, storage=storage)
             return [t.clone() for t in flatten(result)] if nodes is not None else _cloned(result)
-    if sources != SIMULATED:
+    if sources not in (SIMULATED, SIMULATED_WHOLE):
         return run_inference(model, generated, g, inputs, batch_size=batch_size, device="cpu", nodes=nodes)
     # the model's tables read as node features take the graph's rows before the model moves
     with with_tables(model, generated, inputs), SimulatedDevice() as sim:

@@ -64,6 +64,7 @@ def _check_everywhere(generated: Generated) -> None:
         result = check_hetero(generated, nodes, seed=seed + 1, batch_sizes=sizes)
         assert result.ok, [(b.batch_size, b.sources, b.max_abs_diff) for b in result.batches]
         assert {"in place", "gathered", "gathered, the model on a simulated GPU",
+                "moved whole to a simulated GPU, the model there",
                 "in place, one relation without edges"} <= {b.sources for b in result.batches}
 
 

@@ -14,7 +14,7 @@ import pytest
 from gnn_codegen import pipeline
 from gnn_codegen.errors import CheckFailedError
 from gnn_codegen.pipeline import GenerateOptions, generate_all
-from gnn_codegen.verify import SIMULATED, STORAGE, STORAGE_SUBSET, SUBSET, check
+from gnn_codegen.verify import SIMULATED, SIMULATED_WHOLE, STORAGE, STORAGE_SUBSET, SUBSET, check
 from tests.cases import CASES_BY_NAME, REPO, generate_case
 
 KNOWN = "tests/models/known_modules.py:TwoConvs"
@@ -75,7 +75,8 @@ def test_a_model_that_refuses_nodes_without_in_edges_is_checked_with_self_loops(
 def test_every_case_is_verified_with_nodes_without_in_edges_where_the_model_allows() -> None:
     result = generate_case(CASES_BY_NAME["sage"]).verification
     assert result is not None and result.ok and result.zero_in_degree_nodes > 0
-    assert {b.sources for b in result.batches} == {"in place", "gathered", SIMULATED, STORAGE, SUBSET, STORAGE_SUBSET}
+    assert {b.sources for b in result.batches} == {"in place", "gathered", SIMULATED, SIMULATED_WHOLE, STORAGE, SUBSET,
+                                                   STORAGE_SUBSET}
     assert {b.batch_size for b in result.batches} == {47, 60} and result.num_nodes == 240
 
 

@@ -39,8 +39,10 @@ class RGCN(nn.Module):
 
         The model must be on `device` (model.to(device)), where every layer runs; the graph and
         the features may be on the host or on `device`: one batch's block and rows at a time are
-        moved there. Each layer's results, and those returned, are kept for every node on the
-        host (in pinned memory if `device` is a GPU). progress: a tqdm bar per layer and type.
+        moved there (the rows a layer's relations read only in messages at once, where they take
+        at most half its free memory). Each layer's results, and those returned, are kept for
+        every node on the host (in pinned memory if `device` is a GPU). progress: a tqdm bar per
+        layer and type.
 
         inputs: a dict of features per node type, as forward takes it.
 
@@ -119,8 +121,9 @@ class _HeteroBatches:
     type on the host.
 
     The model is on `device`; g and the tensors a layer reads may be on the host or on
-    `device`: one batch's block and rows at a time are moved there. On a GPU the results are
-    kept in pinned memory.
+    `device`: one batch's block and rows at a time are moved there, or the rows of each
+    relation that its module reads only in messages at once, where they take at most half of
+    its free memory. On a GPU the results are kept in pinned memory.
     """
 
     def __init__(self, model, g, batch_size, device, progress):
@@ -252,10 +255,15 @@ class _HeteroBatches:
         """
         outputs = None
         in_place = in_place and not subgraph and self._in_place(src)
+        if in_place:  # the rows of the relations into ntype, on `device` once per layer
+            src = [
+                {k: self._on_device(x) for k, x in f.items() if k[2] == ntype}
+                for f in src
+            ]
         for batch in self._batches(ntype, "layer", nodes):
             if in_place:  # sources: all of g's nodes, their rows read where they are
                 block = self._block_of_all_sources(ntype, batch)
-                sources = [{k: x for k, x in f.items() if k[2] == ntype} for f in src]
+                sources = src
             else:
                 block = self._block(ntype, batch, subgraph)
                 ids = block.nodes if subgraph else block.srcnodes
@@ -343,17 +351,35 @@ class _HeteroBatches:
     def _in_place(self, src):
         """Whether a layer's blocks may have all of g's nodes as sources, their rows read in
         place rather than gathered per batch: every dict of source rows is by relation (as
-        map_sources makes them, which only the relation's module reads) and, like g, already
-        on `device` (on a CPU, the usual case there)."""
-        tensors = [
+        map_sources makes them, which only the relation's module reads), and the rows are on
+        `device` or take at most half its free memory (a GPU's, or what Linux says is
+        available): gathering each batch's rows on the host is most of a GPU's time."""
+        by_relation = all(isinstance(k, tuple) for features in src for k in features)
+        elsewhere = [
             t
             for features in src
-            for key, x in features.items()
+            for x in features.values()
             for t in (x if isinstance(x, tuple) else (x,))
+            if t.device != self.device
         ]
-        by_relation = all(isinstance(k, tuple) for features in src for k in features)
-        here = [self.g.device, *(t.device for t in tensors)]
-        return by_relation and all(device == self.device for device in here)
+        size = sum(t.numel() * t.element_size() for t in elsewhere)
+        if not by_relation or not size:
+            return by_relation
+        if self.device.type == "cuda":
+            available = torch.cuda.mem_get_info(self.device)[0]
+        elif self.device.type == "cpu":
+            with open("/proc/meminfo") as meminfo:
+                line = next(l for l in meminfo if l.startswith("MemAvailable:"))
+            available = int(line.split()[1]) * 1024
+        else:
+            return False  # no free memory to go by
+        return 2 * size <= available
+
+    def _on_device(self, x):
+        """A tensor, or a tuple of them, on `device` (for the whole layer)."""
+        if isinstance(x, tuple):
+            return tuple(t.to(self.device, non_blocking=True) for t in x)
+        return x.to(self.device, non_blocking=True)
 
     def _block_of_all_sources(self, ntype, batch):
         """The block of a batch of ntype's nodes with every node of g as a source, by its ID

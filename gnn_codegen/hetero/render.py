@@ -477,7 +477,8 @@ def _docstring(model: torch.nn.Module, traced: Any, result: str | None, subgraph
         f"in-edges of every relation into that type{own}.",
         "The model must be on `device` (model.to(device)), where every layer runs; the graph and "
         "the features may be on the host or on `device`: one batch's block and rows at a time are "
-        "moved there. Each layer's results, and those returned, are kept for every node on the "
+        "moved there (the rows a layer's relations read only in messages at once, where they take "
+        "at most half its free memory). Each layer's results, and those returned, are kept for every node on the "
         "host (in pinned memory if `device` is a GPU). progress: a tqdm bar per layer and type.",
     ]
     if features:

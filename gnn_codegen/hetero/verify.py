@@ -32,10 +32,11 @@ if TYPE_CHECKING:
 
 VERIFY_BATCH_SIZES = (47, 60)
 SUBSET_SIZE = 30
-# on the CPU, a layer whose relations' source rows were computed once per node reads them in
-# place (_HeteroBatches._in_place); the other layers, and every layer on a GPU, gather them
+# a layer whose relations' source rows were computed once per node reads them in place
+# (_HeteroBatches._in_place), on a GPU where they fit in its memory; the other layers gather them
 SUBSET = f"in place, for {SUBSET_SIZE} of the nodes (nodes=)"
 SIMULATED = "gathered, the model on a simulated GPU"
+SIMULATED_WHOLE = "moved whole to a simulated GPU, the model there"
 _EMPTY = "in place, one relation without edges"
 
 
@@ -151,7 +152,8 @@ def check_hetero(generated: Generated, num_nodes: int = 1000, seed: int = 0,
     expected = _forward(reference, generated, g, inputs)
     forward_seconds = time.perf_counter() - started
     sizes = batch_sizes or (97, max(counts.values()) + 1)
-    runs = [(b, "in place") for b in sizes] + [(sizes[0], "gathered"), (sizes[0], SIMULATED), (sizes[0], _EMPTY)]
+    runs = [(b, "in place") for b in sizes]
+    runs += [(sizes[0], "gathered"), (sizes[0], SIMULATED), (sizes[0], SIMULATED_WHOLE), (sizes[0], _EMPTY)]
     subset = result_type(generated.hetero)
     if subset is not None:
         runs.append((sizes[0], SUBSET))
@@ -170,7 +172,8 @@ def check_hetero(generated: Generated, num_nodes: int = 1000, seed: int = 0,
         started = time.perf_counter()
         gathers = how in ("gathered", SIMULATED)
         try:
-            actual = _run(gathering if gathers else model, generated, graph, inputs, batch_size, how == SIMULATED, nodes)
+            actual = _run(gathering if gathers else model, generated, graph, inputs, batch_size,
+                          how in (SIMULATED, SIMULATED_WHOLE), nodes)
         except Exception as exc:
             raise CheckFailedError(_failed(generated, gathering_module if gathers else module, exc, batch_size, how)) from None
         seconds = time.perf_counter() - started

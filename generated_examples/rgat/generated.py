@@ -84,9 +84,6 @@ class RGAT(nn.Module):
 
         # Layer 1 of 3: self.layers[0] (HeteroGraphConv: a GATConv per relation), into author,
         # field, institution and paper.
-        # each relation's work on its source rows, once per node: GATConv's fc and attention term
-        x_src = batches.map_sources(self.layers[0], x, nodes=needed[0])
-
         def layer_1(block, x_src, x_dst, ntype):
             h = _hetero_conv_sources(self.layers[0], block, x_src, x_dst)
             h = h.view(h.shape[0], h.shape[1] * h.shape[2])
@@ -94,16 +91,18 @@ class RGAT(nn.Module):
 
         h1 = {}
         for ntype in ("author", "field", "institution", "paper"):
+            # each relation into ntype: its work on source rows, once per node: GATConv's fc and
+            # attention term
+            x_src = batches.map_sources(
+                self.layers[0], x, into=(ntype,), nodes=needed[0]
+            )
             h1[ntype] = batches.map(
                 layer_1, ntype, src=[x_src], dst=[x[ntype]], nodes=needed[1][ntype]
             )
-        del x_src
+            del x_src
 
         # Layer 2 of 3: self.layers[1] (HeteroGraphConv: a GATConv per relation), into author,
         # field, institution and paper.
-        # each relation's work on its source rows, once per node: GATConv's fc and attention term
-        h1_src = batches.map_sources(self.layers[1], h1, nodes=needed[1])
-
         def layer_2(block, h1_src, h1_dst, ntype):
             h = _hetero_conv_sources(self.layers[1], block, h1_src, h1_dst)
             h = h.view(h.shape[0], h.shape[1] * h.shape[2])
@@ -111,27 +110,34 @@ class RGAT(nn.Module):
 
         h2 = {}
         for ntype in ("author", "field", "institution", "paper"):
+            # each relation into ntype: its work on source rows, once per node: GATConv's fc and
+            # attention term
+            h1_src = batches.map_sources(
+                self.layers[1], h1, into=(ntype,), nodes=needed[1]
+            )
             h2[ntype] = batches.map(
                 layer_2, ntype, src=[h1_src], dst=[h1[ntype]], nodes=needed[2][ntype]
             )
-        del h1_src, h1
+            del h1_src
+        del h1
 
         # Layer 3 of 3: self.layers[2] (HeteroGraphConv: a GATConv per relation), into paper.
-        # each relation's work on its source rows, once per node: GATConv's fc and attention term
-        h2_src = batches.map_sources(
-            self.layers[2], h2, into=("paper",), nodes=needed[2]
-        )
-
         def layer_3(block, h2_src, h2_dst, ntype):
             h = _hetero_conv_sources(self.layers[2], block, h2_src, h2_dst)
             h = h.view(h.shape[0], h.shape[1] * h.shape[2])
             return self.linear(h)
 
         h3 = {}
+        # each relation into paper: its work on source rows, once per node: GATConv's fc and
+        # attention term
+        h2_src = batches.map_sources(
+            self.layers[2], h2, into=("paper",), nodes=needed[2]
+        )
         h3["paper"] = batches.map(
             layer_3, "paper", src=[h2_src], dst=[h2["paper"]], nodes=needed[3]["paper"]
         )
-        del h2_src, h2
+        del h2_src
+        del h2
         return batches.result(h3["paper"], nodes)
 
 

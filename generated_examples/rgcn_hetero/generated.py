@@ -73,40 +73,43 @@ class RGCN(nn.Module):
 
         # Layer 1 of 2: self.conv1 (HeteroGraphConv: a GraphConv per relation), into author,
         # field, institution and paper.
-        # each relation's work on its source rows, once per node: GraphConv's norm by the full
-        # graph's out-degrees
-        inputs_src = batches.map_sources(
-            self.conv1, inputs, out_degrees=out_degrees, nodes=needed[0]
-        )
-
         def layer_1(block, inputs_src, ntype):
             h = _hetero_conv_sources(self.conv1, block, inputs_src)
             return F.relu(h)
 
         h1 = {}
         for ntype in ("author", "field", "institution", "paper"):
+            # each relation into ntype: its work on source rows, once per node: GraphConv's norm
+            # by the full graph's out-degrees
+            inputs_src = batches.map_sources(
+                self.conv1,
+                inputs,
+                into=(ntype,),
+                out_degrees=out_degrees,
+                nodes=needed[0],
+            )
             h1[ntype] = batches.map(
                 layer_1, ntype, src=[inputs_src], nodes=needed[1][ntype]
             )
-        del inputs_src
+            del inputs_src
 
         # Layer 2 of 2: self.conv2 (HeteroGraphConv: a GraphConv per relation), into author,
         # field, institution and paper.
-        # each relation's work on its source rows, once per node: GraphConv's norm by the full
-        # graph's out-degrees; GraphConv's weight, first as it narrows
-        h1_src = batches.map_sources(
-            self.conv2, h1, out_degrees=out_degrees, nodes=needed[1]
-        )
-
         def layer_2(block, h1_src, ntype):
             return _hetero_conv_sources(self.conv2, block, h1_src)
 
         h2 = {}
         for ntype in ("author", "field", "institution", "paper"):
+            # each relation into ntype: its work on source rows, once per node: GraphConv's norm
+            # by the full graph's out-degrees; GraphConv's weight, first as it narrows
+            h1_src = batches.map_sources(
+                self.conv2, h1, into=(ntype,), out_degrees=out_degrees, nodes=needed[1]
+            )
             h2[ntype] = batches.map(
                 layer_2, ntype, src=[h1_src], nodes=needed[2][ntype]
             )
-        del h1_src, h1
+            del h1_src
+        del h1
         return batches.result(h2, nodes)
 
 

@@ -285,7 +285,9 @@ class _HeteroBatches:
         features `inputs`, once per node of its source type ({type: sorted IDs, or None for
         all} in nodes, or all): {relation: _relation_source's tensors}, on the host,
         for the relations into the types of `into` (or all). out_degrees: each relation's in
-        g, which GraphConv's norm reads."""
+        g, which GraphConv's norm reads. A GraphConv that does not narrow only scales its
+        source rows: its relation keeps the input's rows and their norm, (feat, norm), applied
+        per edge (a scaled copy of every source row took as much memory again)."""
         sources = {}
         for rel in self.g.canonical_etypes:
             stype, _, dtype = rel
@@ -293,6 +295,11 @@ class _HeteroBatches:
             if not featured or dtype not in (into or [dtype]):
                 continue  # as DGL: a relation from or into a type without features is out
             mod = conv.mod_dict.get(rel, conv.mod_dict.get(rel[1]))
+            if isinstance(mod, dgl.nn.GraphConv) and mod._in_feats <= mod._out_feats:
+                degrees = out_degrees[rel].to(inputs[stype].dtype).clamp(min=1)
+                norm = degrees.pow(-0.5) if mod._norm == "both" else 1.0 / degrees
+                sources[rel] = (inputs[stype], norm)
+                continue
             degrees = [out_degrees[rel]] if out_degrees else []
             sources[rel] = self.map_rows(
                 # (rows of feat, of the degrees if any, the type's name)
@@ -517,9 +524,9 @@ class _HeteroBatches:
 
 def _relation_source(mod, feat, out_degrees=None):
     """A HeteroGraphConv relation's work on each of its source rows, once per node, as its
-    module does it: GATConv's fc (fc_src for a pair of widths) and attention term; GraphConv's
-    norm by the full graph's out-degrees (norm "both" or "left"), and its weight when it narrows
-    (DGL then applies it first)."""
+    module does it: GATConv's fc (fc_src for a pair of widths) and attention term; for a
+    GraphConv that narrows (DGL then applies its weight first), the norm by the full graph's
+    out-degrees (norm "both" or "left") and the weight."""
     if isinstance(mod, dgl.nn.GATConv):
         fc = mod.fc_src if hasattr(mod, "fc_src") else mod.fc
         h = fc(feat).view(-1, *mod.attn_l.shape[1:])
@@ -545,9 +552,13 @@ def _hetero_conv_sources(conv, block, sources, feat_dst=None):
             fc = mod.fc_dst if hasattr(mod, "fc_dst") else mod.fc
             dst = fc(feat_dst).view(-1, *mod.attn_r.shape[1:])
             rst = _gat_conv_aggregate(mod, block[rel], *sources[rel], dst, feat_dst)
+        elif isinstance(sources[rel], tuple):  # (rows, norm): the norm applied per edge
+            feat, norm = sources[rel]
+            src, _ = block[rel].edges()
+            weight = norm[src].view(-1, 1)
+            rst = _graph_conv_aggregate(mod, block[rel], feat, False, weight)
         else:
-            narrows = mod._in_feats > mod._out_feats
-            rst = _graph_conv_aggregate(mod, block[rel], sources[rel], narrows)
+            rst = _graph_conv_aggregate(mod, block[rel], sources[rel], True)
         outputs.append(rst)
     return conv.agg_fn(outputs, ntype)
 

@@ -203,7 +203,7 @@ class HeteroRenderer(ExpressionWriter):
         made_here = {name: (path, source) for (at, path, source), name in self.relation_sources.items()
                      if at == stage}
 
-        def with_sources(into: str, t: str, call: str) -> list[str]:
+        def with_sources(into: str | None, t: str, call: str) -> list[str]:
             names = [name for name in made_here if name in per_type[t][1]]
             made = [line for name in names for line in self._map_sources(*made_here[name], name, into, stage)]
             return [*made, call, *([f"del {', '.join(names)}"] if names else [])]
@@ -234,15 +234,15 @@ class HeteroRenderer(ExpressionWriter):
         unified = _shared(calls) if shared is not None else None
         if unified is not None:
             lines += [f"for ntype in {self.expr(tuple(types), {})}:",
-                      *(f"    {line}" for line in with_sources("(ntype,)", types[0], unified))]
+                      *(f"    {line}" for line in with_sources(None, types[0], unified))]
         else:
-            lines += [line for t in types for line in with_sources(f'("{t}",)', t, calls[t])]
+            lines += [line for t in types for line in with_sources(t, t, calls[t])]
         return lines
 
-    def _map_sources(self, path: str, source: str, name: str, into: str, stage: int) -> list[str]:
+    def _map_sources(self, path: str, source: str, name: str, into: str | None, stage: int) -> list[str]:
         """`x_src = batches.map_sources(self.layers[0], x, into=(ntype,))`: the work on their
-        source rows of a HeteroGraphConv's relations into the types `into` (an expression),
-        once per node, before those types' batches."""
+        source rows of a HeteroGraphConv's relations into the type `into` (None: the loop's
+        `ntype`), once per node, before that type's batches."""
         module = self.model.get_submodule(path)
         mods = list(module.mods.values())
         work = []
@@ -252,13 +252,13 @@ class HeteroRenderer(ExpressionWriter):
             work.append("GraphConv's norm by the full graph's out-degrees")
         if any(isinstance(m, dglnn.GraphConv) and m._in_feats > m._out_feats for m in mods):
             work.append("GraphConv's weight, first as it narrows")
-        arguments = [accessor(self.model, path), source, f"into={into}"]
+        into_expr = "(ntype,)" if into is None else self.expr((into,), {})
+        arguments = [accessor(self.model, path), source, f"into={into_expr}"]
         if _reads_full_degrees(module):
             arguments.append("out_degrees=out_degrees")
         if self.subsets:
             arguments.append(f"nodes=needed[{stage - 1}]")
-        into_what = "ntype" if into == "(ntype,)" else into[2:-3]
-        return [*comment(f"each relation into {into_what}: its work on source rows, once per node: "
+        return [*comment(f"each relation into {into or 'ntype'}: its work on source rows, once per node: "
                          f"{'; '.join(work)}", 84),
                 f"{name} = batches.map_sources({', '.join(arguments)})"]
 

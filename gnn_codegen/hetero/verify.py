@@ -27,7 +27,9 @@ from gnn_codegen.lower import locations
 from gnn_codegen.node_tables import table_of, tables_set_on
 from gnn_codegen.perturb import perturb
 from gnn_codegen.simulated_device import SimulatedDevice
-from gnn_codegen.verify import ATOL, RTOL, BatchResult, CheckResult, _first_line, _instantiate, _REPORT
+from gnn_codegen.verify import (
+    ATOL, RTOL, SIMULATED, SIMULATED_WHOLE, BatchResult, CheckResult, _first_line, _instantiate, _REPORT,
+)
 
 if TYPE_CHECKING:
     from gnn_codegen.pipeline import Generated
@@ -37,8 +39,6 @@ SUBSET_SIZE = 30
 # a layer whose relations' source rows were computed once per node reads them in place
 # (_HeteroBatches._in_place), on a GPU where they fit in its memory; the other layers gather them
 SUBSET = f"in place, for {SUBSET_SIZE} of the nodes (nodes=)"
-SIMULATED = "gathered, the model on a simulated GPU"
-SIMULATED_WHOLE = "moved whole to a simulated GPU, the model there"
 _EMPTY = "in place, one relation without edges"
 
 

@@ -42,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--feat-dims", metavar="NAME=WIDTH,...", help="widths of forward's inputs when the model does not reveal them, e.g. x=602")
     parser.add_argument("--metagraph", metavar="SRC:REL:DST,...",
                         help="a heterogeneous graph's canonical edge types, when the model's HeteroGraphConv modules are keyed by relation names")
+    parser.add_argument("--forward-args", metavar="JSON",
+                        help="values for forward's parameters that are not the graph or features, as a JSON "
+                        "object, e.g. '{\"out_key\": \"paper\"}': inference computes forward for them")
     parser.add_argument("--leaf", action="append", default=[], metavar="CLASS", help="treat modules of this class as row-wise leaves (repeatable)")
     parser.add_argument("--mp-module", action="append", default=[], metavar="CLASS", help="treat modules of this class as message passing (repeatable)")
     parser.add_argument("--method-name", default=DEFAULT_METHOD_NAME, metavar="NAME",
@@ -142,6 +145,7 @@ def _run(args: argparse.Namespace, stdout: TextIO) -> int:
         verify=not args.no_verify,
         method_name=args.method_name,
         metagraph=args.metagraph,
+        forward_args=args.forward_args,
     )
     if args.output not in (None, "-") and ":" in args.target:
         model_file = Path(args.target.rpartition(":")[0])

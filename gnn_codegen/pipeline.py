@@ -55,6 +55,9 @@ class GenerateOptions:
     method_name: str = DEFAULT_METHOD_NAME
     # a heterogeneous graph's canonical edge types, "SRC:REL:DST,..." (hetero/schema.py)
     metagraph: str | None = None
+    # JSON object of values for forward's parameters that are not features (`out_key`): forward
+    # is traced, and inference computes it, for those values
+    forward_args: str | None = None
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,8 @@ def regenerate_command(target: str, options: GenerateOptions) -> str:
         parts += ["--method-name", options.method_name]
     if options.metagraph:
         parts += ["--metagraph", options.metagraph]
+    if options.forward_args is not None:
+        parts += ["--forward-args", json.dumps(json.loads(options.forward_args), separators=(", ", ": "))]
     return shlex.join(parts)
 
 
@@ -130,6 +135,11 @@ def generate_all(target: str, options: GenerateOptions = GenerateOptions()) -> G
         header = {"version": VERSION, "target": target, "command": regenerate_command(target, options),
                   "verified": options.verify, "method": options.method_name}
         return generate_hetero(loaded, options, feat_dims, header, warnings)
+    if options.forward_args is not None:
+        raise OptionsError(
+            "--forward-args gives values for a heterogeneous model's forward parameters (out_key); for "
+            "this model give such a parameter a default in forward's signature instead."
+        )
     if options.metagraph:
         raise OptionsError(
             "--metagraph gives a heterogeneous graph's edge types, and the model has no HeteroGraphConv: "

@@ -38,6 +38,7 @@ def load_case(folder: Path) -> Case:
         leaves=tuple(spec.get("leaves", ())),
         mp_modules=tuple(spec.get("mp_modules", ())),
         metagraph=spec.get("metagraph"),
+        forward_args=json.dumps(spec["forward_args"]) if "forward_args" in spec else None,
     )
     return Case(folder.name, folder, f"{rel}/{spec['target']}", options, "metagraph" in spec)
 

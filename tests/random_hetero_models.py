@@ -6,7 +6,9 @@ convolution (GraphConv with every norm, SAGEConv, GINConv; or GATConv with heads
 relation) and whose aggregate is any of DGL's, or a layer of the user's own written as DGL's
 heterograph tutorial writes one (a Linear per relation, multi_update_all with any reducer and
 cross reducer), and between the layers per-type activations, skips, Linears, BatchNorm and
-Dropout. Rendered as a model file with a fixed schema."""
+Dropout. forward takes the features, or reads them from the graph as DGL's examples do
+(`g.nodes[ntype].data["feat"]`, `g.ndata["feat"]`), and may take the type it returns (out_key,
+given with --forward-args). Rendered as a model file with a fixed schema."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ class HeteroSpec:
     relations: tuple[tuple[str, str, str], ...]
     widths: dict[str, int]
     canonical_keys: bool  # modules keyed by canonical edge types (else --metagraph)
+    forward_args: str | None = None  # --forward-args
 
     @property
     def metagraph(self) -> str:
@@ -58,7 +61,11 @@ def random_hetero_spec(seed: int) -> HeteroSpec:
     widths = {t: rng.randint(3, 8) for t in ntypes}
     canonical = rng.random() < 0.5
     init_lines: list[str] = []
-    body: list[str] = ["h = x"]
+    # the features: an argument, or read from the graph
+    reads = rng.choice(["x", "x", 'g.ndata["feat"]', '{t: g.nodes[t].data["feat"] for t in g.ntypes}'])
+    if reads.startswith("g.ndata") and len({t for r in relations for t in (r[0], r[2])}) == 1:
+        reads = "x"  # on a graph of one node type, DGL's g.ndata["feat"] is a tensor, not a dict
+    body: list[str] = [f"h = {reads}"]
     current = dict(widths)  # each type's width now
     project = rng.random() < 0.4
     if project:
@@ -117,8 +124,15 @@ def random_hetero_spec(seed: int) -> HeteroSpec:
         body.append(f"h = {{k: {expression} for k, v in h_new.items()}}")
         present = new_present
         current = {t: width for t in present}
+    forward_args = None
+    params = "g, x" if reads == "x" else "g"
     if rng.random() < 0.4 and present:
-        body.append(f'return h["{sorted(present)[0]}"]')
+        if rng.random() < 0.5:  # forward(g, x, out_key) as DGL's HGT example: --forward-args
+            body.append("return h[out_key]")
+            params += ", out_key"
+            forward_args = f'{{"out_key": "{sorted(present)[0]}"}}'
+        else:
+            body.append(f'return h["{sorted(present)[0]}"]')
     else:
         body.append("return h")
     init = "\n".join(f"        {line}" for line in init_lines)
@@ -128,10 +142,10 @@ def random_hetero_spec(seed: int) -> HeteroSpec:
         "import dgl.function as fn\nimport dgl.nn as dglnn\nimport torch\nimport torch.nn as nn\n"
         "import torch.nn.functional as F\n\n\n" + (OWN_LAYER if owns else "") +
         "class RandomHetero(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-        f"{init}\n\n    def forward(self, g, x):\n{forward}\n"
+        f"{init}\n\n    def forward(self, {params}):\n{forward}\n"
     )
     # a layer of the user's is keyed by relation names: --metagraph
-    return HeteroSpec(source, tuple(sorted(set(relations))), widths, canonical and not owns)
+    return HeteroSpec(source, tuple(sorted(set(relations))), widths, canonical and not owns, forward_args)
 
 
 def own_layer(init_lines: list[str], layer: int) -> bool:

@@ -7,6 +7,7 @@ statistics, and a simulated GPU; what cannot be proven is refused, naming the li
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import dgl
@@ -18,7 +19,7 @@ from gnn_codegen.harness import import_source
 from gnn_codegen.hetero.schema import parse_metagraph, random_heterograph
 from gnn_codegen.hetero.verify import check_hetero
 from gnn_codegen.pipeline import GenerateOptions, Generated, generate_all
-from tests.cases import REPO, all_cases, generate_case
+from tests.cases import CASES_BY_NAME, REPO, all_cases, generate_case
 
 HETERO_CASES = [c for c in all_cases(heterogeneous=True) if c.heterogeneous]
 MODELS = "tests/models/hetero.py"
@@ -43,6 +44,9 @@ OPTIONS = {
     "OwnLayerMaxCross": GenerateOptions(init=json.dumps({"size": 6, "etypes": GAME_RELATIONS}), metagraph=GAMES),
     # built from its graph (a stand-in heterograph of --metagraph), forward(self, h=None, blocks=None)
     "EntityClassifyOnBlocks": GenerateOptions(init=json.dumps({"h_dim": 6, "out_dim": 3}), metagraph=ACADEMIC),
+    # forward(blocks) reading its features from blocks[0].srcdata
+    "SAGEOnBlocksReadingFeatures": GenerateOptions(init=json.dumps({"size": 6, "rel_names": GAME_RELATIONS}),
+                                                   metagraph=GAMES),
 }
 
 
@@ -153,6 +157,11 @@ REFUSED = {
         errors.GraphUseError,
         "tests/models/hetero.py:165 (`return h[\"user\"] / g.num_nodes(\"user\")`): forward reads "
         "graph.num_nodes of a heterogeneous graph",
+    ),
+    "WritesGraphFeatures": (
+        errors.GraphUseError,
+        "tests/models/hetero.py:344 (`g.nodes[\"user\"].data[\"h\"] = x[\"user\"]`): forward writes "
+        "graph.nodes['user'].data['h'] of a heterogeneous graph",
     ),
 }
 
@@ -279,3 +288,43 @@ def test_an_own_layer_needs_the_metagraph(monkeypatch: pytest.MonkeyPatch) -> No
     with pytest.raises(errors.OptionsError, match="self.layer1 \\(HeteroRGCNLayer\\) is a heterogeneous layer"):
         generate_all(f"{MODELS}:HeteroRGCN", GenerateOptions(
             init=json.dumps({"etypes": GAME_RELATIONS, "in_size": 6, "hidden_size": 5, "out_size": 3})))
+
+
+def test_features_read_from_the_graph_are_read_by_inference_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """forward(G, out_key) reading G.nodes[ntype].data["inp"], as DGL's HGT example: inference
+    takes the graph alone, reads the same features from it, and is computed for --forward-args'
+    out_key; the graph without them is a KeyError naming the key, as forward's would be."""
+    case = CASES_BY_NAME["hgt_hetero"]
+    generated = generate_case(case)
+    assert generated.hetero.traced.graph_data == (("inp", "inp"),)
+    module = import_source(generated.source, case.folder, "hgt_from_graph")
+    model = getattr(module, "HGT")(**json.loads(case.options.init))
+    model.eval()
+    schema = parse_metagraph(case.options.metagraph)
+    g = random_heterograph(schema, {t: 30 for t in schema.ntypes}, seed=3)
+    for ntype in g.ntypes:
+        g.nodes[ntype].data["inp"] = torch.randn(30, 10)
+    with torch.no_grad():
+        expected = model(g, "paper")
+    assert torch.allclose(model.inference(g, batch_size=7, device="cpu"), expected, atol=1e-5)
+    del g.nodes["paper"].data["inp"]
+    with pytest.raises(KeyError, match="inp"):
+        model.inference(g, batch_size=7, device="cpu")
+
+
+def test_forward_args(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A parameter of forward that is not features (out_key) is traced at --forward-args' value;
+    without it, the refusal names the parameter and the option; a name forward does not take,
+    or a homogeneous model, is refused."""
+    monkeypatch.chdir(REPO)
+    case = CASES_BY_NAME["hgt_hetero"]
+    with pytest.raises(errors.TraceFailedError, match="It traced out_key as a dict of features per node type; "
+                       "give the value .* with --forward-args"):
+        generate_all(case.target, replace(case.options, forward_args=None))
+    with pytest.raises(errors.OptionsError, match="gives out, which is not a parameter of HGT.forward"):
+        generate_all(case.target, replace(case.options, forward_args='{"out": "paper"}'))
+    with pytest.raises(errors.OptionsError, match="must be a JSON object"):
+        generate_all(case.target, replace(case.options, forward_args='["paper"]'))
+    with pytest.raises(errors.OptionsError, match="for a heterogeneous model's forward parameters"):
+        generate_all("generated_examples/sage/model.py:SAGE", GenerateOptions(
+            init=json.dumps({"in_size": 5, "hid_size": 4, "out_size": 3}), forward_args='{"x": 1}'))

@@ -31,7 +31,8 @@ def check_seed(seed: int) -> None:
     with tempfile.TemporaryDirectory(prefix="gnn_codegen_hetero_diff_") as folder:
         path = Path(folder) / f"random_hetero_{uuid.uuid4().hex[:8]}.py"
         path.write_text(spec.source)
-        options = GenerateOptions(metagraph=None if spec.canonical_keys else spec.metagraph)
+        options = GenerateOptions(metagraph=None if spec.canonical_keys else spec.metagraph,
+                                  forward_args=spec.forward_args)
         try:
             generated = generate_all(f"{path}:RandomHetero", options)
         except GnnCodegenError as exc:

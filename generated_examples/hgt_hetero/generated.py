@@ -2,7 +2,7 @@
 # the model class, what it needs from its file, and a layer-wise full-neighbour
 # `inference` method. It needs only torch and dgl to run. Do not edit by hand;
 # regenerate with:
-#   gnn-codegen generated_examples/hgt_hetero/model.py:HGT -o generated_examples/hgt_hetero/generated.py --init '{"node_dict": {"author": 0, "field": 1, "paper": 2}, "edge_dict": {"writes": 0, "written_by": 1, "cites": 2, "has_topic": 3, "topic_of": 4}, "in_dim": 10, "hidden_dim": 8, "out_dim": 3, "num_layers": 2, "num_heads": 2}' --metagraph author:writes:paper,paper:written_by:author,paper:cites:paper,paper:has_topic:field,field:topic_of:paper
+#   gnn-codegen generated_examples/hgt_hetero/model.py:HGT -o generated_examples/hgt_hetero/generated.py --init '{"node_dict": {"author": 0, "field": 1, "paper": 2}, "edge_dict": {"writes": 0, "written_by": 1, "cites": 2, "has_topic": 3, "topic_of": 4}, "in_dim": 10, "hidden_dim": 8, "out_dim": 3, "num_layers": 2, "num_heads": 2}' --metagraph author:writes:paper,paper:written_by:author,paper:cites:paper,paper:has_topic:field,field:topic_of:paper --forward-args '{"out_key": "paper"}'
 
 
 import math
@@ -121,21 +121,21 @@ class HGT(nn.Module):
         )
         self.out = nn.Linear(hidden_dim, out_dim)
 
-    def forward(self, G, inputs, out_key="paper"):
-        h = {
-            ntype: F.gelu(self.adapt[n_id](inputs[ntype]))
-            for ntype, n_id in self.node_dict.items()
-        }
+    def forward(self, G, out_key):
+        h = {}
+        for ntype in G.ntypes:
+            n_id = self.node_dict[ntype]
+            h[ntype] = F.gelu(self.adapt[n_id](G.nodes[ntype].data["inp"]))
         for layer in self.layers:
             h = layer(G, h)
         return self.out(h[out_key])
 
     @torch.no_grad()
-    def inference(self, G, inputs, batch_size, device, progress=False, nodes=None):
-        """self.forward(G, inputs) in eval mode, computed one layer at a time: for each destination
-        node type, over batches of batch_size of its nodes, each with the block of all its
-        in-edges of every relation into that type (for a layer of this model's own, the graph of
-        those in-edges, with the batch's nodes first of their type).
+    def inference(self, G, batch_size, device, progress=False, nodes=None):
+        """self.forward(G, out_key="paper") in eval mode, computed one layer at a time: for each
+        destination node type, over batches of batch_size of its nodes, each with the block of
+        all its in-edges of every relation into that type (for a layer of this model's own, the
+        graph of those in-edges, with the batch's nodes first of their type).
 
         The model must be on `device` (model.to(device)), where every layer runs; the graph and
         the features may be on the host or on `device`: one batch's block and rows at a time are
@@ -144,7 +144,8 @@ class HGT(nn.Module):
         every node on the host (in pinned memory if `device` is a GPU). progress: a tqdm bar per
         layer and type.
 
-        inputs: a dict of features per node type, as forward takes it.
+        G.nodes[ntype].data["inp"]: the features forward reads from its graph, for author, field
+        and paper.
 
         nodes: a 1-D tensor of IDs of paper nodes, for forward's rows of those nodes alone, in
         that order: each layer computes only the rows that the layers after it read (all rows of
@@ -162,33 +163,37 @@ class HGT(nn.Module):
                 ("paper", "written_by", "author"),
             ]
         )
-        batches.check_rows(inputs=(inputs, ("author", "field", "paper")))
+        # the features forward reads from its graph
+        inp = {
+            ntype: G.nodes[ntype].data["inp"] for ntype in ("author", "field", "paper")
+        }
+        batches.check_rows(inp=(inp, ("author", "field", "paper")))
         # the nodes of each type whose rows each layer computes: all of them, or for nodes=
         # those, and before each layer the in-neighbours of the nodes the layer computes
         needed = batches.needed(nodes, layers=2, result="paper")
 
         # Before layer 1: each node's own features, into author, field and paper.
-        def layer_0_author(inputs, ntype):
-            adapt = self.adapt[0](inputs)
+        def layer_0_author(inp, ntype):
+            adapt = self.adapt[0](inp)
             return F.gelu(adapt)
 
-        def layer_0_field(inputs, ntype):
-            adapt = self.adapt[1](inputs)
+        def layer_0_field(inp, ntype):
+            adapt = self.adapt[1](inp)
             return F.gelu(adapt)
 
-        def layer_0_paper(inputs, ntype):
-            adapt = self.adapt[2](inputs)
+        def layer_0_paper(inp, ntype):
+            adapt = self.adapt[2](inp)
             return F.gelu(adapt)
 
         h0 = {}
         h0["author"] = batches.map_rows(
-            layer_0_author, "author", rows=[inputs["author"]], nodes=needed[0]["author"]
+            layer_0_author, "author", rows=[inp["author"]], nodes=needed[0]["author"]
         )
         h0["field"] = batches.map_rows(
-            layer_0_field, "field", rows=[inputs["field"]], nodes=needed[0]["field"]
+            layer_0_field, "field", rows=[inp["field"]], nodes=needed[0]["field"]
         )
         h0["paper"] = batches.map_rows(
-            layer_0_paper, "paper", rows=[inputs["paper"]], nodes=needed[0]["paper"]
+            layer_0_paper, "paper", rows=[inp["paper"]], nodes=needed[0]["paper"]
         )
 
         # Layer 1 of 2: self.layers[0] (HGTLayer, on each batch's graph of its in-edges), into

@@ -3,7 +3,9 @@ heterograph, in the style of DGL's examples/pytorch/hgt: per relation, keys and 
 source type and queries from the destination type, each relation's own attention and message
 matrices and prior per head, an edge softmax over each destination's in-edges of the relation
 (`G[srctype, etype, dsttype]`, `apply_edges`, `edge_softmax`), the relations averaged into each
-type by `multi_update_all`, then a gated skip connection and a LayerNorm per type."""
+type by `multi_update_all`, then a gated skip connection and a LayerNorm per type. As in DGL's
+example, forward reads each type's input features from the graph (`G.nodes[ntype].data["inp"]`)
+and takes the type to predict (out_key, given to gnn-codegen with --forward-args)."""
 
 import math
 
@@ -73,8 +75,11 @@ class HGT(nn.Module):
         )
         self.out = nn.Linear(hidden_dim, out_dim)
 
-    def forward(self, G, inputs, out_key="paper"):
-        h = {ntype: F.gelu(self.adapt[n_id](inputs[ntype])) for ntype, n_id in self.node_dict.items()}
+    def forward(self, G, out_key):
+        h = {}
+        for ntype in G.ntypes:
+            n_id = self.node_dict[ntype]
+            h[ntype] = F.gelu(self.adapt[n_id](G.nodes[ntype].data["inp"]))
         for layer in self.layers:
             h = layer(G, h)
         return self.out(h[out_key])

@@ -12,7 +12,7 @@ from gnn_codegen.format import format_source
 from gnn_codegen.hetero.plan import build_hetero_plan
 from gnn_codegen.hetero.render import HETERO_CONV, HETERO_CONV_SOURCES, RUNTIME, HeteroRenderer
 from gnn_codegen.hetero.schema import Schema, model_schema
-from gnn_codegen.hetero.trace import trace_hetero
+from gnn_codegen.hetero.trace import parse_forward_args, trace_hetero
 from gnn_codegen.load import LoadedModel
 from gnn_codegen.splice import splice
 from gnn_codegen.templating import render_template
@@ -57,7 +57,8 @@ def generate_hetero(loaded: LoadedModel, options: GenerateOptions, feat_dims: di
     from gnn_codegen.pipeline import Generated
 
     schema = model_schema(loaded.model, options.metagraph)
-    traced = trace_hetero(loaded.model, schema, feature_types(schema, feat_dims), loaded.path)
+    traced = trace_hetero(loaded.model, schema, feature_types(schema, feat_dims), loaded.path,
+                          parse_forward_args(loaded.model, options.forward_args))
     plan = build_hetero_plan(traced)
     namespace = vars(loaded.module)
     reserved = {n for n in namespace if not n.startswith("__")} | {"torch", "dgl"}

@@ -7,6 +7,7 @@ ops to every type); otherwise once per type."""
 from __future__ import annotations
 
 import inspect
+import json
 import re
 import textwrap
 from typing import Any
@@ -49,7 +50,8 @@ class HeteroRenderer(ExpressionWriter):
     def method(self, header: dict[str, Any]) -> str:
         plan, traced = self.plan, self.traced
         graph = traced.graph_arg
-        features = [p for p, _ in traced.inputs]
+        from_graph = dict(traced.graph_data)
+        features = [p for p, _ in traced.inputs if p not in from_graph]
         if traced.blocks:  # forward(blocks, x) on the whole graph: inference(g, x)
             graph = "g"
         self.result_kind = result_type(plan)
@@ -61,6 +63,12 @@ class HeteroRenderer(ExpressionWriter):
             "# the relations forward was traced for",
             f"batches.check_graph([{schema_relations}])",
         ]
+        if from_graph:
+            lines.append("# the features forward reads from its graph")
+        for name, types in traced.inputs:
+            if name in from_graph:
+                lines.append(f"{name} = {{ntype: {graph}.nodes[ntype].data[{json.dumps(from_graph[name])}] "
+                             f"for ntype in {self.expr(tuple(types), {})}}}")
         checks = [f"{p}=({p}, {self.expr(tuple(types), {})})" for p, types in traced.inputs]
         if checks:
             lines.append(f"batches.check_rows({', '.join(checks)})")
@@ -470,11 +478,13 @@ def _and(items: list[str]) -> str:
 
 
 def _docstring(model: torch.nn.Module, traced: Any, result: str | None, subgraphs: bool = False) -> list[str]:
-    features = [p for p, _ in traced.inputs]
+    from_graph = dict(traced.graph_data)
+    features = [p for p, _ in traced.inputs if p not in from_graph]
     graph = f"[g] * {traced.blocks}" if traced.blocks else traced.graph_arg
     first = list(inspect.signature(type(model).forward).parameters)[1] == traced.graph_arg
     # forward(self, h=None, blocks=None): the graph by name
     call = ", ".join([graph, *features] if first else [*features, f"{traced.graph_arg}={graph}"])
+    call += "".join(f", {name}={json.dumps(value) if isinstance(value, str) else repr(value)}" for name, value in traced.forward_args)
     own = (" (for a layer of this model's own, the graph of those in-edges, with the batch's "
            "nodes first of their type)") if subgraphs else ""
     paragraphs = [
@@ -489,6 +499,10 @@ def _docstring(model: torch.nn.Module, traced: Any, result: str | None, subgraph
     ]
     if features:
         paragraphs.append(f"{', '.join(features)}: a dict of features per node type, as forward takes it.")
+    for name, key in traced.graph_data:
+        types = _and(list(dict(traced.inputs)[name]))
+        paragraphs.append(f"{traced.graph_arg if not traced.blocks else 'g'}.nodes[ntype].data[{json.dumps(key)}]: "
+                          f"the features forward reads from its graph, for {types}.")
     if result is not None:
         asked = (f"a 1-D tensor of IDs of {result} nodes" if result
                  else "a dict of 1-D tensors of node IDs per type")

@@ -11,6 +11,7 @@ may loop over them; they stay ops of the traced graph, computed once by the gene
 from __future__ import annotations
 
 import inspect
+import json
 import operator
 import re
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ import torch
 import torch.fx as fx
 from torch.utils import _pytree as pytree
 
-from gnn_codegen.errors import GraphUseError, SignatureError, TraceFailedError
+from gnn_codegen.errors import GraphUseError, OptionsError, SignatureError, TraceFailedError
 from gnn_codegen.hetero.schema import Schema, hetero_convs, hetero_layers, is_hetero_layer
 from gnn_codegen.trace import _graph_parameter, _Tracer, _user_location
 
@@ -54,6 +55,11 @@ class HeteroTraced:
     constants: dict[str, Any]
     path: Path  # the model's file, as the user named it (for messages)
     blocks: int = 0  # forward takes a list of this many blocks, each the whole graph (0: a graph)
+    # inputs forward reads from its graph (`G.nodes[ntype].data["inp"]`, `g.ndata["feat"]`): (the
+    # input's name among `inputs`, the data's key); inference reads them from the graph it is given
+    graph_data: tuple[tuple[str, str], ...] = ()
+    # forward's parameters traced at a value --forward-args gives (`out_key="paper"`)
+    forward_args: tuple[tuple[str, Any], ...] = ()
 
 
 class _GraphProxy(fx.Proxy):
@@ -77,11 +83,78 @@ class _GraphProxy(fx.Proxy):
             return lambda: self
         if name == "local_scope":
             return lambda: _Scope(self)
+        if name in _TYPE_VIEWS:  # G.nodes["paper"].data["feat"]
+            return _TypeViews(self, name)
+        if name in _DATA_VIEWS:  # g.ndata["feat"], blocks[0].srcdata["feat"]
+            return _Data(self, name, None)
         raise GraphUseError(
             f"forward reads graph.{name} of a heterogeneous graph, which gnn-codegen does not follow "
-            "yet: it follows HeteroGraphConv calls on the graph, its type lists, local_var() and "
-            "local_scope(). Compute what needs the graph inside a HeteroGraphConv module."
+            "yet: it follows HeteroGraphConv calls on the graph, its type lists, features read from "
+            "it (G.nodes[ntype].data[key], g.ndata[key]), local_var() and local_scope(). Compute "
+            "what needs the graph inside a HeteroGraphConv module."
         )
+
+
+# a graph's data views, all of them rows of the full graph's nodes on forward's whole graph (a
+# block's source and destination nodes are the graph's nodes when forward runs on it)
+_DATA_VIEWS = frozenset({"ndata", "srcdata", "dstdata"})
+_TYPE_VIEWS = {"nodes": "ndata", "srcnodes": "srcdata", "dstnodes": "dstdata"}
+
+
+class _TypeViews:
+    """`G.nodes` while tracing: G.nodes[ntype].data is the type's features."""
+
+    def __init__(self, graph: _GraphProxy, view: str):
+        self.graph, self.view = graph, view
+
+    def __getitem__(self, ntype: Any) -> Any:
+        if ntype not in self.graph.schema.ntypes:
+            raise GraphUseError(f"forward reads graph.{self.view}[{ntype!r}], which is not a node type of "
+                                f"the graph ({', '.join(self.graph.schema.ntypes)})")
+        return _TypeView(_Data(self.graph, f"{self.view}[{ntype!r}].data", ntype))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise GraphUseError(f"forward calls graph.{self.view}(), which gnn-codegen does not follow yet; "
+                            f"it follows features read as graph.{self.view}[ntype].data[key]")
+
+
+class _TypeView:
+    def __init__(self, data: _Data):
+        self.data = data
+
+
+class _Data:
+    """A graph's features while tracing, read as inputs of forward: `g.ndata[key]` is a dict
+    of one input per node type with features (a tensor where the graph has one node type, as
+    DGL gives it); `G.nodes[ntype].data[key]` is the one of that type. Writes are refused."""
+
+    def __init__(self, graph: _GraphProxy, view: str, ntype: str | None):
+        self.graph, self.view, self.ntype = graph, view, ntype
+
+    def __getitem__(self, key: Any) -> Any:
+        tracer = self.graph.tracer
+        if not isinstance(key, str) or key.startswith("_"):
+            raise GraphUseError(
+                f"forward reads graph.{self.view}[{key!r}]; gnn-codegen follows a heterogeneous graph's "
+                "features read by a key of your own (G.nodes[ntype].data[\"feat\"]), not DGL's "
+                "reserved ones (dgl.NID: give the node IDs' embeddings as an input)")
+        if self.ntype is not None:
+            return tracer.graph_input(key, self.ntype)  # type: ignore[attr-defined]
+        types = tracer.feature_types  # type: ignore[attr-defined]
+        if len(self.graph.schema.ntypes) == 1:
+            return tracer.graph_input(key, types[0])  # type: ignore[attr-defined]
+        return {t: tracer.graph_input(key, t) for t in types}  # type: ignore[attr-defined]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        raise GraphUseError(
+            f"forward writes graph.{self.view}[{key!r}] of a heterogeneous graph, which gnn-codegen "
+            "does not follow yet: write the message passing inside a heterogeneous layer of your "
+            "own (a module whose forward takes the graph) or a HeteroGraphConv"
+        )
+
+    def __contains__(self, key: Any) -> bool:
+        raise GraphUseError(f"forward asks whether graph.{self.view} has {key!r}, which depends on the "
+                            "graph it is given; gnn-codegen generates inference for one set of inputs")
 
 
 # a block's node counts, which forward uses to take destination rows (`h[:block.num_dst_nodes(t)]`)
@@ -139,10 +212,15 @@ class _ConstantProxy(fx.Proxy):
 
 
 class _HeteroTracer(_Tracer):
-    def __init__(self, schema: Schema, graph_arg: str, blocks: int):
+    def __init__(self, schema: Schema, graph_arg: str, blocks: int, feature_types: tuple[str, ...],
+                 taken: set[str]):
         super().__init__(graph_arg, frozenset(), frozenset())
         self.schema = schema
         self.blocks = blocks  # forward takes a list of this many blocks (0: a graph)
+        self.feature_types = feature_types  # the types g.ndata[key] has features of
+        self.taken = set(taken)  # names an input read from the graph must not take
+        # inputs read from the graph: key -> (the input's name, {ntype: its placeholder})
+        self.graph_inputs: dict[str, tuple[str, dict[str, fx.Proxy]]] = {}
         self.values: dict[str, Any] = {}  # constants: fx node name -> value, where computed
         self.constant_names: set[str] = set()  # every value of the weights alone
 
@@ -164,6 +242,20 @@ class _HeteroTracer(_Tracer):
                 constant.value = value  # type: ignore[misc]
                 return constant
         return fx.Proxy(node, self)
+
+    def graph_input(self, key: str, ntype: str) -> fx.Proxy:
+        """The placeholder of the graph's feature `key` of type `ntype`, made on first read."""
+        if key not in self.graph_inputs:
+            name = re.sub(r"\W", "_", key)
+            name = name if name.isidentifier() else f"feat_{name}"
+            while name in self.taken:
+                name += "_"
+            self.taken.add(name)
+            self.graph_inputs[key] = (name, {})
+        name, proxies = self.graph_inputs[key]
+        if ntype not in proxies:
+            proxies[ntype] = self.create_proxy("placeholder", f"{name}_{ntype}", (), {})
+        return proxies[ntype]
 
     def _is_constant(self, node: fx.Node) -> bool:
         """Whether the node is computed from the weights alone."""
@@ -289,7 +381,31 @@ def blocks_style(model: torch.nn.Module, graph_arg: str) -> int:
     return len(hetero_convs(model)) + len(hetero_layers(model)) if named else 0
 
 
-def _signature(model: torch.nn.Module) -> tuple[str, list[str]]:
+def _and_names(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def parse_forward_args(model: torch.nn.Module, text: str | None) -> dict[str, Any]:
+    """--forward-args: a JSON object of values for forward's parameters."""
+    if text is None:
+        return {}
+    try:
+        values = json.loads(text)
+    except json.JSONDecodeError as exc:
+        values = exc
+    names = list(inspect.signature(type(model).forward).parameters)[1:]
+    example = "--forward-args '{\"out_key\": \"paper\"}'"
+    if not isinstance(values, dict):
+        raise OptionsError(f"--forward-args must be a JSON object of values for forward's parameters, e.g. "
+                           f"{example}; got {text!r}.")
+    unknown = [name for name in values if name not in names]
+    if unknown:
+        raise OptionsError(f"--forward-args gives {unknown[0]}, which is not a parameter of "
+                           f"{type(model).__name__}.forward ({', '.join(names)}).")
+    return values
+
+
+def _signature(model: torch.nn.Module, given: dict[str, Any]) -> tuple[str, list[str]]:
     """forward's graph parameter (named like one, else the first), and its feature parameters
     (those without a default). A graph parameter with a default (DGL's rgcn-hetero example:
     `forward(self, h=None, blocks=None)`, the kept graph when no blocks are given) is traced as
@@ -304,22 +420,30 @@ def _signature(model: torch.nn.Module) -> tuple[str, list[str]]:
             "forward(self, g, inputs)); gnn-codegen does not yet follow a heterogeneous model that "
             "keeps its graph and takes none."
         )
-    features = [p.name for p in params if p is not graph and p.default is inspect.Parameter.empty]
+    if graph.name in given:
+        raise OptionsError(f"--forward-args gives {graph.name}, forward's graph: give values only for "
+                           "parameters that are not the graph or features, such as out_key.")
+    features = [p.name for p in params if p is not graph and p.default is inspect.Parameter.empty
+                and p.name not in given]
     return graph.name, features
 
 
-def trace_hetero(model: torch.nn.Module, schema: Schema, feature_types: tuple[str, ...], path: Path) -> HeteroTraced:
+def trace_hetero(model: torch.nn.Module, schema: Schema, feature_types: tuple[str, ...], path: Path,
+                 forward_args: dict[str, Any] | None = None) -> HeteroTraced:
     """feature_types: the node types forward's feature dicts hold (every type unless --feat-dims
-    names some)."""
+    names some); forward_args: values of forward's parameters it is traced for (--forward-args)."""
     model.eval()
-    graph_arg, features = _signature(model)
+    given = dict(forward_args or {})
+    graph_arg, features = _signature(model, given)
     blocks = blocks_style(model, graph_arg)
-    tracer = _HeteroTracer(schema, graph_arg, blocks)
+    taken = set(inspect.signature(type(model).forward).parameters)
+    tracer = _HeteroTracer(schema, graph_arg, blocks, feature_types, taken)
     concrete: dict[str, Any] = {p: {t: fx.PH for t in feature_types} for p in features}
     # parameters with defaults are traced at their default, as Python would call forward(g, x)
     for p in list(inspect.signature(type(model).forward).parameters.values())[1:]:
         if p.default is not inspect.Parameter.empty and p.name != graph_arg:
             concrete[p.name] = p.default
+    concrete.update(given)
     try:
         graph = tracer.trace(model, concrete_args=concrete)
     except (GraphUseError, SignatureError) as exc:
@@ -327,13 +451,19 @@ def trace_hetero(model: torch.nn.Module, schema: Schema, feature_types: tuple[st
         raise type(exc)(f"{where}: {exc}") from None
     except Exception as exc:
         where = _user_location(exc.__traceback__, path) or f"{type(model).__name__}.forward"
+        hint = ""
+        if isinstance(exc, (TypeError, KeyError)) and features:
+            # forward(G, out_key) traced with out_key a dict of features: the way out is a value
+            hint = (f" It traced {_and_names(features)} as a dict of features per node type; give the "
+                    f"value of a parameter that is not (the type to return, say) with --forward-args "
+                    f"'{{\"{features[-1]}\": ...}}'.")
         raise TraceFailedError(
             f"{where}: tracing forward with torch.fx failed with {type(exc).__name__}: {exc}. On a "
             "heterogeneous graph gnn-codegen follows HeteroGraphConv calls on forward's graph and "
-            "operations on each node type's features."
+            f"operations on each node type's features.{hint}"
         ) from None
     defaults = {p.name for p in list(inspect.signature(type(model).forward).parameters.values())[1:]
-                if p.default is not inspect.Parameter.empty and p.name != graph_arg}
+                if (p.default is not inspect.Parameter.empty or p.name in given) and p.name != graph_arg}
     # (fx names a flattened argument's placeholder after it: out_key_1)
     for node in [n for n in graph.nodes if n.op == "placeholder" and re.sub(r"_\d+$", "", str(n.target)) in defaults]:
         # a parameter traced at its default (`out_key="paper"`): its value is in the graph, and
@@ -345,15 +475,29 @@ def trace_hetero(model: torch.nn.Module, schema: Schema, feature_types: tuple[st
         if all(g.op == "call_function" and g.target in _GUARDS for g in guards[1:]):
             for guard in reversed(guards):
                 graph.erase_node(guard)
-    placeholders = [n for n in graph.nodes if n.op == "placeholder" and n.target != graph_arg]
+    from_graph = {proxy.node: (name, ntype) for name, proxies in tracer.graph_inputs.values()
+                  for ntype, proxy in proxies.items()}
+    placeholders = [n for n in graph.nodes if n.op == "placeholder" and n.target != graph_arg
+                    and n not in from_graph]
     flat = [(p, t) for p in features for t in feature_types]
     by_input = dict(zip(flat, placeholders))
+    last = placeholders[-1] if placeholders else next(n for n in graph.nodes if n.op == "placeholder")
+    inputs = [(p, feature_types) for p in features]
+    for name, proxies in tracer.graph_inputs.values():  # after forward's own, types in schema order
+        types = tuple(t for t in schema.ntypes if t in proxies)
+        inputs.append((name, types))
+        for ntype in types:
+            node = proxies[ntype].node
+            last.append(node)  # fx writes placeholders where they stand: with the others
+            last = node
+            by_input[(name, ntype)] = node
     output_node = next(n for n in graph.nodes if n.op == "output")
     info = getattr(graph._codegen, "pytree_info", None)  # with feature dicts, fx flattens the result
     output = output_node.args[0] if info is None else pytree.tree_unflatten(list(output_node.args[0]), info.out_spec)
     for (param, ntype), node in by_input.items():  # readable placeholder names: inputs_paper
         node.name = f"{param}_{ntype}"
     gm = fx.GraphModule(model, graph, type(model).__name__)
-    return HeteroTraced(model, gm, graph_arg, tuple((p, feature_types) for p in features),
-                        by_input, output, frozenset(tracer.constant_names), dict(tracer.values), path, blocks)
+    graph_data = tuple((name, key) for key, (name, _) in tracer.graph_inputs.items())
+    return HeteroTraced(model, gm, graph_arg, tuple(inputs), by_input, output, frozenset(tracer.constant_names),
+                        dict(tracer.values), path, blocks, graph_data, tuple(given.items()))
 

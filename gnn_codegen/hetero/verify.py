@@ -270,7 +270,7 @@ def _forward(model: torch.nn.Module, generated: Generated, g: dgl.DGLHeteroGraph
         try:
             traced = generated.hetero.traced
             graph = [g] * traced.blocks if traced.blocks else g
-            return model(**{traced.graph_arg: graph}, **inputs)  # by name: the graph may come later
+            return model(**{traced.graph_arg: graph}, **_forward_arguments(generated, g, inputs))  # by name: the graph may come later
         except Exception as exc:
             frames = [f for f in traceback.extract_tb(exc.__traceback__)
                       if f.filename == str(generated.loaded.path.resolve()) or f.filename == str(generated.loaded.path)]
@@ -285,14 +285,31 @@ def _forward(model: torch.nn.Module, generated: Generated, g: dgl.DGLHeteroGraph
 def _run(model: torch.nn.Module, generated: Generated, g: dgl.DGLHeteroGraph,
          inputs: dict[str, dict[str, torch.Tensor]], batch_size: int, simulated: bool, nodes: Any = None) -> Any:
     method = getattr(model, generated.method_name)
+    arguments = _arguments(generated, g, inputs)
     if nodes is not None:
-        return method(g, *inputs.values(), batch_size=batch_size, device="cpu", nodes=nodes)
+        return method(g, *arguments.values(), batch_size=batch_size, device="cpu", nodes=nodes)
     if not simulated:
-        return method(g, *inputs.values(), batch_size=batch_size, device="cpu")
+        return method(g, *arguments.values(), batch_size=batch_size, device="cpu")
     with SimulatedDevice() as sim:
         sim.move_model(model)
         sim.on_host(*(t for d in inputs.values() for t in d.values()))
-        return method(g, *inputs.values(), batch_size=batch_size, device=sim.device)
+        return method(g, *arguments.values(), batch_size=batch_size, device=sim.device)
+
+
+def _arguments(generated: Generated, g: dgl.DGLHeteroGraph,
+               inputs: dict[str, dict[str, torch.Tensor]]) -> dict[str, dict[str, torch.Tensor]]:
+    """forward's arguments of `inputs`; those it reads from its graph are set on g instead."""
+    from_graph = dict(generated.hetero.traced.graph_data)
+    for name, key in from_graph.items():
+        for ntype, tensor in inputs[name].items():
+            g.nodes[ntype].data[key] = tensor
+    return {name: value for name, value in inputs.items() if name not in from_graph}
+
+
+def _forward_arguments(generated: Generated, g: dgl.DGLHeteroGraph,
+                       inputs: dict[str, dict[str, torch.Tensor]]) -> dict[str, Any]:
+    """forward's arguments of `inputs`, and the values --forward-args gives."""
+    return {**_arguments(generated, g, inputs), **dict(generated.hetero.traced.forward_args)}
 
 
 def _same_structure(a: Any, b: Any) -> bool:

@@ -313,3 +313,33 @@ class EntityClassifyOnBlocks(nn.Module):
             if i < len(self.layers) - 1:
                 h = {k: F.relu(v) for k, v in h.items()}
         return h
+
+
+class SAGEOnBlocksReadingFeatures(nn.Module):
+    """DGL's sampled-training style on a heterograph: forward(blocks) reads the input features
+    from the first block (`blocks[0].srcdata["feat"]`, a dict by source type) and gives each
+    layer its block's destination rows."""
+
+    def __init__(self, size, rel_names):
+        super().__init__()
+        self.layers = nn.ModuleList(
+            dglnn.HeteroGraphConv({rel: dglnn.SAGEConv(size, size, "mean") for rel in rel_names}, aggregate="sum")
+            for _ in range(2))
+
+    def forward(self, blocks):
+        h = blocks[0].srcdata["feat"]
+        for layer, block in zip(self.layers, blocks):
+            h_dst = {k: v[: block.num_dst_nodes(k)] for k, v in h.items()}
+            h = {k: F.relu(v) for k, v in layer(block, (h, h_dst)).items()}
+        return h
+
+
+class WritesGraphFeatures(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = dglnn.HeteroGraphConv({("user", "plays", "game"): dglnn.GraphConv(8, 4),
+                                           ("game", "played_by", "user"): dglnn.GraphConv(8, 4)})
+
+    def forward(self, g, x):
+        g.nodes["user"].data["h"] = x["user"]
+        return self.conv(g, x)

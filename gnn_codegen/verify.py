@@ -58,7 +58,7 @@ STORAGE_SUBSET = f"gathered, kept in files, for {SUBSET_SIZE} of the nodes"
 
 @dataclass(frozen=True)
 class BatchResult:
-    batch_size: int
+    batch_size: int | str  # "auto" for batch_size="auto"
     sources: str  # "in place" or "gathered", see harness.gather_sources_always
     max_abs_diff: float
     seconds: float

@@ -5,12 +5,15 @@ refusal of a model left on the host."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import dgl
 import pytest
 import torch
 
 from gnn_codegen.harness import generated_model, import_source, make_inputs, random_graph, run_inference
 from gnn_codegen.simulated_device import DEVICE, DeviceMixError, SimulatedDevice
+from gnn_codegen.verify import SIMULATED_WHOLE
 from tests.cases import CASES_BY_NAME, all_cases, generate_case
 
 
@@ -119,8 +122,37 @@ def test_hetero_relation_rows_that_fit_on_the_gpu_are_moved_there_whole() -> Non
     counts = node_counts(generated, 120)
     g = random_heterograph(generated.schema, counts, seed=0)
     inputs = _inputs(generated, counts, 0)
-    on_host = _run(model, generated, g, inputs, 13, simulated=False)
+    on_host = _run(model, generated, g, inputs, 13, "in place")
     blocks.clear()
-    on_device = _run(model, generated, g, inputs, 13, simulated=True)
+    on_device = _run(model, generated, g, inputs, 13, SIMULATED_WHOLE)
     assert blocks  # RGAT's layers all read their relations' rows in place
     assert torch.allclose(on_device, on_host, atol=1e-6)  # the paper rows it returns
+
+
+@pytest.mark.parametrize("name", ["rgat", "rgcn_hetero"])
+def test_hetero_on_a_simulated_gpu_with_nodes_and_storage(name: str, tmp_path: Any) -> None:
+    """The model on a (simulated) GPU, the heterograph and features on the host, the results in
+    files, for some nodes and with batch_size="auto": no host tensor meets a device tensor."""
+    from gnn_codegen.hetero.schema import random_heterograph
+    from gnn_codegen.hetero.verify import _inputs, node_counts
+
+    generated = generate_case(CASES_BY_NAME[name])
+    module = import_source(generated.source, generated.loaded.path.parent, f"{name}_simulated_storage")
+    model = generated_model(generated, module)
+    counts = node_counts(generated, 150)
+    g = random_heterograph(generated.schema, counts, seed=1)
+    (x,) = _inputs(generated, counts, 1).values()
+    ids = torch.tensor([3, 0, 3])
+    nodes = ids if generated.hetero.traced.output.__class__ is not dict else {"paper": ids}
+    with torch.no_grad():
+        expected = model([g] * 3, x) if generated.hetero.traced.blocks else model(g, x)
+    with SimulatedDevice() as sim:
+        sim.move_model(model)
+        sim.on_host(*x.values())
+        for batch_size in (7, "auto"):
+            actual = model.inference(g, x, batch_size, sim.device, max_memory=2**13, nodes=nodes,
+                                     storage=tmp_path / str(batch_size))
+            if isinstance(nodes, dict):
+                assert torch.allclose(actual["paper"], expected["paper"][ids], atol=1e-5)
+            else:
+                assert torch.allclose(actual, expected[ids], atol=1e-5)

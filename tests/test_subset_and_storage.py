@@ -177,11 +177,12 @@ def test_nodes_must_be_node_ids() -> None:
 
 
 MEMORY_SCRIPT = """
-import json, sys, threading, time
+import sys
 import numpy as np, torch, dgl
 sys.path.insert(0, sys.argv[1])
 import generated
 from gnn_codegen.harness import random_graph
+from tests.peak_memory import bytes_in_files, report_out_of_core
 
 N, storage = 200_000, sys.argv[2]
 torch.manual_seed(0)
@@ -190,41 +191,12 @@ g = random_graph(N, avg_degree=5, seed=0)
 g.create_formats_()  # the graph's structure is the caller's: made before the call
 np.save(storage + "/x.npy", torch.randn(N, 64).numpy())
 x = torch.from_numpy(np.load(storage + "/x.npy", mmap_mode="r"))
-stored = []
-runtime = generated._FullNeighbourBatches
-in_file = runtime._in_file
-runtime._in_file = lambda self, path, shape, like: stored.append(
-    int(np.prod(shape)) * like.element_size()) or in_file(self, path, shape, like)
+stored = bytes_in_files(generated._FullNeighbourBatches)
 g_small = random_graph(1000, seed=0)  # torch and dgl warmed up on a small call
 model.inference(g_small, x[:1000].clone(), 100, "cpu")
 model.inference(g_small, x[:1000].clone(), 100, "cpu", storage=storage + "/warm")
 
-def rss_anon():
-    with open("/proc/self/status") as status:
-        return next(int(l.split()[1]) * 1024 for l in status if l.startswith("RssAnon:"))
-
-def peak_during(call):
-    peak, done = [rss_anon()], []
-    def sample():
-        while not done:
-            peak.append(rss_anon())
-            time.sleep(0.0005)
-    thread = threading.Thread(target=sample)
-    base = rss_anon()
-    thread.start()
-    try:
-        result = call()
-    finally:
-        done.append(1)
-        thread.join()
-    return max(peak) - base, result
-
-stored.clear()
-out_of_core, result = peak_during(lambda: model.inference(g, x, 1000, "cpu", storage=storage + "/run"))
-bytes_stored = sum(stored)
-del result
-in_memory, result = peak_during(lambda: model.inference(g, x, 1000, "cpu"))
-print(json.dumps({"stored": bytes_stored, "out_of_core": out_of_core, "in_memory": in_memory}))
+report_out_of_core(lambda storage: model.inference(g, x, 1000, "cpu", storage=storage), storage + "/run", stored)
 """
 
 

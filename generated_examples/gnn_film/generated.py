@@ -4,11 +4,16 @@
 # regenerate with:
 #   gnn-codegen generated_examples/gnn_film/model.py:GNNFiLM -o generated_examples/gnn_film/generated.py --init '{"etypes": ["interacts", "targets", "targeted_by"], "in_size": 10, "hidden_size": 8, "out_size": 4, "num_layers": 3}' --metagraph protein:interacts:protein,drug:targets:protein,protein:targeted_by:drug --forward-args '{"out_key": "protein"}'
 
+import ctypes
+import os
+import tempfile
+import weakref
 
 import dgl.function as fn
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+import numpy
 import dgl
 
 
@@ -67,7 +72,16 @@ class GNNFiLM(nn.Module):
         return torch.sigmoid(self.predict(h_dict[out_key]))
 
     @torch.no_grad()
-    def inference(self, g, batch_size, device, progress=False, nodes=None):
+    def inference(
+        self,
+        g,
+        batch_size,
+        device,
+        max_memory=2**30,
+        progress=False,
+        nodes=None,
+        storage=None,
+    ):
         """self.forward(g, out_key="protein") in eval mode, computed one layer at a time: for each
         destination node type, over batches of batch_size of its nodes, each with the block of
         all its in-edges of every relation into that type (for a layer of this model's own, the
@@ -77,8 +91,9 @@ class GNNFiLM(nn.Module):
         the features may be on the host or on `device`: one batch's block and rows at a time are
         moved there (the rows a layer's relations read only in messages at once, where they take
         at most half its free memory). Each layer's results, and those returned, are kept for
-        every node on the host (in pinned memory if `device` is a GPU). progress: a tqdm bar per
-        layer and type.
+        every node on the host (in pinned memory if `device` is a GPU). batch_size="auto": per
+        layer and type, the largest batches whose rows fit in max_memory bytes on `device`.
+        progress: a tqdm bar per layer and type.
 
         g.nodes[ntype].data["feat"]: the features forward reads from its graph, for drug and
         protein.
@@ -86,9 +101,15 @@ class GNNFiLM(nn.Module):
         nodes: a 1-D tensor of IDs of protein nodes, for forward's rows of those nodes alone, in
         that order: each layer computes only the rows that the layers after it read (all rows of
         a type, from where that is most of it).
+
+        storage: a directory where the layers' results and those returned are kept in .npy files
+        (memory-mapped), not in memory, which then holds about a batch's rows; the files
+        returned (result.npy) stay there, the others are deleted once read.
         """
         self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode
-        batches = _HeteroBatches(self, g, batch_size, device, progress)
+        batches = _HeteroBatches(
+            self, g, batch_size, device, max_memory, progress, storage
+        )
         # the relations forward was traced for
         batches.check_graph(
             [
@@ -156,11 +177,22 @@ class _HeteroBatches:
     `device`: one batch's block and rows at a time are moved there, or the rows of each
     relation that its module reads only in messages at once, where they take at most half of
     its free memory. On a GPU the results are kept in pinned memory.
+    batch_size="auto": per layer and type, the most nodes whose rows fit in max_memory bytes.
+    storage: a directory where the results are kept in .npy files (memory-mapped), not in
+    memory; source rows are then gathered in node-ID order unless the page cache holds them.
     """
 
-    def __init__(self, model, g, batch_size, device, progress):
-        if type(batch_size) is not int or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, not {batch_size!r}")
+    def __init__(
+        self, model, g, batch_size, device, max_memory, progress, storage=None
+    ):
+        if batch_size != "auto" and (type(batch_size) is not int or batch_size < 1):
+            raise ValueError(
+                f"batch_size must be a positive int or 'auto', not {batch_size!r}"
+            )
+        if not max_memory > 0:
+            raise ValueError(
+                f"max_memory must be a positive number of bytes, not {max_memory!r}"
+            )
         self.device = torch.device(device)
         if self.device.type == "cuda" and self.device.index is None:
             self.device = torch.device("cuda", torch.cuda.current_device())
@@ -169,7 +201,8 @@ class _HeteroBatches:
             raise ValueError(
                 f"the model is on {where}, not on device={device}: call model.to(device)"
             )
-        self.g, self.batch_size, self.progress = g, batch_size, progress
+        self.g, self.batch_size = g, batch_size
+        self.max_memory, self.progress = max_memory, progress
         created = g.formats()["created"] + g.formats()["not created"]
         if "csc" not in created:  # a copy of g that allows CSC
             g = g.formats(g.formats()["created"] + ["csc"])
@@ -186,6 +219,19 @@ class _HeteroBatches:
             t: torch.empty(g.num_nodes(t), dtype=g.idtype, device=g.device)
             for t in g.ntypes
         }
+        self.storage = None if storage is None else os.fspath(storage)
+        # out of core: the C library's madvise, to say which pages of a file will be read
+        self.madvise = None
+        if self.storage is not None:
+            os.makedirs(self.storage, exist_ok=True)
+            try:
+                self.madvise = ctypes.CDLL(None, use_errno=True).madvise
+                self.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+            except (OSError, AttributeError, TypeError):  # not a POSIX C library
+                pass
+        # id of a tensor kept in a file of storage -> the file, and what deletes it
+        self.files = {}
+        self.advised = set()  # where tensors read at random start (_read_ahead)
 
     def check_graph(self, relations):
         """g has the relations (canonical edge types) that inference was generated for."""
@@ -268,12 +314,41 @@ class _HeteroBatches:
 
     def result(self, out, nodes=None):
         """What inference returns: `out`, for nodes=... the rows of those nodes, in that
-        order (of each type asked for, for a dict)."""
+        order (of each type asked for, for a dict); out of core, in the file
+        storage/result.npy (for a dict, storage/result_<type>.npy per type)."""
+        if not isinstance(out, dict):
+            return self._result(out, None if nodes is None else nodes.long())
         if nodes is None:
-            return out
-        if isinstance(out, dict):
-            return {t: out[t][nodes[t].to(out[t].device).long()] for t in nodes}
-        return out[nodes.to(out.device).long()]
+            return {t: self._result(x, name=f"result_{t}") for t, x in out.items()}
+        return {
+            t: self._result(out[t], nodes[t].long(), name=f"result_{t}") for t in nodes
+        }
+
+    def _result(self, tensor, nodes=None, name="result"):
+        """A tensor inference returns, with a row per node (or per edge): its rows for `nodes`
+        (in that order) where they are given; out of core, in the file storage/name.npy, left
+        on disk when inference returns."""
+        if nodes is not None:
+            nodes = nodes.to(tensor.device)
+            if self.storage is None:
+                return tensor[nodes]
+        elif self.storage is None:
+            return tensor
+        elif id(tensor) in self.files:  # already in a file: keep it, under its name
+            path, delete = self.files.pop(id(tensor))
+            delete.detach()
+            os.replace(path, os.path.join(self.storage, name + ".npy"))
+            return tensor
+        rows = len(tensor) if nodes is None else len(nodes)
+        out = self._in_file(
+            os.path.join(self.storage, name + ".npy"), (rows, *tensor.shape[1:]), tensor
+        )
+        self.files.pop(id(out))[1].detach()  # the result's file is kept
+        step = self._batch_size(None, rows=(tensor,))
+        for start in range(0, rows, step):  # a batch's rows in memory at a time
+            part = slice(start, start + step)
+            out[part] = tensor[part] if nodes is None else tensor[nodes[part]]
+        return out
 
     def map(
         self, layer, ntype, src=(), dst=(), nodes=None, subgraph=False, in_place=True
@@ -292,7 +367,9 @@ class _HeteroBatches:
                 {k: self._on_device(x) for k, x in f.items() if k[2] == ntype}
                 for f in src
             ]
-        for batch in self._batches(ntype, "layer", nodes):
+        # rows read in place are on `device` already: only what is gathered counts
+        step = self._batch_size(ntype, () if in_place else src, dst)
+        for batch in self._batches(ntype, "layer", nodes, step):
             if in_place:  # sources: all of g's nodes, their rows read where they are
                 block = self._block_of_all_sources(ntype, batch)
                 sources = src
@@ -313,7 +390,8 @@ class _HeteroBatches:
         """fn(*the batch's rows of each tensor of rows, ntype) for every batch of ntype's
         nodes (of `nodes`, or all); its results for all of them, on the host."""
         outputs = None
-        for batch in self._batches(ntype, "rows", nodes):
+        step = self._batch_size(ntype, rows=rows)
+        for batch in self._batches(ntype, "rows", nodes, step):
             rows_here = [self._rows(x, batch) for x in rows]
             outputs = self._write(outputs, fn(*rows_here, ntype), ntype, batch)
             del rows_here
@@ -322,20 +400,44 @@ class _HeteroBatches:
     def _none(self):
         return torch.empty(0, dtype=self.g.idtype, device=self.g.device)
 
-    def _batches(self, ntype, what, nodes):
-        """The batches of ntype's nodes: slices of consecutive IDs, or of `nodes`' IDs. With
-        no nodes asked for, one runs (the first), so that the result has its width."""
+    def _batches(self, ntype, what, nodes, step):
+        """The batches of `step` of ntype's nodes: slices of consecutive IDs, or of `nodes`'
+        IDs. With no nodes asked for, the first runs, for the result's width."""
         if nodes is not None and not len(nodes) and self.g.num_nodes(ntype):
             nodes = torch.zeros(1, dtype=nodes.dtype, device=nodes.device)
         count = self.g.num_nodes(ntype) if nodes is None else len(nodes)
-        starts = range(0, max(count, 1), self.batch_size)
+        starts = range(0, max(count, 1), step)
         if self.progress:
             import tqdm
 
             starts = tqdm.tqdm(starts, desc=f"{what} {ntype}", unit="batch")
         for s in starts:
-            end = min(s + self.batch_size, count)
+            end = min(s + step, count)
             yield slice(s, end) if nodes is None else nodes[s:end]
+
+    def _batch_size(self, ntype, src=(), dst=(), rows=()):
+        """batch_size, or for "auto" the most nodes of ntype whose rows fit in max_memory: a
+        batch of B nodes has about B * d in-edges of each relation into ntype (d: its edges
+        per node of ntype), each with a source row of each dict of src by the relation or
+        its source type and three IDs, and B rows of each tensor of dst and rows; half the
+        budget is left for what the layer computes from them."""
+        if self.batch_size != "auto":
+            return self.batch_size
+        per_node = sum(self._row_bytes(x) for x in (*dst, *rows))
+        count = self.g.num_nodes(ntype) if ntype is not None else len(rows[0])
+        for rel in self.g.canonical_etypes if src else ():
+            if rel[2] == ntype:
+                row = sum(self._row_bytes(f.get(rel, f.get(rel[0]))) for f in src)
+                per_node += len(self.csc[rel][1]) / max(count, 1) * (row + 24)
+        return int(min(max(self.max_memory // (2 * per_node + 1), 1), max(count, 1)))
+
+    def _row_bytes(self, x):
+        """The bytes of a row of x: a tensor, a tuple of them, or None (no rows)."""
+        if isinstance(x, tuple):
+            return sum(self._row_bytes(t) for t in x)
+        if x is None or not len(x):
+            return 0
+        return x[0].numel() * x.element_size()
 
     def _in_edges(self, rel, batch):
         """A relation's in-edges of a batch (a slice of IDs, or IDs): their sources, and the
@@ -368,21 +470,22 @@ class _HeteroBatches:
             t
             for features in src
             for x in features.values()
-            for t in (x if isinstance(x, tuple) else (x,))
+            for t in self._tensors(x)
             if t.device != self.device
         ]
-        size = sum(t.numel() * t.element_size() for t in elsewhere)
-        if not by_relation or not size:
-            return by_relation
-        if self.device.type == "cuda":
-            available = torch.cuda.mem_get_info(self.device)[0]
-        elif self.device.type == "cpu":
-            with open("/proc/meminfo") as meminfo:
-                line = next(l for l in meminfo if l.startswith("MemAvailable:"))
-            available = int(line.split()[1]) * 1024
-        else:
-            return False  # no free memory to go by
-        return 2 * size <= available
+        if not by_relation:
+            return False
+        if elsewhere:
+            return self._fit_in_memory(elsewhere, self.device)
+        if self.storage is not None:  # in files: in the page cache?
+            return self._fit_in_memory(
+                [t for f in src for x in f.values() for t in self._tensors(x)],
+                self.device,
+            )
+        return True
+
+    def _tensors(self, x):
+        return x if isinstance(x, tuple) else (x,)
 
     def _on_device(self, x):
         """A tensor, or a tuple of them, on `device` (for the whole layer)."""
@@ -494,20 +597,14 @@ class _HeteroBatches:
         """x's rows of a batch (a slice, or IDs), on `device`: gathered where x is."""
         if not isinstance(batch, slice):
             batch = batch.to(x.device)
+            if self.madvise is not None and x.device.type == "cpu" and len(batch):
+                self._read_ahead(x, batch)  # out of core: the pages of these rows
         return x[batch].to(self.device, non_blocking=True)
 
     def _write(self, outputs, results, ntype, batch):
         results = results if isinstance(results, tuple) else (results,)
         if outputs is None:  # each result's width and dtype, from the first batch
-            pin = self.device.type == "cuda"
-            outputs = [
-                torch.empty(
-                    (self.g.num_nodes(ntype), *r.shape[1:]),
-                    dtype=r.dtype,
-                    pin_memory=pin,
-                )
-                for r in results
-            ]
+            outputs = [self._empty(r, self.g.num_nodes(ntype)) for r in results]
         for out, r in zip(outputs, results):
             if isinstance(batch, slice):
                 out[batch].copy_(r, non_blocking=True)
@@ -519,3 +616,71 @@ class _HeteroBatches:
         if self.device.type == "cuda":  # the copies are in `outputs`
             torch.cuda.current_stream(self.device).synchronize()
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def _empty(self, like, rows):
+        shape = (rows, *like.shape[1:])
+        if self.storage is None:
+            pinned = self.device.type == "cuda"
+            return torch.empty(shape, dtype=like.dtype, pin_memory=pinned)
+        fd, path = tempfile.mkstemp(suffix=".npy", dir=self.storage)
+        os.close(fd)
+        return self._in_file(path, shape, like)
+
+    def _in_file(self, path, shape, like):
+        """An uninitialised tensor of like's dtype in the .npy file at path (a memory map),
+        deleted with the tensor unless it becomes a result."""
+        if 0 in shape:  # numpy cannot map an empty file
+            return torch.empty(shape, dtype=like.dtype)
+        try:
+            dtype = torch.empty(0, dtype=like.dtype).numpy().dtype
+        except TypeError:  # bfloat16, say: stored as unsigned integers of its size
+            dtype = numpy.dtype(f"u{like.element_size()}")
+        array = numpy.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)
+        tensor = torch.from_numpy(array).view(like.dtype)
+        delete = weakref.finalize(tensor, self._delete, id(tensor), path)
+        self.files[id(tensor)] = (path, delete)
+        return tensor
+
+    def _fit_in_memory(self, tensors, device):
+        """Whether the tensors take at most half of device's free memory: a GPU's, or what
+        Linux says is available (out of core, the page cache then holds their files). A layer
+        then reads their rows in place; elsewhere it gathers each batch's rows (in node-ID
+        order, out of core)."""
+        if device.type == "cuda":
+            available = torch.cuda.mem_get_info(device)[0]
+        elif device.type != "cpu":
+            return False  # no free memory to go by
+        else:
+            try:
+                with open("/proc/meminfo") as meminfo:
+                    line = next(l for l in meminfo if l.startswith("MemAvailable:"))
+            except (OSError, StopIteration):
+                return False
+            available = int(line.split()[1]) * 1024
+        return 2 * sum(t.numel() * t.element_size() for t in tensors) <= available
+
+    def _delete(self, key, path):
+        self.files.pop(key, None)
+        try:
+            os.remove(path)
+        except OSError:  # already gone, or mapped where that forbids it (Windows)
+            pass
+
+    def _read_ahead(self, t, index):
+        """Out of core: the kernel reads the pages of t's rows at index, in runs of nearby
+        pages, before the gather (which then finds them in the page cache), and nothing
+        around them: a memory-mapped file is otherwise read 128 KiB around every row that
+        misses the page cache (measured: 30x fewer random reads a second)."""
+        page, row = 4096, t.stride(0) * t.element_size()
+        start = t.data_ptr() + torch.sort(index.to(torch.int64)).values * row
+        first, last = start // page, (start + row - 1) // page + 1
+        # runs of pages at most 16 apart (64 KiB: less time to read than to seek)
+        breaks = (first[1:] > last[:-1] + 16).nonzero().squeeze(1)
+        begins = torch.cat([first[:1], first[breaks + 1]]).tolist()
+        ends = torch.cat([last[breaks], last[-1:]]).tolist()
+        if t.data_ptr() not in self.advised:  # MADV_RANDOM: no read-around on a miss
+            self.advised.add(t.data_ptr())
+            base = t.data_ptr() // page * page
+            self.madvise(base, t.data_ptr() + len(t) * row - base, 1)
+        for begin, end in zip(begins, ends):  # MADV_WILLNEED: read these now
+            self.madvise(begin * page, (end - begin) * page, 3)

@@ -56,10 +56,11 @@ class HeteroRenderer(ExpressionWriter):
             graph = "g"
         self.result_kind = result_type(plan)
         self.subsets = self.result_kind is not None
-        params = [graph, *features, "batch_size", "device", "progress=False"] + (["nodes=None"] if self.subsets else [])
+        params = [graph, *features, "batch_size", "device", "max_memory=2**30", "progress=False",
+                  *(["nodes=None"] if self.subsets else []), "storage=None"]
         schema_relations = ", ".join(self.expr(r, {}) for r in header["relations"])
         lines = [
-            f"batches = {RUNTIME}(self, {graph}, batch_size, device, progress)",
+            f"batches = {RUNTIME}(self, {graph}, batch_size, device, max_memory, progress, storage)",
             "# the relations forward was traced for",
             f"batches.check_graph([{schema_relations}])",
         ]
@@ -495,7 +496,9 @@ def _docstring(model: torch.nn.Module, traced: Any, result: str | None, subgraph
         "the features may be on the host or on `device`: one batch's block and rows at a time are "
         "moved there (the rows a layer's relations read only in messages at once, where they take "
         "at most half its free memory). Each layer's results, and those returned, are kept for every node on the "
-        "host (in pinned memory if `device` is a GPU). progress: a tqdm bar per layer and type.",
+        "host (in pinned memory if `device` is a GPU). batch_size=\"auto\": per layer and type, the "
+        "largest batches whose rows fit in max_memory bytes on `device`. progress: a tqdm bar per "
+        "layer and type.",
     ]
     if features:
         paragraphs.append(f"{', '.join(features)}: a dict of features per node type, as forward takes it.")
@@ -511,6 +514,12 @@ def _docstring(model: torch.nn.Module, traced: Any, result: str | None, subgraph
             + ("" if result else " (of the types asked for)")
             + ": each layer computes only the rows that the layers after it read (all rows of "
             "a type, from where that is most of it).")
+    kept = ("the files returned (" + ("result_<type>.npy per type" if result == "" else "result.npy")
+            + ") stay there, the others are deleted once read") if result is not None else (
+        "each file is deleted with its tensor")
+    paragraphs.append(
+        "storage: a directory where the layers' results and those returned are kept in .npy files "
+        f"(memory-mapped), not in memory, which then holds about a batch's rows; {kept}.")
     lines: list[str] = []
     for paragraph in paragraphs:
         lines += [*textwrap.wrap(paragraph, 88, break_on_hyphens=False), ""]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import tempfile
 import time
 import traceback
 from typing import TYPE_CHECKING, Any
@@ -28,7 +29,7 @@ from gnn_codegen.node_tables import table_of, tables_set_on
 from gnn_codegen.perturb import perturb
 from gnn_codegen.simulated_device import SimulatedDevice
 from gnn_codegen.verify import (
-    ATOL, RTOL, SIMULATED, SIMULATED_WHOLE, BatchResult, CheckResult, _first_line, _instantiate, _REPORT,
+    ATOL, RTOL, SIMULATED, SIMULATED_WHOLE, STORAGE, BatchResult, CheckResult, _first_line, _instantiate, _REPORT,
 )
 
 if TYPE_CHECKING:
@@ -40,6 +41,9 @@ SUBSET_SIZE = 30
 # (_HeteroBatches._in_place), on a GPU where they fit in its memory; the other layers gather them
 SUBSET = f"in place, for {SUBSET_SIZE} of the nodes (nodes=)"
 _EMPTY = "in place, one relation without edges"
+# batch_size="auto" with a budget that makes several batches of each type at the check's sizes
+AUTO_MEMORY = 2**14
+AUTO = f"in place, the most that fit in max_memory={AUTO_MEMORY}"
 
 
 def node_counts(generated: Generated, num_nodes: int) -> dict[str, int]:
@@ -175,7 +179,8 @@ def check_hetero(generated: Generated, num_nodes: int = 1000, seed: int = 0,
         forward_seconds = time.perf_counter() - started
         sizes = batch_sizes or (97, max(counts.values()) + 1)
         runs = [(b, "in place") for b in sizes]
-        runs += [(sizes[0], "gathered"), (sizes[0], SIMULATED), (sizes[0], SIMULATED_WHOLE), (sizes[0], _EMPTY)]
+        runs += [(sizes[0], "gathered"), (sizes[0], SIMULATED), (sizes[0], SIMULATED_WHOLE), (sizes[0], _EMPTY),
+                 (sizes[0], STORAGE), ("auto", AUTO)]
         subset = result_type(generated.hetero)
         if subset is not None:
             runs.append((sizes[0], SUBSET))
@@ -192,10 +197,9 @@ def check_hetero(generated: Generated, num_nodes: int = 1000, seed: int = 0,
                 wanted = expected[nodes] if subset else {ntype: expected[ntype][nodes]}
                 nodes = nodes if subset else {ntype: nodes}
             started = time.perf_counter()
-            gathers = how in ("gathered", SIMULATED)
+            gathers = how in ("gathered", SIMULATED, STORAGE)
             try:
-                actual = _run(gathering if gathers else model, generated, graph, inputs, batch_size,
-                              how in (SIMULATED, SIMULATED_WHOLE), nodes)
+                actual = _run(gathering if gathers else model, generated, graph, inputs, batch_size, how, nodes)
             except Exception as exc:
                 failing = gathering_module if gathers else module
                 raise CheckFailedError(_failed(generated, failing, exc, batch_size, how)) from None
@@ -283,12 +287,19 @@ def _forward(model: torch.nn.Module, generated: Generated, g: dgl.DGLHeteroGraph
 
 
 def _run(model: torch.nn.Module, generated: Generated, g: dgl.DGLHeteroGraph,
-         inputs: dict[str, dict[str, torch.Tensor]], batch_size: int, simulated: bool, nodes: Any = None) -> Any:
+         inputs: dict[str, dict[str, torch.Tensor]], batch_size: int, how: str, nodes: Any = None) -> Any:
+    """The generated method on the CPU, `how` the check names its run (for `nodes` or all), or
+    with the model on a simulated GPU and g and the inputs on the host."""
     method = getattr(model, generated.method_name)
     arguments = _arguments(generated, g, inputs)
+    if how == STORAGE:  # results in files, read back before the folder goes
+        with tempfile.TemporaryDirectory(prefix="gnn-codegen-check-") as storage:
+            return _cloned(method(g, *arguments.values(), batch_size=batch_size, device="cpu", storage=storage))
+    if how == AUTO:
+        return method(g, *arguments.values(), batch_size=batch_size, device="cpu", max_memory=AUTO_MEMORY)
     if nodes is not None:
         return method(g, *arguments.values(), batch_size=batch_size, device="cpu", nodes=nodes)
-    if not simulated:
+    if how not in (SIMULATED, SIMULATED_WHOLE):
         return method(g, *arguments.values(), batch_size=batch_size, device="cpu")
     with SimulatedDevice() as sim:
         sim.move_model(model)
@@ -310,6 +321,15 @@ def _forward_arguments(generated: Generated, g: dgl.DGLHeteroGraph,
                        inputs: dict[str, dict[str, torch.Tensor]]) -> dict[str, Any]:
     """forward's arguments of `inputs`, and the values --forward-args gives."""
     return {**_arguments(generated, g, inputs), **dict(generated.hetero.traced.forward_args)}
+
+
+def _cloned(value: Any) -> Any:
+    """A result with its tensors copied out of their files."""
+    if isinstance(value, dict):
+        return {k: _cloned(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return type(value)(_cloned(v) for v in value)
+    return value.clone() if isinstance(value, torch.Tensor) else value
 
 
 def _same_structure(a: Any, b: Any) -> bool:

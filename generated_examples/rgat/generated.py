@@ -779,9 +779,9 @@ def _graph_conv_aggregate(
 ):
     """The rest of GraphConv.forward on a block, given _graph_conv_source's rows:
     the sum over in-edges, the weight (unless applied per node), the norm by in-degree (norm
-    "both" or "right"), bias and activation, in place on the sum's new tensor. source_norm:
-    the norm by out-degree of each source row, applied per edge (on a CPU as a sparse CSR
-    product: DGL 1.1's per-edge product there took 4x as long)."""
+    "both" or "right"), bias and activation, in place on the sum's new tensor.
+    source_norm: the norm by out-degree of each source row, applied per edge (on a CPU as a
+    sparse CSR product: DGL 1.1's per-edge product there took 4x as long)."""
     _check_in_degrees(conv, block)
     floats = feat_src.dtype in (torch.float32, torch.float64) and feat_src.dim() == 2
     if source_norm is not None and feat_src.device.type == "cpu" and floats:

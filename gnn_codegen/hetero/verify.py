@@ -164,6 +164,9 @@ def _inputs(generated: Generated, counts: dict[str, int], seed: int) -> dict[str
 
 def check_hetero(generated: Generated, num_nodes: int = 1000, seed: int = 0,
                  batch_sizes: tuple[int, ...] | None = None, atol: float = ATOL, rtol: float = RTOL) -> CheckResult:
+    """The generated inference against forward (perturbed weights) on a random heterograph of
+    about num_nodes nodes, in every way the check runs it (in place, gathered, on the simulated
+    GPU, with a relation without edges, in files, "auto", for some nodes)."""
     reference = copy.deepcopy(generated.loaded.model)
     perturb(reference, seed)
     reference.eval()
@@ -171,51 +174,59 @@ def check_hetero(generated: Generated, num_nodes: int = 1000, seed: int = 0,
     gathering, gathering_module = _instantiate(generated, reference, "generated_hetero_gathering", gather=True)
     counts = node_counts(generated, num_nodes)
     with _cut_tables(generated, counts, reference, model, gathering):
-        schema: Schema = generated.schema
-        g = random_heterograph(schema, counts, seed=seed)
-        inputs = _inputs(generated, counts, seed)
+        return _check_runs(generated, reference, (model, module), (gathering, gathering_module), counts, seed,
+                           batch_sizes, atol, rtol)
+
+
+def _check_runs(generated: Generated, reference: torch.nn.Module, in_place: tuple[Any, Any], gathering: tuple[Any, Any],
+                counts: dict[str, int], seed: int, batch_sizes: tuple[int, ...] | None, atol: float,
+                rtol: float) -> CheckResult:
+    (model, module), (gathering_model, gathering_module) = in_place, gathering
+    schema: Schema = generated.schema
+    g = random_heterograph(schema, counts, seed=seed)
+    inputs = _inputs(generated, counts, seed)
+    started = time.perf_counter()
+    expected = _forward(reference, generated, g, inputs)
+    forward_seconds = time.perf_counter() - started
+    sizes = batch_sizes or (97, max(counts.values()) + 1)
+    runs = [(b, "in place") for b in sizes]
+    runs += [(sizes[0], "gathered"), (sizes[0], SIMULATED), (sizes[0], SIMULATED_WHOLE), (sizes[0], _EMPTY),
+             (sizes[0], STORAGE), ("auto", AUTO)]
+    subset = result_type(generated.hetero)
+    if subset is not None:
+        runs.append((sizes[0], SUBSET))
+    results, ok = [], True
+    for batch_size, how in runs:
+        graph, wanted = g, expected
+        if how == _EMPTY:  # a relation without edges: its module still runs, as in forward
+            graph = random_heterograph(schema, counts, seed=seed, empty=schema.relations[0])
+            wanted = _forward(reference, generated, graph, inputs)
+        nodes = None
+        if how == SUBSET:  # a few nodes of the result's type (of its first type, for a dict)
+            ntype = subset or next(iter(expected))
+            nodes = some_nodes(counts[ntype], SUBSET_SIZE, seed)
+            wanted = expected[nodes] if subset else {ntype: expected[ntype][nodes]}
+            nodes = nodes if subset else {ntype: nodes}
         started = time.perf_counter()
-        expected = _forward(reference, generated, g, inputs)
-        forward_seconds = time.perf_counter() - started
-        sizes = batch_sizes or (97, max(counts.values()) + 1)
-        runs = [(b, "in place") for b in sizes]
-        runs += [(sizes[0], "gathered"), (sizes[0], SIMULATED), (sizes[0], SIMULATED_WHOLE), (sizes[0], _EMPTY),
-                 (sizes[0], STORAGE), ("auto", AUTO)]
-        subset = result_type(generated.hetero)
-        if subset is not None:
-            runs.append((sizes[0], SUBSET))
-        results, ok = [], True
-        for batch_size, how in runs:
-            graph, wanted = g, expected
-            if how == _EMPTY:  # a relation without edges: its module still runs, as in forward
-                graph = random_heterograph(schema, counts, seed=seed, empty=schema.relations[0])
-                wanted = _forward(reference, generated, graph, inputs)
-            nodes = None
-            if how == SUBSET:  # a few nodes of the result's type (of its first type, for a dict)
-                ntype = subset or next(iter(expected))
-                nodes = some_nodes(counts[ntype], SUBSET_SIZE, seed)
-                wanted = expected[nodes] if subset else {ntype: expected[ntype][nodes]}
-                nodes = nodes if subset else {ntype: nodes}
-            started = time.perf_counter()
-            gathers = how in ("gathered", SIMULATED, STORAGE)
-            try:
-                actual = _run(gathering if gathers else model, generated, graph, inputs, batch_size, how, nodes)
-            except Exception as exc:
-                failing = gathering_module if gathers else module
-                raise CheckFailedError(_failed(generated, failing, exc, batch_size, how)) from None
-            seconds = time.perf_counter() - started
-            try:
-                difference = max_difference(_as_lists(actual), _as_lists(wanted))
-                same = allclose(_as_lists(actual), _as_lists(wanted), atol, rtol) and _same_structure(actual, wanted)
-            except (RuntimeError, ValueError, TypeError) as exc:
-                raise CheckFailedError(
-                    f"the generated inference returns a result of another shape or structure than "
-                    f"{generated.loaded.class_name}'s forward ({_first_line(exc)}). {_REPORT}"
-                ) from None
-            results.append(BatchResult(batch_size, how, difference, seconds))
-            ok = ok and same
-        zero_in = sum(int((g.in_degrees(etype=r) == 0).sum()) for r in schema.relations)
-        return CheckResult(g.num_nodes(), g.num_edges(), zero_in, forward_seconds, tuple(results), atol, rtol, ok)
+        gathers = how in ("gathered", SIMULATED, STORAGE)
+        try:
+            actual = _run(gathering_model if gathers else model, generated, graph, inputs, batch_size, how, nodes)
+        except Exception as exc:
+            failing = gathering_module if gathers else module
+            raise CheckFailedError(_failed(generated, failing, exc, batch_size, how)) from None
+        seconds = time.perf_counter() - started
+        try:
+            difference = max_difference(_as_lists(actual), _as_lists(wanted))
+            same = allclose(_as_lists(actual), _as_lists(wanted), atol, rtol) and _same_structure(actual, wanted)
+        except (RuntimeError, ValueError, TypeError) as exc:
+            raise CheckFailedError(
+                f"the generated inference returns a result of another shape or structure than "
+                f"{generated.loaded.class_name}'s forward ({_first_line(exc)}). {_REPORT}"
+            ) from None
+        results.append(BatchResult(batch_size, how, difference, seconds))
+        ok = ok and same
+    zero_in = sum(int((g.in_degrees(etype=r) == 0).sum()) for r in schema.relations)
+    return CheckResult(g.num_nodes(), g.num_edges(), zero_in, forward_seconds, tuple(results), atol, rtol, ok)
 
 
 def verify_hetero(generated: Generated) -> CheckResult:

@@ -8,7 +8,9 @@ heterograph tutorial writes one (a Linear per relation, multi_update_all with an
 cross reducer), and between the layers per-type activations, skips, Linears, BatchNorm and
 Dropout. forward takes the features, or reads them from the graph as DGL's examples do
 (`g.nodes[ntype].data["feat"]`, `g.ndata["feat"]`), and may take the type it returns (out_key,
-given with --forward-args). Rendered as a model file with a fixed schema."""
+given with --forward-args). A HeteroGraphConv may be given edge weights per relation, read from
+the graph (`mod_kwargs={etype: {"edge_weight": g.edges[etype].data["w"]}}`). Rendered as a model
+file with a fixed schema."""
 
 from __future__ import annotations
 
@@ -98,9 +100,17 @@ def random_hetero_spec(seed: int) -> HeteroSpec:
                 kind = "SAGEConv"  # reads source and destination widths apart
             key = f'("{src}", "{rel}", "{dst}")' if canonical else f'"{rel}"'
             mods.append(f"{key}: {_conv(rng, kind, current[src], current[dst], out, heads)}")
+        weighted = False
         if not own_layer(init_lines, layer):
             init_lines.append(f'self.conv{layer} = dglnn.HeteroGraphConv({{{", ".join(mods)}}}, aggregate="{aggregate}")')
-        body.append(f"h_new = self.conv{layer}(g, h)")
+            # edge weights per relation (GraphConv, SAGEConv, GINConv and GATConv all take them)
+            weighted = rng.random() < 0.25
+        if weighted:
+            keys = [f'("{s}", "{r}", "{d}")' for s, r, d in called]
+            body.append(f"weights = {{k: {{\"edge_weight\": g.edges[k].data[\"w\"]}} for k in [{', '.join(keys)}]}}")
+            body.append(f"h_new = self.conv{layer}(g, h, mod_kwargs={{k[1]: v for k, v in weights.items()}})")
+        else:
+            body.append(f"h_new = self.conv{layer}(g, h)")
         # GATConv's heads, or the stack of relations, make a dimension: flattened or averaged
         expression, width = "v", out
         stacked = {d: sum(1 for _, _, dd in called if dd == d) for d in new_present}

@@ -44,6 +44,10 @@ OPTIONS = {
     "OwnLayerMaxCross": GenerateOptions(init=json.dumps({"size": 6, "etypes": GAME_RELATIONS}), metagraph=GAMES),
     # built from its graph (a stand-in heterograph of --metagraph), forward(self, h=None, blocks=None)
     "EntityClassifyOnBlocks": GenerateOptions(init=json.dumps({"h_dim": 6, "out_dim": 3}), metagraph=ACADEMIC),
+    # edge weights per relation read from the graph, given through mod_kwargs
+    "WeightedRGCN": GenerateOptions(init=json.dumps({"in_size": 5, "hid_size": 6, "out_size": 3,
+                                                     "rel_names": GAME_RELATIONS}), metagraph=GAMES),
+    "EdgeDataSAGE": GenerateOptions(init=json.dumps({"size": 6, "rel_names": GAME_RELATIONS}), metagraph=GAMES),
     # forward(blocks) reading its features from blocks[0].srcdata
     "SAGEOnBlocksReadingFeatures": GenerateOptions(init=json.dumps({"size": 6, "rel_names": GAME_RELATIONS}),
                                                    metagraph=GAMES),
@@ -434,3 +438,33 @@ def test_out_of_core_memory_is_bounded_by_a_batch_not_by_the_graph(tmp_path: Any
     assert measured["stored"] == 4 * 50_000 * (64 + 16) * 4 + 7 * 50_000 * 16 * 4
     assert measured["out_of_core"] <= 0.35 * measured["stored"], measured
     assert measured["in_memory"] >= 0.6 * measured["stored"], measured
+
+
+def test_edge_weights_are_read_by_edge_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch's edge weights are the rows of its in-edges' IDs (g's CSC arrays list them in
+    another order than their IDs): read by position instead, the result is wrong, which shows
+    the check's random graphs tell the two apart."""
+    monkeypatch.chdir(REPO)
+    generated = generate_all(f"{MODELS}:WeightedRGCN", OPTIONS["WeightedRGCN"])
+    module = import_source(generated.source, REPO / "tests" / "models", "weighted_rgcn_ids")
+    model = getattr(module, "WeightedRGCN")(**json.loads(OPTIONS["WeightedRGCN"].init)).eval()
+    g = random_heterograph(parse_metagraph(GAMES), {"user": 120, "game": 90}, seed=4)
+    for rel in g.canonical_etypes:
+        g.edges[rel].data["w"] = torch.rand(g.num_edges(rel), generator=torch.Generator().manual_seed(1)) + 0.5
+    x = {"user": torch.randn(120, 5), "game": torch.randn(90, 5)}
+    with torch.no_grad():
+        expected = model(g, x)
+    for nodes in (None, {"user": torch.tensor([7, 3, 100])}):
+        actual = model.inference(g, x, batch_size=16, device="cpu", nodes=nodes)
+        for t in actual:
+            want = expected[t] if nodes is None else expected[t][nodes[t]]
+            assert torch.allclose(actual[t], want, atol=1e-5)
+    runtime, init = module._HeteroBatches, module._HeteroBatches.__init__
+
+    def by_position(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.csc = {rel: (indptr, indices, ids[:0]) for rel, (indptr, indices, ids) in self.csc.items()}
+
+    monkeypatch.setattr(runtime, "__init__", by_position)
+    actual = model.inference(g, x, batch_size=16, device="cpu")
+    assert not all(torch.allclose(actual[t], expected[t], atol=1e-3) for t in expected)

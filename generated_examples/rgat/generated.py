@@ -206,10 +206,8 @@ class _HeteroBatches:
         created = g.formats()["created"] + g.formats()["not created"]
         if "csc" not in created:  # a copy of g that allows CSC
             g = g.formats(g.formats()["created"] + ["csc"])
-        # each relation's in-edges, by destination node: indptr, source of each edge
-        self.csc = {
-            rel: g.adj_tensors("csc", etype=rel)[:2] for rel in g.canonical_etypes
-        }
+        # each relation's in-edges, by destination node: indptr, source of each edge, its ID
+        self.csc = {rel: g.adj_tensors("csc", etype=rel) for rel in g.canonical_etypes}
         # scratch, one entry per node of each type: a source of the batch? its ID in the block
         self.is_source = {
             t: torch.zeros(g.num_nodes(t), dtype=torch.bool, device=g.device)
@@ -351,11 +349,20 @@ class _HeteroBatches:
         return out
 
     def map(
-        self, layer, ntype, src=(), dst=(), nodes=None, subgraph=False, in_place=True
+        self,
+        layer,
+        ntype,
+        src=(),
+        dst=(),
+        edges=(),
+        nodes=None,
+        subgraph=False,
+        in_place=True,
     ):
-        """layer(block, *the source rows of each dict of src, *destination rows of dst, ntype)
-        for every batch of ntype's nodes (of `nodes`, sorted IDs, or all); its results (a
-        tensor or a tuple) for all of them, on the host (only the rows of `nodes` written).
+        """layer(block, *the source rows of each dict of src, *destination rows of dst, *the
+        block's edge rows of each dict of edges by relation, ntype) for every batch of ntype's
+        nodes (of `nodes`, sorted IDs, or all); its results (a tensor or a tuple) for all of
+        them, on the host (only the rows of `nodes` written).
         subgraph: layer(graph, ..., num_dst, ntype) on the batch's graph of its in-edges, an
         ordinary heterograph, whose first num_dst nodes of ntype are the batch's. in_place:
         False gathers source rows even where they could be read in place (_in_place).
@@ -367,8 +374,8 @@ class _HeteroBatches:
                 {k: self._on_device(x) for k, x in f.items() if k[2] == ntype}
                 for f in src
             ]
-        # rows read in place are on `device` already: only what is gathered counts
-        step = self._batch_size(ntype, () if in_place else src, dst)
+        # a source row per in-edge, read in place or not: a layer's messages take as much
+        step = self._batch_size(ntype, src, dst)
         for batch in self._batches(ntype, "layer", nodes, step):
             if in_place:  # sources: all of g's nodes, their rows read where they are
                 block = self._block_of_all_sources(ntype, batch)
@@ -378,6 +385,7 @@ class _HeteroBatches:
                 ids = block.nodes if subgraph else block.srcnodes
                 sources = [self._sources(features, ids, ntype) for features in src]
             rows = [self._rows(x, batch) for x in dst]
+            rows += [self._edge_rows(data, ntype, batch) for data in edges]
             if subgraph:  # the batch's nodes are the first of their type
                 slices = isinstance(batch, slice)
                 rows.append(batch.stop - batch.start if slices else len(batch))
@@ -472,22 +480,46 @@ class _HeteroBatches:
     def _in_edges(self, rel, batch):
         """A relation's in-edges of a batch (a slice of IDs, or IDs): their sources, and the
         position of each one's destination in the batch."""
-        indptr, indices = self.csc[rel]
+        indptr, indices, _ = self.csc[rel]
         if isinstance(batch, slice):
-            start, end = batch.start, batch.stop
-            src = indices[indptr[start] : indptr[end]]
-            in_degrees = indptr[start + 1 : end + 1] - indptr[start:end]
+            in_degrees = indptr[batch.start + 1 : batch.stop + 1] - indptr[batch]
         else:
             batch = batch.to(indptr.device)
-            begin, in_degrees = indptr[batch], indptr[batch + 1] - indptr[batch]
-            # each edge's position in indices: where its destination's edges begin, plus its
-            # rank among them (its position in the batch's edges, less theirs before it)
-            before = torch.cumsum(in_degrees, 0) - in_degrees
-            shift = torch.repeat_interleave(begin - before, in_degrees)
-            src = indices[shift + torch.arange(len(shift)).to(shift)]
+            in_degrees = indptr[batch + 1] - indptr[batch]
+        src = indices[self._in_edge_positions(rel, batch)]
         count = len(in_degrees)
         dst = torch.repeat_interleave(torch.arange(count).to(src), in_degrees)
         return src, dst
+
+    def _in_edge_positions(self, rel, batch):
+        """Where a batch's in-edges of a relation are in its CSC arrays, in order: a slice for
+        consecutive IDs, else each edge's position."""
+        indptr = self.csc[rel][0]
+        if isinstance(batch, slice):
+            return slice(int(indptr[batch.start]), int(indptr[batch.stop]))
+        batch = batch.to(indptr.device)
+        begin, in_degrees = indptr[batch], indptr[batch + 1] - indptr[batch]
+        # each edge's position: where its destination's edges begin, plus its rank among them
+        # (its position in the batch's edges, less theirs before it)
+        before = torch.cumsum(in_degrees, 0) - in_degrees
+        shift = torch.repeat_interleave(begin - before, in_degrees)
+        return shift + torch.arange(len(shift)).to(shift)
+
+    def _edge_rows(self, data, ntype, batch):
+        """A dict of edge data by relation (its name, or canonical edge type), for a batch's
+        block: the rows of its in-edges of each relation into ntype, in the block's order (g's
+        CSC order); none of the others."""
+        rows = {}
+        for key, x in data.items():
+            rel = self.g.to_canonical_etype(key)
+            if rel[2] != ntype:
+                rows[key] = x[:0].to(self.device)
+                continue
+            _, indices, edge_ids = self.csc[rel]
+            positions = self._in_edge_positions(rel, batch)
+            with_ids = len(edge_ids) == len(indices)  # else none given: 0, 1, 2, ...
+            rows[key] = self._rows(x, edge_ids[positions] if with_ids else positions)
+        return rows
 
     def _in_place(self, src):
         """Whether a layer's blocks may have all of g's nodes as sources, their rows read in

@@ -46,9 +46,13 @@ class HeteroRenderer(ExpressionWriter):
         # (map_sources): (stage, HeteroGraphConv's path, its input dict) -> the dict's name
         self.relation_sources: dict[tuple[int, str, str], str] = {}
         self.conv_dst: dict[fx.Node, str] = {}  # such a call -> its destination rows' parameter
+        # the dicts read from the graph keep their names
+        self.names.taken.update(name for name, _ in plan.traced.graph_data)
+        self.names.taken.update(name for name, _, _ in plan.traced.edge_data)
 
     def method(self, header: dict[str, Any]) -> str:
         plan, traced = self.plan, self.traced
+        self.schema_relations = [tuple(r) for r in header["relations"]]
         graph = traced.graph_arg
         from_graph = dict(traced.graph_data)
         features = [p for p, _ in traced.inputs if p not in from_graph]
@@ -70,6 +74,12 @@ class HeteroRenderer(ExpressionWriter):
             if name in from_graph:
                 lines.append(f"{name} = {{ntype: {graph}.nodes[ntype].data[{json.dumps(from_graph[name])}] "
                              f"for ntype in {self.expr(tuple(types), {})}}}")
+        if traced.edge_data:
+            lines.append("# the edge data forward reads from its graph, by relation")
+        for name, key, relations in traced.edge_data:
+            keys = tuple(self.relation_key(rel) for rel in relations)
+            lines.append(f"{name} = {{etype: {graph}.edges[etype].data[{json.dumps(key)}] "
+                         f"for etype in {self.expr(keys, {})}}}")
         checks = [f"{p}=({p}, {self.expr(tuple(types), {})})" for p, types in traced.inputs]
         if checks:
             lines.append(f"batches.check_rows({', '.join(checks)})")
@@ -151,8 +161,8 @@ class HeteroRenderer(ExpressionWriter):
                 continue
             for index, pattern in ((4, _MOD_ARGS), (5, _MOD_KWARGS)):
                 value = node.args[index]
-                if not value:
-                    continue
+                if not value or self._edge_inputs_in(value):
+                    continue  # none, or per batch: the block's edge rows (_function)
                 # the calls for each destination type share the dict: one statement
                 key = (node.args[0], index, self.expr(value, {}))
                 if key in self.arguments:
@@ -161,6 +171,17 @@ class HeteroRenderer(ExpressionWriter):
                 name = self.names.new(match.group(1) if match else ("mod_args", "mod_kwargs")[index - 4])
                 self.once_lines.append(f"{name} = {key[2]}")
                 self.arguments[key] = name
+
+    def relation_key(self, rel: tuple[str, str, str]) -> Any:
+        """How the generated code names a relation in a dict of edge data: its edge type's
+        name where no other relation has it (as HeteroGraphConv's mod_kwargs are keyed), else
+        its canonical edge type."""
+        return rel[1] if [r[1] for r in self.schema_relations].count(rel[1]) == 1 else rel
+
+    def _edge_inputs_in(self, value: Any) -> list[tuple[str, tuple[str, str, str]]]:
+        """The edge data (name, relation) inside a value: a HeteroGraphConv's mod_kwargs."""
+        by_node = {node: key for key, node in self.traced.edge_placeholders.items()}
+        return [by_node[n] for n in nodes_in(value) if n in by_node]
 
     def _group_of(self, values: dict[str, Any]) -> str | None:
         """The stored dict that is exactly `values` (its types, in any order), if one is."""
@@ -219,7 +240,7 @@ class HeteroRenderer(ExpressionWriter):
 
         calls = {}
         for t in types:
-            text, src, dst, outs = per_type[t]
+            text, src, dst, outs, edges = per_type[t]
             name = f"layer_{stage}" if shared is not None or len(types) == 1 else f"layer_{stage}_{t}"
             if shared is None or t == types[0]:
                 text = text if shared is None else shared
@@ -232,6 +253,8 @@ class HeteroRenderer(ExpressionWriter):
                     arguments.append(f"src=[{', '.join(src)}]")
                 if dst:
                     arguments.append(f"dst=[{', '.join(dst)}]")
+                if edges:
+                    arguments.append(f"edges=[{', '.join(edges)}]")
             elif dst:
                 arguments.append(f"rows=[{', '.join(dst)}]")
             if self.subsets:
@@ -297,14 +320,14 @@ class HeteroRenderer(ExpressionWriter):
         count = max(len(f[3]) for f in per_type.values())
         names = [self.names.new(f"h{stage}" if i == 0 else f"h{stage}_{i}") for i in range(count)]
         self.group_names.update(names)
-        for t, (_, _, _, outs) in per_type.items():
+        for t, (_, _, _, outs, _) in per_type.items():
             for i, node in enumerate(outs):
                 self.groups[node] = (names[i], t)
         return names
 
-    def _function(self, stage: int, ntype: str) -> tuple[str, list[str], list[str], list[fx.Node]]:
+    def _function(self, stage: int, ntype: str) -> tuple[str, list[str], list[str], list[fx.Node], list[str]]:
         """The stage's function for one type (named `layer`), the runtime's src and dst
-        arguments for it, and the stored values it returns."""
+        arguments for it, the stored values it returns, and its edges argument."""
         plan = self.plan
         nodes = plan.at(stage, ntype)
         # a function's names may be those of the stored dicts (it reads none of them), never those
@@ -348,6 +371,7 @@ class HeteroRenderer(ExpressionWriter):
         for source, param in conv_dst.items():  # after every dict of source rows
             params.append(param)
             dst_exprs.append(f'{source}["{ntype}"]')
+        edge_exprs: list[str] = []  # the dicts of edge data by relation a HeteroGraphConv is given
         for node in nodes:
             if node.target is hetero_conv:
                 continue
@@ -361,11 +385,20 @@ class HeteroRenderer(ExpressionWriter):
                     env[arg] = local.new(f"{base}_dst" if stage else base)
                     params.append(env[arg])
                     dst_exprs.append(stored)
+        for node in nodes:  # the block's rows of each, a parameter named as the dict
+            if node.target is not hetero_conv:
+                continue
+            for name, rel in self._edge_inputs_in(node.args[4:6]):
+                if name not in edge_exprs:
+                    local.taken.add(name)
+                    params.append(name)
+                    edge_exprs.append(name)
+                env[self.traced.edge_placeholders[(name, rel)]] = f"{name}[{self.expr(self.relation_key(rel), {})}]"
         outs = [n for n in nodes if n in plan.stored]
         holder: dict[str, fx.Node] = {}  # local name -> the value it holds now
         for position, node in enumerate(nodes):
             if node.target is hetero_conv:
-                code = self._conv_call(node, sources[node])
+                code = self._conv_call(node, sources[node], env)
             else:
                 code = self.call(node, env)
             if node in plan.sizes:  # written where it is read: `h.view(h.shape[0], -1)`
@@ -386,15 +419,17 @@ class HeteroRenderer(ExpressionWriter):
         body = _without_last_assignment(body, [env[n] for n in outs])
         params += ["num_dst", "ntype"] if subgraph else ["ntype"]
         text = "\n".join([f"def layer({', '.join(params)}):", *(f"    {line}" for line in body)])
-        return text, src_exprs, dst_exprs, outs
+        return text, src_exprs, dst_exprs, outs, edge_exprs
 
-    def _conv_call(self, node: fx.Node, source: str) -> str:
+    def _conv_call(self, node: fx.Node, source: str, env: dict[fx.Node, str]) -> str:
         path = str(node.args[0])
         module = self.model.get_submodule(path)
         extra = []
         for index, keyword in ((4, "mod_args"), (5, "mod_kwargs")):
             value = node.args[index]
-            if value:
+            if value and self._edge_inputs_in(value):  # the block's edge rows: written here
+                extra.append(f"{keyword}={self.expr(value, env)}")
+            elif value:
                 extra.append(f"{keyword}={self.arguments[(node.args[0], index, self.expr(value, {}))]}")
         if not isinstance(module, dglnn.HeteroGraphConv):  # a layer of the user's, on a graph
             return f"{accessor(self.model, path)}(graph, {source})[ntype][:num_dst]"

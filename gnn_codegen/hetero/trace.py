@@ -14,7 +14,7 @@ import inspect
 import json
 import operator
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +60,11 @@ class HeteroTraced:
     graph_data: tuple[tuple[str, str], ...] = ()
     # forward's parameters traced at a value --forward-args gives (`out_key="paper"`)
     forward_args: tuple[tuple[str, Any], ...] = ()
+    # edge data forward reads from its graph (`g.edges[etype].data["w"]`, given a HeteroGraphConv
+    # as mod_kwargs' edge weights): (its name, the key, its relations), and each relation's
+    # placeholder by (name, relation)
+    edge_data: tuple[tuple[str, str, tuple[tuple[str, str, str], ...]], ...] = ()
+    edge_placeholders: dict[tuple[str, tuple[str, str, str]], fx.Node] = field(default_factory=dict)
 
 
 class _GraphProxy(fx.Proxy):
@@ -87,6 +92,10 @@ class _GraphProxy(fx.Proxy):
             return _TypeViews(self, name)
         if name in _DATA_VIEWS:  # g.ndata["feat"], blocks[0].srcdata["feat"]
             return _Data(self, name, None)
+        if name == "edges":  # g.edges["follows"].data["w"]
+            return _EdgeViews(self)
+        if name == "edata":  # g.edata["w"]: a dict by canonical edge type
+            return _EdgeData(self, "edata", None)
         raise GraphUseError(
             f"forward reads graph.{name} of a heterogeneous graph, which gnn-codegen does not follow "
             "yet: it follows HeteroGraphConv calls on the graph, its type lists, features read from "
@@ -119,8 +128,53 @@ class _TypeViews:
 
 
 class _TypeView:
-    def __init__(self, data: _Data):
+    def __init__(self, data: Any):
         self.data = data
+
+
+class _EdgeViews:
+    """`g.edges` while tracing: g.edges[etype].data is the relation's edge data (an edge type's
+    name or its canonical triple, as DGL takes either)."""
+
+    def __init__(self, graph: _GraphProxy):
+        self.graph = graph
+
+    def __getitem__(self, etype: Any) -> Any:
+        relations = self.graph.schema.relations
+        found = [r for r in relations if r == etype or (isinstance(etype, str) and r[1] == etype)]
+        if len(found) != 1:
+            raise GraphUseError(f"forward reads graph.edges[{etype!r}], which is "
+                                f"{'not a relation' if not found else 'the name of several relations'} of the "
+                                "graph: give its canonical edge type (src, etype, dst)")
+        return _TypeView(_EdgeData(self.graph, f"edges[{etype!r}].data", found[0]))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise GraphUseError("forward calls graph.edges(), which gnn-codegen does not follow; it follows edge "
+                            "weights read as graph.edges[etype].data[key] and given to a HeteroGraphConv")
+
+
+class _EdgeData:
+    """A graph's edge data while tracing, each relation's an input of forward (edge rows of
+    the relation): `g.edata[key]` is a dict of them by canonical edge type."""
+
+    def __init__(self, graph: _GraphProxy, view: str, relation: tuple[str, str, str] | None):
+        self.graph, self.view, self.relation = graph, view, relation
+
+    def __getitem__(self, key: Any) -> Any:
+        tracer = self.graph.tracer
+        if not isinstance(key, str) or key.startswith("_"):
+            raise GraphUseError(f"forward reads graph.{self.view}[{key!r}]; gnn-codegen follows a heterogeneous "
+                                "graph's edge data read by a key of your own, not DGL's reserved ones")
+        if self.relation is not None:
+            return tracer.graph_edge_input(key, self.relation)  # type: ignore[attr-defined]
+        relations = self.graph.schema.relations
+        if len(relations) == 1:
+            return tracer.graph_edge_input(key, relations[0])  # type: ignore[attr-defined]
+        return {r: tracer.graph_edge_input(key, r) for r in relations}  # type: ignore[attr-defined]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        raise GraphUseError(f"forward writes graph.{self.view}[{key!r}] of a heterogeneous graph, which "
+                            "gnn-codegen does not follow yet")
 
 
 class _Data:
@@ -221,6 +275,8 @@ class _HeteroTracer(_Tracer):
         self.taken = set(taken)  # names an input read from the graph must not take
         # inputs read from the graph: key -> (the input's name, {ntype: its placeholder})
         self.graph_inputs: dict[str, tuple[str, dict[str, fx.Proxy]]] = {}
+        # and edge data: key -> (its name, {relation: its placeholder})
+        self.edge_inputs: dict[str, tuple[str, dict[tuple[str, str, str], fx.Proxy]]] = {}
         self.values: dict[str, Any] = {}  # constants: fx node name -> value, where computed
         self.constant_names: set[str] = set()  # every value of the weights alone
 
@@ -246,16 +302,29 @@ class _HeteroTracer(_Tracer):
     def graph_input(self, key: str, ntype: str) -> fx.Proxy:
         """The placeholder of the graph's feature `key` of type `ntype`, made on first read."""
         if key not in self.graph_inputs:
-            name = re.sub(r"\W", "_", key)
-            name = name if name.isidentifier() else f"feat_{name}"
-            while name in self.taken:
-                name += "_"
-            self.taken.add(name)
-            self.graph_inputs[key] = (name, {})
+            self.graph_inputs[key] = (self._input_name(key), {})
         name, proxies = self.graph_inputs[key]
         if ntype not in proxies:
             proxies[ntype] = self.create_proxy("placeholder", f"{name}_{ntype}", (), {})
         return proxies[ntype]
+
+    def graph_edge_input(self, key: str, relation: tuple[str, str, str]) -> fx.Proxy:
+        """The placeholder of the graph's edge data `key` of a relation, made on first read."""
+        if key not in self.edge_inputs:
+            self.edge_inputs[key] = (self._input_name(key), {})
+        name, proxies = self.edge_inputs[key]
+        if relation not in proxies:
+            proxies[relation] = self.create_proxy("placeholder", f"{name}_{relation[1]}", (), {})
+        return proxies[relation]
+
+    def _input_name(self, key: str) -> str:
+        """A name of its own for an input read from the graph by key."""
+        name = re.sub(r"\W", "_", key)
+        name = name if name.isidentifier() else f"data_{name}"
+        while name in self.taken:
+            name += "_"
+        self.taken.add(name)
+        return name
 
     def _is_constant(self, node: fx.Node) -> bool:
         """Whether the node is computed from the weights alone."""
@@ -477,6 +546,8 @@ def trace_hetero(model: torch.nn.Module, schema: Schema, feature_types: tuple[st
                 graph.erase_node(guard)
     from_graph = {proxy.node: (name, ntype) for name, proxies in tracer.graph_inputs.values()
                   for ntype, proxy in proxies.items()}
+    from_graph.update({proxy.node: (name, rel) for name, proxies in tracer.edge_inputs.values()  # type: ignore[misc]
+                       for rel, proxy in proxies.items()})
     placeholders = [n for n in graph.nodes if n.op == "placeholder" and n.target != graph_arg
                     and n not in from_graph]
     flat = [(p, t) for p in features for t in feature_types]
@@ -491,6 +562,15 @@ def trace_hetero(model: torch.nn.Module, schema: Schema, feature_types: tuple[st
             last.append(node)  # fx writes placeholders where they stand: with the others
             last = node
             by_input[(name, ntype)] = node
+    edge_data, edge_placeholders = [], {}
+    for key, (name, proxies) in tracer.edge_inputs.items():
+        relations = tuple(r for r in schema.relations if r in proxies)
+        edge_data.append((name, key, relations))
+        for rel in relations:
+            node = proxies[rel].node
+            last.append(node)
+            last = node
+            edge_placeholders[(name, rel)] = node
     output_node = next(n for n in graph.nodes if n.op == "output")
     info = getattr(graph._codegen, "pytree_info", None)  # with feature dicts, fx flattens the result
     output = output_node.args[0] if info is None else pytree.tree_unflatten(list(output_node.args[0]), info.out_spec)
@@ -499,5 +579,6 @@ def trace_hetero(model: torch.nn.Module, schema: Schema, feature_types: tuple[st
     gm = fx.GraphModule(model, graph, type(model).__name__)
     graph_data = tuple((name, key) for key, (name, _) in tracer.graph_inputs.items())
     return HeteroTraced(model, gm, graph_arg, tuple(inputs), by_input, output, frozenset(tracer.constant_names),
-                        dict(tracer.values), path, blocks, graph_data, tuple(given.items()))
+                        dict(tracer.values), path, blocks, graph_data, tuple(given.items()), tuple(edge_data),
+                        edge_placeholders)
 

@@ -315,16 +315,23 @@ def _run(model: torch.nn.Module, generated: Generated, g: dgl.DGLHeteroGraph,
     with SimulatedDevice() as sim:
         sim.move_model(model)
         sim.on_host(*(t for d in inputs.values() for t in d.values()))
+        sim.on_host(*(g.edges[rel].data[key] for _, key, rels in generated.hetero.traced.edge_data for rel in rels))
         return method(g, *arguments.values(), batch_size=batch_size, device=sim.device)
 
 
 def _arguments(generated: Generated, g: dgl.DGLHeteroGraph,
                inputs: dict[str, dict[str, torch.Tensor]]) -> dict[str, dict[str, torch.Tensor]]:
-    """forward's arguments of `inputs`; those it reads from its graph are set on g instead."""
-    from_graph = dict(generated.hetero.traced.graph_data)
+    """forward's arguments of `inputs`; those it reads from its graph are set on g instead,
+    and the edge data it reads from the graph (random weights in [0.5, 1.5), per graph)."""
+    traced = generated.hetero.traced
+    from_graph = dict(traced.graph_data)
     for name, key in from_graph.items():
         for ntype, tensor in inputs[name].items():
             g.nodes[ntype].data[key] = tensor
+    gen = torch.Generator().manual_seed(g.num_edges())
+    for _, key, relations in traced.edge_data:
+        for rel in relations:
+            g.edges[rel].data[key] = torch.rand(g.num_edges(rel), generator=gen) + 0.5
     return {name: value for name, value in inputs.items() if name not in from_graph}
 
 

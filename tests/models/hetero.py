@@ -343,3 +343,38 @@ class WritesGraphFeatures(nn.Module):
     def forward(self, g, x):
         g.nodes["user"].data["h"] = x["user"]
         return self.conv(g, x)
+
+
+class WeightedRGCN(nn.Module):
+    """Edge weights per relation, read from the graph by relation name and given to each
+    relation's GraphConv through mod_kwargs (norm "both" reads full-graph out-degrees)."""
+
+    def __init__(self, in_size, hid_size, out_size, rel_names):
+        super().__init__()
+        self.rel_names = rel_names
+        self.conv1 = dglnn.HeteroGraphConv({rel: dglnn.GraphConv(in_size, hid_size) for rel in rel_names})
+        self.conv2 = dglnn.HeteroGraphConv(
+            {rel: dglnn.GraphConv(hid_size, out_size, norm="right") for rel in rel_names})
+
+    def forward(self, g, x):
+        weights = {rel: {"edge_weight": g.edges[rel].data["w"]} for rel in self.rel_names}
+        h = self.conv1(g, x, mod_kwargs=weights)
+        h = {k: F.relu(v) for k, v in h.items()}
+        return self.conv2(g, h, mod_kwargs=weights)
+
+
+class EdgeDataSAGE(nn.Module):
+    """g.edata["weight"], a dict by canonical edge type, as SAGEConv's and GATConv's edge
+    weights, by relation name."""
+
+    def __init__(self, size, rel_names):
+        super().__init__()
+        self.sage = dglnn.HeteroGraphConv({rel: dglnn.SAGEConv(size, size, "mean") for rel in rel_names},
+                                          aggregate="mean")
+        self.gat = dglnn.HeteroGraphConv({rel: dglnn.GATConv(size, size, num_heads=2) for rel in rel_names})
+
+    def forward(self, g, x):
+        ew = g.edata["weight"]
+        weights = {etype: {"edge_weight": ew[(src, etype, dst)]} for src, etype, dst in g.canonical_etypes}
+        h = {k: F.relu(v) for k, v in self.sage(g, x, mod_kwargs=weights).items()}
+        return {k: v.mean(1) for k, v in self.gat(g, h, mod_kwargs=weights).items()}

@@ -48,6 +48,9 @@ OPTIONS = {
     "WeightedRGCN": GenerateOptions(init=json.dumps({"in_size": 5, "hid_size": 6, "out_size": 3,
                                                      "rel_names": GAME_RELATIONS}), metagraph=GAMES),
     "EdgeDataSAGE": GenerateOptions(init=json.dumps({"size": 6, "rel_names": GAME_RELATIONS}), metagraph=GAMES),
+    # aggregate as a function, and as a method of the model with weights of its own
+    "CallableAggregates": GenerateOptions(init=json.dumps({"size": 6, "rel_names": GAME_RELATIONS}),
+                                          metagraph=GAMES),
     # forward(blocks) reading its features from blocks[0].srcdata
     "SAGEOnBlocksReadingFeatures": GenerateOptions(init=json.dumps({"size": 6, "rel_names": GAME_RELATIONS}),
                                                    metagraph=GAMES),

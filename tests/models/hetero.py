@@ -378,3 +378,30 @@ class EdgeDataSAGE(nn.Module):
         weights = {etype: {"edge_weight": ew[(src, etype, dst)]} for src, etype, dst in g.canonical_etypes}
         h = {k: F.relu(v) for k, v in self.sage(g, x, mod_kwargs=weights).items()}
         return {k: v.mean(1) for k, v in self.gat(g, h, mod_kwargs=weights).items()}
+
+
+def max_of_relations(tensors, dsttype):
+    """HeteroGraphConv's aggregate as a function of the user's: the relations' rows' maximum."""
+    return torch.stack(tensors, dim=0).max(dim=0).values
+
+
+class CallableAggregates(nn.Module):
+    """aggregate as a callable: a function of the file's, and a method of the model that
+    weighs the relations into each node by a learnt score (attention over relations, per node)."""
+
+    def __init__(self, size, rel_names):
+        super().__init__()
+        self.score = nn.Linear(size, 1)
+        self.conv1 = dglnn.HeteroGraphConv({rel: dglnn.SAGEConv(size, size, "mean") for rel in rel_names},
+                                           aggregate=max_of_relations)
+        self.conv2 = dglnn.HeteroGraphConv({rel: dglnn.GraphConv(size, size) for rel in rel_names},
+                                           aggregate=self.weigh_relations)
+
+    def weigh_relations(self, tensors, dsttype):
+        stacked = torch.stack(tensors, dim=1)  # (nodes, relations, size)
+        weights = torch.softmax(self.score(stacked), dim=1)
+        return (weights * stacked).sum(1)
+
+    def forward(self, g, x):
+        h = {k: F.relu(v) for k, v in self.conv1(g, x).items()}
+        return self.conv2(g, h)

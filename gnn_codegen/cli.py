@@ -162,10 +162,9 @@ def _run(args: argparse.Namespace, stdout: TextIO) -> int:
     if args.no_verify:
         print(_paragraph("warning", "--no-verify: the module was not checked against forward before it was "
                          "written; its header says so. Check it with --check."), file=sys.stderr)
-    if args.explain:
-        if generated.hetero is not None:
-            raise OptionsError("--explain does not describe the plan for a heterogeneous model yet; the "
-                               "generated module's comments name each layer and node type.")
+    if args.explain and generated.hetero is not None:
+        _explain_hetero(generated, args, stdout)
+    elif args.explain:
         _explain(generated, args, stdout)
     if args.check:
         # imports the generated module: only when asked
@@ -235,6 +234,16 @@ def _explain(generated, args: argparse.Namespace, stdout: TextIO) -> None:
         wrote = ", ".join(str(p) for p in [path, *pictures])
         print(f"wrote {wrote}" + ("" if pictures else " (install Graphviz's `dot` to render it)"), file=sys.stderr)
     stdout.write(explain_json(data) if args.json else explain_text(data))
+
+
+def _explain_hetero(generated, args: argparse.Namespace, stdout: TextIO) -> None:
+    from gnn_codegen.hetero.explain import explain_hetero, explain_hetero_text
+
+    if args.dot:
+        raise OptionsError("--dot draws the traced graph of a model on a homogeneous graph; for a heterogeneous "
+                           "model, --explain prints each layer and node type (and --json the same as JSON).")
+    data = explain_hetero(generated, args.nodes)
+    stdout.write(explain_json(data) if args.json else explain_hetero_text(data))
 
 
 def main(argv: list[str] | None = None) -> int:

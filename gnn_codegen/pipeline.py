@@ -80,6 +80,8 @@ class Generated:
     hetero: Any = None
     schema: Any = None
     feat_dims: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    # a heterogeneous model's stages as the generated code runs them (HeteroRenderer.layout)
+    hetero_layout: tuple[Any, ...] = ()
 
 
 def parse_feat_dims(spec: str | None) -> dict[str, tuple[int, ...]]:

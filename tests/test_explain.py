@@ -102,3 +102,32 @@ def test_cli_rejects_contradictory_options(tmp_path, args: list[str], message: s
     assert result.returncode == 2 and result.stderr.startswith("error: ") and message in result.stderr
     assert "Traceback" not in result.stderr
     assert not (REPO / "x.py").exists()
+
+
+def test_explain_a_heterogeneous_model(tmp_path) -> None:
+    """--explain for a HeteroGraphConv model: each layer per destination type, its stored rows
+    and the relations' rows made once per node, measured by running the generated code; --json
+    the same; --dot refused (it draws a homogeneous plan)."""
+    from gnn_codegen.hetero.explain import SCHEMA as HETERO_SCHEMA
+    from gnn_codegen.hetero.explain import explain_hetero
+
+    case = CASES_BY_NAME["rgat"]
+    data = explain_hetero(generate_case(case), 1000)
+    assert data["schema"] == HETERO_SCHEMA and [s["index"] for s in data["stages"]] == [1, 2, 3]
+    last = data["stages"][-1]["types"]
+    assert [t["ntype"] for t in last] == ["paper"]  # the last layer runs for papers alone
+    (store,) = last[0]["stores"]
+    # the result: the Linear after the last layer runs in its batches, 5 classes
+    assert store["tensor"] == 'h3["paper"]' and store["shape"] == [5] and store["bytes"] == 20 * 1000
+    # GATConv's fc'd rows (4 heads x 4) and attention term (4 heads x 1), per relation into papers
+    relations = {tuple(r["relation"]): r for r in last[0]["relation_rows"]}
+    assert relations[("author", "writes", "paper")]["bytes_per_row"] == (4 * 4 + 4) * 4
+    assert data["stored_bytes"] == sum(s["bytes"] for stage in data["stages"] for t in stage["types"]
+                                       for s in t["stores"])
+    args = [case.target, "--init", case.options.init, "--metagraph", case.options.metagraph, "--explain"]
+    result = cli(*args, "--nodes", "1000")
+    assert result.returncode == 0, result.stderr
+    assert 'store  h3["paper"]' in result.stdout and "first  writes, once per author node" in result.stdout
+    assert json.loads(cli(*args, "--json").stdout)["nodes_per_type"] == 1_000_000
+    result = cli(*args, "--dot", str(tmp_path / "plan.dot"))
+    assert result.returncode == 2 and "--dot draws the traced graph" in result.stderr

@@ -71,7 +71,7 @@ def generate_hetero(loaded: LoadedModel, options: GenerateOptions, feat_dims: di
     # only the rest is formatted
     generated = Generated(format_source(source, helpers), loaded, None, None, None, warnings, header["target"],  # type: ignore[arg-type]
                           method_name=options.method_name, hetero=plan, schema=schema,
-                          feat_dims=tuple(feat_dims.items()))
+                          feat_dims=tuple(feat_dims.items()), hetero_layout=tuple(renderer.layout))
     if not options.verify:
         return generated
     result = verify_hetero(generated)

@@ -46,6 +46,9 @@ class HeteroRenderer(ExpressionWriter):
         # (map_sources): (stage, HeteroGraphConv's path, its input dict) -> the dict's name
         self.relation_sources: dict[tuple[int, str, str], str] = {}
         self.conv_dst: dict[fx.Node, str] = {}  # such a call -> its destination rows' parameter
+        # what --explain tells of each stage: (stage, what it runs, [(type, the dicts of
+        # stored rows it writes, whether its relations' rows are made once per node first)])
+        self.layout: list[tuple[int, str, list[tuple[str, list[str], bool]]]] = []
         # the dicts read from the graph keep their names
         self.names.taken.update(name for name, _ in plan.traced.graph_data)
         self.names.taken.update(name for name, _, _ in plan.traced.edge_data)
@@ -262,6 +265,8 @@ class HeteroRenderer(ExpressionWriter):
             if stage and self.on_subgraphs(stage):
                 arguments.append("subgraph=True")
             calls[t] = f"{targets} = batches.{method}({name}, {', '.join(arguments)})"
+        self.layout.append((stage, what, [(t, group_names[:len(per_type[t][3])],
+                                           any(name in per_type[t][1] for name in made_here)) for t in types]))
         lines += [f"{g} = {{}}" for g in group_names]
         unified = _shared(calls) if shared is not None else None
         if unified is not None:

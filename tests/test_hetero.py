@@ -48,6 +48,9 @@ OPTIONS = {
     "WeightedRGCN": GenerateOptions(init=json.dumps({"in_size": 5, "hid_size": 6, "out_size": 3,
                                                      "rel_names": GAME_RELATIONS}), metagraph=GAMES),
     "EdgeDataSAGE": GenerateOptions(init=json.dumps({"size": 6, "rel_names": GAME_RELATIONS}), metagraph=GAMES),
+    # forward(self, feats) on the graph it keeps (self.g), built from a stand-in of --metagraph
+    "KeptGraphRGCN": GenerateOptions(init=json.dumps({"in_size": 5, "hid_size": 6, "out_size": 3}),
+                                     metagraph=GAMES),
     # aggregate as a function, and as a method of the model with weights of its own
     "CallableAggregates": GenerateOptions(init=json.dumps({"size": 6, "rel_names": GAME_RELATIONS}),
                                           metagraph=GAMES),

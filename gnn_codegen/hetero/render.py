@@ -523,9 +523,12 @@ def _docstring(model: torch.nn.Module, traced: Any, result: str | None, subgraph
     features = [p for p, _ in traced.inputs if p not in from_graph]
     graph = f"[g] * {traced.blocks}" if traced.blocks else traced.graph_arg
     first = list(inspect.signature(type(model).forward).parameters)[1] == traced.graph_arg
-    # forward(self, h=None, blocks=None): the graph by name
-    call = ", ".join([graph, *features] if first else [*features, f"{traced.graph_arg}={graph}"])
+    # forward(self, h=None, blocks=None): the graph by name; forward(self, feats): none
+    call = ", ".join([graph, *features] if first else features if traced.kept
+                     else [*features, f"{traced.graph_arg}={graph}"])
     call += "".join(f", {name}={json.dumps(value) if isinstance(value, str) else repr(value)}" for name, value in traced.forward_args)
+    if traced.kept:
+        call += f") on {graph} (the graph forward reads as {', '.join('self.' + p for p in traced.kept)}"
     own = (" (for a layer of this model's own, the graph of those in-edges, with the batch's "
            "nodes first of their type)") if subgraphs else ""
     paragraphs = [

@@ -10,6 +10,7 @@ may loop over them; they stay ops of the traced graph, computed once by the gene
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import operator
@@ -25,6 +26,7 @@ from torch.utils import _pytree as pytree
 
 from gnn_codegen.errors import GraphUseError, OptionsError, SignatureError, TraceFailedError
 from gnn_codegen.hetero.schema import Schema, hetero_convs, hetero_layers, is_hetero_layer
+from gnn_codegen.kept_graph import forward_taking_the_graph, graphs_on_the_model, kept_graph
 from gnn_codegen.trace import _graph_parameter, _Tracer, _user_location
 
 
@@ -60,6 +62,9 @@ class HeteroTraced:
     graph_data: tuple[tuple[str, str], ...] = ()
     # forward's parameters traced at a value --forward-args gives (`out_key="paper"`)
     forward_args: tuple[tuple[str, Any], ...] = ()
+    # where the model keeps its graph when forward takes none (`self.g`: forward(self, feats)),
+    # kept_graph.py; graph_arg is then inference's name for it
+    kept: tuple[str, ...] = ()
     # edge data forward reads from its graph (`g.edges[etype].data["w"]`, given a HeteroGraphConv
     # as mod_kwargs' edge weights): (its name, the key, its relations), and each relation's
     # placeholder by (name, relation)
@@ -474,27 +479,32 @@ def parse_forward_args(model: torch.nn.Module, text: str | None) -> dict[str, An
     return values
 
 
-def _signature(model: torch.nn.Module, given: dict[str, Any]) -> tuple[str, list[str]]:
-    """forward's graph parameter (named like one, else the first), and its feature parameters
-    (those without a default). A graph parameter with a default (DGL's rgcn-hetero example:
-    `forward(self, h=None, blocks=None)`, the kept graph when no blocks are given) is traced as
-    given, the others at their defaults."""
+def _signature(model: torch.nn.Module, given: dict[str, Any]) -> tuple[str, list[str], tuple[str, ...]]:
+    """forward's graph parameter (named like one, else the first), its feature parameters
+    (those without a default), and where the model keeps its graph when forward takes none
+    (inference's name for it is then the attribute's: `g` for self.g). A graph parameter with a
+    default (DGL's rgcn-hetero example: `forward(self, h=None, blocks=None)`, the kept graph
+    when no blocks are given) is traced as given, the others at their defaults."""
     params = list(inspect.signature(type(model).forward).parameters.values())[1:]
     name = type(model).__name__
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     graph = _graph_parameter(model, positional) if positional else None
-    if graph is None:
+    kept: tuple[str, ...] = ()
+    if graph is None and graphs_on_the_model(model):  # forward(self, feats) on self.g
+        graph_name, kept = kept_graph(model, {p.name for p in params})
+    elif graph is None:
         raise SignatureError(
             f"{name}.forward must take the heterogeneous graph (or its list of blocks) (def "
-            "forward(self, g, inputs)); gnn-codegen does not yet follow a heterogeneous model that "
-            "keeps its graph and takes none."
+            "forward(self, g, inputs)), or the model keep it (self.g)."
         )
-    if graph.name in given:
-        raise OptionsError(f"--forward-args gives {graph.name}, forward's graph: give values only for "
+    else:
+        graph_name = graph.name
+    if graph_name in given:
+        raise OptionsError(f"--forward-args gives {graph_name}, forward's graph: give values only for "
                            "parameters that are not the graph or features, such as out_key.")
-    features = [p.name for p in params if p is not graph and p.default is inspect.Parameter.empty
+    features = [p.name for p in params if p.name != graph_name and p.default is inspect.Parameter.empty
                 and p.name not in given]
-    return graph.name, features
+    return graph_name, features, kept
 
 
 def trace_hetero(model: torch.nn.Module, schema: Schema, feature_types: tuple[str, ...], path: Path,
@@ -503,9 +513,9 @@ def trace_hetero(model: torch.nn.Module, schema: Schema, feature_types: tuple[st
     names some); forward_args: values of forward's parameters it is traced for (--forward-args)."""
     model.eval()
     given = dict(forward_args or {})
-    graph_arg, features = _signature(model, given)
+    graph_arg, features, kept = _signature(model, given)
     blocks = blocks_style(model, graph_arg)
-    taken = set(inspect.signature(type(model).forward).parameters)
+    taken = set(inspect.signature(type(model).forward).parameters) | {graph_arg}
     tracer = _HeteroTracer(schema, graph_arg, blocks, feature_types, taken)
     concrete: dict[str, Any] = {p: {t: fx.PH for t in feature_types} for p in features}
     # parameters with defaults are traced at their default, as Python would call forward(g, x)
@@ -514,7 +524,9 @@ def trace_hetero(model: torch.nn.Module, schema: Schema, feature_types: tuple[st
             concrete[p.name] = p.default
     concrete.update(given)
     try:
-        graph = tracer.trace(model, concrete_args=concrete)
+        # a kept graph: forward, while traced, takes it first and sets it where the model keeps it
+        with forward_taking_the_graph(model, graph_arg, kept) if kept else contextlib.nullcontext():
+            graph = tracer.trace(model, concrete_args=concrete)
     except (GraphUseError, SignatureError) as exc:
         where = _user_location(exc.__traceback__, path) or f"{type(model).__name__}.forward"
         raise type(exc)(f"{where}: {exc}") from None
@@ -579,6 +591,6 @@ def trace_hetero(model: torch.nn.Module, schema: Schema, feature_types: tuple[st
     gm = fx.GraphModule(model, graph, type(model).__name__)
     graph_data = tuple((name, key) for key, (name, _) in tracer.graph_inputs.items())
     return HeteroTraced(model, gm, graph_arg, tuple(inputs), by_input, output, frozenset(tracer.constant_names),
-                        dict(tracer.values), path, blocks, graph_data, tuple(given.items()), tuple(edge_data),
-                        edge_placeholders)
+                        dict(tracer.values), path, blocks, graph_data, tuple(given.items()), kept,
+                        tuple(edge_data), edge_placeholders)
 

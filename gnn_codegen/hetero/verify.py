@@ -24,6 +24,7 @@ from gnn_codegen.hetero.plan import result_type
 from gnn_codegen.hetero.schema import Schema, random_heterograph
 from gnn_codegen.hetero.trace import calls_own_layer, hetero_conv
 from gnn_codegen.input_specs import GUESSED_WIDTH, declared_width
+from gnn_codegen.kept_graph import graph_set_on
 from gnn_codegen.lower import locations
 from gnn_codegen.node_tables import table_of, tables_set_on
 from gnn_codegen.perturb import perturb
@@ -285,7 +286,11 @@ def _forward(model: torch.nn.Module, generated: Generated, g: dgl.DGLHeteroGraph
         try:
             traced = generated.hetero.traced
             graph = [g] * traced.blocks if traced.blocks else g
-            return model(**{traced.graph_arg: graph}, **_forward_arguments(generated, g, inputs))  # by name: the graph may come later
+            arguments = _forward_arguments(generated, g, inputs)
+            if traced.kept:  # forward(self, feats) on self.g: g where the model keeps it
+                with graph_set_on(model, traced.kept, g):
+                    return model(**arguments)
+            return model(**{traced.graph_arg: graph}, **arguments)  # by name: the graph may come later
         except Exception as exc:
             frames = [f for f in traceback.extract_tb(exc.__traceback__)
                       if f.filename == str(generated.loaded.path.resolve()) or f.filename == str(generated.loaded.path)]

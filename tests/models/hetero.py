@@ -405,3 +405,18 @@ class CallableAggregates(nn.Module):
     def forward(self, g, x):
         h = {k: F.relu(v) for k, v in self.conv1(g, x).items()}
         return self.conv2(g, h)
+
+
+class KeptGraphRGCN(nn.Module):
+    """The graph kept at construction (relation names read off it) and forward taking the
+    features alone, as DGL's older heterograph examples write it."""
+
+    def __init__(self, g, in_size, hid_size, out_size):
+        super().__init__()
+        self.g = g
+        self.conv1 = dglnn.HeteroGraphConv({rel: dglnn.GraphConv(in_size, hid_size) for rel in g.etypes})
+        self.conv2 = dglnn.HeteroGraphConv({rel: dglnn.SAGEConv(hid_size, out_size, "mean") for rel in g.etypes})
+
+    def forward(self, feats):
+        h = {k: F.relu(v) for k, v in self.conv1(self.g, feats).items()}
+        return self.conv2(self.g, h)["user"]

@@ -169,6 +169,11 @@ REFUSED = {
         "tests/models/hetero.py:165 (`return h[\"user\"] / g.num_nodes(\"user\")`): forward reads "
         "graph.num_nodes of a heterogeneous graph",
     ),
+    "WeightsAsArgument": (
+        errors.TraceFailedError,
+        "tests/models/hetero.py:434 (`return self.conv(g, x, mod_kwargs={\"plays\": {\"edge_weight\": "
+        "edge_weight[\"plays\"]}})`): tracing forward with torch.fx failed with KeyError",
+    ),
     "WritesGraphFeatures": (
         errors.GraphUseError,
         "tests/models/hetero.py:344 (`g.nodes[\"user\"].data[\"h\"] = x[\"user\"]`): forward writes "
@@ -184,6 +189,8 @@ def test_refusals_name_the_line(name: str, monkeypatch: pytest.MonkeyPatch) -> N
     with pytest.raises(error_class) as caught:
         generate_all(f"{MODELS}:{name}", GenerateOptions(feat_dims="user=8,game=8"))
     assert str(caught.value).startswith(start), str(caught.value)
+    if name == "WeightsAsArgument":  # the way out: edge data on the graph
+        assert "give edge data by relation on the graph instead" in str(caught.value)
 
 
 def test_missing_destination_features_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -533,7 +533,13 @@ def trace_hetero(model: torch.nn.Module, schema: Schema, feature_types: tuple[st
     except Exception as exc:
         where = _user_location(exc.__traceback__, path) or f"{type(model).__name__}.forward"
         hint = ""
-        if isinstance(exc, (TypeError, KeyError)) and features:
+        key = exc.args[0] if isinstance(exc, KeyError) and exc.args else None
+        if key is not None and (key in schema.relations or key in [r[1] for r in schema.relations]):
+            # forward(g, x, edge_weight) with edge_weight[etype]: a dict by relation
+            hint = (f" It traced {_and_names(features)} as a dict of features per node type, and forward reads "
+                    f"one by the relation {key!r}: give edge data by relation on the graph instead "
+                    "(g.edges[etype].data[\"w\"]), where gnn-codegen follows it into mod_kwargs.")
+        elif isinstance(exc, (TypeError, KeyError)) and features:
             # forward(G, out_key) traced with out_key a dict of features: the way out is a value
             hint = (f" It traced {_and_names(features)} as a dict of features per node type; give the "
                     f"value of a parameter that is not (the type to return, say) with --forward-args "

@@ -420,3 +420,15 @@ class KeptGraphRGCN(nn.Module):
     def forward(self, feats):
         h = {k: F.relu(v) for k, v in self.conv1(self.g, feats).items()}
         return self.conv2(self.g, h)["user"]
+
+
+class WeightsAsArgument(nn.Module):
+    """Edge weights by relation as an argument of forward: traced as features per node type."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = dglnn.HeteroGraphConv({("user", "plays", "game"): dglnn.GraphConv(8, 4),
+                                           ("game", "played_by", "user"): dglnn.GraphConv(8, 4)})
+
+    def forward(self, g, x, edge_weight):
+        return self.conv(g, x, mod_kwargs={"plays": {"edge_weight": edge_weight["plays"]}})

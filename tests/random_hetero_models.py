@@ -9,8 +9,8 @@ cross reducer), and between the layers per-type activations, skips, Linears, Bat
 Dropout. forward takes the features, or reads them from the graph as DGL's examples do
 (`g.nodes[ntype].data["feat"]`, `g.ndata["feat"]`), and may take the type it returns (out_key,
 given with --forward-args). A HeteroGraphConv may be given edge weights per relation, read from
-the graph (`mod_kwargs={etype: {"edge_weight": g.edges[etype].data["w"]}}`). Rendered as a model
-file with a fixed schema."""
+the graph (`mod_kwargs={etype: {"edge_weight": g.edges[etype].data["w"]}}`), and layers may scale
+by the graph's node counts (`g.num_nodes(k)`). Rendered as a model file with a fixed schema."""
 
 from __future__ import annotations
 
@@ -131,6 +131,8 @@ def random_hetero_spec(seed: int) -> HeteroSpec:
         if rng.random() < 0.3:
             init_lines.append(f"self.drop{layer} = nn.Dropout(0.5)")
             expression = f"self.drop{layer}({expression})"
+        if rng.random() < 0.15:  # the full graph's counts, numbers read once by inference
+            expression = f"({expression}) * (g.num_nodes(k) / g.num_nodes())"
         body.append(f"h = {{k: {expression} for k, v in h_new.items()}}")
         present = new_present
         current = {t: width for t in present}

@@ -51,6 +51,8 @@ OPTIONS = {
     # forward(self, feats) on the graph it keeps (self.g), built from a stand-in of --metagraph
     "KeptGraphRGCN": GenerateOptions(init=json.dumps({"in_size": 5, "hid_size": 6, "out_size": 3}),
                                      metagraph=GAMES),
+    # the full graph's node count read in forward (`h["user"] / g.num_nodes("user")`)
+    "ReadsGraphSizes": GenerateOptions(feat_dims="user=8,game=8"),
     # aggregate as a function, and as a method of the model with weights of its own
     "CallableAggregates": GenerateOptions(init=json.dumps({"size": 6, "rel_names": GAME_RELATIONS}),
                                           metagraph=GAMES),
@@ -164,15 +166,15 @@ REFUSED = {
         "tests/models/hetero.py:154 (`return h[\"user\"] - h[\"user\"].mean(0)`): .mean() is not known to keep "
         "each node's row independent",
     ),
-    "ReadsGraphSizes": (
-        errors.GraphUseError,
-        "tests/models/hetero.py:165 (`return h[\"user\"] / g.num_nodes(\"user\")`): forward reads "
-        "graph.num_nodes of a heterogeneous graph",
-    ),
     "WeightsAsArgument": (
         errors.TraceFailedError,
         "tests/models/hetero.py:434 (`return self.conv(g, x, mod_kwargs={\"plays\": {\"edge_weight\": "
         "edge_weight[\"plays\"]}})`): tracing forward with torch.fx failed with KeyError",
+    ),
+    "ArangeOfGraphSize": (
+        errors.UnsupportedOperationError,
+        "tests/models/hetero.py:448 (`ids = torch.arange(g.num_nodes(\"user\"))`): this line computes with "
+        "g.num_nodes(...) other than on a node type's rows",
     ),
     "WritesGraphFeatures": (
         errors.GraphUseError,

@@ -18,7 +18,7 @@ import torch
 import torch.fx as fx
 
 from gnn_codegen.errors import UnsupportedOperationError
-from gnn_codegen.hetero.trace import HeteroTraced, hetero_conv
+from gnn_codegen.hetero.trace import GRAPH_COUNTS, HeteroTraced, hetero_conv
 from gnn_codegen.ir import Op, Ref
 from gnn_codegen.lower import locations
 from gnn_codegen.rowwise import EVAL_IDENTITY_MODULES, is_rowwise, qualified_name
@@ -199,6 +199,14 @@ def build_hetero_plan(traced: HeteroTraced) -> HeteroPlan:
                     "(element-wise functions, nn.Linear, products with weights and such do)")
         ntype[node] = types.pop()
         stage[node] = max(stage[a] for a in args if a in stage)
+    for node in nodes:  # the full graph's counts are numbers that node rows are computed with
+        if node.op == "call_method" and node.target in GRAPH_COUNTS:
+            for user in users[node]:
+                if not ntype.get(user):
+                    _refuse(user, traced, f"this line computes with g.{node.target}(...) other than on a node type's "
+                            "rows (a tensor of that size, say), which a layer-wise loop cannot do batch by batch; "
+                            "gnn-codegen reads the full graph's counts as numbers that node rows are computed "
+                            "with (h / g.num_nodes(\"paper\"))")
     _sink(nodes, stage, tables, set(nodes_in(output)), users, res)
     typed = [n for n in nodes if n in stage]
     stored = []

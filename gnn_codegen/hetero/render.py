@@ -19,7 +19,7 @@ import torch.fx as fx
 from gnn_codegen.errors import UnsupportedOperationError
 from gnn_codegen.hetero.expressions import ExpressionWriter, Names, accessor, base_name
 from gnn_codegen.hetero.plan import HeteroPlan, nodes_in, result_type
-from gnn_codegen.hetero.trace import calls_own_layer, hetero_conv
+from gnn_codegen.hetero.trace import GRAPH_COUNTS, calls_own_layer, hetero_conv
 from gnn_codegen.lower import locations
 from gnn_codegen.render_code import comment
 
@@ -40,6 +40,7 @@ class HeteroRenderer(ExpressionWriter):
         self.literals: dict[str, str] = {}  # a dict of features forward builds -> its name
         self.emitted: set[str] = set()  # the literals written out so far
         self.once_lines: list[str] = []
+        self.count_lines: list[str] = []  # the full graph's counts forward reads, once
         # the runtime's optional sections the method calls (hetero/generate.py)
         self.sections: set[str] = set()
         # each relation's work on its source rows, once per node before a layer's loop
@@ -87,6 +88,8 @@ class HeteroRenderer(ExpressionWriter):
         if checks:
             lines.append(f"batches.check_rows({', '.join(checks)})")
         self._name_constants()
+        if self.count_lines:
+            lines += ["# the full graph's counts forward reads", *self.count_lines]
         if self.once_lines:
             lines += ["# computed once, from the weights alone", *self.once_lines]
         if self.subsets:
@@ -135,6 +138,13 @@ class HeteroRenderer(ExpressionWriter):
         embedding with a weight), get a statement of their own; the rest are written inline.
         Arguments a HeteroGraphConv is given (mod_kwargs=wdict) are named as forward names them."""
         plan = self.plan
+        for node in plan.nodes:  # the full graph's counts forward reads (`g.num_nodes("paper")`)
+            if graph_count(node, self.traced.graph_arg):
+                name = self.names.new(f"{node.target}_{node.args[1]}" if len(node.args) > 1 else str(node.target))
+                graph = "g" if self.traced.blocks else self.traced.graph_arg
+                arguments = ", ".join(self.expr(a, {}) for a in node.args[1:])
+                self.count_lines.append(f"{name} = {graph}.{node.target}({arguments})")
+                self.once[node] = name
         uses: dict[fx.Node, set[Any]] = {}
         for node in plan.nodes:
             for arg in nodes_in((node.args, node.kwargs)):
@@ -466,6 +476,12 @@ class HeteroRenderer(ExpressionWriter):
             return self.expr(value, {})
 
         return one(output)
+
+
+def graph_count(node: fx.Node, graph_arg: str) -> bool:
+    """`g.num_nodes("paper")` and the like on forward's graph, as traced."""
+    return (node.op == "call_method" and node.target in GRAPH_COUNTS and bool(node.args)
+            and isinstance(node.args[0], fx.Node) and node.args[0].target == graph_arg)
 
 
 def _describe_conv(module: torch.nn.Module) -> str:

@@ -89,6 +89,8 @@ class _GraphProxy(fx.Proxy):
             return known[name]
         if name in _SIZES:  # forward's graph is whole: a block's destination rows are all rows
             return lambda *args, **kwargs: None
+        if name in GRAPH_COUNTS:  # g.num_nodes("paper"): a number of the full graph's, read once
+            return lambda *args, **kwargs: self.tracer.create_proxy("call_method", name, (self, *args), kwargs)
         if name == "local_var":
             return lambda: self
         if name == "local_scope":
@@ -218,6 +220,8 @@ class _Data:
 
 # a block's node counts, which forward uses to take destination rows (`h[:block.num_dst_nodes(t)]`)
 _SIZES = frozenset({"num_dst_nodes", "number_of_dst_nodes", "num_src_nodes", "number_of_src_nodes"})
+# the full graph's node and edge counts, which inference reads from its graph once (graph_count)
+GRAPH_COUNTS = frozenset({"num_nodes", "number_of_nodes", "num_edges", "number_of_edges"})
 # what people call forward's list of blocks
 _BLOCKS_NAMES = frozenset({"blocks", "mfgs", "block_list", "subgraphs"})
 

@@ -162,7 +162,7 @@ class ReadsGraphSizes(nn.Module):
 
     def forward(self, g, x):
         h = self.conv(g, x)
-        return h["user"] / g.num_nodes("user")
+        return h["user"] * g.num_edges("plays") / g.num_nodes("user")
 
 
 class GATPerRelation(nn.Module):
@@ -432,3 +432,18 @@ class WeightsAsArgument(nn.Module):
 
     def forward(self, g, x, edge_weight):
         return self.conv(g, x, mod_kwargs={"plays": {"edge_weight": edge_weight["plays"]}})
+
+
+class ArangeOfGraphSize(nn.Module):
+    """An embedding looked up by torch.arange(g.num_nodes(...)): a tensor of the graph's size."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(1000, 4)
+        self.conv = dglnn.HeteroGraphConv({("user", "plays", "game"): dglnn.GraphConv(8, 4),
+                                           ("game", "played_by", "user"): dglnn.GraphConv(8, 4)})
+
+    def forward(self, g, x):
+        h = self.conv(g, x)
+        ids = torch.arange(g.num_nodes("user"))
+        return h["user"] + self.emb(ids)

@@ -53,6 +53,7 @@ OPTIONS = {
                                      metagraph=GAMES),
     # the full graph's node count read in forward (`h["user"] / g.num_nodes("user")`)
     "ReadsGraphSizes": GenerateOptions(feat_dims="user=8,game=8"),
+    "CountArithmetic": GenerateOptions(feat_dims="user=8,game=8"),
     # aggregate as a function, and as a method of the model with weights of its own
     "CallableAggregates": GenerateOptions(init=json.dumps({"size": 6, "rel_names": GAME_RELATIONS}),
                                           metagraph=GAMES),
@@ -174,7 +175,7 @@ REFUSED = {
     "ArangeOfGraphSize": (
         errors.UnsupportedOperationError,
         "tests/models/hetero.py:448 (`ids = torch.arange(g.num_nodes(\"user\"))`): this line computes with "
-        "g.num_nodes(...) other than on a node type's rows",
+        "the graph's size other than as a number",
     ),
     "WritesGraphFeatures": (
         errors.GraphUseError,

@@ -40,6 +40,8 @@ class HeteroPlan:
     sizes: set[fx.Node] = field(default_factory=set)  # a batch's tensor sizes (`h.shape[0]`)
     # each live node's readers among the live nodes, through identities (resolve)
     users: dict[fx.Node, list[fx.Node]] = field(default_factory=dict)
+    # the full graph's counts (`g.num_nodes("paper")`) and numbers computed from them alone
+    counts: set[fx.Node] = field(default_factory=set)
 
     @property
     def num_stages(self) -> int:
@@ -199,14 +201,14 @@ def build_hetero_plan(traced: HeteroTraced) -> HeteroPlan:
                     "(element-wise functions, nn.Linear, products with weights and such do)")
         ntype[node] = types.pop()
         stage[node] = max(stage[a] for a in args if a in stage)
-    for node in nodes:  # the full graph's counts are numbers that node rows are computed with
-        if node.op == "call_method" and node.target in GRAPH_COUNTS:
-            for user in users[node]:
-                if not ntype.get(user):
-                    _refuse(user, traced, f"this line computes with g.{node.target}(...) other than on a node type's "
-                            "rows (a tensor of that size, say), which a layer-wise loop cannot do batch by batch; "
-                            "gnn-codegen reads the full graph's counts as numbers that node rows are computed "
-                            "with (h / g.num_nodes(\"paper\"))")
+    counts = _counts(nodes, res, traced)
+    for node in counts:  # numbers that node rows are computed with, never a tensor of that size
+        for user in users[node]:
+            if not ntype.get(user) and user not in counts:
+                _refuse(user, traced, "this line computes with the graph's size other than as a number (a tensor of "
+                        "that size, say), which a layer-wise loop cannot do batch by batch; gnn-codegen reads the "
+                        "full graph's counts as numbers that node rows are computed with "
+                        "(h / g.num_nodes(\"paper\"))")
     _sink(nodes, stage, tables, set(nodes_in(output)), users, res)
     typed = [n for n in nodes if n in stage]
     stored = []
@@ -222,7 +224,27 @@ def build_hetero_plan(traced: HeteroTraced) -> HeteroPlan:
         if later or node in nodes_in(output):
             stored.append(node)
     once = [n for n in nodes if n.name in traced.constant_names and n.op != "get_attr"]
-    return HeteroPlan(traced, nodes, ntype, stage, once, stored, output, tables, sizes, users)
+    return HeteroPlan(traced, nodes, ntype, stage, once, stored, output, tables, sizes, users, counts)
+
+
+# Python's arithmetic on numbers, which keeps a count a number
+_NUMBER_OPS = frozenset({operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
+                         operator.pow, operator.neg, operator.mod, abs, min, max, float, int, round})
+
+
+def _counts(nodes: list[fx.Node], res: Any, traced: HeteroTraced) -> set[fx.Node]:
+    """The full graph's counts forward reads (`g.num_nodes("paper")`), and the numbers computed
+    from them (and constants) by Python's arithmetic: inference computes them once."""
+    counts: set[fx.Node] = set()
+    for node in nodes:
+        if node.op == "call_method" and node.target in GRAPH_COUNTS:
+            counts.add(node)
+        elif node.op == "call_function" and node.target in _NUMBER_OPS:
+            args = nodes_in(res((node.args, node.kwargs)))
+            if args and any(a in counts for a in args) and all(a in counts or a.name in traced.constant_names
+                                                               for a in args):
+                counts.add(node)
+    return counts
 
 
 def _sink(nodes: list[fx.Node], stage: dict[fx.Node, int], tables: dict[fx.Node, str],

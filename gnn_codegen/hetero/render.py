@@ -19,7 +19,7 @@ import torch.fx as fx
 from gnn_codegen.errors import UnsupportedOperationError
 from gnn_codegen.hetero.expressions import ExpressionWriter, Names, accessor, base_name
 from gnn_codegen.hetero.plan import HeteroPlan, nodes_in, result_type
-from gnn_codegen.hetero.trace import GRAPH_COUNTS, calls_own_layer, hetero_conv
+from gnn_codegen.hetero.trace import calls_own_layer, hetero_conv
 from gnn_codegen.lower import locations
 from gnn_codegen.render_code import comment
 
@@ -138,13 +138,21 @@ class HeteroRenderer(ExpressionWriter):
         embedding with a weight), get a statement of their own; the rest are written inline.
         Arguments a HeteroGraphConv is given (mod_kwargs=wdict) are named as forward names them."""
         plan = self.plan
+        read: dict[str, str] = {}  # each count's call -> its name
         for node in plan.nodes:  # the full graph's counts forward reads (`g.num_nodes("paper")`)
-            if graph_count(node, self.traced.graph_arg):
-                name = self.names.new(f"{node.target}_{node.args[1]}" if len(node.args) > 1 else str(node.target))
+            if node not in plan.counts:
+                continue
+            if node.op == "call_method":
                 graph = "g" if self.traced.blocks else self.traced.graph_arg
-                arguments = ", ".join(self.expr(a, {}) for a in node.args[1:])
-                self.count_lines.append(f"{name} = {graph}.{node.target}({arguments})")
-                self.once[node] = name
+                arguments = ", ".join([*(self.expr(a, {}) for a in node.args[1:]),
+                                       *(f"{k}={self.expr(v, {})}" for k, v in node.kwargs.items())])
+                call = f"{graph}.{node.target}({arguments})"
+                if call not in read:
+                    read[call] = self.names.new(re.sub(r"\W+", "_", f"{node.target} {arguments}").strip("_"))
+                    self.count_lines.append(f"{read[call]} = {call}")
+                self.once[node] = read[call]
+            else:  # arithmetic on them: where it is read
+                self.once[node] = self.call_code(node, {}).operand()
         uses: dict[fx.Node, set[Any]] = {}
         for node in plan.nodes:
             for arg in nodes_in((node.args, node.kwargs)):
@@ -476,12 +484,6 @@ class HeteroRenderer(ExpressionWriter):
             return self.expr(value, {})
 
         return one(output)
-
-
-def graph_count(node: fx.Node, graph_arg: str) -> bool:
-    """`g.num_nodes("paper")` and the like on forward's graph, as traced."""
-    return (node.op == "call_method" and node.target in GRAPH_COUNTS and bool(node.args)
-            and isinstance(node.args[0], fx.Node) and node.args[0].target == graph_arg)
 
 
 def _describe_conv(module: torch.nn.Module) -> str:

@@ -447,3 +447,17 @@ class ArangeOfGraphSize(nn.Module):
         h = self.conv(g, x)
         ids = torch.arange(g.num_nodes("user"))
         return h["user"] + self.emb(ids)
+
+
+class CountArithmetic(nn.Module):
+    """Numbers computed from the full graph's counts (a type's share of the nodes)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = dglnn.HeteroGraphConv({("user", "plays", "game"): dglnn.GraphConv(8, 4),
+                                           ("game", "played_by", "user"): dglnn.GraphConv(8, 4)})
+
+    def forward(self, g, x):
+        h = self.conv(g, x)
+        share = g.num_nodes("user") / (g.num_nodes("user") + g.num_nodes("game"))
+        return {k: v * share for k, v in h.items()}

@@ -310,21 +310,19 @@ class _HeteroTracer(_Tracer):
 
     def graph_input(self, key: str, ntype: str) -> fx.Proxy:
         """The placeholder of the graph's feature `key` of type `ntype`, made on first read."""
-        if key not in self.graph_inputs:
-            self.graph_inputs[key] = (self._input_name(key), {})
-        name, proxies = self.graph_inputs[key]
-        if ntype not in proxies:
-            proxies[ntype] = self.create_proxy("placeholder", f"{name}_{ntype}", (), {})
-        return proxies[ntype]
+        return self._lifted(self.graph_inputs, key, ntype, ntype)
 
     def graph_edge_input(self, key: str, relation: tuple[str, str, str]) -> fx.Proxy:
         """The placeholder of the graph's edge data `key` of a relation, made on first read."""
-        if key not in self.edge_inputs:
-            self.edge_inputs[key] = (self._input_name(key), {})
-        name, proxies = self.edge_inputs[key]
-        if relation not in proxies:
-            proxies[relation] = self.create_proxy("placeholder", f"{name}_{relation[1]}", (), {})
-        return proxies[relation]
+        return self._lifted(self.edge_inputs, key, relation, relation[1])
+
+    def _lifted(self, store: dict[str, Any], key: str, part: Any, suffix: str) -> fx.Proxy:
+        if key not in store:
+            store[key] = (self._input_name(key), {})
+        name, proxies = store[key]
+        if part not in proxies:
+            proxies[part] = self.create_proxy("placeholder", f"{name}_{suffix}", (), {})
+        return proxies[part]
 
     def _input_name(self, key: str) -> str:
         """A name of its own for an input read from the graph by key."""

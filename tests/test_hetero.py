@@ -54,6 +54,11 @@ OPTIONS = {
     # the full graph's node count read in forward (`h["user"] / g.num_nodes("user")`)
     "ReadsGraphSizes": GenerateOptions(feat_dims="user=8,game=8"),
     "CountArithmetic": GenerateOptions(feat_dims="user=8,game=8"),
+    # forward takes one type's features as a tensor: --feat-dims names the type
+    "PaperFeaturesOnly": GenerateOptions(init=json.dumps({
+        "num_nodes": {"author": 50}, "in_size": 6, "hid_size": 5, "out_size": 3,
+        "rel_names": ["writes", "written_by", "cites"]}),
+        metagraph="author:writes:paper,paper:written_by:author,paper:cites:paper", feat_dims="paper=6"),
     # aggregate as a function, and as a method of the model with weights of its own
     "CallableAggregates": GenerateOptions(init=json.dumps({"size": 6, "rel_names": GAME_RELATIONS}),
                                           metagraph=GAMES),
@@ -484,3 +489,12 @@ def test_edge_weights_are_read_by_edge_id(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(runtime, "__init__", by_position)
     actual = model.inference(g, x, batch_size=16, device="cpu")
     assert not all(torch.allclose(actual[t], expected[t], atol=1e-3) for t in expected)
+
+
+def test_one_types_features_as_a_tensor_needs_its_type(monkeypatch: pytest.MonkeyPatch) -> None:
+    """forward(g, x) with `{"paper": x}`: without --feat-dims the type of x is unknown, and the
+    refusal says how to name it (with it, x is the papers' features: PaperFeaturesOnly above)."""
+    monkeypatch.chdir(REPO)
+    options = replace(OPTIONS["PaperFeaturesOnly"], feat_dims=None)
+    with pytest.raises(errors.GraphUseError, match="forward uses x as one tensor.*--feat-dims paper=128"):
+        generate_all(f"{MODELS}:PaperFeaturesOnly", options)

@@ -72,6 +72,10 @@ class HeteroRenderer(ExpressionWriter):
             "# the relations forward was traced for",
             f"batches.check_graph([{schema_relations}])",
         ]
+        for name in traced.tensor_inputs:  # forward(g, x) with {"paper": x}
+            (ntype,) = dict(traced.inputs)[name]
+            lines += [f"# {name}: the {ntype} features alone, a dict of them as the layers read it",
+                      f'{name} = {{"{ntype}": {name}}}']
         if from_graph:
             lines.append("# the features forward reads from its graph")
         for name, types in traced.inputs:
@@ -561,8 +565,11 @@ def _docstring(model: torch.nn.Module, traced: Any, result: str | None, subgraph
         "largest batches whose rows fit in max_memory bytes on `device`. progress: a tqdm bar per "
         "layer and type.",
     ]
-    if features:
-        paragraphs.append(f"{', '.join(features)}: a dict of features per node type, as forward takes it.")
+    as_dicts = [f for f in features if f not in traced.tensor_inputs]
+    if as_dicts:
+        paragraphs.append(f"{', '.join(as_dicts)}: a dict of features per node type, as forward takes it.")
+    for name in traced.tensor_inputs:
+        paragraphs.append(f"{name}: the {dict(traced.inputs)[name][0]} features, a tensor, as forward takes it.")
     for name, key in traced.graph_data:
         types = _and(list(dict(traced.inputs)[name]))
         paragraphs.append(f"{traced.graph_arg if not traced.blocks else 'g'}.nodes[ntype].data[{json.dumps(key)}]: "

@@ -70,6 +70,9 @@ class HeteroTraced:
     # placeholder by (name, relation)
     edge_data: tuple[tuple[str, str, tuple[tuple[str, str, str], ...]], ...] = ()
     edge_placeholders: dict[tuple[str, tuple[str, str, str]], fx.Node] = field(default_factory=dict)
+    # forward's feature parameters taken as one tensor of the one type --feat-dims names, not a
+    # dict (forward(g, x) with `{"paper": x}`)
+    tensor_inputs: tuple[str, ...] = ()
 
 
 class _GraphProxy(fx.Proxy):
@@ -423,6 +426,13 @@ class _HeteroTracer(_Tracer):
                 for t in destinations}
 
 
+def _nested_features(graph: fx.Graph) -> bool:
+    """Whether a HeteroGraphConv is given a dict of features per type inside its own dict of
+    features: forward used a parameter, traced as such a dict, as one tensor."""
+    return any(node.target is hetero_conv and isinstance(node.args[2], dict)
+               and any(isinstance(v, dict) for v in node.args[2].values()) for node in graph.nodes)
+
+
 _UNKNOWN = object()
 # what fx checks a concrete argument with
 _GUARDS = (operator.eq, torch._assert)
@@ -518,17 +528,45 @@ def trace_hetero(model: torch.nn.Module, schema: Schema, feature_types: tuple[st
     graph_arg, features, kept = _signature(model, given)
     blocks = blocks_style(model, graph_arg)
     taken = set(inspect.signature(type(model).forward).parameters) | {graph_arg}
-    tracer = _HeteroTracer(schema, graph_arg, blocks, feature_types, taken)
-    concrete: dict[str, Any] = {p: {t: fx.PH for t in feature_types} for p in features}
-    # parameters with defaults are traced at their default, as Python would call forward(g, x)
-    for p in list(inspect.signature(type(model).forward).parameters.values())[1:]:
-        if p.default is not inspect.Parameter.empty and p.name != graph_arg:
-            concrete[p.name] = p.default
-    concrete.update(given)
-    try:
+
+    def attempt(as_tensors: bool) -> tuple[_HeteroTracer, fx.Graph]:
+        """forward traced with its feature parameters as dicts per node type, or as_tensors as
+        one tensor each (of the one type --feat-dims names)."""
+        tracer = _HeteroTracer(schema, graph_arg, blocks, feature_types, taken)
+        concrete: dict[str, Any] = {p: fx.PH if as_tensors else {t: fx.PH for t in feature_types} for p in features}
+        # parameters with defaults are traced at their default, as Python would call forward(g, x)
+        for p in list(inspect.signature(type(model).forward).parameters.values())[1:]:
+            if p.default is not inspect.Parameter.empty and p.name != graph_arg:
+                concrete[p.name] = p.default
+        concrete.update(given)
         # a kept graph: forward, while traced, takes it first and sets it where the model keeps it
         with forward_taking_the_graph(model, graph_arg, kept) if kept else contextlib.nullcontext():
-            graph = tracer.trace(model, concrete_args=concrete)
+            return tracer, tracer.trace(model, concrete_args=concrete)
+
+    as_tensors = False
+    try:
+        try:
+            tracer, graph = attempt(False)
+            nested = _nested_features(graph)
+        except (GraphUseError, SignatureError):
+            raise
+        except Exception:
+            if not (features and len(feature_types) == 1):
+                raise
+            nested = True  # perhaps forward takes one type's features as a tensor: tried below
+        if nested and features and len(feature_types) == 1:
+            # forward(g, x) with {"paper": x}: x is the one type's features, a tensor
+            try:
+                tracer, graph = attempt(True)
+                as_tensors = True
+            except Exception:
+                tracer, graph = attempt(False)  # the first way's failure is the one to report
+        elif nested:
+            raise GraphUseError(
+                f"forward uses {_and_names(features)} as one tensor, not a dict of features per node type "
+                "(as gnn-codegen takes a parameter unless told): give its node type and width with "
+                "--feat-dims TYPE=WIDTH (e.g. --feat-dims paper=128)"
+            )
     except (GraphUseError, SignatureError) as exc:
         where = _user_location(exc.__traceback__, path) or f"{type(model).__name__}.forward"
         raise type(exc)(f"{where}: {exc}") from None
@@ -598,7 +636,8 @@ def trace_hetero(model: torch.nn.Module, schema: Schema, feature_types: tuple[st
         node.name = f"{param}_{ntype}"
     gm = fx.GraphModule(model, graph, type(model).__name__)
     graph_data = tuple((name, key) for key, (name, _) in tracer.graph_inputs.items())
+    tensor_inputs = tuple(features) if as_tensors else ()
     return HeteroTraced(model, gm, graph_arg, tuple(inputs), by_input, output, frozenset(tracer.constant_names),
                         dict(tracer.values), path, blocks, graph_data, tuple(given.items()), kept,
-                        tuple(edge_data), edge_placeholders)
+                        tuple(edge_data), edge_placeholders, tensor_inputs)
 

@@ -337,7 +337,9 @@ def _arguments(generated: Generated, g: dgl.DGLHeteroGraph,
     for _, key, relations in traced.edge_data:
         for rel in relations:
             g.edges[rel].data[key] = torch.rand(g.num_edges(rel), generator=gen) + 0.5
-    return {name: value for name, value in inputs.items() if name not in from_graph}
+    # a parameter forward takes as one type's features: that tensor
+    return {name: next(iter(value.values())) if name in traced.tensor_inputs else value
+            for name, value in inputs.items() if name not in from_graph}
 
 
 def _forward_arguments(generated: Generated, g: dgl.DGLHeteroGraph,

@@ -461,3 +461,19 @@ class CountArithmetic(nn.Module):
         h = self.conv(g, x)
         share = g.num_nodes("user") / (g.num_nodes("user") + g.num_nodes("game"))
         return {k: v * share for k, v in h.items()}
+
+
+class PaperFeaturesOnly(nn.Module):
+    """forward takes the papers' features as one tensor (`{"paper": x}`); the other types are
+    embeddings. With --feat-dims paper=WIDTH, x is that type's features."""
+
+    def __init__(self, num_nodes, in_size, hid_size, out_size, rel_names):
+        super().__init__()
+        self.embeds = nn.ParameterDict({t: nn.Parameter(torch.randn(n, in_size)) for t, n in num_nodes.items()})
+        self.conv1 = dglnn.HeteroGraphConv({rel: dglnn.GraphConv(in_size, hid_size) for rel in rel_names})
+        self.conv2 = dglnn.HeteroGraphConv({rel: dglnn.SAGEConv(hid_size, out_size, "mean") for rel in rel_names})
+
+    def forward(self, g, x):
+        h = {"paper": x, **{t: e for t, e in self.embeds.items()}}
+        h = {k: F.relu(v) for k, v in self.conv1(g, h).items()}
+        return self.conv2(g, h)["paper"]

@@ -170,9 +170,12 @@ def _run(model: torch.nn.Module, generated: Generated, g: dgl.DGLGraph, inputs: 
 
 
 def _cloned(value: Any) -> Any:
-    """value's tensors copied out of their files (which go with the check's directory)."""
+    """value's tensors copied out of their files (which go with the check's directory); a dict
+    (a heterogeneous model's result by node type) too."""
     if isinstance(value, torch.Tensor):
         return value.clone()
+    if isinstance(value, dict):
+        return {k: _cloned(v) for k, v in value.items()}
     if isinstance(value, (tuple, list)):
         return type(value)(_cloned(v) for v in value)
     return value

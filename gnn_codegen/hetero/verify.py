@@ -30,7 +30,8 @@ from gnn_codegen.node_tables import table_of, tables_set_on
 from gnn_codegen.perturb import perturb
 from gnn_codegen.simulated_device import SimulatedDevice
 from gnn_codegen.verify import (
-    ATOL, RTOL, SIMULATED, SIMULATED_WHOLE, STORAGE, BatchResult, CheckResult, _first_line, _instantiate, _REPORT,
+    ATOL, RTOL, SIMULATED, SIMULATED_WHOLE, STORAGE, BatchResult, CheckResult, _cloned, _first_line, _instantiate,
+    _REPORT,
 )
 
 if TYPE_CHECKING:
@@ -346,15 +347,6 @@ def _forward_arguments(generated: Generated, g: dgl.DGLHeteroGraph,
                        inputs: dict[str, dict[str, torch.Tensor]]) -> dict[str, Any]:
     """forward's arguments of `inputs`, and the values --forward-args gives."""
     return {**_arguments(generated, g, inputs), **dict(generated.hetero.traced.forward_args)}
-
-
-def _cloned(value: Any) -> Any:
-    """A result with its tensors copied out of their files."""
-    if isinstance(value, dict):
-        return {k: _cloned(v) for k, v in value.items()}
-    if isinstance(value, (tuple, list)):
-        return type(value)(_cloned(v) for v in value)
-    return value.clone() if isinstance(value, torch.Tensor) else value
 
 
 def _same_structure(a: Any, b: Any) -> bool:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import ast
 import importlib.util
 import inspect
-import json
 import sys
 import traceback
 from dataclasses import dataclass
@@ -16,7 +15,9 @@ from typing import Any
 
 import torch
 
-from gnn_codegen.errors import InitError, TargetError
+from gnn_codegen.errors import ExitCalledError, InitError, TargetError
+from gnn_codegen.import_guard import ExitCalled, exit_call, exit_raises, notice_when_slow
+from gnn_codegen.json_options import json_object
 
 
 @dataclass(frozen=True)
@@ -50,21 +51,8 @@ def parse_target(target: str) -> tuple[Path, str]:
 
 
 def parse_init(init_json: str | None) -> dict[str, Any]:
-    if init_json is None:
-        return {}
-    try:
-        value = json.loads(init_json)
-    except json.JSONDecodeError as exc:
-        raise InitError(
-            f"--init is not valid JSON ({exc.msg} at character {exc.pos}): {init_json!r}. Give the "
-            "constructor's keyword arguments as a JSON object, e.g. --init '{\"in_size\": 128}'."
-        ) from None
-    if not isinstance(value, dict):
-        raise InitError(
-            f"--init must be a JSON object of keyword arguments, got {type(value).__name__}: "
-            f"{init_json!r}. For example --init '{{\"in_size\": 128, \"hid_size\": 64}}'."
-        )
-    return value
+    return json_object("--init", init_json, "--init '{\"in_size\": 128, \"hid_size\": 64}'",
+                       "the constructor's keyword arguments", InitError)
 
 
 def _import_file(path: Path) -> ModuleType:
@@ -79,10 +67,12 @@ def _import_file(path: Path) -> ModuleType:
     sys.path.insert(0, folder)
     sys.modules[module_name] = module
     try:
-        spec.loader.exec_module(module)
-    except SystemExit:
-        raise TargetError(
-            f"importing '{path}' called sys.exit(). Put the training script under "
+        with exit_raises(), notice_when_slow(path):
+            spec.loader.exec_module(module)
+    except (SystemExit, ExitCalled) as exc:
+        raise ExitCalledError(
+            f"importing '{path}' called {exit_call(exc)} ({_user_frame(exc, path)}), which would end "
+            "gnn-codegen before it writes anything. Put the training script under "
             "`if __name__ == \"__main__\":` so that importing the file only defines the model."
         ) from None
     except Exception as exc:
@@ -125,7 +115,7 @@ def load(target: str, init_json: str | None = None, metagraph: str | None = None
     init.update({name: stand_in_graph(metagraph) for name in stand_ins})
     try:
         # seeded, so that the same command builds the same weights and says the same numbers
-        with torch.random.fork_rng(devices=[]):
+        with torch.random.fork_rng(devices=[]), exit_raises():
             torch.manual_seed(0)
             model = obj(**init)
     except TypeError as exc:
@@ -133,6 +123,9 @@ def load(target: str, init_json: str | None = None, metagraph: str | None = None
             f"building {name}(**init) from '{path}' failed: {exc}. Pass the constructor's keyword "
             f"arguments with --init, e.g. --init '{{\"in_size\": 128}}'; signature: {name}{_signature(obj)}."
         ) from None
+    except (SystemExit, ExitCalled) as exc:
+        raise ExitCalledError(f"building {name} from '{path}' called {exit_call(exc)} ({_user_frame(exc, path)}), which "
+                        "would end gnn-codegen before it writes anything.") from None
     except Exception as exc:
         raise InitError(f"building {name} from '{path}' raised {type(exc).__name__}: {exc} ({_user_frame(exc, path)}).") from None
     if not isinstance(model, torch.nn.Module):

@@ -133,6 +133,7 @@ def load(target: str, init_json: str | None = None, metagraph: str | None = None
             f"'{name}' in '{path}' returned a {type(model).__name__}, not a torch.nn.Module. NAME must "
             "be an nn.Module class or a function that returns one."
         )
+    _check_weights_have_values(model, name, path)
     cls = type(model)
     if cls.__module__ != module.__name__:
         raise TargetError(
@@ -150,6 +151,20 @@ def load(target: str, init_json: str | None = None, metagraph: str | None = None
         warnings=(work,) if work else (),
         stand_in_graphs=stand_ins,
     )
+
+
+def _check_weights_have_values(model: torch.nn.Module, name: str, path: Path) -> None:
+    """A model built on the meta device (`with torch.device("meta"):`, to size it cheaply) has
+    weights with shapes but no values: forward cannot run, so nothing can be traced or checked."""
+    meta = [n for n, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
+    if meta:
+        more = f" and {len(meta) - 1} more" if len(meta) > 1 else ""
+        raise InitError(
+            f"{name} from '{path}' has its weights on the meta device ({meta[0]}{more}), where tensors have "
+            "a shape but no values, so gnn-codegen cannot run forward to trace and check it. Build the "
+            "model with real weights: outside `with torch.device(\"meta\")`, or, in a factory function, "
+            "call model.to_empty(device=\"cpu\") and load its weights before returning it."
+        )
 
 
 # What people call a constructor's graph parameter: g, graph, G, hg, g_

@@ -228,7 +228,7 @@ def import_time_work(source: str, path: Path) -> str | None:
     except SyntaxError:
         return None  # importing the file reports it
     functions = frozenset(s.name for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)))
-    statement = _first_work(tree.body, functions)
+    statement = first_work(tree.body, functions)
     if statement is None:
         return None
     text = (ast.get_source_segment(source, statement) or "").strip().splitlines()[0]
@@ -239,10 +239,10 @@ def import_time_work(source: str, path: Path) -> str | None:
     )
 
 
-def _first_work(statements: list[ast.stmt], functions: frozenset[str]) -> ast.stmt | None:
+def first_work(statements: list[ast.stmt], functions: frozenset[str]) -> ast.stmt | None:
     for statement in statements:
         if isinstance(statement, ast.If):
-            if _is_main_guard(statement.test):
+            if is_main_guard(statement.test):
                 continue
             inner = statement.body + statement.orelse
         elif isinstance(statement, ast.Try):
@@ -254,7 +254,7 @@ def _first_work(statements: list[ast.stmt], functions: frozenset[str]) -> ast.st
             # a loop that calls something for its effect (`optimizer.step()`, `train(...)`); one
             # that only fills a table of names is not work
             if any(isinstance(n, ast.Expr) and isinstance(n.value, (ast.Call, ast.Await))
-                   for s in statement.body for n in _walk_executed(s)):
+                   for s in statement.body for n in walk_executed(s)):
                 return statement
             continue
         elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
@@ -268,20 +268,20 @@ def _first_work(statements: list[ast.stmt], functions: frozenset[str]) -> ast.st
             continue
         else:
             continue
-        found = _first_work(inner, functions)
+        found = first_work(inner, functions)
         if found is not None:
             return found
     return None
 
 
-def _is_main_guard(test: ast.expr) -> bool:
+def is_main_guard(test: ast.expr) -> bool:
     return isinstance(test, ast.Compare) and any(
         isinstance(n, ast.Name) and n.id == "__name__" for n in [test.left, *test.comparators]
     )
 
 
 def _calls_work(expression: ast.AST) -> bool:
-    for node in _walk_executed(expression):
+    for node in walk_executed(expression):
         if isinstance(node, ast.Call):
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
@@ -290,7 +290,7 @@ def _calls_work(expression: ast.AST) -> bool:
     return False
 
 
-def _walk_executed(node: ast.AST) -> list[ast.AST]:
+def walk_executed(node: ast.AST) -> list[ast.AST]:
     """ast.walk without the bodies of functions, classes and lambdas, which do not run here."""
     found: list[ast.AST] = []
     frontier = [node]

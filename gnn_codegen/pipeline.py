@@ -25,6 +25,7 @@ from gnn_codegen.hetero.generate import generate_hetero
 from gnn_codegen.hetero.schema import is_heterogeneous
 from gnn_codegen.ir import Program
 from gnn_codegen.json_options import json_object
+from gnn_codegen.left_out import forward_effects, top_level_report
 from gnn_codegen.load import LoadedModel, load, parse_init
 from gnn_codegen.lower import lower
 from gnn_codegen.method_name import DEFAULT_METHOD_NAME, check_method_name
@@ -129,6 +130,15 @@ def regenerate_command(target: str, options: GenerateOptions) -> str:
 
 
 def generate_all(target: str, options: GenerateOptions = GenerateOptions()) -> Generated:
+    generated = _generate_all(target, options)
+    # what of the user's file the module does not do: said, not dropped without a word
+    loaded = generated.loaded
+    warnings, notes = top_level_report(loaded.source, loaded.path, generated.source, loaded.class_name)
+    warnings += forward_effects(loaded.source, loaded.path, loaded.class_name)
+    return replace(generated, warnings=generated.warnings + warnings, notes=notes + generated.notes)
+
+
+def _generate_all(target: str, options: GenerateOptions) -> Generated:
     feat_dims = parse_feat_dims(options.feat_dims)
     # the JSON options first: a typo in one is refused before the model's file is imported
     parse_init(options.init)

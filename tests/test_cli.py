@@ -21,6 +21,7 @@ from gnn_codegen.cli import check_output_path, write_atomically
 from gnn_codegen.errors import OutputError
 from gnn_codegen import import_guard
 from gnn_codegen.load import import_time_work, load
+from gnn_codegen.pipeline import GenerateOptions, generate_all
 from tests.cases import REPO
 from tests.test_packaging import SAGE, SAGE_INIT, cli_env, describe
 
@@ -96,6 +97,67 @@ def test_a_slow_import_is_announced_once(tmp_path: Path, monkeypatch: pytest.Mon
     load(f"{fast}:Net")
     time.sleep(2.2)  # past the threshold: the notice was cancelled when the import returned
     assert capsys.readouterr().err == ""
+
+
+# A script whose top level builds a graph, zeros and the model, and whose forward prints,
+# counts its calls in a global and keeps its input on self: the generated module leaves the
+# script out, keeps the data set the class reads, and says both; inference does none of
+# forward's effects, and says so (issue 34, items 6 and 7).
+EFFECTS = dedent('''\
+    import dgl
+    import dgl.nn as dglnn
+    import torch
+    import torch.nn as nn
+
+
+    class TinyDataset:
+        num_feats = 6
+
+
+    data = TinyDataset()
+    g = dgl.rand_graph(10, 30)
+    x = torch.zeros(10, 6)
+    calls = 0
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = dglnn.SAGEConv(data.num_feats, 3, "mean")
+
+        def forward(self, g, x):
+            global calls
+            calls += 1
+            print("forward", x.shape)
+            self.last = x
+            return self.conv(g, x)
+
+
+    model = Net()
+''')
+
+
+def test_what_the_module_leaves_out_or_keeps_of_the_script_and_of_forward_is_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("effects.py").write_text(EFFECTS)
+    generated = generate_all("effects.py:Net", GenerateOptions(verify=False))
+    assert generated.warnings[1:] == (
+        "the generated module keeps effects.py:11 (`data = TinyDataset()`) from effects.py, which Net needs; it "
+        "does a script's work (loading data, reading the command line), so it runs wherever the generated module "
+        "is imported: move what the class needs from it into the class, or into a function the class calls",
+        "Net.forward does more than compute its result: effects.py:24 (`calls += 1`), effects.py:25 "
+        "(`print(\"forward\", x.shape)`), effects.py:26 (`self.last = x`). The generated inference computes "
+        "forward's result and does not repeat these (they ran once while gnn-codegen traced forward); do them "
+        "around the call to inference if you need them",
+    )
+    assert generated.notes[0] == (
+        "left out of the generated module: effects.py:12 (`g = dgl.rand_graph(10, 30)`), effects.py:13 (`x = "
+        "torch.zeros(10, 6)`), effects.py:30 (`model = Net()`), which run code when effects.py is imported and "
+        "which Net does not need"
+    )
+    assert "rand_graph" not in generated.source and "data = TinyDataset()" in generated.source
 
 
 # --- writing the output (cli.write_atomically, cli.check_output_path) -------------------------

@@ -19,9 +19,10 @@ from typing import NoReturn, TextIO
 
 from gnn_codegen.cut import DEFAULT_FANOUT
 from gnn_codegen.errors import (
-    CheckFailedError, GnnCodegenError, InternalError, OptionsError, OutputError, TargetError,
+    CheckFailedError, ExitCalledError, GnnCodegenError, InternalError, OptionsError, OutputError, TargetError,
 )
 from gnn_codegen.explain import DEFAULT_NODES, explain_data, explain_dot, explain_json, explain_text, render_dot
+from gnn_codegen.import_guard import ExitCalled, exit_call, exit_raises
 from gnn_codegen.method_name import DEFAULT_METHOD_NAME
 from gnn_codegen.pipeline import VERSION, GenerateOptions, generate_all
 
@@ -128,8 +129,17 @@ def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     _check_options(args)
     stdout = sys.stdout
-    with contextlib.redirect_stdout(sys.stderr):
-        return _run(args, stdout)
+    try:
+        # the model's code runs while the pipeline traces and checks it: an exit it calls there
+        # (load.py names one at import) must not end the command with nothing written
+        with contextlib.redirect_stdout(sys.stderr), exit_raises():
+            return _run(args, stdout)
+    except (SystemExit, ExitCalled) as exc:
+        raise ExitCalledError(
+            f"the model's code called {exit_call(exc)} while gnn-codegen ran it, which would end "
+            "gnn-codegen before it writes anything; nothing was written. Keep exits out of the model's "
+            "constructor and forward."
+        ) from None
 
 
 def _run(args: argparse.Namespace, stdout: TextIO) -> int:

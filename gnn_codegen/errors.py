@@ -25,6 +25,11 @@ class OutputError(GnnCodegenError):
     """-o or --dot names a folder, a read-only file, or a place that cannot be written."""
 
 
+class ExitCalledError(GnnCodegenError):
+    """The model's code called sys.exit() or os._exit() while gnn-codegen ran it (importing its
+    file, building or tracing the model), which would end the command before it writes."""
+
+
 class FeatDimsError(GnnCodegenError):
     """Input widths could not be read from the model and were not given with --feat-dims."""
 

@@ -189,6 +189,11 @@ def generated_model(generated: Generated, module: ModuleType,
     except TypeError:  # NAME was a factory function: same modules, generated class
         model = copy.deepcopy(reference)
         model.__class__ = cls
+    # a model in float64 (`model.double()` after building it, as its user does again before
+    # loading its weights): load_state_dict keeps the dtype of the tensors it copies into
+    floats = {t.dtype for t in reference.state_dict().values() if t.is_floating_point()}
+    if len(floats) == 1:
+        model = model.to(floats.pop())
     model.load_state_dict(reference.state_dict())
     return model.eval()
 

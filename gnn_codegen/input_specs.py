@@ -54,9 +54,10 @@ class InputSpec:
         if self.dtype == "torch.int64":
             ids = torch.randint(0, self.high, (rows, *self.shape), generator=generator)
             return ids.sort(dim=0).values if self.ascending else ids
+        dtype = getattr(torch, self.dtype.removeprefix("torch."))
         if self.positive:
-            return torch.rand((rows, *self.shape), generator=generator) + 0.1
-        return torch.randn((rows, *self.shape), generator=generator)
+            return torch.rand((rows, *self.shape), generator=generator, dtype=dtype) + 0.1
+        return torch.randn((rows, *self.shape), generator=generator, dtype=dtype)
 
 
 def _module_width(module: torch.nn.Module) -> int | None:
@@ -186,8 +187,18 @@ def infer_inputs(program: Program, model: torch.nn.Module, given: dict[str, tupl
     ascending = {r for op in program.ops if op.kind == "mp" and op.mp is not None and op.mp.sorted_types
                  for r in iter_refs((op.args[2:], op.kwargs))}
     specs = _inputs(program, model, given, declared or {})
+    floats = model_float_dtype(model)
     return tuple(replace(spec, positive=spec.name in normalised,
-                         ascending=spec.name in ascending and spec.dtype == "torch.int64") for spec in specs)
+                         ascending=spec.name in ascending and spec.dtype == "torch.int64",
+                         dtype=floats if spec.dtype == "torch.float32" else spec.dtype) for spec in specs)
+
+
+def model_float_dtype(model: torch.nn.Module) -> str:
+    """The dtype of the model's floating-point weights, which its float inputs must share
+    (`model.double()` is fed float64 features; float32 ones fail in its first Linear): that of
+    all of them where they agree, else float32."""
+    dtypes = {t.dtype for t in [*model.parameters(), *model.buffers()] if t.is_floating_point()}
+    return str(dtypes.pop()) if len(dtypes) == 1 else "torch.float32"
 
 
 def _inputs(program: Program, model: torch.nn.Module, given: dict[str, tuple[int, ...]],

@@ -6,7 +6,6 @@ from __future__ import annotations
 import ast
 import importlib.util
 import inspect
-import json
 import sys
 import traceback
 from dataclasses import dataclass
@@ -16,7 +15,9 @@ from typing import Any
 
 import torch
 
-from gnn_codegen.errors import InitError, TargetError
+from gnn_codegen.errors import ExitCalledError, InitError, TargetError
+from gnn_codegen.import_guard import ExitCalled, exit_call, exit_raises, notice_when_slow
+from gnn_codegen.json_options import json_object
 
 
 @dataclass(frozen=True)
@@ -50,21 +51,8 @@ def parse_target(target: str) -> tuple[Path, str]:
 
 
 def parse_init(init_json: str | None) -> dict[str, Any]:
-    if init_json is None:
-        return {}
-    try:
-        value = json.loads(init_json)
-    except json.JSONDecodeError as exc:
-        raise InitError(
-            f"--init is not valid JSON ({exc.msg} at character {exc.pos}): {init_json!r}. Give the "
-            "constructor's keyword arguments as a JSON object, e.g. --init '{\"in_size\": 128}'."
-        ) from None
-    if not isinstance(value, dict):
-        raise InitError(
-            f"--init must be a JSON object of keyword arguments, got {type(value).__name__}: "
-            f"{init_json!r}. For example --init '{{\"in_size\": 128, \"hid_size\": 64}}'."
-        )
-    return value
+    return json_object("--init", init_json, "--init '{\"in_size\": 128, \"hid_size\": 64}'",
+                       "the constructor's keyword arguments", InitError)
 
 
 def _import_file(path: Path) -> ModuleType:
@@ -79,10 +67,12 @@ def _import_file(path: Path) -> ModuleType:
     sys.path.insert(0, folder)
     sys.modules[module_name] = module
     try:
-        spec.loader.exec_module(module)
-    except SystemExit:
-        raise TargetError(
-            f"importing '{path}' called sys.exit(). Put the training script under "
+        with exit_raises(), notice_when_slow(path):
+            spec.loader.exec_module(module)
+    except (SystemExit, ExitCalled) as exc:
+        raise ExitCalledError(
+            f"importing '{path}' called {exit_call(exc)} ({_user_frame(exc, path)}), which would end "
+            "gnn-codegen before it writes anything. Put the training script under "
             "`if __name__ == \"__main__\":` so that importing the file only defines the model."
         ) from None
     except Exception as exc:
@@ -125,7 +115,7 @@ def load(target: str, init_json: str | None = None, metagraph: str | None = None
     init.update({name: stand_in_graph(metagraph) for name in stand_ins})
     try:
         # seeded, so that the same command builds the same weights and says the same numbers
-        with torch.random.fork_rng(devices=[]):
+        with torch.random.fork_rng(devices=[]), exit_raises():
             torch.manual_seed(0)
             model = obj(**init)
     except TypeError as exc:
@@ -133,6 +123,9 @@ def load(target: str, init_json: str | None = None, metagraph: str | None = None
             f"building {name}(**init) from '{path}' failed: {exc}. Pass the constructor's keyword "
             f"arguments with --init, e.g. --init '{{\"in_size\": 128}}'; signature: {name}{_signature(obj)}."
         ) from None
+    except (SystemExit, ExitCalled) as exc:
+        raise ExitCalledError(f"building {name} from '{path}' called {exit_call(exc)} ({_user_frame(exc, path)}), which "
+                        "would end gnn-codegen before it writes anything.") from None
     except Exception as exc:
         raise InitError(f"building {name} from '{path}' raised {type(exc).__name__}: {exc} ({_user_frame(exc, path)}).") from None
     if not isinstance(model, torch.nn.Module):
@@ -140,6 +133,7 @@ def load(target: str, init_json: str | None = None, metagraph: str | None = None
             f"'{name}' in '{path}' returned a {type(model).__name__}, not a torch.nn.Module. NAME must "
             "be an nn.Module class or a function that returns one."
         )
+    _check_weights_have_values(model, name, path)
     cls = type(model)
     if cls.__module__ != module.__name__:
         raise TargetError(
@@ -157,6 +151,20 @@ def load(target: str, init_json: str | None = None, metagraph: str | None = None
         warnings=(work,) if work else (),
         stand_in_graphs=stand_ins,
     )
+
+
+def _check_weights_have_values(model: torch.nn.Module, name: str, path: Path) -> None:
+    """A model built on the meta device (`with torch.device("meta"):`, to size it cheaply) has
+    weights with shapes but no values: forward cannot run, so nothing can be traced or checked."""
+    meta = [n for n, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
+    if meta:
+        more = f" and {len(meta) - 1} more" if len(meta) > 1 else ""
+        raise InitError(
+            f"{name} from '{path}' has its weights on the meta device ({meta[0]}{more}), where tensors have "
+            "a shape but no values, so gnn-codegen cannot run forward to trace and check it. Build the "
+            "model with real weights: outside `with torch.device(\"meta\")`, or, in a factory function, "
+            "call model.to_empty(device=\"cpu\") and load its weights before returning it."
+        )
 
 
 # What people call a constructor's graph parameter: g, graph, G, hg, g_
@@ -220,7 +228,7 @@ def import_time_work(source: str, path: Path) -> str | None:
     except SyntaxError:
         return None  # importing the file reports it
     functions = frozenset(s.name for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)))
-    statement = _first_work(tree.body, functions)
+    statement = first_work(tree.body, functions)
     if statement is None:
         return None
     text = (ast.get_source_segment(source, statement) or "").strip().splitlines()[0]
@@ -231,10 +239,10 @@ def import_time_work(source: str, path: Path) -> str | None:
     )
 
 
-def _first_work(statements: list[ast.stmt], functions: frozenset[str]) -> ast.stmt | None:
+def first_work(statements: list[ast.stmt], functions: frozenset[str]) -> ast.stmt | None:
     for statement in statements:
         if isinstance(statement, ast.If):
-            if _is_main_guard(statement.test):
+            if is_main_guard(statement.test):
                 continue
             inner = statement.body + statement.orelse
         elif isinstance(statement, ast.Try):
@@ -246,7 +254,7 @@ def _first_work(statements: list[ast.stmt], functions: frozenset[str]) -> ast.st
             # a loop that calls something for its effect (`optimizer.step()`, `train(...)`); one
             # that only fills a table of names is not work
             if any(isinstance(n, ast.Expr) and isinstance(n.value, (ast.Call, ast.Await))
-                   for s in statement.body for n in _walk_executed(s)):
+                   for s in statement.body for n in walk_executed(s)):
                 return statement
             continue
         elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
@@ -260,20 +268,20 @@ def _first_work(statements: list[ast.stmt], functions: frozenset[str]) -> ast.st
             continue
         else:
             continue
-        found = _first_work(inner, functions)
+        found = first_work(inner, functions)
         if found is not None:
             return found
     return None
 
 
-def _is_main_guard(test: ast.expr) -> bool:
+def is_main_guard(test: ast.expr) -> bool:
     return isinstance(test, ast.Compare) and any(
         isinstance(n, ast.Name) and n.id == "__name__" for n in [test.left, *test.comparators]
     )
 
 
 def _calls_work(expression: ast.AST) -> bool:
-    for node in _walk_executed(expression):
+    for node in walk_executed(expression):
         if isinstance(node, ast.Call):
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
@@ -282,7 +290,7 @@ def _calls_work(expression: ast.AST) -> bool:
     return False
 
 
-def _walk_executed(node: ast.AST) -> list[ast.AST]:
+def walk_executed(node: ast.AST) -> list[ast.AST]:
     """ast.walk without the bodies of functions, classes and lambdas, which do not run here."""
     found: list[ast.AST] = []
     frontier = [node]

@@ -24,7 +24,9 @@ from gnn_codegen.graph_proxy import BATCH_SIZE
 from gnn_codegen.hetero.generate import generate_hetero
 from gnn_codegen.hetero.schema import is_heterogeneous
 from gnn_codegen.ir import Program
-from gnn_codegen.load import LoadedModel, load
+from gnn_codegen.json_options import json_object
+from gnn_codegen.left_out import forward_effects, top_level_report
+from gnn_codegen.load import LoadedModel, load, parse_init
 from gnn_codegen.lower import lower
 from gnn_codegen.method_name import DEFAULT_METHOD_NAME, check_method_name
 from gnn_codegen.plan import Plan, build_plan
@@ -37,6 +39,7 @@ from gnn_codegen.verify import CheckResult, verify
 from gnn_codegen.write_out import write_out
 
 VERSION = "0.1.0"
+FORWARD_ARGS_EXAMPLE = "--forward-args '{\"out_key\": \"paper\"}'"
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,20 @@ def regenerate_command(target: str, options: GenerateOptions) -> str:
 
 
 def generate_all(target: str, options: GenerateOptions = GenerateOptions()) -> Generated:
+    generated = _generate_all(target, options)
+    # what of the user's file the module does not do: said, not dropped without a word
+    loaded = generated.loaded
+    warnings, notes = top_level_report(loaded.source, loaded.path, generated.source, loaded.class_name)
+    warnings += forward_effects(loaded.source, loaded.path, loaded.class_name)
+    return replace(generated, warnings=generated.warnings + warnings, notes=notes + generated.notes)
+
+
+def _generate_all(target: str, options: GenerateOptions) -> Generated:
     feat_dims = parse_feat_dims(options.feat_dims)
+    # the JSON options first: a typo in one is refused before the model's file is imported
+    parse_init(options.init)
+    json_object("--forward-args", options.forward_args, FORWARD_ARGS_EXAMPLE,
+                "values for forward's parameters")
     loaded = load(target, options.init, options.metagraph)
     warnings = loaded.warnings + check_method_name(loaded, options.method_name)
     _check_classes(loaded.model, "--leaf", options.leaves)

@@ -6,6 +6,7 @@ the `__main__` block)."""
 from __future__ import annotations
 
 import ast
+import symtable
 from dataclasses import dataclass
 
 import libcst as cst
@@ -30,43 +31,58 @@ class _TopLevel:
     is_import: bool
 
 
-def _names(nodes: list[ast.AST]) -> frozenset[str]:
-    """Every identifier the statements spell: names, attributes, parameters, keywords, defined
-    and imported names (a superset of what they read, which only keeps a statement or two too
-    many). Python's own parser: libcst's visitors took most of the command's time here."""
-    names: set[str] = set()
-    for tree in nodes:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Name):
-                names.add(node.id)
-            elif isinstance(node, ast.Attribute):
-                names.add(node.attr)
-            elif isinstance(node, ast.arg):
-                names.add(node.arg)
-            elif isinstance(node, ast.keyword) and node.arg:
-                names.add(node.arg)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                names.add(node.name)
-            elif isinstance(node, ast.alias):
-                names.update(node.name.split("."))
-                if node.asname:
-                    names.add(node.asname)
-            elif isinstance(node, (ast.Global, ast.Nonlocal)):
-                names.update(node.names)
-            elif isinstance(node, ast.ExceptHandler) and node.name:
-                names.add(node.name)
+def _global_reads(code: str) -> frozenset[str]:
+    """The module-level names `code` reads: at its top level, and inside its functions and
+    classes those that are not theirs, resolved as Python's compiler resolves them (symtable).
+    A method's parameters `g` and `x` are its own, and must not keep a top-level `g =
+    dgl.rand_graph(...)` or `x = torch.zeros(...)` of the user's script."""
+    table = symtable.symtable(code, "<splice>", "exec")
+    names = {s.get_name() for s in table.get_symbols() if s.is_referenced()}
+    frontier = list(table.get_children())
+    while frontier:
+        scope = frontier.pop()
+        names.update(s.get_name() for s in scope.get_symbols() if s.is_global())
+        frontier.extend(scope.get_children())
     return frozenset(names)
 
 
 def _source_reads(code: str) -> frozenset[str]:
-    return _names([ast.parse(code)])
+    return _global_reads(code)
+
+
+def _reads(trees: list[ast.stmt]) -> frozenset[str]:
+    return _global_reads("\n".join(ast.unparse(tree) for tree in trees))
 
 
 def _class_reads(tree: ast.stmt, method_name: str) -> frozenset[str]:
     """What the class reads, less the user's method that the generated one replaces."""
     assert isinstance(tree, ast.ClassDef)
     body = [s for s in tree.body if not (isinstance(s, ast.FunctionDef) and s.name == method_name)]
-    return _names([*body, *tree.decorator_list, *tree.bases, *tree.keywords]) | {tree.name}
+    kept = ast.ClassDef(name=tree.name, bases=tree.bases, keywords=tree.keywords, body=body or [ast.Pass()],
+                        decorator_list=tree.decorator_list)
+    return _reads([ast.fix_missing_locations(kept)]) | {tree.name}
+
+
+def _binds(trees: list[ast.stmt]) -> frozenset[str]:
+    """The module-level names a compound statement binds (`try: import x except: x = None`,
+    a table filled in a loop), and those whose value it changes (`os.environ[...] = ...`,
+    `ACTS[name] = ...`): it is kept where one of them is needed."""
+    table = symtable.symtable("\n".join(ast.unparse(tree) for tree in trees), "<splice>", "exec")
+    bound = {s.get_name() for s in table.get_symbols() if s.is_assigned() or s.is_imported() or s.is_namespace()}
+    changed = [t for tree in trees for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AugAssign))
+               for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+               if isinstance(t, (ast.Attribute, ast.Subscript))]
+    return frozenset(bound) | _assigned_roots(changed)
+
+
+def _assigned_roots(targets: list[ast.expr]) -> frozenset[str]:
+    roots = set()
+    for target in targets:
+        while isinstance(target, (ast.Attribute, ast.Subscript, ast.Starred)):
+            target = target.value
+        if isinstance(target, ast.Name):
+            roots.add(target.id)
+    return frozenset(roots)
 
 
 def _statement_trees(module: cst.Module, source: str) -> dict[int, list[ast.stmt]]:
@@ -88,13 +104,15 @@ def _import_binding(alias: cst.ImportAlias, from_import: bool) -> str:
 
 
 def _assigned_names(trees: list[ast.stmt]) -> frozenset[str]:
-    targets: list[ast.AST] = []
+    """The names an assignment binds (`a, b = ...`), or changes the value of (`os.environ[k] =`)."""
+    targets: list[ast.expr] = []
     for tree in trees:
         if isinstance(tree, ast.Assign):
             targets += tree.targets
         elif isinstance(tree, (ast.AnnAssign, ast.AugAssign)):
             targets.append(tree.target)
-    return _names(targets)
+    names = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return frozenset(names) | _assigned_roots([t for t in targets if isinstance(t, (ast.Attribute, ast.Subscript))])
 
 
 def _is_main_guard(node: cst.CSTNode) -> bool:
@@ -106,7 +124,7 @@ def _is_main_guard(node: cst.CSTNode) -> bool:
 
 def _classify(node: cst.CSTNode, trees: list[ast.stmt]) -> _TopLevel | None:
     if isinstance(node, (cst.ClassDef, cst.FunctionDef)):
-        return _TopLevel(node, frozenset({node.name.value}), _names(trees), False)
+        return _TopLevel(node, frozenset({node.name.value}), _reads(trees), False)
     if isinstance(node, cst.SimpleStatementLine):
         first = node.body[0]
         if isinstance(first, (cst.Import, cst.ImportFrom)):
@@ -116,13 +134,14 @@ def _classify(node: cst.CSTNode, trees: list[ast.stmt]) -> _TopLevel | None:
             names = frozenset(_import_binding(a, from_import) for a in first.names)  # type: ignore[union-attr]
             return _TopLevel(node, names, frozenset(), True)
         defines = _assigned_names(trees)
-        return _TopLevel(node, defines, _names(trees) - defines, False) if defines else None
+        return _TopLevel(node, defines, _reads(trees) - defines, False) if defines else None
     if _is_main_guard(node):
         return None
-    if isinstance(node, (cst.If, cst.Try, cst.With)):
-        # e.g. `try: import x except ImportError: x = None`: keep when it binds a needed name.
-        names = _names(trees)
-        return _TopLevel(node, names, names, False)
+    if isinstance(node, (cst.If, cst.Try, cst.With, cst.For, cst.While)):
+        # e.g. `try: import x except ImportError: x = None`, a table filled in a loop: keep when
+        # it binds or changes a needed name
+        defines = _binds(trees)
+        return _TopLevel(node, defines, _reads(trees), False) if defines else None
     return None
 
 

@@ -11,6 +11,7 @@ import re
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 from textwrap import dedent
 
@@ -18,7 +19,10 @@ import pytest
 
 from gnn_codegen.cli import check_output_path, write_atomically
 from gnn_codegen.errors import OutputError
-from gnn_codegen.load import import_time_work
+from gnn_codegen import import_guard
+from gnn_codegen.load import import_time_work, load
+from gnn_codegen.pipeline import GenerateOptions, generate_all
+from tests.cases import REPO
 from tests.test_packaging import SAGE, SAGE_INIT, cli_env, describe
 
 # --- work at import time (load.import_time_work) ----------------------------------------------
@@ -73,6 +77,87 @@ def test_only_the_first_work_is_named() -> None:
     source = "def main():\n    pass\n\n\nmain()\nmain()\nfor i in range(3):\n    main()\n"
     warning = import_time_work(source, Path("model.py"))
     assert warning is not None and warning.startswith("model.py:5 runs `main()`")
+
+
+def test_a_slow_import_is_announced_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    # a file that sleeps (or loads data) at import: one line after SLOW_IMPORT_SECONDS, not silence
+    model = tmp_path / "slow.py"
+    model.write_text(EXITS.replace("import os", "import time").replace("os._exit(0)", "time.sleep(0.8)"))
+    monkeypatch.setattr(import_guard, "SLOW_IMPORT_SECONDS", 0.2)
+    load(f"{model}:Net")
+    assert capsys.readouterr().err == (
+        f"gnn-codegen: still importing {model} after 0.2 s, at {model}:16 (`time.sleep(0.8)`). gnn-codegen "
+        "imports the file to build the model, so all of its top-level code runs; keep script work (loading "
+        'data, training) under `if __name__ == "__main__":`.\n'
+    )
+    fast = tmp_path / "fast.py"
+    fast.write_text(EXITS.replace("os._exit(0)\n", ""))
+    monkeypatch.setattr(import_guard, "SLOW_IMPORT_SECONDS", 2.0)
+    load(f"{fast}:Net")
+    time.sleep(2.2)  # past the threshold: the notice was cancelled when the import returned
+    assert capsys.readouterr().err == ""
+
+
+# A script whose top level builds a graph, zeros and the model, and whose forward prints,
+# counts its calls in a global and keeps its input on self: the generated module leaves the
+# script out, keeps the data set the class reads, and says both; inference does none of
+# forward's effects, and says so (issue 34, items 6 and 7).
+EFFECTS = dedent('''\
+    import dgl
+    import dgl.nn as dglnn
+    import torch
+    import torch.nn as nn
+
+
+    class TinyDataset:
+        num_feats = 6
+
+
+    data = TinyDataset()
+    g = dgl.rand_graph(10, 30)
+    x = torch.zeros(10, 6)
+    calls = 0
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = dglnn.SAGEConv(data.num_feats, 3, "mean")
+
+        def forward(self, g, x):
+            global calls
+            calls += 1
+            print("forward", x.shape)
+            self.last = x
+            return self.conv(g, x)
+
+
+    model = Net()
+''')
+
+
+def test_what_the_module_leaves_out_or_keeps_of_the_script_and_of_forward_is_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("effects.py").write_text(EFFECTS)
+    generated = generate_all("effects.py:Net", GenerateOptions(verify=False))
+    assert generated.warnings[1:] == (
+        "the generated module keeps effects.py:11 (`data = TinyDataset()`) from effects.py, which Net needs; it "
+        "does a script's work (loading data, reading the command line), so it runs wherever the generated module "
+        "is imported: move what the class needs from it into the class, or into a function the class calls",
+        "Net.forward does more than compute its result: effects.py:24 (`calls += 1`), effects.py:25 "
+        "(`print(\"forward\", x.shape)`), effects.py:26 (`self.last = x`). The generated inference computes "
+        "forward's result and does not repeat these (they ran once while gnn-codegen traced forward); do them "
+        "around the call to inference if you need them",
+    )
+    assert generated.notes[0] == (
+        "left out of the generated module: effects.py:12 (`g = dgl.rand_graph(10, 30)`), effects.py:13 (`x = "
+        "torch.zeros(10, 6)`), effects.py:30 (`model = Net()`), which run code when effects.py is imported and "
+        "which Net does not need"
+    )
+    assert "rand_graph" not in generated.source and "data = TinyDataset()" in generated.source
 
 
 # --- writing the output (cli.write_atomically, cli.check_output_path) -------------------------
@@ -159,6 +244,34 @@ SCRIPT = dedent('''\
     import torch.nn.functional as F
 ''')
 
+# A model file that ends the process when imported, and one whose forward exits: each run must
+# exit non-zero and say so, not end with status 0 and nothing written.
+EXITS = dedent('''\
+    import os
+
+    import dgl.nn as dglnn
+    import torch.nn as nn
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = dglnn.SAGEConv(6, 3, "mean")
+
+        def forward(self, g, x):
+            return self.conv(g, x)
+
+
+    os._exit(0)
+''')
+EXITS_IN_FORWARD = EXITS.replace("os._exit(0)\n", "").replace(
+    "return self.conv(g, x)", "import sys\n        sys.exit(0)"
+)
+FILES = {"script.py": SCRIPT, "exits.py": EXITS, "exits_in_forward.py": EXITS_IN_FORWARD}
+GNN_FILM = REPO / "generated_examples" / "gnn_film" / "model.py"
+_FILM_CASE = json.loads((GNN_FILM.parent / "case.json").read_text())
+GNN_FILM_OPTIONS = ["--init", json.dumps(_FILM_CASE["init"]), "--metagraph", _FILM_CASE["metagraph"]]
+
 SAGE_TARGET = f"{SAGE}:SAGE"
 SAGE_ARGS = [SAGE_TARGET, "--init", json.dumps(SAGE_INIT)]
 
@@ -186,6 +299,23 @@ REFUSED = {
                             "--method-name forward: every torch.nn.Module has `forward`"),
     "method name not an identifier": ([*SAGE_ARGS, "--method-name", "my inference", "-o", "{tmp}/out.py"],
                                       "--method-name 'my inference' is not a Python identifier"),
+    # refused before the model's file is imported (it was exit 3 with a traceback for a
+    # heterogeneous model, whose header repeats the option)
+    "forward args not JSON": ([f"{GNN_FILM}:GNNFiLM", *GNN_FILM_OPTIONS, "--forward-args", "{out_key: paper}",
+                               "-o", "{tmp}/out.py"],
+                              "--forward-args is not valid JSON (Expecting property name enclosed in double quotes "
+                              "at character 1): '{out_key: paper}'. Give values for forward's parameters as a JSON "
+                              "object, with keys and strings in double quotes, e.g. --forward-args "
+                              "'{\"out_key\": \"paper\"}'."),
+    "init not JSON": ([SAGE_TARGET, "--init", "{in_size: 16}", "-o", "{tmp}/out.py"],
+                      "--init is not valid JSON (Expecting property name enclosed in double quotes at character 1)"),
+    "exits when imported": (["exits.py:Net", "-o", "{tmp}/out.py"],
+                            "importing 'exits.py' called os._exit(0) (exits.py:16 (`os._exit(0)`)), which would end "
+                            "gnn-codegen before it writes anything. Put the training script under "
+                            '`if __name__ == "__main__":`'),
+    "exits in forward": (["exits_in_forward.py:Net", "-o", "{tmp}/out.py"],
+                         "the model's code called sys.exit(0) while gnn-codegen ran it, which would end gnn-codegen "
+                         "before it writes anything; nothing was written."),
 }
 
 
@@ -208,7 +338,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, subp
     for number, (case, args) in enumerate(commands.items()):
         cwd = base / f"case{number}"
         cwd.mkdir()
-        (cwd / "script.py").write_text(SCRIPT)
+        for name, text in FILES.items():
+            (cwd / name).write_text(text)
         (cwd / "readonly.py").write_text("# mine\n")
         (cwd / "readonly.py").chmod(0o444)
         args = [a.replace("{tmp}", str(cwd)) for a in args]
@@ -231,7 +362,7 @@ def test_refused_with_one_paragraph_and_no_output(
     assert message.startswith("error: ") and message.count("error:") == 1, describe(proc)
     assert REFUSED[case][1].replace("{tmp}", str(cwd)) in message, describe(proc)
     assert proc.stdout == "", describe(proc)
-    assert sorted(p.name for p in cwd.iterdir()) == ["readonly.py", "script.py"]
+    assert sorted(p.name for p in cwd.iterdir()) == sorted(["readonly.py", *FILES])
     assert (cwd / "readonly.py").read_text() == "# mine\n"
 
 
@@ -254,7 +385,7 @@ def test_stdout_is_only_the_module_and_the_script_is_warned_about(
     # the imports below the class come before it: `@torch.no_grad()` needs torch when Net is defined
     assert source.index("import torch\n") < source.index("class Net")
     assert "announce" not in source and "print(" in source  # forward's print is the user's code
-    assert sorted(p.name for p in cwd.iterdir()) == ["readonly.py", "script.py"]
+    assert sorted(p.name for p in cwd.iterdir()) == sorted(["readonly.py", *FILES])
     namespace: dict[str, object] = {}
     exec(compile(source, "<stdout>", "exec"), namespace)
 

@@ -136,6 +136,13 @@ EXPECTED = {
         ".mean(), .max(), .min(), .var() and .std() of every element. Write it as one of those (h.amax(0) "
         "for h.max(0).values), or evaluate this model with its full-graph forward."
     ),
+    "on_meta_device": (
+        errors.InitError,
+        "on_meta_device from 'tests/models/refused.py' has its weights on the meta device (conv.fc_neigh.weight and 2 "
+        "more), where tensors have a shape but no values, so gnn-codegen cannot run forward to trace and "
+        "check it. Build the model with real weights: outside `with torch.device(\"meta\")`, or, in a "
+        "factory function, call model.to_empty(device=\"cpu\") and load its weights before returning it."
+    ),
 }
 
 WILD_EXPECTED = {

@@ -72,3 +72,10 @@ def test_linears_over_concatenations_skip_only_the_concatenations_nothing_else_r
     code = [line for line in inference.splitlines() if not line.strip().startswith("#")]
     assert sum("torch.cat(" in line for line in code) == 1  # the one the sum reads too
     assert sum(".addmm_(" in line for line in code) == 2  # the classifier's second and third parts
+
+
+def test_a_model_in_float64_gets_float64_inputs_and_exact_inference() -> None:
+    generated = generate_all(f"{MODEL}:in_float64")
+    assert [spec.dtype for spec in generated.attributes.inputs] == ["torch.float64"]
+    result = check(generated, num_nodes=97, batch_sizes=(1, 13, 97))
+    assert result.ok, f"max |difference| {result.max_abs_diff}"

@@ -202,3 +202,56 @@ def test_method_name_names_the_generated_method_and_keeps_the_users() -> None:
     assert "from tqdm import tqdm" in after
     assert after.count("def layerwise_inference(self, g, x, batch_size, device):") == 1
     assert after.count("def inference(") == 1
+
+
+def test_statements_that_do_work_stay_out_though_the_class_spells_their_names() -> None:
+    # forward's parameters g and x, and the generated method's, are not the script's g and x:
+    # only names the class reads from the module keep a statement (issue 34: the generated
+    # module built a graph, a model and zeros when imported, and loaded graph.bin)
+    before = dedent('''\
+        import os
+        import dgl
+        import torch
+        import torch.nn as nn
+
+        os.environ["DGLBACKEND"] = "pytorch"
+        ACTS = {}
+        for name in ("relu", "elu"):
+            ACTS[name] = getattr(torch, name)
+        graphs, _ = dgl.load_graphs("graph.bin")
+        g = dgl.rand_graph(10, 30)
+        x = torch.zeros(10, 6)
+        print("loaded")
+
+
+        class Model(nn.Module):
+            def forward(self, g, x):
+                return ACTS["relu"](x)
+
+
+        model = Model()
+        model(g, x)
+    ''')
+    after = splice(before, "Model", RUNNABLE, HELPERS, HEADER)
+    assert after == dedent('''\
+        # header
+
+        import dgl
+        import torch
+        import torch.nn as nn
+        ACTS = {}
+        for name in ("relu", "elu"):
+            ACTS[name] = getattr(torch, name)
+
+
+        class Model(nn.Module):
+            def forward(self, g, x):
+                return ACTS["relu"](x)
+            @torch.no_grad()
+            def inference(self, g, x, batch_size, device):
+                return F.relu(x)
+
+
+        def _helper(g):
+            return dgl.NID
+    ''')

@@ -23,7 +23,7 @@ from gnn_codegen.harness import allclose, max_difference, some_nodes
 from gnn_codegen.hetero.plan import result_type
 from gnn_codegen.hetero.schema import Schema, random_heterograph
 from gnn_codegen.hetero.trace import calls_own_layer, hetero_conv
-from gnn_codegen.input_specs import GUESSED_WIDTH, declared_width
+from gnn_codegen.input_specs import GUESSED_WIDTH, declared_width, model_float_dtype
 from gnn_codegen.kept_graph import graph_set_on
 from gnn_codegen.lower import locations
 from gnn_codegen.node_tables import table_of, tables_set_on
@@ -158,10 +158,16 @@ def _own_layer_width(layer: torch.nn.Module, ntype: str, schema: Schema) -> int 
 
 def _inputs(generated: Generated, counts: dict[str, int], seed: int) -> dict[str, dict[str, torch.Tensor]]:
     gen = torch.Generator().manual_seed(seed + 1)
+    dtype = _float_dtype(generated)
     inputs: dict[str, dict[str, torch.Tensor]] = {}
     for (param, ntype), width in feature_widths(generated).items():
-        inputs.setdefault(param, {})[ntype] = torch.randn(counts[ntype], width, generator=gen)
+        inputs.setdefault(param, {})[ntype] = torch.randn(counts[ntype], width, generator=gen, dtype=dtype)
     return inputs
+
+
+def _float_dtype(generated: Generated) -> torch.dtype:
+    """Features in the dtype of the model's weights (float64 for a `model.double()`)."""
+    return getattr(torch, model_float_dtype(generated.loaded.model).removeprefix("torch."))
 
 
 def check_hetero(generated: Generated, num_nodes: int = 1000, seed: int = 0,
@@ -337,7 +343,7 @@ def _arguments(generated: Generated, g: dgl.DGLHeteroGraph,
     gen = torch.Generator().manual_seed(g.num_edges())
     for _, key, relations in traced.edge_data:
         for rel in relations:
-            g.edges[rel].data[key] = torch.rand(g.num_edges(rel), generator=gen) + 0.5
+            g.edges[rel].data[key] = torch.rand(g.num_edges(rel), generator=gen, dtype=_float_dtype(generated)) + 0.5
     # a parameter forward takes as one type's features: that tensor
     return {name: next(iter(value.values())) if name in traced.tensor_inputs else value
             for name, value in inputs.items() if name not in from_graph}

@@ -162,3 +162,9 @@ class MaxWithIndices(nn.Module):
     def forward(self, g, x):
         h = self.conv(g, x)
         return h / h.max(0).values
+
+
+def on_meta_device():
+    """Built on the meta device to size it cheaply: weights without values."""
+    with torch.device("meta"):
+        return MaxWithIndices()

@@ -359,3 +359,21 @@ class StandardisedInput(nn.Module):
         h = F.relu(x)
         h = (h - h.mean(0)) / (h.std(0) + 0.5)
         return self.conv(blocks[0], h)
+
+
+class WideningLinearBeforeSAGEConv(nn.Module):
+    """Issue 34: a Linear that widens 16 -> 256 between two SAGEConvs, the second narrowing
+    256 -> 8. Its fc_neigh (work on each source row) was placed once per node before the cut,
+    which stored the Linear's 256-wide output for every node (1 GB per million nodes) where
+    storing the 16-wide rows and running the Linear on the next layer's batches stores 64 MB."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = dglnn.SAGEConv(32, 16, "mean")
+        self.lin = nn.Linear(16, 256)
+        self.conv2 = dglnn.SAGEConv(256, 8, "mean")
+
+    def forward(self, g, x):
+        h = F.relu(self.conv1(g, x))
+        h = self.lin(h)
+        return self.conv2(g, h)

@@ -23,11 +23,17 @@ The cost of a placement (`evaluate`), in bytes per node of the graph:
     `fanout` times when it runs on source rows after a cut, once when it runs before; then the
     earlier stage.
 
-One policy comes before the cost: a convolution's work on each source row (write_out.py: GAT's
-fc, GraphConv's degree norm, a narrowing SAGEConv's fc_neigh) runs as early as its inputs
-allow, at the end of the layer that makes its input (or in the prologue), once per node; after
-the cut it would run once per batch that reads the row, and the benchmark measured that dearer
-than the bytes it saves (CutNode.earliest).
+A convolution's work on each source row (write_out.py: GAT's fc, GraphConv's degree norm, a
+narrowing SAGEConv's fc_neigh; CutNode.source_work) is placed by the same cost as any op, in
+one of three kinds of places: at the end of the layer that makes its input (or in the
+prologue), once per node; in a pass over ranges of nodes right before its convolution's layer,
+once per node, from stored rows (a stage of its own, `pass_slots`); or in the convolution's own
+layer, on every gathered source row of every batch. A pass reads once more rows that the layer
+before it stored, so it never moves fewer bytes than the end of that layer: the search weighs
+it and does not take it. (A fixed rule placed this work as early as its inputs allow and a
+rewrite after the search moved it into such passes, for peak host memory, with a read that
+--explain did not count; the rule stored a widening Linear's 256-wide output before
+SAGEConv(256, 8) for every node where its 16-wide input suffices: issue 34.)
 
 A reduction over all nodes (`h.mean(0)`, node_reductions.py) is a barrier: it reads every
 stored row of h in a pass before its stage's batch loop, so it runs in a stage after h's
@@ -46,7 +52,8 @@ per-boundary cut is not optimal in general.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from itertools import product
+from typing import Iterator, Literal
 
 # src_in_place: source rows a convolution reads only inside its messages, which a stored tensor
 # on the device gives in place, without gathering them (render_layer.LayerWriter.in_place)
@@ -74,9 +81,10 @@ class CutNode:
     roles: tuple[tuple[str, tuple[Role, ...]], ...] = ()
     is_output: bool = False
     reads_graph: bool = False  # reads the graph or edges: never in the prologue
-    # a convolution's work on each source row (write_out.py): placed as early as its inputs
-    # allow, where it runs once per node
-    earliest: bool = False
+    # a convolution's work on each source row (write_out.py): the one kind of op that may also
+    # run in a pass over ranges of nodes right before its convolution's layer (`pass_slots`);
+    # the simple rule runs it as early as its inputs allow, once per node
+    source_work: bool = False
     # a reduction over all nodes (node_reductions.py): it reads its dep's stored rows in a pass
     # before its stage's batch loop, so it runs in a stage after the one that makes them
     reduces: bool = False
@@ -164,7 +172,7 @@ def mp_depths(nodes: tuple[CutNode, ...]) -> dict[str, int]:
             # before its stage's loop (HAN's GAT fc after the semantic attention): in a pass over
             # ranges of nodes of that stage, once per node, and the convolution a stage later
             # (run in the convolution's loop, it would be done again for every batch)
-            if node.earliest and any(made_from_reduction.get(d) and depth[d] == depth[node.name]
+            if node.source_work and any(made_from_reduction.get(d) and depth[d] == depth[node.name]
                                      for d in node.deps):
                 in_loop[node.name] = True
         made_from_reduction[node.name] = node.reduces or (not in_loop[node.name] and any(
@@ -172,19 +180,40 @@ def mp_depths(nodes: tuple[CutNode, ...]) -> dict[str, int]:
     return depth
 
 
+def pass_slots(nodes: tuple[CutNode, ...]) -> tuple[dict[str, int], frozenset[int]]:
+    """The stages ops are placed in: mp_depths' with a pass over ranges of nodes inserted right
+    before each layer after the first whose convolutions read work per source row
+    (CutNode.source_work) and that follows a layer directly, and the indices of those passes. Only
+    such work may run there (`_Graph.stages_of`): once per node from the stored rows of what it
+    reads, where at the end of the layer before it runs from that layer's rows and in its
+    convolution's layer once per gathered row. (Before the first layer, the prologue is that
+    pass; after a reduction over all nodes, the pass that reduction makes.)"""
+    depth = mp_depths(nodes)
+    by_name = {n.name: n for n in nodes}
+    layers = {depth[n.name] for n in nodes if n.is_mp}
+    fed = {depth[n.name] for n in nodes if n.is_mp and any(by_name[d].source_work for d in n.deps)}
+    before = sorted(j for j in fed if j >= 2 and j - 1 in layers)
+
+    def shifted(k: int) -> int:
+        return k + sum(1 for j in before if j <= k)
+
+    return {name: shifted(k) for name, k in depth.items()}, frozenset(shifted(j) - 1 for j in before)
+
+
 def place_asap(nodes: tuple[CutNode, ...]) -> Placement:
     """The simple rule: every op as early as its producers allow (a cut right after each
-    message-passing op), never in the prologue, except a convolution's work per source row,
-    which goes where it runs once per node (CutNode.earliest) under either rule."""
-    depth = mp_depths(nodes)
+    message-passing op), never in the prologue (nor in a pass before a layer), except a
+    convolution's work per source row, which goes where its inputs are made (the prologue, or
+    the end of a layer), once per node (CutNode.source_work)."""
     g = _Graph.of(nodes)
+    depth = g.depth
     stage: dict[str, int] = {}
     for node in nodes:
         if node.is_input:
             stage[node.name] = 0
         elif node.is_mp:
             stage[node.name] = depth[node.name]
-        elif node.earliest:
+        elif node.source_work:
             stage[node.name] = g.low[node.name]
         else:
             stage[node.name] = max([1] + [after_deps(node, stage[d]) for d in node.deps])
@@ -217,13 +246,16 @@ class _Graph:
     high: dict[str, int] = field(default_factory=dict)
     # stages without message passing: passes over ranges of nodes, where no edge has a row
     node_passes: frozenset[int] = frozenset()
+    # the passes before a layer that only a convolution's work per source row may take (pass_slots)
+    slots: frozenset[int] = frozenset()
 
     def stages_of(self, name: str, low: int | None = None) -> list[int]:
         """The stages an op may take (from `low`, when its deps' stages raise it)."""
         node = self.by_name[name]
         start = self.low[name] if low is None else low
         return [k for k in range(start, self.high[name] + 1)
-                if not (node.rows == "edge" and k in self.node_passes)]
+                if not (node.rows == "edge" and k in self.node_passes)
+                and not (k in self.slots and (not node.source_work or node.reads_graph))]
 
     @classmethod
     def of(cls, nodes: tuple[CutNode, ...]) -> "_Graph":
@@ -233,7 +265,7 @@ class _Graph:
         for n in nodes:
             for d in dict.fromkeys(n.deps):
                 g.consumers[d].append(n.name)
-        g.depth = mp_depths(nodes)
+        g.depth, g.slots = pass_slots(nodes)
         g.num_stages = max(g.depth.values(), default=0)
         layers = {g.depth[n.name] for n in nodes if n.is_mp}
         g.node_passes = frozenset(range(1, g.num_stages + 1)) - layers
@@ -263,8 +295,6 @@ class _Graph:
                 g.high[n.name] = 0
             elif n.is_mp:
                 g.high[n.name] = g.depth[n.name]
-            elif n.earliest:
-                g.high[n.name] = g.low[n.name]
             else:  # a reduction reads its dep in a stage after the dep's
                 g.high[n.name] = min([g.num_stages] + [g.high[c] - (1 if g.by_name[c].reduces else 0)
                                                        for c in g.consumers[n.name]])
@@ -377,21 +407,25 @@ def transfers(nodes: tuple[CutNode, ...], placement: Placement, fanout: float = 
     return tuple(result)
 
 
-def brute_force(nodes: tuple[CutNode, ...], fanout: float = DEFAULT_FANOUT) -> tuple[Placement, Cost]:
-    """Every valid placement, the cheapest by the same key: the reference the tests hold
-    place_optimal to (exponential; small graphs only)."""
-    from itertools import product
-
+def valid_placements(nodes: tuple[CutNode, ...]) -> Iterator[Placement]:
+    """Every valid placement: each op in a stage it may take (passes before a layer included,
+    `pass_slots`), none before what it reads (exponential; small graphs only)."""
     g = _Graph.of(nodes)
     order = [n.name for n in nodes]
-    best = None
     for stages in product(*(g.stages_of(n) for n in order)):
         stage = dict(zip(order, stages))
         if any(after_deps(n, stage[d]) > stage[n.name] for n in nodes for d in n.deps):
             continue
-        placement = Placement(tuple(stage.items()), g.num_stages)
+        yield Placement(tuple(stage.items()), g.num_stages)
+
+
+def brute_force(nodes: tuple[CutNode, ...], fanout: float = DEFAULT_FANOUT) -> tuple[Placement, Cost]:
+    """The cheapest of every valid placement by the search's key: the reference the tests hold
+    place_optimal to."""
+    best = None
+    for placement in valid_placements(nodes):
         cost = evaluate(nodes, placement, fanout)
-        key = (*cost.key(), sum(stages))
+        key = (*cost.key(), sum(k for _, k in placement.stage))
         if best is None or key < best[0]:
             best = (key, placement, cost)
     assert best is not None

@@ -67,8 +67,16 @@ def _reduction(op: Op, info: dict[str, Any]) -> str:
     return describe_op(op) if reduction is None else f".{reduction.how}({'0' if reduction.over_rows_only else ''})"
 
 
+def shown_indices(plan: Any) -> dict[int, int]:
+    """The cut's stage index -> the one --explain shows: the stages that run, numbered in order
+    (the cut also numbers the passes before layers that nothing took, cut.pass_slots)."""
+    first = 0 if plan.stages and plan.stages[0].index == 0 else 1
+    return {0: 0, **{stage.index: position + first for position, stage in enumerate(plan.stages)}}
+
+
 def explain_data(generated: Generated, nodes: int = DEFAULT_NODES) -> dict[str, Any]:
     program, plan, cut = generated.program, generated.plan, generated.plan.cut
+    shown = shown_indices(plan)
     buffers = dict(generated.buffers)
     info = generated.attributes.as_dict()
     stages = []
@@ -82,7 +90,7 @@ def explain_data(generated: Generated, nodes: int = DEFAULT_NODES) -> dict[str, 
             })
         graph = spell_graph(program, program.op(stage.graph)) if stage.graph else ""
         stages.append({
-            "index": stage.index, "kind": _kind(stage), "layer": stage.layer, "name": plan.stage_name(stage),
+            "index": shown[stage.index], "kind": _kind(stage), "layer": stage.layer, "name": plan.stage_name(stage),
             "ops": ops,
             "graph": graph,  # the graph whose blocks the layer runs on, as forward spells it
             "loads": [{"tensor": buffers[v], "rows": "node" if stage.index == 0 or stage.node_pass else rows}
@@ -97,8 +105,9 @@ def explain_data(generated: Generated, nodes: int = DEFAULT_NODES) -> dict[str, 
         value = info[t.name]
         tensors.append({
             "tensor": buffers.get(t.name, t.name), "value": t.name, "input": program.op(t.name).kind == "input",
-            "written_in": t.stage, "rows": t.rows, "shape": list(value.shape), "dtype": value.dtype.replace("torch.", ""),
-            "bytes_per_row": t.row_bytes, "read_in": [{"stage": k, "rows": rows} for k, rows in t.loads],
+            "written_in": shown[t.stage], "rows": t.rows, "shape": list(value.shape),
+            "dtype": value.dtype.replace("torch.", ""), "bytes_per_row": t.row_bytes,
+            "read_in": [{"stage": shown[k], "rows": rows} for k, rows in t.loads],
             "stored_bytes": t.stored * nodes, "reloaded_bytes": t.reloaded * nodes,
         })
     cost, simple = _cost(cut.cost, nodes), _cost(cut.simple_cost, nodes)
@@ -189,7 +198,8 @@ def explain_dot(generated: Generated, data: dict[str, Any]) -> str:
     """The traced graph (inline expressions folded into their readers), one cluster per stage,
     stored tensors drawn with a double border and their edges to later stages bold."""
     program, cut = generated.program, generated.plan.cut
-    stage_of = dict(cut.placement.stage)
+    shown = shown_indices(generated.plan)
+    stage_of = {name: shown[k] for name, k in cut.placement.stage}
     stored = {t["value"]: t for t in data["tensors"]}
     num_layers = sum(1 for s in data["stages"] if s["kind"] == "layer")
     names = stage_names(data)

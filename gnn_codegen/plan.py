@@ -156,7 +156,7 @@ def cut_graph(program: Program, inline: frozenset[str], attrs: Attributes) -> tu
             rows="tuple" if value.rows == "tuple" else "edge" if value.rows == "edge" else
                  "global" if value.rows == "global" else "node",
             roles=tuple((d, tuple(r)) for d, r in roles.items()), is_output=op.name in outputs,
-            reads_graph=reads_graph, earliest=op.once_per_node,
+            reads_graph=reads_graph, source_work=op.once_per_node,
             reduces=value.rows == "global" and node_reduction(op, lambda n: info[n].rows) is not None,
             graph=mp_graph(op) if op.kind == "mp" else "",
         ))
@@ -244,6 +244,8 @@ def build_plan(program: Program, attrs: Attributes, fanout: float = DEFAULT_FANO
     global_values = set(reduced) | set(once)
     for k in range(first, placement.num_stages + 1):
         members = [n.name for n in nodes if stage_of[n.name] == k and not n.is_input and n.name not in global_values]
+        if not members and not any(stage_of[r] == k for r in reduced) and not any(stage_of[n] == k for n in once):
+            continue  # a pass before a layer (cut.pass_slots) that nothing was placed in
         space: dict[str, Space] = {}
         needs: dict[str, set[Space]] = {}
         for name in reversed(members):

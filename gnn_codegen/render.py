@@ -10,7 +10,7 @@ import ast
 import json
 import textwrap
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -25,7 +25,7 @@ from gnn_codegen.ir import Op, Program, Ref, iter_refs
 from gnn_codegen.metapaths import metapath_of
 from gnn_codegen.names import NameAllocator
 from gnn_codegen.node_reductions import node_reduction, pass_expression
-from gnn_codegen.plan import Plan, Stage, inline_ops, value_deps
+from gnn_codegen.plan import Plan, Stage, inline_ops
 from gnn_codegen.render_code import comment
 from gnn_codegen.render_layer import LayerFunction, LayerWriter
 from gnn_codegen.templating import render_template
@@ -195,10 +195,7 @@ class Renderer:
     # -- the method -----------------------------------------------------------------------------
     def method(self) -> str:
         stages = []
-        ordered: list[Stage] = []
-        for stage in self.plan.stages:
-            stage, after = self._split_node_pass(stage)
-            ordered += [stage] if after is None else [stage, after]
+        ordered = list(self.plan.stages)
         # the passes over ranges of nodes in each gap between layers, in order (PairNorm's
         # centring, then its scaling after the mean row norm of the centred rows)
         self.gaps: dict[int, list[int]] = {}  # layer before the gap -> positions of its passes
@@ -371,39 +368,6 @@ class Renderer:
                 continue
             lines.append(f"{self.buffer[name]} = {text}")
         return lines
-
-    def _split_node_pass(self, stage: Stage) -> tuple[Stage, Stage | None]:
-        """A layer whose last ops are the next layer's work on each source row (write_out.py)
-        that reads only what the layer stores anyway (SAGEConv's fc_neigh of the layer's
-        output, which the next layer also reads as its destination rows): those run in a pass
-        over ranges of nodes after the layer, once the layer's own input is freed, so that the
-        layer's input, its output and the work's output are never all held at once."""
-        if stage.index == 0 or stage.node_pass:
-            return stage, None
-        members = {p.name for p in stage.ops}
-        moved: list[str] = []
-        for placed in stage.ops:
-            op = self.program.op(placed.name)
-            if not op.once_per_node or placed.space != "dst":
-                continue
-            deps = value_deps(self.program, self.inline, (op.args, tuple(v for _, v in op.kwargs)))
-            if all(d in moved or d in stage.stores or d not in members for d in deps):
-                moved.append(op.name)
-        # only what nothing else of the layer reads, and whose values the layer would store
-        moved = [n for n in moved if all(u in moved for u in self.users[n] if u in members)]
-        if not moved or not any(n in stage.stores for n in moved):
-            return stage, None
-        kept = tuple(p for p in stage.ops if p.name not in moved)
-        reads = list(dict.fromkeys(
-            d for n in moved for d in value_deps(self.program, self.inline, (self.program.op(n).args,
-                                                                               tuple(v for _, v in self.program.op(n).kwargs)))
-            if d not in moved
-        ))
-        layer = replace(stage, ops=kept, stores=tuple(n for n in stage.stores if n not in moved))
-        after = Stage(stage.index, tuple(replace(p, space="dst") for p in stage.ops if p.name in moved),
-                      tuple((d, "dst") for d in reads), tuple(n for n in stage.stores if n in moved), (),
-                      layer=stage.layer, node_pass=True)
-        return layer, after
 
     def _call(self, function: LayerFunction, batches: str, nodes: str | None) -> str:
         which = [] if nodes is None else [f"nodes={nodes}"]

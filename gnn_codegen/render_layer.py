@@ -21,7 +21,7 @@ from gnn_codegen.ir import Op, Ref, iter_refs, reads_device
 from gnn_codegen.names import NameAllocator
 from gnn_codegen.plan import Space, Stage, mp_extra_arguments, mp_feature_spaces, mp_features, value_deps
 from gnn_codegen.render_code import BINARY, UNARY, Code, Copy, comment, constant
-from gnn_codegen.write_out import helper_parameters
+from gnn_codegen.write_out import ONCE_PER_NODE, helper_parameters
 
 if TYPE_CHECKING:
     from gnn_codegen.render import Renderer
@@ -251,9 +251,13 @@ class LayerWriter:
             self.r.note_origins(self.lines, op)
             if placed.name in unpacked.values() or placed.name in fused.values():
                 continue  # taken where its tuple is computed / never made (the Linear takes parts)
-            if op.note and op.note not in noted:  # why gnn-codegen added this line
-                self.lines.extend(comment(op.note))
-                noted.add(op.note)
+            note = op.note
+            if placed.space == "src" and not self.node_ranges and note.endswith(ONCE_PER_NODE):
+                # the cut found storing its input cheaper than storing its result (cut.py)
+                note = note[: -len(ONCE_PER_NODE)] + " of each batch, where storing it costs more (--explain)"
+            if note and note not in noted:  # why gnn-codegen added this line
+                self.lines.extend(comment(note))
+                noted.add(note)
             elements = [e for e in (unpacked.get((op.name, i)) for i in range(len(unpacked))) if e]
             if elements:
                 self.write_unpacking(op, elements, uses)

@@ -6,9 +6,11 @@ Called on a block, such a convolution transforms each of the block's source rows
 scales by out-degree and may multiply by its weight, a narrowing SAGEConv applies fc_neigh,
 GATConv applies fc and attn_l), and a batch's block holds several times its own node count in
 source rows: a layer-wise loop that calls the module repeats that work for every batch that
-reads a row. Written out, the cut (cut.py) places the source-row work where it runs once per
-node, at the end of the layer that makes its input, and the batch loop only aggregates, reading
-the rows in place where they are on the device already. GraphConv's out-degree norm reads the
+reads a row. Written out, the source-row work is an op the cut (cut.py) places where it moves
+fewest bytes: mostly once per node, at the end of the layer that makes its input, and the batch
+loop only aggregates, reading the rows in place where they are on the device already; on each
+batch's source rows where storing its input costs less than storing its result (a widening
+Linear before a narrowing SAGEConv). GraphConv's out-degree norm reads the
 full graph's out-degrees (`g.out_degrees()`, a value of the graph computed once), which also
 makes it exact on blocks, whose own out-degrees count only their edges.
 
@@ -29,6 +31,9 @@ import torch.fx as fx
 
 from gnn_codegen.templating import exec_template
 
+# how the note of a convolution's work per source row ends where it runs once per node (the
+# cut may also run it per batch, where render_layer.py says so instead)
+ONCE_PER_NODE = ", once per node"
 # helper name -> the roles of its arguments after the module: "graph", "src" / "dst" rows,
 # "edge" rows, None for a constant. Message-passing helpers take the graph second.
 SECTIONS = (
@@ -160,7 +165,7 @@ def _named(node: fx.Node, name: str, note: tuple[str, str] = ("", "")) -> fx.Nod
 
 
 def _source_note(conv_call: fx.Node, what: str) -> tuple[str, str]:
-    return str(conv_call.target), f"{what} on each source row, once per node"
+    return str(conv_call.target), f"{what} on each source row{ONCE_PER_NODE}"
 
 
 def _module(graph: fx.Graph, node: fx.Node) -> fx.Node:

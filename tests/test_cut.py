@@ -4,6 +4,7 @@ optimal placement where the bytes stored and reloaded are fewest (proven against
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import replace
 
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 
 from gnn_codegen.cut_search import _Problem, place_optimal
 from gnn_codegen.cut import (
-    CutNode, _Graph, brute_force, check_placement, evaluate, mp_depths, place_asap,
+    CutNode, _Graph, brute_force, check_placement, evaluate, mp_depths, pass_slots, place_asap, valid_placements,
 )
 
 
@@ -61,12 +62,13 @@ F = 8.0
 
 
 def V(name: str, *deps: str, width: int, mp: bool = False, inp: bool = False, out: bool = False,
-      roles: dict[str, tuple[str, ...]] | None = None, rows: str = "node") -> CutNode:
+      roles: dict[str, tuple[str, ...]] | None = None, rows: str = "node", source_work: bool = False) -> CutNode:
+    """source_work: a convolution's work on each source row (CutNode.source_work)."""
     if mp and roles is None:
         roles = {deps[0]: ("src",)}
         roles.update({d: ("edge",) for d in deps[1:]})
     return CutNode(name, tuple(deps), is_mp=mp, is_input=inp, row_bytes=4 * width, rows=rows,
-                   roles=tuple((roles or {}).items()), is_output=out)
+                   roles=tuple((roles or {}).items()), is_output=out, source_work=source_work)
 
 
 def optimal_stages(nodes: tuple[CutNode, ...]) -> dict[str, int]:
@@ -195,12 +197,60 @@ def test_a_skip_projection_runs_where_it_costs_least() -> None:
     assert evaluate(nodes, place_optimal(nodes, F), F).total <= evaluate(nodes, place_asap(nodes), F).total
 
 
+def test_a_widening_linear_before_a_narrowing_sage_conv_is_not_stored() -> None:
+    """Issue 34: SAGEConv(32, 16) -> ReLU -> Linear(16, 256) -> SAGEConv(256, 8), whose fc_neigh
+    (256 -> 8) is work per source row and whose fc_self reads the Linear's destination rows.
+    Running fc_neigh once per node needs the 256-wide Linear output for every node (stored, and
+    read again on destination rows: 2 KB per node); storing the 16-wide ReLU and running the
+    Linear and fc_neigh on each batch's source rows moves 64 + 8 x 64 bytes per node."""
+    nodes = (V("x", width=32, inp=True), V("fc1", "x", width=16, source_work=True),
+             V("conv1", "fc1", "x", width=16, mp=True, roles={"fc1": ("src_in_place",), "x": ("dst",)}),
+             V("relu", "conv1", width=16), V("lin", "relu", width=256),
+             V("fc2", "lin", width=8, source_work=True),
+             V("conv2", "fc2", "lin", width=8, mp=True, out=True, roles={"fc2": ("src_in_place",), "lin": ("dst",)}))
+    stage = optimal_stages(nodes)
+    conv2 = stage["conv2"]
+    assert stage["lin"] == conv2 and stage["fc2"] == conv2  # on the source rows of layer 2's batches
+    best, simple = evaluate(nodes, place_optimal(nodes, F), F), evaluate(nodes, place_asap(nodes), F)
+    assert best.total == 4 * 16 * (1 + F) + 4 * 16 * (1 + 1) + 4 * 32 * (1 + 1) + 4 * 8
+    assert simple.total - best.total > 4 * 256  # the simple rule stores the 256-wide rows
+
+
+def test_source_work_may_run_in_a_pass_before_its_layer() -> None:
+    """A pass over ranges of nodes right before a convolution's layer is a stage of its own
+    that only the convolution's work per source row may take; no pass is made where no such
+    work is read, nor before the first layer (the prologue)."""
+    nodes = (V("x", width=8, inp=True), V("c1", "x", width=16, mp=True), V("s", "c1", width=4, source_work=True),
+             V("c2", "s", width=4, mp=True), V("r", "c2", width=4), V("c3", "r", width=4, mp=True, out=True))
+    depth, slots = pass_slots(nodes)
+    assert (depth["c1"], depth["c2"], depth["c3"]) == (1, 3, 4) and slots == {2}
+    g = _Graph.of(nodes)
+    assert g.stages_of("s") == [1, 2, 3] and g.stages_of("r") == [3, 4]
+    assert place_asap(nodes).of("s") == 1  # the simple rule: at the end of the layer that makes c1
+
+
 def test_tuples_never_cross_a_boundary() -> None:
     nodes = (V("x", width=8, inp=True), V("e", width=4, inp=True, rows="edge"),
              CutNode("egat", ("x", "e"), is_mp=True, row_bytes=None, rows="tuple",
                      roles=(("x", ("src", "dst")), ("e", ("edge",)))),
              V("h", "egat", width=8), V("conv2", "h", width=4, mp=True, out=True))
     assert optimal_stages(nodes)["h"] == 1
+
+
+def _source_work(draw: st.DrawFn, conv: str, feat: str) -> tuple[list[CutNode], list[str]]:
+    """A convolution's work on each source row (write_out.py) and what of it the convolution
+    reads: one op (SAGEConv's fc_neigh, GraphConv's norm), or GATConv's fc and attention term,
+    a pair (a tuple, never stored) whose two parts it reads."""
+    width = draw(st.sampled_from([2, 8, 64, 256]))
+    if draw(st.booleans()):
+        return [V(f"{conv}_feat", feat, width=width, source_work=True)], [f"{conv}_feat"]
+    pair = CutNode(f"{conv}_source", (feat,), row_bytes=None, rows="tuple", source_work=True)
+    parts = [V(f"{conv}_fc", pair.name, width=width, source_work=True),
+             V(f"{conv}_el", pair.name, width=1, source_work=True)]
+    return [pair, *parts], [p.name for p in parts]
+
+
+BRUTE_FORCE_PLACEMENTS = 3000
 
 
 @st.composite
@@ -223,6 +273,13 @@ def random_dags(draw: st.DrawFn) -> tuple[CutNode, ...]:
             src = draw(st.sampled_from(("src", "src_in_place")))
             roles = {feat: (src, "dst") if draw(st.integers(0, 4)) == 0 else (src,)}
             deps = [feat]
+            if draw(st.integers(0, 2)) == 0:  # written out: its work per source row an op of its own
+                work, deps = _source_work(draw, name, feat)
+                nodes.extend(work)
+                roles = {d: (src,) for d in deps}
+                if draw(st.booleans()):  # and the destination rows of its input (SAGEConv's fc_self)
+                    deps.append(feat)
+                    roles[feat] = ("dst",)
             if has_w and draw(st.booleans()):
                 weight = draw(st.sampled_from(edge_values))
                 deps.append(weight)
@@ -255,6 +312,8 @@ def random_dags(draw: st.DrawFn) -> tuple[CutNode, ...]:
     assume(all(g.consumers[n.name] for n in nodes if n.reduces))  # an unread one is dead code
     # edge rows from a reduction read after the last layer: refused (plan.py), no layer to run in
     assume(all(g.stages_of(n.name) for n in nodes))
+    # the brute force tries every combination of the ops' stages: a few thousand at most
+    assume(math.prod(len(g.stages_of(n.name)) for n in nodes) <= BRUTE_FORCE_PLACEMENTS)
     return tuple(nodes)
 
 
@@ -268,6 +327,33 @@ def test_optimal_placement_matches_brute_force(nodes: tuple[CutNode, ...], fanou
     best = evaluate(nodes, placement, fanout)
     assert best.key() == reference.key(), (best, reference)
     assert best.total <= evaluate(nodes, place_asap(nodes), fanout).total
+
+
+@given(random_dags(), st.sampled_from([1.0, 3.0, 8.0, 25.0]))
+@settings(max_examples=int(os.environ.get("GNN_CODEGEN_CUT_EXAMPLES", "60")), deadline=None,
+          derandomize=os.environ.get("CI") == "true")
+def test_no_valid_plan_moves_fewer_bytes_than_the_chosen_one(nodes: tuple[CutNode, ...], fanout: float) -> None:
+    """Issue 34's property: on small random models with convolutions' work per source row, the
+    chosen plan's bytes are at most those of every valid plan, and those include the work once
+    per node where its input is made, in a pass over ranges of nodes before its layer, and on
+    each batch's source rows. GNN_CODEGEN_CUT_EXAMPLES sets the number of models drawn."""
+    assume(any(n.source_work for n in nodes))
+    placement = place_optimal(nodes, fanout)
+    check_placement(nodes, placement)
+    chosen = evaluate(nodes, placement, fanout).total
+    g = _Graph.of(nodes)
+    # where each op's work per source row went in some valid plan
+    seen: dict[str, set[int]] = {n.name: set() for n in nodes if n.source_work}
+    for other in valid_placements(nodes):
+        assert chosen <= evaluate(nodes, other, fanout).total + 1e-9, (dict(placement.stage), dict(other.stage))
+        for name in seen:
+            seen[name].add(other.of(name))
+    for name, stages in seen.items():
+        conv = max((g.depth[c] for c in g.consumers[name] if g.by_name[c].is_mp), default=None)
+        if conv is not None:
+            assert conv in stages  # per batch, in the convolution's layer
+            if conv - 1 in g.slots:
+                assert conv - 1 in stages  # in the pass right before it
 
 
 @given(random_dags(), st.sampled_from([1.0, 8.0]))

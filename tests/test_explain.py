@@ -12,10 +12,12 @@ from dataclasses import replace
 import pytest
 
 from gnn_codegen.explain import SCHEMA, explain_data, explain_dot, explain_text
+from gnn_codegen.pipeline import generate_all
 from gnn_codegen.verify import check
 from tests.cases import CASES_BY_NAME, REPO, all_cases, generate_case
 
 WIDENING = CASES_BY_NAME["widening"]
+REGRESSIONS = REPO / "tests" / "models" / "regressions.py"
 
 
 def cli(*args: str, cwd=REPO) -> subprocess.CompletedProcess:
@@ -62,6 +64,23 @@ def test_explain_data_for_the_widening_case() -> None:
     assert data["cost"]["total_bytes"] == sum(t["stored_bytes"] + t["reloaded_bytes"] for t in data["tensors"])
     text = explain_text(data)
     assert "Layer 2 of 2" in text and "feat1" in text and "Simple rule" in text
+
+
+def test_a_widening_linear_before_a_narrowing_sage_conv_is_not_stored() -> None:
+    """Issue 34: SAGEConv(32, 16) -> ReLU -> Linear(16, 256) -> SAGEConv(256, 8) stores the
+    16-wide rows and runs the Linear and fc_neigh on layer 2's batches (the 256-wide rows of
+    every node cost 1 GB per million nodes to store), and --explain says how much less that
+    moves than the simple rule, which stores them."""
+    generated = generate_all(f"{REGRESSIONS}:WideningLinearBeforeSAGEConv")
+    data = explain_data(generated, nodes=1_000_000)
+    assert max(t["bytes_per_row"] for t in data["tensors"]) == 4 * 32  # x; nothing 256 wide
+    assert sum(t["stored_bytes"] for t in data["tensors"]) == (16 + 16 + 8) * 4 * 1_000_000
+    layer2 = [s for s in data["stages"] if s["name"] == "layer 2"][0]
+    assert {op["what"]: op["rows"] for op in layer2["ops"]}["self.lin (Linear)"] == "src"
+    assert data["saving"] > 0.5
+    text = explain_text(data)
+    assert "the same plan" not in text and "fewer bytes" in text
+    assert "def before_layer_2" not in generated.source
 
 
 def test_dot_has_one_cluster_per_stage_and_marks_stored_tensors() -> None:

@@ -107,19 +107,15 @@ class GAT(nn.Module):
         # Layer 1 of 2: self.gat_layers[0] (GATConv), on g_with_loops.
         def layer_1(block, feat0, el0, feat0_dst):
             h = _gat_conv_aggregate(self.gat_layers[0], block, feat0, el0, feat0_dst)
-            return h.flatten(1)
+            h = h.flatten(1)
+            # self.gat_layers[1]'s fc and attention term on each source row, once per node
+            feat, el = _gat_conv_source(self.gat_layers[1], h)
+            return h, feat, el
 
-        h1 = batches_with_loops.map(
+        h1, feat1, el1 = batches_with_loops.map(
             layer_1, src=[feat0, el0], dst=[feat0], in_place=True, nodes=needed[1]
         )
         del feat0, el0
-
-        # Before layer 2, once per node, from what layer 1 stored.
-        def before_layer_2(h1):
-            # self.gat_layers[1]'s fc and attention term on each source row, once per node
-            return _gat_conv_source(self.gat_layers[1], h1)
-
-        feat1, el1 = batches.map_nodes(before_layer_2, h1, nodes=needed[1])
 
         # Layer 2 of 2: self.gat_layers[1] (GATConv), on g_with_loops.
         def layer_2(block, feat1, el1, h1, feat1_dst):

@@ -107,14 +107,18 @@ class GeniePath(nn.Module):
                 )
             )
             x_2 = torch.mean(x_2, dim=1)
-            return _lstm_step(
+            x_3, h, c = _lstm_step(
                 self.layers[0].depth_func,
                 x_2,
                 torch.zeros(x.shape[0], 8).to(device),
                 torch.zeros(x.shape[0], 8).to(device),
             )
+            # self.layers[1].breadth_func's fc and attention term on each source row, once per
+            # node
+            feat, el = _gat_conv_source(self.layers[1].breadth_func, x_3)
+            return x_3, h, c, feat, el
 
-        x1, h1, c1 = batches.map(
+        x1, h1, c1, feat1, el1 = batches.map(
             layer_1,
             src=[feat0, el0],
             dst=[x, x0, feat0],
@@ -122,14 +126,6 @@ class GeniePath(nn.Module):
             nodes=needed[1],
         )
         del feat0, el0, x0
-
-        # Before layer 2, once per node, from what layer 1 stored.
-        def before_layer_2(x1):
-            # self.layers[1].breadth_func's fc and attention term on each source row, once per
-            # node
-            return _gat_conv_source(self.layers[1].breadth_func, x1)
-
-        feat1, el1 = batches.map_nodes(before_layer_2, x1, nodes=needed[1])
 
         # Layer 2 of 3: self.layers[1].breadth_func (GATConv).
         def layer_2(block, feat1, el1, h1, c1, x1, feat1_dst):
@@ -139,24 +135,20 @@ class GeniePath(nn.Module):
                 )
             )
             x = torch.mean(x, dim=1)
-            return _lstm_step(self.layers[1].depth_func, x, h1, c1)
+            x_2, h, c = _lstm_step(self.layers[1].depth_func, x, h1, c1)
+            # self.layers[2].breadth_func's fc and attention term on each source row, once per
+            # node
+            feat, el = _gat_conv_source(self.layers[2].breadth_func, x_2)
+            return x_2, h, c, feat, el
 
-        x2, h2, c2 = batches.map(
+        x2, h2, c2, feat2, el2 = batches.map(
             layer_2,
             src=[feat1, el1],
             dst=[h1, c1, x1, feat1],
             in_place=True,
             nodes=needed[2],
         )
-        del x1, feat1, el1, h1, c1
-
-        # Before layer 3, once per node, from what layer 2 stored.
-        def before_layer_3(x2):
-            # self.layers[2].breadth_func's fc and attention term on each source row, once per
-            # node
-            return _gat_conv_source(self.layers[2].breadth_func, x2)
-
-        feat2, el2 = batches.map_nodes(before_layer_3, x2, nodes=needed[2])
+        del feat1, el1, h1, c1, x1
 
         # Layer 3 of 3: self.layers[2].breadth_func (GATConv).
         def layer_3(block, feat2, el2, h2, c2, x2, feat2_dst):

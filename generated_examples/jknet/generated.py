@@ -76,48 +76,35 @@ class JKNet(nn.Module):
         # before each layer the in-neighbours of the nodes the layer computes
         needed = batches.needed(nodes, layers=3)
 
-        # Before the first layer, once per node: self.mean_branch.fc_neigh (Linear).
-        def prologue(x):
-            # self.mean_branch's fc_neigh on each source row, once per node
-            return self.mean_branch.fc_neigh(x)
-
-        feat0 = batches.map_nodes(prologue, x, nodes=needed[0])
-
         # Layer 1 of 3: self.mean_branch (SAGEConv), self.pool_branch (SAGEConv).
-        def layer_1(block, x, feat0, x_dst):
-            h = _sage_conv_mean(self.mean_branch, block, feat0, x_dst, projected=True)
-            return F.relu(h + self.pool_branch(block, x))
-
-        h1 = batches.map(layer_1, src=[x, feat0], dst=[x], nodes=needed[1])
-        del feat0
-
-        # Before layer 2, once per node, from what layer 1 stored.
-        def before_layer_2(h1):
+        def layer_1(block, x, x_dst):
+            # self.mean_branch's fc_neigh on each source row of each batch, where storing it costs
+            # more (--explain)
+            feat = self.mean_branch.fc_neigh(x)
+            h = _sage_conv_mean(self.mean_branch, block, feat, x_dst, projected=True)
+            h = F.relu(h + self.pool_branch(block, x))
             # self.layers[0]'s fc and attention term on each source row, once per node
-            return _gat_conv_source(self.layers[0], h1)
+            feat_2, el = _gat_conv_source(self.layers[0], h)
+            return h, feat_2, el
 
-        feat1, el1 = batches.map_nodes(before_layer_2, h1, nodes=needed[1])
+        h1, feat1, el1 = batches.map(layer_1, src=[x], dst=[x], nodes=needed[1])
 
         # Layer 2 of 3: self.layers[0] (GATConv).
         def layer_2(block, feat1, el1, feat1_dst):
-            return F.elu(
+            h = F.elu(
                 _gat_conv_aggregate(
                     self.layers[0], block, feat1, el1, feat1_dst
                 ).flatten(1),
                 inplace=True,
             )
+            # self.layers[1]'s fc and attention term on each source row, once per node
+            feat, el = _gat_conv_source(self.layers[1], h)
+            return h, feat, el
 
-        h2 = batches.map(
+        h2, feat2, el2 = batches.map(
             layer_2, src=[feat1, el1], dst=[feat1], in_place=True, nodes=needed[2]
         )
         del feat1, el1
-
-        # Before layer 3, once per node, from what layer 2 stored.
-        def before_layer_3(h2):
-            # self.layers[1]'s fc and attention term on each source row, once per node
-            return _gat_conv_source(self.layers[1], h2)
-
-        feat2, el2 = batches.map_nodes(before_layer_3, h2, nodes=needed[2])
 
         # Layer 3 of 3: self.layers[1] (GATConv).
         def layer_3(block, feat2, el2, h1, h2, feat2_dst):

@@ -105,40 +105,29 @@ class JKNet(nn.Module):
 
         # Layer 1 of 4: self.layers[0] (GraphConv).
         def layer_1(block, feat0, out_degrees):
-            return _graph_conv_aggregate(self.layers[0], block, feat0, weighted=True)
+            feats = _graph_conv_aggregate(self.layers[0], block, feat0, weighted=True)
+            # self.layers[1]'s norm by out-degree on each source row, once per node
+            return feats, _graph_conv_source(
+                self.layers[1], feats, out_degrees, weighted=False
+            )
 
-        feats1 = batches.map(
+        feats1, feat1 = batches.map(
             layer_1, src=[feat0], dst=[out_degrees], in_place=True, nodes=needed[1]
         )
         del feat0
 
-        # Before layer 2, once per node, from what layer 1 stored.
-        def before_layer_2(feats1, out_degrees):
-            # self.layers[1]'s norm by out-degree on each source row, once per node
-            return _graph_conv_source(
-                self.layers[1], feats1, out_degrees, weighted=False
-            )
-
-        feat1 = batches.map_nodes(before_layer_2, feats1, out_degrees, nodes=needed[1])
-
         # Layer 2 of 4: self.layers[1] (GraphConv).
         def layer_2(block, feat1, out_degrees):
-            return _graph_conv_aggregate(self.layers[1], block, feat1, weighted=False)
-
-        feats2 = batches.map(
-            layer_2, src=[feat1], dst=[out_degrees], in_place=True, nodes=needed[2]
-        )
-        del feat1
-
-        # Before layer 3, once per node, from what layer 2 stored.
-        def before_layer_3(feats2, out_degrees):
+            feats = _graph_conv_aggregate(self.layers[1], block, feat1, weighted=False)
             # self.layers[2]'s norm by out-degree on each source row, once per node
-            return _graph_conv_source(
-                self.layers[2], feats2, out_degrees, weighted=False
+            return feats, _graph_conv_source(
+                self.layers[2], feats, out_degrees, weighted=False
             )
 
-        feat2 = batches.map_nodes(before_layer_3, feats2, out_degrees, nodes=needed[2])
-        del out_degrees
+        feats2, feat2 = batches.map(
+            layer_2, src=[feat1], dst=[out_degrees], in_place=True, nodes=needed[2]
+        )
+        del out_degrees, feat1
 
         # Layer 3 of 4: self.layers[2] (GraphConv).
         def layer_3(block, feat2, feats1, feats2):
@@ -148,7 +137,7 @@ class JKNet(nn.Module):
         jump = batches.map(
             layer_3, src=[feat2], dst=[feats1, feats2], in_place=True, nodes=needed[3]
         )
-        del feats1, feats2, feat2
+        del feat2, feats1, feats2
 
         # Layer 4 of 4: g.update_all (copy_u, sum).
         def layer_4(block, jump):

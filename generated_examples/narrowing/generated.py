@@ -73,16 +73,13 @@ class NarrowingSAGE(nn.Module):
                 _sage_conv_mean(self.conv1, block, x, x_dst, projected=False),
                 inplace=True,
             )
-            return self.proj(h)
-
-        h1 = batches.map(layer_1, src=[x], dst=[x], in_place=True, nodes=needed[1])
-
-        # Before layer 2, once per node, from what layer 1 stored.
-        def before_layer_2(h1):
+            h = self.proj(h)
             # self.conv2's fc_neigh on each source row, once per node
-            return self.conv2.fc_neigh(h1)
+            return h, self.conv2.fc_neigh(h)
 
-        feat1 = batches.map_nodes(before_layer_2, h1, nodes=needed[1])
+        h1, feat1 = batches.map(
+            layer_1, src=[x], dst=[x], in_place=True, nodes=needed[1]
+        )
 
         # Layer 2 of 2: self.conv2 (SAGEConv).
         def layer_2(block, feat1, h1):

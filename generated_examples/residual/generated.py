@@ -109,19 +109,14 @@ class ResGCN(nn.Module):
                 inplace=True,
             )
             h = self.norm(relu2 + h1_dst)
-            return h, readout1 + relu2
+            # self.conv3's fc_neigh on each source row, once per node
+            feat = self.conv3.fc_neigh(h)
+            return h, feat, readout1 + relu2
 
-        h2, readout = batches.map(
+        h2, feat2, readout = batches.map(
             layer_2, src=[h1], dst=[readout1, h1], in_place=True, nodes=needed[2]
         )
         del h1, readout1
-
-        # Before layer 3, once per node, from what layer 2 stored.
-        def before_layer_3(h2):
-            # self.conv3's fc_neigh on each source row, once per node
-            return self.conv3.fc_neigh(h2)
-
-        feat2 = batches.map_nodes(before_layer_3, h2, nodes=needed[2])
 
         # Layer 3 of 3: self.conv3 (SAGEConv).
         def layer_3(block, feat2, skip, h2):

@@ -86,17 +86,14 @@ class SAGE(nn.Module):
         # Layer 2 of 3: self.layers[1] (SAGEConv).
         def layer_2(block, h1, h1_dst):
             h = _sage_conv_mean(self.layers[1], block, h1, h1_dst, projected=False)
-            return F.relu(h, inplace=True)
-
-        h2 = batches.map(layer_2, src=[h1], dst=[h1], in_place=True, nodes=needed[2])
-        del h1
-
-        # Before layer 3, once per node, from what layer 2 stored.
-        def before_layer_3(h2):
+            h = F.relu(h, inplace=True)
             # self.layers[2]'s fc_neigh on each source row, once per node
-            return self.layers[2].fc_neigh(h2)
+            return h, self.layers[2].fc_neigh(h)
 
-        feat2 = batches.map_nodes(before_layer_3, h2, nodes=needed[2])
+        h2, feat2 = batches.map(
+            layer_2, src=[h1], dst=[h1], in_place=True, nodes=needed[2]
+        )
+        del h1
 
         # Layer 3 of 3: self.layers[2] (SAGEConv).
         def layer_3(block, feat2, h2):

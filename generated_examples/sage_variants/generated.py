@@ -95,17 +95,12 @@ class SAGEVariants(nn.Module):
         # Layer 3 of 4: self.layers[2] (SAGEConv).
         def layer_3(block, h2):
             h = self.layers[2](block, h2)
-            return self.activation(h)
-
-        h3 = batches.map(layer_3, src=[h2], nodes=needed[3])
-        del h2
-
-        # Before layer 4, once per node, from what layer 3 stored.
-        def before_layer_4(h3):
+            h = self.activation(h)
             # self.layers[3]'s fc_neigh on each source row, once per node
-            return self.layers[3].fc_neigh(h3)
+            return h, self.layers[3].fc_neigh(h)
 
-        feat3 = batches.map_nodes(before_layer_4, h3, nodes=needed[3])
+        h3, feat3 = batches.map(layer_3, src=[h2], nodes=needed[3])
+        del h2
 
         # Layer 4 of 4: self.layers[3] (SAGEConv).
         def layer_4(block, feat3, h3):

@@ -376,3 +376,21 @@ class _Float64(nn.Module):
 
     def forward(self, g, x):
         return self.conv2(g, F.relu(self.conv1(g, x))).flatten(1)
+
+
+class WideningLinearBeforeSAGEConv(nn.Module):
+    """Issue 34: a Linear that widens 16 -> 256 between two SAGEConvs, the second narrowing
+    256 -> 8. Its fc_neigh (work on each source row) was placed once per node before the cut,
+    which stored the Linear's 256-wide output for every node (1 GB per million nodes) where
+    storing the 16-wide rows and running the Linear on the next layer's batches stores 64 MB."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = dglnn.SAGEConv(32, 16, "mean")
+        self.lin = nn.Linear(16, 256)
+        self.conv2 = dglnn.SAGEConv(256, 8, "mean")
+
+    def forward(self, g, x):
+        h = F.relu(self.conv1(g, x))
+        h = self.lin(h)
+        return self.conv2(g, h)

@@ -246,8 +246,7 @@ class _FullNeighbourBatches:
         ):
             raise ValueError(
                 "storage must be a directory (created if missing) for the .npy files of "
-                f"the results, not {storage!r}"
-                + (", a file" if self.storage else "")
+                f"the results, not {storage!r}" + (", a file" if self.storage else "")
             )
         # out of core: the C library's madvise, to say which pages of a file will be read
         self.madvise = None
@@ -385,7 +384,8 @@ class _FullNeighbourBatches:
         elif self.storage is None:
             return tensor
         path = os.path.join(self.storage, name + ".npy")
-        if nodes is None and id(tensor) in self.files:  # in a file: kept, under its name
+        # in a file: kept, under its name
+        if nodes is None and id(tensor) in self.files:
             temp, delete = self.files.pop(id(tensor))
             delete.detach()
             os.replace(temp, path)

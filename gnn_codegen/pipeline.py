@@ -33,7 +33,7 @@ from gnn_codegen.plan import Plan, build_plan
 from gnn_codegen.probe import prove_message_passing
 from gnn_codegen.render import render
 from gnn_codegen.simplify import simplify
-from gnn_codegen.splice import splice
+from gnn_codegen.splice import ends_with_helpers, splice
 from gnn_codegen.trace import Traced, trace
 from gnn_codegen.verify import CheckResult, verify
 from gnn_codegen.write_out import write_out
@@ -178,7 +178,8 @@ def _generate_all(target: str, options: GenerateOptions) -> Generated:
     rendered = render(program, attrs, plan, module_names, header)
     source = splice(loaded.source, loaded.class_name, rendered.method, rendered.helpers, rendered.header,
                     options.method_name)
-    formatted = format_source(source, rendered.helpers if rendered.helpers_formatted else "")
+    formatted = format_source(source, rendered.helpers if rendered.helpers_formatted
+                              and ends_with_helpers(source, rendered.helpers) else "")
     generated = Generated(formatted, loaded, program, attrs, plan, warnings, target, rendered.buffers,
                           rendered.origins, method_name=options.method_name)
     generated = replace(generated, notes=_stand_in_notes(loaded) + _decision_notes(program) + _width_notes(generated))

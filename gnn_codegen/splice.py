@@ -12,15 +12,8 @@ from dataclasses import dataclass
 import libcst as cst
 
 from gnn_codegen.errors import internal
-
-# Names the generated code reads that a plain import provides when the user's file lacks it.
-# The runtime keeps results out of core in numpy memory maps, and tells the kernel which of
-# their pages it reads (ctypes: madvise), templates/batches.py.j2.
-_STANDARD_LIBRARY = frozenset({"ctypes", "os", "tempfile", "weakref"})
-_IMPORTS = {
-    "ctypes": "import ctypes", "os": "import os", "tempfile": "import tempfile", "weakref": "import weakref",
-    "numpy": "import numpy", "torch": "import torch", "dgl": "import dgl",
-}
+from gnn_codegen.names import NameAllocator
+from gnn_codegen.runtime_imports import RUNTIME_MODULES, STANDARD_LIBRARY
 
 
 @dataclass(frozen=True)
@@ -145,6 +138,47 @@ def _classify(node: cst.CSTNode, trees: list[ast.stmt]) -> _TopLevel | None:
     return None
 
 
+def _binds_module(item: _TopLevel, module: str) -> bool:
+    """Whether the statement binds `module`'s name to that module itself (`import os`,
+    `import os.path`), the only binding of it the generated code may share with the user's."""
+    if not item.is_import or not isinstance(item.node, cst.SimpleStatementLine) or len(item.node.body) != 1:
+        return False  # `import os; os = 0.5` binds it twice
+    statement = item.node.body[0]
+    if not isinstance(statement, cst.Import):
+        return False  # `from x import os` (the package's own os, say)
+    for alias in statement.names:
+        dotted = cst.Module([]).code_for_node(alias.name)
+        if _import_binding(alias, False) == module and alias.asname is not None and dotted != module:
+            return False  # `import pandas as numpy`, `import numpy.linalg as numpy`
+    return True
+
+
+class _Rename(cst.CSTTransformer):
+    """Renames variables (never attributes, keywords or imported modules' names)."""
+
+    def __init__(self, names: dict[str, str]):
+        super().__init__()
+        self.names = names
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
+        return updated.with_changes(value=self.names.get(updated.value, updated.value))
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.Attribute:
+        return updated.with_changes(attr=original.attr)
+
+    def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:
+        return updated.with_changes(keyword=original.keyword)
+
+    def leave_ImportAlias(self, original: cst.ImportAlias, updated: cst.ImportAlias) -> cst.ImportAlias:
+        return original
+
+
+def _renamed(code: str, names: dict[str, str]) -> str:
+    if not names or not code.strip():
+        return code
+    return cst.parse_module(code).visit(_Rename(names)).code
+
+
 def _trim_import(node: cst.SimpleStatementLine, needed: set[str]) -> cst.SimpleStatementLine:
     statement = node.body[0]
     if isinstance(statement, cst.ImportFrom) and statement.module and cst.Module([]).code_for_node(
@@ -193,7 +227,15 @@ def splice(source: str, class_name: str, method: str, helpers: str, header: str,
     # what the class reads without the user's method it replaces (its imports need not come along)
     cls = _with_method(cst.ensure_type(target[-1].node, cst.ClassDef), method_def)
     generated_reads = _source_reads(method) | _source_reads(helpers)
-    needed = set(_class_reads(trees[id(target[-1].node)][0], method_name)) | generated_reads
+    # The modules the generated code imports (RUNTIME_MODULES) are the user's only where the
+    # user's file binds their names to nothing but those modules: another binding of `os`
+    # (`os = 0.5`, `from x import *`) is not pulled in for the generated code, and where the
+    # class keeps one, the generated code imports the module under a name of its own.
+    runtime = [m for m in RUNTIME_MODULES if m in generated_reads]
+    shared = {m for m in runtime
+              if all(_binds_module(i, m) for i in items if m in i.defines or "*" in i.defines)}
+    needed = set(_class_reads(trees[id(target[-1].node)][0], method_name))
+    needed |= generated_reads - (set(runtime) - shared)
     keep: set[int] = {id(target[-1].node)}
     changed = True
     while changed:  # the closure of what the class and the generated code read
@@ -203,14 +245,25 @@ def splice(source: str, class_name: str, method: str, helpers: str, header: str,
                 keep.add(id(item.node))
                 needed |= item.reads
                 changed = True
-    bound = set().union(*(i.defines for i in items if id(i.node) in keep))
-    missing = [_IMPORTS[n] for n in _IMPORTS if n in generated_reads and n not in bound]
+    kept = [i for i in items if id(i.node) in keep]
+    bound = set().union(*(i.defines for i in kept))
+    captured = [m for m in runtime
+                if any((m in i.defines or "*" in i.defines) and not _binds_module(i, m) for i in kept)]
+    allocator = NameAllocator(_source_reads(source) | generated_reads)
+    aliases = {m: allocator.take(m) for m in captured}
+    if aliases:
+        method_def = cst.ensure_type(cst.parse_module(_renamed(method, aliases)).body[0], cst.FunctionDef)
+        cls = _with_method(cst.ensure_type(target[-1].node, cst.ClassDef),
+                           method_def.with_changes(name=cst.Name(method_name)))
+        helpers = _renamed(helpers, aliases)
+    missing = [f"import {m} as {aliases[m]}" if m in aliases else f"import {m}"
+               for m in runtime if m in aliases or m not in bound]
 
     # The user's statements keep their order (an `os.environ[...] = ...` before an import may
     # matter), but the generated method's decorator (`@torch.no_grad()`) runs when the class is
     # defined: an import of torch the user wrote below the class moves to the top (or one is
     # added), before the class.
-    early = {"torch"} & generated_reads
+    early = {"torch"} & generated_reads - set(aliases)
     futures: list[cst.CSTNode] = []
     hoisted: list[cst.CSTNode] = []
     body: list[cst.CSTNode] = []
@@ -236,8 +289,8 @@ def splice(source: str, class_name: str, method: str, helpers: str, header: str,
         body.append(node)
     # the standard library's first, in a group of their own (as isort would place them), the
     # others after the user's imports
-    standard = [cst.parse_statement(line) for line in missing if line.split()[1] in _STANDARD_LIBRARY]
-    extra = [cst.parse_statement(line) for line in missing if line.split()[1] not in _STANDARD_LIBRARY]
+    standard = [cst.parse_statement(line) for line in missing if line.split()[1] in STANDARD_LIBRARY]
+    extra = [cst.parse_statement(line) for line in missing if line.split()[1] not in STANDARD_LIBRARY]
     if standard and body:
         first = body[0]
         spaced = any(line.comment is None for line in getattr(first, "leading_lines", ()))
@@ -251,3 +304,9 @@ def splice(source: str, class_name: str, method: str, helpers: str, header: str,
         code = code.rstrip("\n") + "\n\n\n" + helpers.strip("\n") + "\n"
     ast.parse(code)  # a bug of ours must not produce a module that does not parse
     return code
+
+
+def ends_with_helpers(code: str, helpers: str) -> bool:
+    """Whether the spliced module ends with the helpers as rendered: not where splice renamed
+    the modules they import (the user's file binds those names), and black formats them too."""
+    return code.rstrip("\n").endswith(helpers.strip("\n"))

@@ -3,6 +3,7 @@ them as gnn_codegen/templates) or, in a source checkout, at the repository's top
 
 from __future__ import annotations
 
+import importlib
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import jinja2
 
 from gnn_codegen.errors import internal
+from gnn_codegen.runtime_imports import RUNTIME_MODULES
 
 
 def templates_dir() -> Path:
@@ -39,16 +41,7 @@ def render_template(name: str, **context: Any) -> str:
 def exec_template(name: str, module: str, **context: Any) -> dict[str, Any]:
     """The namespace a rendered Python template defines, with the modules it imports in it, its
     functions spelled as `module`'s (torch.fx names a function it calls by its module)."""
-    import ctypes
-    import os
-    import tempfile
-    import weakref
-
-    import dgl
-    import numpy
-    import torch
-
-    namespace: dict[str, Any] = {"ctypes": ctypes, "os": os, "tempfile": tempfile, "weakref": weakref, "numpy": numpy,
-                                 "torch": torch, "dgl": dgl, "__name__": module}
+    namespace: dict[str, Any] = {name: importlib.import_module(name) for name in RUNTIME_MODULES}
+    namespace["__name__"] = module
     exec(compile(render_template(name, **context), f"<gnn-codegen {name}>", "exec"), namespace)
     return namespace

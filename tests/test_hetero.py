@@ -498,3 +498,26 @@ def test_one_types_features_as_a_tensor_needs_its_type(monkeypatch: pytest.Monke
     options = replace(OPTIONS["PaperFeaturesOnly"], feat_dims=None)
     with pytest.raises(errors.GraphUseError, match="forward uses x as one tensor.*--feat-dims paper=128"):
         generate_all(f"{MODELS}:PaperFeaturesOnly", options)
+
+
+@pytest.mark.parametrize("name", ["rgat", "rgcn_hetero"])
+def test_int32_graphs_and_no_nodes(name: str, tmp_path: Any) -> None:
+    """A heterograph of int32 IDs gives forward's result for all nodes and for some, in memory
+    and in files; nodes= with no node gives no row of the result's width and dtype (a dict: for
+    the types asked for), in memory and in files."""
+    _, model, g, x, expected = _example(name, f"{name}_int32")
+    small = g.int()
+    ids = torch.tensor([5, 1, 5, 30])
+    by_type = not isinstance(expected, dict)
+    for storage in (None, tmp_path / "all"):
+        actual = model.inference(small, x, batch_size=7, device="cpu", storage=storage)
+        for t, want in (expected.items() if not by_type else [(None, expected)]):
+            assert torch.allclose(actual if t is None else actual[t], want, atol=1e-4)
+    for graph, nodes, storage in ((small, ids, None), (small, ids.int(), tmp_path / "some"),
+                                  (g, ids[:0], None), (g, ids[:0], tmp_path / "none"),
+                                  (small, ids[:0].int(), tmp_path / "none_int32")):
+        asked = nodes if by_type else {"paper": nodes}
+        actual = model.inference(graph, x, batch_size=5, device="cpu", nodes=asked, storage=storage)
+        got, want = (actual, expected) if by_type else (actual["paper"], expected["paper"])
+        assert got.shape == (len(nodes), want.shape[1]) and got.dtype == want.dtype
+        assert torch.allclose(got, want[nodes.long()], atol=1e-4)

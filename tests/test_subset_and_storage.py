@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -24,6 +25,7 @@ from gnn_codegen.harness import (
 )
 from gnn_codegen.ir import iter_refs
 from gnn_codegen.perturb import perturb
+from gnn_codegen.pipeline import GenerateOptions
 from gnn_codegen.simulated_device import SimulatedDevice
 from tests.cases import CASES_BY_NAME, REPO, Case, all_cases, generate_case
 
@@ -213,3 +215,186 @@ def test_out_of_core_memory_is_bounded_by_a_batch_not_by_the_graph(tmp_path: Pat
     assert measured["stored"] == 200_000 * (64 + 64 + 16 + 16) * 4  # h1, h2, fc_neigh(h2), result
     assert measured["out_of_core"] <= 0.35 * measured["stored"], measured
     assert measured["in_memory"] >= 0.6 * measured["stored"], measured
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_int32_graphs_and_no_nodes(case: Case, tmp_path: Path) -> None:
+    """A graph of int32 IDs (g.int(), common at scale) gives forward's result for all nodes and
+    for some (int64 and int32 IDs), in memory and in files."""
+    generated, _, model, g, inputs, expected = _prepared(case, 3)
+    small = g.int()
+    actual = run_inference(model, generated, small, inputs, batch_size=7, device="cpu")
+    assert allclose(actual, expected, atol=1e-4, rtol=1e-4), max_difference(actual, expected)
+    actual = run_inference(model, generated, small, inputs, batch_size=7, device="cpu", storage=tmp_path / "all")
+    assert allclose(actual, expected, atol=1e-4, rtol=1e-4), max_difference(actual, expected)
+    if returns_edge_rows(generated):
+        return
+    nodes = some_nodes(NUM_NODES, 12, seed=4)
+    for ids, storage in ((nodes, None), (nodes.int(), None), (nodes, tmp_path / "some")):
+        actual = run_inference(model, generated, small, inputs, batch_size=5, device="cpu", nodes=ids,
+                               storage=storage)
+        assert allclose(flatten(actual), rows_for(generated, expected, nodes), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_no_nodes_give_no_rows(case: Case, tmp_path: Path) -> None:
+    """nodes= with no node gives no row, of the result's width and dtype, in memory and in
+    files (where result.npy is an empty array)."""
+    generated, _, model, g, inputs, expected = _prepared(case, 3)
+    if returns_edge_rows(generated):
+        return
+    none = torch.tensor([], dtype=torch.long)
+    small = g.int()
+    for graph, storage in ((g, None), (g, tmp_path / "none"), (small, tmp_path / "none_int32")):
+        actual = flatten(run_inference(model, generated, graph, inputs, batch_size=5, device="cpu", nodes=none,
+                                       storage=storage))
+        wanted = rows_for(generated, expected, none)
+        assert [(t.shape, t.dtype) for t in actual] == [(w.shape, w.dtype) for w in wanted]
+        if storage is not None:  # an empty result file all the same, and no other
+            with_rows = [n for n in iter_refs(generated.program.output) if generated.attributes[n].rows == "node"]
+            names = ["result.npy"] if len(with_rows) == 1 else [f"result_{i}.npy" for i in range(len(with_rows))]
+            assert sorted(os.listdir(storage)) == sorted(names)
+            assert np.load(storage / names[0]).shape == tuple(actual[0].shape) or len(names) > 1
+
+
+def _sage(tmp_path: Path):
+    """sage's generated model, a graph, its input and forward's result."""
+    generated, _, model, g, inputs, expected = _prepared(CASES_BY_NAME["sage"], 0)
+    return generated, model, g, inputs, expected
+
+
+def test_a_result_once_returned_never_changes(tmp_path: Path) -> None:
+    """storage= with nodes= twice into one directory: the second result.npy is a new file, not
+    the first one's rewritten (which changed the first result, or with fewer rows made reading
+    it a Bus error)."""
+    generated, model, g, inputs, expected = _sage(tmp_path)
+    first_nodes = some_nodes(NUM_NODES, 40, seed=5)
+    first = run_inference(model, generated, g, inputs, batch_size=7, device="cpu", nodes=first_nodes,
+                          storage=tmp_path)
+    kept = first.clone()
+    second = run_inference(model, generated, g, inputs, batch_size=7, device="cpu", nodes=first_nodes[:3],
+                           storage=tmp_path)
+    assert torch.equal(first, kept)  # with 3 rows written over 40, reading it was a Bus error
+    assert torch.equal(torch.from_numpy(np.load(tmp_path / "result.npy")), second)
+    again = run_inference(model, generated, g, inputs, batch_size=7, device="cpu", storage=tmp_path)
+    assert allclose(second, expected[first_nodes[:3]], atol=1e-4, rtol=1e-4)
+    assert torch.equal(first, kept)  # and again under all nodes' result
+    assert allclose(again, expected, atol=1e-4, rtol=1e-4) and sorted(os.listdir(tmp_path)) == ["result.npy"]
+
+
+def test_files_made_in_storage_never_follow_a_link(tmp_path: Path) -> None:
+    """storage/result.npy a symbolic link to a file elsewhere: the result replaces the link, and
+    the file it pointed at is left as it was, with nodes= and without."""
+    generated, model, g, inputs, expected = _sage(tmp_path)
+    outside = tmp_path / "precious.npy"
+    storage = tmp_path / "stored"
+    storage.mkdir()
+    for nodes in (some_nodes(NUM_NODES, 12, seed=6), None):
+        np.save(outside, np.arange(5))
+        (storage / "result.npy").unlink(missing_ok=True)
+        (storage / "result.npy").symlink_to(outside)
+        actual = run_inference(model, generated, g, inputs, batch_size=7, device="cpu", nodes=nodes,
+                               storage=storage)
+        assert np.array_equal(np.load(outside), np.arange(5))
+        assert not (storage / "result.npy").is_symlink()
+        assert torch.equal(torch.from_numpy(np.load(storage / "result.npy")), actual)
+
+
+def test_storage_must_be_a_directory(tmp_path: Path) -> None:
+    generated, model, g, inputs, _ = _sage(tmp_path)
+    (tmp_path / "a_file").write_text("")
+    for wrong in (tmp_path / "a_file", "", 3):
+        with pytest.raises(ValueError, match="storage must be a directory \\(created if missing\\)"):
+            run_inference(model, generated, g, inputs, batch_size=7, device="cpu", storage=wrong)
+    created = tmp_path / "new" / "dir"
+    run_inference(model, generated, g, inputs, batch_size=7, device="cpu", storage=created)
+    assert os.listdir(created) == ["result.npy"]
+
+
+def test_a_full_disk_is_an_os_error_and_leaves_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file system says it has no room when a file's blocks are allocated: an OSError
+    naming the directory and the bytes, and no file left (it was a sparse file and a Bus error
+    at the first write into the map)."""
+    import errno
+    import gc
+
+    generated, model, g, inputs, _ = _sage(tmp_path)
+    calls = []
+
+    def no_room(fd: int, offset: int, length: int) -> None:
+        calls.append(length)
+        if len(calls) > 1:  # the first layer's file fits, the second's does not
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "posix_fallocate", no_room, raising=False)
+    where = re.escape(str(tmp_path / "s"))
+    with pytest.raises(OSError, match=f"storage '{where}' has no room for a file of [0-9]+ bytes") as caught:
+        run_inference(model, generated, g, inputs, batch_size=7, device="cpu", storage=str(tmp_path / "s"))
+    assert caught.value.errno == errno.ENOSPC and str(calls[-1]) in str(caught.value)
+    del caught
+    gc.collect()
+    assert os.listdir(tmp_path / "s") == []
+
+
+FULL_DISK_SCRIPT = """
+import sys
+import torch
+import generated
+from gnn_codegen.harness import random_graph
+
+model = generated.SAGE(16, 32, 5).eval()
+g = random_graph(20000, seed=0)
+try:
+    model.inference(g, torch.randn(20000, 16), 1000, "cpu", storage=sys.argv[1])
+except OSError as error:
+    print("OSError:", error)
+"""
+
+
+def test_a_real_full_disk(tmp_path: Path) -> None:
+    """On a file system of 1 MiB (a tmpfs: root only), the 2.5 MB of a layer's results do not fit:
+    an OSError, in a process that goes on (it was killed by SIGBUS), and no file left."""
+    small = tmp_path / "small"
+    small.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(small)],
+                      capture_output=True).returncode:
+        pytest.skip("no tmpfs can be mounted here (not root?)")
+    try:
+        env = {**os.environ, "PYTHONPATH": f"{REPO / 'generated_examples' / 'sage'}{os.pathsep}{REPO}"}
+        done = subprocess.run([sys.executable, "-c", FULL_DISK_SCRIPT, str(small / "run")], capture_output=True,
+                              text=True, env=env, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert f"OSError: [Errno 28] storage '{small / 'run'}' has no room for a file of" in done.stdout
+        assert os.listdir(small / "run") == []
+    finally:
+        subprocess.run(["umount", str(small)], check=False)
+
+
+def test_the_runtimes_modules_are_never_the_users_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model's file binds ctypes, errno, os, tempfile, weakref, numpy, torch and dgl to
+    values of its own, which its class reads (so they are kept): the generated code imports those
+    modules under names of its own, and runs with storage= (madvise found: `ctypes = 0.5` had
+    silently turned it off, `os = ...` made an AttributeError)."""
+    from gnn_codegen.pipeline import generate_all
+
+    monkeypatch.chdir(REPO)
+    generated = generate_all("tests/models/shadowed_names.py:Scaled", GenerateOptions(
+        init=json.dumps({"in_size": 6, "out_size": 4})))
+    source = generated.source
+    for name in ("ctypes", "errno", "os", "tempfile", "weakref", "numpy", "torch", "dgl"):
+        assert f"import {name} as {name}_2\n" in source
+    assert 'os = "linux"' in source and "ctypes = 0.5" in source
+    module = import_source(source, REPO / "tests" / "models", "shadowed_names_generated")
+    model = module.Scaled(6, 4).eval()
+    model.load_state_dict(generated.loaded.model.state_dict())
+    g = random_graph(120, seed=1)
+    x = torch.randn(120, 6)
+    batches = module._FullNeighbourBatches(model, g, 16, "cpu", 2**30, False, str(tmp_path / "probe"))
+    if sys.platform.startswith("linux"):
+        assert batches.madvise is not None
+    with torch.no_grad():
+        expected = generated.loaded.model.eval()(g, x)
+    for storage in (None, tmp_path / "s"):
+        actual = model.inference(g, x, 16, "cpu", nodes=torch.tensor([3, 1]), storage=storage)
+        assert allclose(actual, expected[[3, 1]], atol=1e-5, rtol=1e-5)
+    assert module.ctypes == 0.5 and module.os == "linux" and module.numpy == 1.5

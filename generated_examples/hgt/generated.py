@@ -5,6 +5,7 @@
 #   gnn-codegen generated_examples/hgt/model.py:HGT -o generated_examples/hgt/generated.py --init '{"in_size": 12, "hid_size": 16, "out_size": 5, "num_ntypes": 3, "num_etypes": 5}'
 
 import ctypes
+import errno
 import os
 import tempfile
 import weakref
@@ -168,7 +169,19 @@ class _FullNeighbourBatches:
         # (start, end) -> its source nodes and in-edges, for the next layers (in memory only:
         # out of core, memory is bounded by a batch, not by the graph)
         self.gathered = {}
-        self.storage = None if storage is None else os.fspath(storage)
+        try:
+            self.storage = None if storage is None else os.fspath(storage)
+        except TypeError:  # not a path
+            self.storage = ""
+        if self.storage is not None and (
+            not self.storage
+            or os.path.exists(self.storage)
+            and not os.path.isdir(self.storage)
+        ):
+            raise ValueError(
+                "storage must be a directory (created if missing) for the .npy files of "
+                f"the results, not {storage!r}" + (", a file" if self.storage else "")
+            )
         # out of core: the C library's madvise, to say which pages of a file will be read
         self.madvise = None
         if self.storage is not None:
@@ -304,20 +317,29 @@ class _FullNeighbourBatches:
                 return tensor[nodes]
         elif self.storage is None:
             return tensor
-        elif id(tensor) in self.files:  # already in a file: keep it, under its name
-            path, delete = self.files.pop(id(tensor))
+        path = os.path.join(self.storage, name + ".npy")
+        # in a file: kept, under its name
+        if nodes is None and id(tensor) in self.files:
+            temp, delete = self.files.pop(id(tensor))
             delete.detach()
-            os.replace(path, os.path.join(self.storage, name + ".npy"))
+            os.replace(temp, path)
             return tensor
         rows = len(tensor) if nodes is None else len(nodes)
-        out = self._in_file(
-            os.path.join(self.storage, name + ".npy"), (rows, *tensor.shape[1:]), tensor
-        )
-        self.files.pop(id(out))[1].detach()  # the result's file is kept
+        out = self._in_file((rows, *tensor.shape[1:]), tensor)
         step = self._batch_size((tensor,), (), ())
         for start in range(0, rows, step):  # a batch's rows in memory at a time
             part = slice(start, start + step)
             out[part] = tensor[part] if nodes is None else tensor[nodes[part]]
+        if id(out) in self.files:
+            temp, delete = self.files.pop(id(out))
+            delete.detach()
+        else:  # no rows, and no memory map: an empty .npy file all the same
+            fd, temp = tempfile.mkstemp(suffix=".npy", dir=self.storage)
+            with os.fdopen(fd, "wb") as file:
+                numpy.save(file, numpy.empty(out.shape, self._numpy_dtype(out)))
+        # a new file in place of the name (rename replaces a link, and does not follow it):
+        # a result returned earlier keeps its own file, and never changes
+        os.replace(temp, path)
         return out
 
     def _empty(self, like, rows):
@@ -325,24 +347,67 @@ class _FullNeighbourBatches:
         if self.storage is None:
             pinned = self.device.type == "cuda"
             return torch.empty(shape, dtype=like.dtype, pin_memory=pinned)
-        fd, path = tempfile.mkstemp(suffix=".npy", dir=self.storage)
-        os.close(fd)
-        return self._in_file(path, shape, like)
+        return self._in_file(shape, like)
 
-    def _in_file(self, path, shape, like):
-        """An uninitialised tensor of like's dtype in the .npy file at path (a memory map),
-        deleted with the tensor unless it becomes a result."""
+    def _in_file(self, shape, like):
+        """An uninitialised tensor of like's dtype in a new .npy file of storage (a memory
+        map), deleted with the tensor unless it becomes a result. Always a new file: never
+        one a link points to, nor one that a result returned earlier still maps."""
         if 0 in shape:  # numpy cannot map an empty file
             return torch.empty(shape, dtype=like.dtype)
+        dtype = self._numpy_dtype(like)
+        fd, path = tempfile.mkstemp(suffix=".npy", dir=self.storage)
         try:
-            dtype = torch.empty(0, dtype=like.dtype).numpy().dtype
-        except TypeError:  # bfloat16, say: stored as unsigned integers of its size
-            dtype = numpy.dtype(f"u{like.element_size()}")
-        array = numpy.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)
+            with os.fdopen(fd, "w+b") as file:
+                header = {
+                    "descr": numpy.lib.format.dtype_to_descr(dtype),
+                    "fortran_order": False,
+                    "shape": shape,
+                }
+                numpy.lib.format.write_array_header_1_0(file, header)
+                file.flush()
+                offset = file.tell()
+                self._allocate(file, offset + dtype.itemsize * int(numpy.prod(shape)))
+                array = numpy.memmap(
+                    file, dtype=dtype, mode="r+", offset=offset, shape=shape
+                )
+        except BaseException:
+            os.remove(path)
+            raise
         tensor = torch.from_numpy(array).view(like.dtype)
         delete = weakref.finalize(tensor, self._delete, id(tensor), path)
         self.files[id(tensor)] = (path, delete)
         return tensor
+
+    def _allocate(self, file, size):
+        """The disk blocks of file's size bytes, allocated now: with a full disk a write into
+        a memory map is a crash (SIGBUS), not an error, and the sparse file stays."""
+        try:
+            try:
+                os.posix_fallocate(file.fileno(), 0, size)
+                return
+            except AttributeError:  # not Linux: zeros written, which allocates them
+                pass
+            except OSError as error:
+                if error.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                    raise
+            file.seek(0, os.SEEK_END)
+            zeros = bytes(1 << 24)
+            while file.tell() < size:
+                file.write(zeros[: size - file.tell()])
+            file.flush()
+        except OSError as error:
+            raise OSError(
+                error.errno,
+                f"storage {self.storage!r} has no room for a file of {size} bytes "
+                f"({error.strerror}): free space there, or give another directory",
+            ) from None
+
+    def _numpy_dtype(self, like):
+        try:
+            return torch.empty(0, dtype=like.dtype).numpy().dtype
+        except TypeError:  # bfloat16, say: stored as unsigned integers of its size
+            return numpy.dtype(f"u{like.element_size()}")
 
     def _fit_in_memory(self, tensors, device):
         """Whether the tensors take at most half of device's free memory: a GPU's, or what
@@ -453,7 +518,8 @@ class _FullNeighbourBatches:
         """Where the in-edges of nodes are in g's CSC arrays, and the block's indptr over them."""
         begin = self.indptr[nodes]
         counts = self.indptr[nodes + 1] - begin
-        indptr = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
+        # (cumsum makes int64 of int32: the block's IDs keep g's type)
+        indptr = torch.cat([counts.new_zeros(1), counts.cumsum(0, dtype=counts.dtype)])
         offsets = torch.repeat_interleave(begin - indptr[:-1], counts)
         positions = offsets + torch.arange(len(offsets), device=offsets.device)
         return positions, indptr

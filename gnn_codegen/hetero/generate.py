@@ -14,7 +14,7 @@ from gnn_codegen.hetero.render import HETERO_CONV, HETERO_CONV_SOURCES, RUNTIME,
 from gnn_codegen.hetero.schema import Schema, model_schema
 from gnn_codegen.hetero.trace import parse_forward_args, trace_hetero
 from gnn_codegen.load import LoadedModel
-from gnn_codegen.splice import splice
+from gnn_codegen.splice import ends_with_helpers, splice
 from gnn_codegen.templating import render_template
 from gnn_codegen.write_out import SECTIONS
 
@@ -69,7 +69,8 @@ def generate_hetero(loaded: LoadedModel, options: GenerateOptions, feat_dims: di
                     render_template("header.py.j2", **header), options.method_name)
     # the helpers are black's format as rendered (the goldens' black check covers both variants):
     # only the rest is formatted
-    generated = Generated(format_source(source, helpers), loaded, None, None, None, warnings, header["target"],  # type: ignore[arg-type]
+    tail = helpers if ends_with_helpers(source, helpers) else ""
+    generated = Generated(format_source(source, tail), loaded, None, None, None, warnings, header["target"],  # type: ignore[arg-type]
                           method_name=options.method_name, hetero=plan, schema=schema,
                           feat_dims=tuple(feat_dims.items()), hetero_layout=tuple(renderer.layout))
     if not options.verify:

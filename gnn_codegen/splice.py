@@ -14,10 +14,12 @@ from gnn_codegen.errors import internal
 
 # Names the generated code reads that a plain import provides when the user's file lacks it.
 # The runtime keeps results out of core in numpy memory maps, and tells the kernel which of
-# their pages it reads (ctypes: madvise), templates/batches.py.j2.
-_STANDARD_LIBRARY = frozenset({"ctypes", "os", "tempfile", "weakref"})
+# their pages it reads (ctypes: madvise), templates/batches.py.j2; it times batches to choose
+# their threads (time), templates/threads.py.j2.
+_STANDARD_LIBRARY = frozenset({"ctypes", "os", "tempfile", "time", "weakref"})
 _IMPORTS = {
-    "ctypes": "import ctypes", "os": "import os", "tempfile": "import tempfile", "weakref": "import weakref",
+    "ctypes": "import ctypes", "os": "import os", "tempfile": "import tempfile", "time": "import time",
+    "weakref": "import weakref",
     "numpy": "import numpy", "torch": "import torch", "dgl": "import dgl",
 }
 

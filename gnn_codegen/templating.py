@@ -42,13 +42,14 @@ def exec_template(name: str, module: str, **context: Any) -> dict[str, Any]:
     import ctypes
     import os
     import tempfile
+    import time
     import weakref
 
     import dgl
     import numpy
     import torch
 
-    namespace: dict[str, Any] = {"ctypes": ctypes, "os": os, "tempfile": tempfile, "weakref": weakref, "numpy": numpy,
+    namespace: dict[str, Any] = {"ctypes": ctypes, "os": os, "tempfile": tempfile, "time": time, "weakref": weakref, "numpy": numpy,
                                  "torch": torch, "dgl": dgl, "__name__": module}
     exec(compile(render_template(name, **context), f"<gnn-codegen {name}>", "exec"), namespace)
     return namespace

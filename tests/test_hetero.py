@@ -7,6 +7,7 @@ statistics, and a simulated GPU; what cannot be proven is refused, naming the li
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import replace
 from typing import Any
 
@@ -498,3 +499,16 @@ def test_one_types_features_as_a_tensor_needs_its_type(monkeypatch: pytest.Monke
     options = replace(OPTIONS["PaperFeaturesOnly"], feat_dims=None)
     with pytest.raises(errors.GraphUseError, match="forward uses x as one tensor.*--feat-dims paper=128"):
         generate_all(f"{MODELS}:PaperFeaturesOnly", options)
+
+
+@pytest.mark.parametrize("tqdm_installed", [True, False])
+def test_progress_bar_changes_nothing_but_stderr(tqdm_installed: bool, monkeypatch, capfd) -> None:
+    """progress=True shows a bar per layer and type where tqdm is installed, and nothing where
+    it is not (it was an unguarded import: ModuleNotFoundError)."""
+    _, model, g, x, expected = _example("rgcn_hetero", f"rgcn_progress_{tqdm_installed}")
+    if not tqdm_installed:
+        monkeypatch.setitem(sys.modules, "tqdm", None)  # import tqdm: ImportError
+    capfd.readouterr()
+    result = model.inference(g, x, batch_size=40, device="cpu", progress=True)
+    assert all(torch.allclose(result[t], v, atol=1e-4, rtol=1e-4) for t, v in expected.items())
+    assert ("batch" in capfd.readouterr().err) == tqdm_installed

@@ -501,9 +501,12 @@ class _HeteroBatches:
         count = self.g.num_nodes(ntype) if nodes is None else len(nodes)
         starts = range(0, max(count, 1), step)
         if self.progress:
-            import tqdm
+            try:
+                from tqdm import tqdm
 
-            starts = tqdm.tqdm(starts, desc=f"{what} {ntype}", unit="batch")
+                starts = tqdm(starts, desc=f"{what} {ntype}", unit="batch")
+            except ImportError:  # as documented: a bar where tqdm is installed
+                pass
         batches = (
             slice(s, min(s + step, count)) if nodes is None else nodes[s : s + step]
             for s in starts

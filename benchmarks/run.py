@@ -286,6 +286,10 @@ def child(spec: dict) -> dict:
         module = load_module(Path(spec["baseline"]) / f"generated_{name}.py", f"baseline_{name}")
     else:
         module = load_module(MODELS_FILE, "benchmark_models")
+    if spec.get("fixed_threads"):  # benchmarks/threads.py: the user's thread count for every batch
+        for runtime in vars(module).values():
+            if isinstance(runtime, type) and hasattr(runtime, "_paced"):
+                runtime._paced = lambda self, batches, work: batches
     model = getattr(module, class_name)(**init)
     model.load_state_dict(torch.load(work / f"weights_{name}.pt"))
     model.eval()

@@ -7,6 +7,7 @@ statistics, and a simulated GPU; what cannot be proven is refused, naming the li
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import replace
 from typing import Any
 
@@ -521,3 +522,16 @@ def test_int32_graphs_and_no_nodes(name: str, tmp_path: Any) -> None:
         got, want = (actual, expected) if by_type else (actual["paper"], expected["paper"])
         assert got.shape == (len(nodes), want.shape[1]) and got.dtype == want.dtype
         assert torch.allclose(got, want[nodes.long()], atol=1e-4)
+
+
+@pytest.mark.parametrize("tqdm_installed", [True, False])
+def test_progress_bar_changes_nothing_but_stderr(tqdm_installed: bool, monkeypatch, capfd) -> None:
+    """progress=True shows a bar per layer and type where tqdm is installed, and nothing where
+    it is not (it was an unguarded import: ModuleNotFoundError)."""
+    _, model, g, x, expected = _example("rgcn_hetero", f"rgcn_progress_{tqdm_installed}")
+    if not tqdm_installed:
+        monkeypatch.setitem(sys.modules, "tqdm", None)  # import tqdm: ImportError
+    capfd.readouterr()
+    result = model.inference(g, x, batch_size=40, device="cpu", progress=True)
+    assert all(torch.allclose(result[t], v, atol=1e-4, rtol=1e-4) for t, v in expected.items())
+    assert ("batch" in capfd.readouterr().err) == tqdm_installed

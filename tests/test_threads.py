@@ -1,0 +1,82 @@
+"""The runtime's choice of torch threads for its batches (templates/threads.py.j2): it runs each
+batch on the count that has run the layer's batches fastest, tries a neighbouring count on at
+most an eighth of them, and gives torch the user's count back after every layer. The clock is
+a fake one here, whose seconds depend on the count in force: timings never enter a test."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from gnn_codegen.hetero.verify import check_hetero
+from gnn_codegen.runtime import runtime_class
+from gnn_codegen.verify import check as check_homogeneous
+from tests.cases import CASES_BY_NAME, generate_case
+
+
+class _FakeClock:
+    """time.perf_counter for the runtime: each call after a batch adds what a batch costs on
+    the thread count torch has then."""
+
+    def __init__(self, cost: dict[int, float]):
+        self.cost, self.now = cost, 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def run(self) -> None:
+        self.now += self.cost[torch.get_num_threads()]
+
+
+def _counts_used(monkeypatch, threads: int, cost: dict[int, float], batches: int = 80) -> list[int]:
+    runtime = runtime_class()
+    clock = _FakeClock(cost)
+    monkeypatch.setattr(runtime.__init__.__globals__["time"], "perf_counter", clock.perf_counter)
+    batches_object = runtime.__new__(runtime)
+    batches_object.threads = batches_object.fastest = threads
+    used = []
+    for _ in batches_object._paced(range(batches), lambda batch: 1):
+        used.append(torch.get_num_threads())
+        clock.run()
+    return used
+
+
+@pytest.fixture
+def user_threads():
+    before = torch.get_num_threads()
+    torch.set_num_threads(4)
+    yield 4
+    torch.set_num_threads(before)
+
+
+def test_a_busy_core_moves_the_batches_to_fewer_threads(monkeypatch, user_threads) -> None:
+    # beside a busy process: every count above one thread waits for a preempted thread
+    used = _counts_used(monkeypatch, user_threads, {4: 5.0, 2: 3.0, 1: 1.0})
+    assert used[:3] == [4, 4, 2]  # the user's count, then a neighbour tried
+    assert used[-8:].count(1) >= 7  # it walked down to one thread and stays there
+    assert torch.get_num_threads() == user_threads  # the user's count back after the layer
+
+
+def test_a_quiet_machine_keeps_the_users_count_but_for_a_few_tries(monkeypatch, user_threads) -> None:
+    used = _counts_used(monkeypatch, user_threads, {4: 1.0, 2: 2.0, 1: 4.0})
+    assert used.count(4) >= len(used) * 7 // 8
+    assert torch.get_num_threads() == user_threads
+
+
+def test_one_thread_is_left_alone(monkeypatch) -> None:
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        assert set(_counts_used(monkeypatch, 1, {1: 1.0})) == {1}
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("name", ["sage", "gat", "rgcn_hetero", "entity_classify"])
+def test_inference_gives_the_users_count_back_and_forwards_result(name: str, user_threads) -> None:
+    # batches of 7: tens of batches a layer, so other counts are tried in every layer
+    generated = generate_case(CASES_BY_NAME[name])
+    check = check_hetero if CASES_BY_NAME[name].heterogeneous else check_homogeneous
+    result = check(generated, num_nodes=400, batch_sizes=(7,))
+    assert result.ok, result.max_abs_diff
+    assert torch.get_num_threads() == user_threads

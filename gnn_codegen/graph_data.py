@@ -19,6 +19,12 @@ EDGE_VIEWS = frozenset({"edata"})
 # dgl.EID both "_ID"): what the generated code calls them
 _RESERVED = {("ndata", "_TYPE"): "ntype", ("edata", "_TYPE"): "etype", ("ndata", "_ID"): "ids",
              ("edata", "_ID"): "edge_ids"}
+# A block's dgl.NID and dgl.EID (`blocks[0].srcdata[dgl.NID]`) are its nodes' and edges' IDs in
+# the graph it was sampled from: in layer-wise inference over g, IDs in g (0, 1, ...), never a
+# field g carries (a graph made by dgl.to_homogeneous or a subgraph carries its parent's IDs).
+# Such reads are lifted under these views, which no graph has: the generated code spells them.
+BLOCK_NODE_IDS, BLOCK_EDGE_IDS = "block_node_ids", "block_edge_ids"
+_RESERVED.update({(BLOCK_NODE_IDS, "_ID"): "ids", (BLOCK_EDGE_IDS, "_ID"): "edge_ids"})
 
 
 def graph_data_read(node: fx.Node, graph_arg: str) -> tuple[str, str] | None:
@@ -39,11 +45,13 @@ def graph_data_read(node: fx.Node, graph_arg: str) -> tuple[str, str] | None:
     return None
 
 
-def lift_graph_data(gm: fx.GraphModule, graph_arg: str,
-                    taken: set[str]) -> tuple[tuple[str, ...], tuple[tuple[str, str, str], ...]]:
+def lift_graph_data(gm: fx.GraphModule, graph_arg: str, taken: set[str],
+                    blocks: bool = False) -> tuple[tuple[str, ...], tuple[tuple[str, str, str], ...]]:
     """Replace every read of graph data in `gm` by a placeholder of its own (one per view kind and
     key), after forward's own; returns the new inputs' names and (name, "ndata" or "edata", key)
-    for each. `taken`: names the new placeholders must not take (forward's parameters)."""
+    for each. `taken`: names the new placeholders must not take (forward's parameters). blocks:
+    forward takes blocks, whose IDs (dgl.NID, dgl.EID) are lifted as BLOCK_NODE_IDS and
+    BLOCK_EDGE_IDS."""
     graph = gm.graph
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     lifted: dict[tuple[str, str], fx.Node] = {}
@@ -53,6 +61,8 @@ def lift_graph_data(gm: fx.GraphModule, graph_arg: str,
         read = graph_data_read(node, graph_arg)
         if read is None:
             continue
+        if blocks and read[1] == "_ID":
+            read = (BLOCK_NODE_IDS if read[0] == "ndata" else BLOCK_EDGE_IDS, read[1])
         if read not in lifted:
             with graph.inserting_after(lifted[reads[-1][1:]] if reads else placeholders[-1]):
                 name = names.take(_RESERVED.get(read) or read[1].lstrip("_") or "data")

@@ -18,6 +18,7 @@ import dgl
 import torch
 
 from gnn_codegen.errors import internal
+from gnn_codegen.graph_data import BLOCK_EDGE_IDS, BLOCK_NODE_IDS
 from gnn_codegen.ir import iter_refs
 from gnn_codegen.kept_graph import graph_set_on
 from gnn_codegen.metapaths import metapaths, random_metapath_graph
@@ -96,7 +97,7 @@ def full_graph_forward(model: torch.nn.Module, generated: Generated, g: dgl.DGLG
     keeps it) and `inputs` (in the order of Program.inputs) in forward's own parameter
     positions, or on the graph where forward reads them there."""
     program = generated.program
-    g, arguments = with_graph_data(generated, g, inputs)
+    g, arguments = with_graph_data(generated, g, inputs, for_inference=False)
     # distinct graph objects over the same structure: `block is blocks[-1]` must mean what it says
     if program.converts_blocks:  # dgl.block_to_graph takes a block: the whole graph's, every node a destination
         blocks = [dgl.to_block(g, torch.arange(g.num_nodes(), device=g.device)) for _ in range(program.num_blocks)]
@@ -137,11 +138,14 @@ def _read_from_graph(program: Program) -> dict[str, tuple[str, str]]:
     return _inputs_of(program, {target: (view, key) for target, view, key in program.graph_data})
 
 
-def with_graph_data(generated: Generated, g: dgl.DGLGraph,
-                    inputs: list[torch.Tensor]) -> tuple[dgl.DGLGraph, list[torch.Tensor]]:
+def with_graph_data(generated: Generated, g: dgl.DGLGraph, inputs: list[torch.Tensor],
+                    for_inference: bool = True) -> tuple[dgl.DGLGraph, list[torch.Tensor]]:
     """The graph and the arguments that forward and inference take for `inputs` (in the order
     of Program.inputs): those forward reads from the graph (`g.ndata["feat"]`) are set on a
-    copy of g that shares its structure; the others stay arguments, in order."""
+    copy of g that shares its structure; the others stay arguments, in order. A block's IDs
+    (graph_data.BLOCK_NODE_IDS) are IDs in g, which forward on [g] * L reads from g's field;
+    inference's g carries other IDs there, a parent graph's, as dgl.to_homogeneous leaves them,
+    which inference must not read."""
     program = generated.program
     from_graph, tables = _read_from_graph(program), _tables(program)
     g = g.local_var() if from_graph else g
@@ -149,6 +153,9 @@ def with_graph_data(generated: Generated, g: dgl.DGLGraph,
     for name, value in zip(program.inputs, inputs, strict=True):
         if name in from_graph:
             view, key = from_graph[name]
+            if view in (BLOCK_NODE_IDS, BLOCK_EDGE_IDS):
+                view = "ndata" if view == BLOCK_NODE_IDS else "edata"
+                value = value.flip(0) if for_inference else value
             getattr(g, view)[key] = value
         elif name not in tables:
             arguments.append(value)

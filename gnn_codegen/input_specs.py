@@ -13,6 +13,7 @@ import torch
 from gnn_codegen.edge_masks import mask_inputs
 from gnn_codegen.edge_weight_norm import EDGE_WEIGHT_NORM
 from gnn_codegen.errors import FeatDimsError
+from gnn_codegen.graph_data import BLOCK_EDGE_IDS, BLOCK_NODE_IDS
 from gnn_codegen.ir import Op, Program, Ref, iter_refs, reads_metadata
 from gnn_codegen.known_modules import is_dgl_module
 from gnn_codegen.node_tables import table_of
@@ -46,9 +47,13 @@ class InputSpec:
     guessed: bool = False
     # type IDs of a graph sorted by type (MessagePassing.sorted_types): ascending
     ascending: bool = False
+    # a block's node or edge IDs in the graph (graph_data.BLOCK_NODE_IDS): 0, 1, ... by row
+    ids_in_g: bool = False
 
     def example(self, num_nodes: int, num_edges: int, generator: torch.Generator) -> torch.Tensor:
         rows = num_nodes if self.rows == "node" else num_edges
+        if self.ids_in_g:
+            return torch.arange(rows)
         if self.dtype == "torch.bool":
             return torch.rand((rows, *self.shape), generator=generator) < 0.5
         if self.dtype == "torch.int64":
@@ -206,13 +211,17 @@ def _inputs(program: Program, model: torch.nn.Module, given: dict[str, tuple[int
     users = program.consumers()
     edges = edge_values(program)
     specs: list[InputSpec] = []
-    on_edges = {target for target, view, _ in program.graph_data if view == "edata"}
+    on_edges = {target for target, view, _ in program.graph_data if view in ("edata", BLOCK_EDGE_IDS)}
     masks = mask_inputs(program)
     on_edges |= {program.op(name).target for name in masks}
     tables = {target: path for target, path, _ in program.tables}
+    block_ids = {target for target, view, _ in program.graph_data if view in (BLOCK_NODE_IDS, BLOCK_EDGE_IDS)}
     for name in program.inputs:
         target = program.op(name).target
         rows: Literal["node", "edge"] = "edge" if name in edges or target in on_edges else "node"
+        if target in block_ids:  # 0, 1, ...: IDs in the graph (graph_data.BLOCK_NODE_IDS)
+            specs.append(InputSpec(name, target, rows, (), "torch.int64", ids_in_g=True))
+            continue
         if target in tables:  # a table of the model: its own width and dtype (node_tables.py)
             table = table_of(model, tables[target])
             specs.append(InputSpec(name, target, "node", tuple(table.shape[1:]), str(table.dtype)))

@@ -19,6 +19,7 @@ from gnn_codegen.derived_graphs import DERIVED
 from gnn_codegen.edge_masks import graph_arguments, is_edge_subgraph
 from gnn_codegen.edge_masks import suffix as edge_subgraph_suffix
 from gnn_codegen.edge_weight_norm import EDGE_WEIGHT_NORM
+from gnn_codegen.graph_data import BLOCK_EDGE_IDS, BLOCK_NODE_IDS
 from gnn_codegen.graph_proxy import BATCH_SIZE
 from gnn_codegen.errors import internal
 from gnn_codegen.ir import Op, Program, Ref, iter_refs
@@ -267,7 +268,12 @@ class Renderer:
         for name in self.program.inputs:
             read = self.from_graph.get(self.program.op(name).target)
             table = self.from_model.get(self.program.op(name).target)
-            if read:
+            if read and read[0] in (BLOCK_NODE_IDS, BLOCK_EDGE_IDS):
+                count, view = ("num_nodes", "srcdata") if read[0] == BLOCK_NODE_IDS else ("num_edges", "edata")
+                lines.append(f"# forward's blocks' {view}[dgl.{'NID' if count == 'num_nodes' else 'EID'}]: "
+                             f"their IDs in {g}, where inference runs")
+                lines.append(f"{self.buffer[name]} = torch.arange({g}.{count}(), device={g}.device)")
+            elif read:
                 lines.append(f"{self.buffer[name]} = {g}.{read[0]}[{_spell_key(*read)}]  # as forward reads it")
             elif table and name in self.plan.outputs:
                 # returned as it is: its values, never the parameter itself (which would carry

@@ -445,7 +445,7 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
     stacks_reduced_along_rows(gm)
     lstm_states_rows_first(gm)
     taken = {p.name for p in params} | {graph_arg}
-    lifted, graph_data = lift_graph_data(gm, graph_arg, taken)
+    lifted, graph_data = lift_graph_data(gm, graph_arg, taken, blocks=blocks_style)
     tables = lift_node_tables(gm, model, taken | set(lifted), forced_mp)
     inputs += lifted + tuple(name for name, _ in tables)
     # widths declared for graph data, by the inputs that now stand for it

@@ -26,6 +26,7 @@ CASES = {
     "TwoInlineRounds": GenerateOptions(init='{"in_dim": 8, "out_dim": 5}'),
     "EntityRGCN": GenerateOptions(init='{"num_nodes": 40, "h_dim": 6, "out_dim": 3, "num_rels": 4}'),
     "EmbeddedNodeIDs": GenerateOptions(init='{"num_nodes": 300, "dim": 6, "out_dim": 3}'),
+    "EmbeddedBlockIDs": GenerateOptions(init='{"num_nodes": 300, "in_size": 8, "hid_size": 6, "out_size": 3}'),
     "SelfLoopsInForward": GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'),
     "BothDirections": GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'),
     "TrainingFlagGAT": GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'),
@@ -55,6 +56,7 @@ SIGNATURES = {
     "TwoInlineRounds": "def inference(self, g, x, batch_size, device",
     "EntityRGCN": "def inference(self, g, batch_size, device",
     "EmbeddedNodeIDs": "def inference(self, g, batch_size, device",
+    "EmbeddedBlockIDs": "def inference(self, g, x, batch_size, device",
     "SelfLoopsInForward": "def inference(self, g, features, batch_size, device",
     "BothDirections": "def inference(self, g, x, batch_size, device",
     "TrainingFlagGAT": "def inference(self, g, x, batch_size, device",
@@ -102,6 +104,8 @@ READS = {
     ],
     "EntityRGCN": ["emb = self.emb.weight", "etype = g.edata[dgl.ETYPE]", 'norm = g.edata["norm"]'],
     "EmbeddedNodeIDs": ["ids = g.ndata[dgl.NID]"],
+    # a block's IDs are IDs in the graph it was sampled from: g here, whatever g carries
+    "EmbeddedBlockIDs": ["ids = torch.arange(g.num_nodes(), device=g.device)"],
     # convolutions of one layer on two graphs: a loop each, the second reading the first's rows
     "TwoGraphsInOneLayer": ["h1 = batches.map(layer_1,", "return h1 + _sage_conv_mean(self.against,",
                             "out = batches_reversed.map(layer_2,"],
@@ -269,3 +273,26 @@ def test_edges_picked_by_the_model_are_refused(monkeypatch: pytest.MonkeyPatch) 
     message = " ".join(str(caught.value).split())
     assert message.startswith("tests/models/dgl_idioms.py:564 (`sg = dgl.edge_subgraph(g, keep, relabel_nodes=False)`)")
     assert "computed with self.score (Linear), not from forward's inputs alone" in message
+
+
+def test_a_blocks_ids_are_ids_in_g_not_a_field_g_carries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """blocks[0].srcdata[dgl.NID] is the source nodes' IDs in the graph the blocks come from.
+    On a graph that carries its parent's IDs (dgl.to_homogeneous, a subgraph), inference equals
+    forward on real blocks of that graph, as training saw them; reading g.ndata[dgl.NID]
+    instead gave other embeddings with no error (issue 35, item 5)."""
+    import dgl
+    import torch
+
+    from gnn_codegen.harness import generated_model, import_source, random_graph
+
+    generated = _generate("EmbeddedBlockIDs", monkeypatch)
+    model = generated_model(generated, import_source(generated.source, generated.loaded.path.parent))
+    g = random_graph(120, seed=4)
+    x = torch.randn(120, 8, generator=torch.Generator().manual_seed(4))
+    blocks = [dgl.to_block(g, torch.arange(120)) for _ in range(2)]
+    with torch.no_grad():
+        expected = model(blocks, x)
+    g.ndata[dgl.NID] = torch.randperm(300, generator=torch.Generator().manual_seed(5))[:120]  # a parent's
+    for batch_size in (7, 120):
+        assert torch.allclose(model.inference(g, x, batch_size, "cpu"), expected, atol=1e-5)
+    assert torch.allclose(model.inference(g, x, 7, "cpu", nodes=torch.tensor([5, 3])), expected[[5, 3]], atol=1e-5)

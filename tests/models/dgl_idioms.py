@@ -563,3 +563,24 @@ class EdgesPickedByTheModel(nn.Module):
         keep = self.score(g.edata["w"]).squeeze(1) > 0
         sg = dgl.edge_subgraph(g, keep, relabel_nodes=False)
         return self.conv(sg, x)
+
+
+class EmbeddedBlockIDs(nn.Module):
+    """Trained on sampled blocks: a learnt embedding per node of the training graph, looked up
+    by each block's source IDs (IDs in the graph the blocks were sampled from), added to the
+    features before two GraphSAGE layers."""
+
+    def __init__(self, num_nodes, in_size, hid_size, out_size):
+        super().__init__()
+        self.node_emb = nn.Embedding(num_nodes, in_size)
+        self.layers = nn.ModuleList(
+            [dglnn.SAGEConv(in_size, hid_size, "mean"), dglnn.SAGEConv(hid_size, out_size, "mean")]
+        )
+
+    def forward(self, blocks, x):
+        h = x + self.node_emb(blocks[0].srcdata[dgl.NID])
+        for i, (layer, block) in enumerate(zip(self.layers, blocks)):
+            h = layer(block, h)
+            if i < len(self.layers) - 1:
+                h = F.relu(h)
+        return h

@@ -9,7 +9,9 @@ cross reducer), and between the layers per-type activations, skips, Linears, Bat
 Dropout. forward takes the features, or reads them from the graph as DGL's examples do
 (`g.nodes[ntype].data["feat"]`, `g.ndata["feat"]`), and may take the type it returns (out_key,
 given with --forward-args). A HeteroGraphConv may be given edge weights per relation, read from
-the graph (`mod_kwargs={etype: {"edge_weight": g.edges[etype].data["w"]}}`), and layers may scale
+the graph (`mod_kwargs={etype: {"edge_weight": g.edges[etype].data["w"]}}`), or its GraphConvs
+(weight=False) a weight per relation (`mod_kwargs={etype: {"weight": self.w[i]}}`, as DGL's
+rgcn-hetero), and layers may scale
 by the graph's node counts (`g.num_nodes(k)`). Rendered as a model file with a fixed schema."""
 
 from __future__ import annotations
@@ -105,7 +107,17 @@ def random_hetero_spec(seed: int) -> HeteroSpec:
             init_lines.append(f'self.conv{layer} = dglnn.HeteroGraphConv({{{", ".join(mods)}}}, aggregate="{aggregate}")')
             # edge weights per relation (GraphConv, SAGEConv, GINConv and GATConv all take them)
             weighted = rng.random() < 0.25
-        if weighted:
+        # GraphConv(weight=False) given a weight per relation through mod_kwargs, as DGL's
+        # rgcn-hetero does (drawn apart, so that the other draws of a seed stay as they were)
+        given = random.Random(seed * 31 + layer)
+        if graph_convs and not weighted and mods and all("GraphConv(" in m for m in mods) and given.random() < 0.5:
+            mods_line = init_lines.pop()
+            init_lines.append(mods_line.replace("bias=", "weight=False, bias="))
+            for i, (src, _, _) in enumerate(called):  # a relation's width in: its source type's
+                init_lines.append(f"self.w{layer}_{i} = nn.Parameter(torch.randn({current[src]}, {out}) * 0.4)")
+            items = ", ".join(f'"{r}": {{"weight": self.w{layer}_{i}}}' for i, (_, r, _) in enumerate(called))
+            body.append(f"h_new = self.conv{layer}(g, h, mod_kwargs={{{items}}})")
+        elif weighted:
             keys = [f'("{s}", "{r}", "{d}")' for s, r, d in called]
             body.append(f"weights = {{k: {{\"edge_weight\": g.edges[k].data[\"w\"]}} for k in [{', '.join(keys)}]}}")
             body.append(f"h_new = self.conv{layer}(g, h, mod_kwargs={{k[1]: v for k, v in weights.items()}})")

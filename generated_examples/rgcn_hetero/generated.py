@@ -393,14 +393,18 @@ class _HeteroBatches:
             del block, sources, rows, results  # one batch's rows at a time
         return self._done(outputs)
 
-    def map_sources(self, conv, inputs, into=None, out_degrees=None, nodes=None):
+    def map_sources(
+        self, conv, inputs, into=None, out_degrees=None, nodes=None, mod_kwargs=None
+    ):
         """Each relation's work on its source rows for a HeteroGraphConv (conv) on the
         features `inputs`, once per node of its source type ({type: sorted IDs, or None for
         all} in nodes, or all): {relation: _relation_source's tensors}, on the host,
         for the relations into the types of `into` (or all). out_degrees: each relation's in
-        g, which GraphConv's norm reads. A GraphConv that does not narrow only scales its
-        source rows: its relation keeps the input's rows and their norm, (feat, norm), applied
-        per edge (a scaled copy of every source row took as much memory again)."""
+        g, which GraphConv's norm reads. mod_kwargs: forward's weight for each relation's
+        GraphConv ({etype: {"weight": w}}), applied as its own. A GraphConv that does not
+        narrow only scales its source rows: its relation keeps the input's rows and their
+        norm, (feat, norm), applied per edge (a scaled copy of every source row took as much
+        memory again), or the input's rows alone where its norm reads no out-degrees."""
         sources = {}
         for rel in self.g.canonical_etypes:
             stype, _, dtype = rel
@@ -408,7 +412,11 @@ class _HeteroBatches:
             if not featured or dtype not in (into or [dtype]):
                 continue  # as DGL: a relation from or into a type without features is out
             mod = conv.mod_dict.get(rel, conv.mod_dict.get(rel[1]))
+            weight = (mod_kwargs or {}).get(rel[1], {}).get("weight")
             if isinstance(mod, dgl.nn.GraphConv) and mod._in_feats <= mod._out_feats:
+                if mod._norm not in ("both", "left"):
+                    sources[rel] = inputs[stype]  # no work: the rows where they are
+                    continue
                 degrees = out_degrees[rel].to(inputs[stype].dtype).clamp(min=1)
                 norm = degrees.pow(-0.5) if mod._norm == "both" else 1.0 / degrees
                 sources[rel] = (inputs[stype], norm)
@@ -416,7 +424,9 @@ class _HeteroBatches:
             degrees = [out_degrees[rel]] if out_degrees else []
             sources[rel] = self.map_rows(
                 # (rows of feat, of the degrees if any, the type's name)
-                lambda feat, *rest, mod=mod: _relation_source(mod, feat, *rest[:-1]),
+                lambda feat, *rest, mod=mod, w=weight: _relation_source(
+                    mod, feat, *rest[:-1], weight=w
+                ),
                 stype,
                 [inputs[stype], *degrees],
                 None if nodes is None else nodes[stype],
@@ -849,41 +859,52 @@ class _HeteroBatches:
             self.madvise(begin * page, (end - begin) * page, 3)
 
 
-def _relation_source(mod, feat, out_degrees=None):
+def _relation_source(mod, feat, out_degrees=None, weight=None):
     """A HeteroGraphConv relation's work on each of its source rows, once per node, as its
     module does it: GATConv's fc (fc_src for a pair of widths) and attention term; for a
     GraphConv that narrows (DGL then applies its weight first), the norm by the full graph's
-    out-degrees (norm "both" or "left") and the weight."""
+    out-degrees (norm "both" or "left") and the weight: its own, or `weight`, forward's
+    argument for it (mod_kwargs)."""
     if isinstance(mod, dgl.nn.GATConv):
         fc = mod.fc_src if hasattr(mod, "fc_src") else mod.fc
         h = fc(feat).view(-1, *mod.attn_l.shape[1:])
         return h, _attention_term(h, mod.attn_l)
     narrows = mod._in_feats > mod._out_feats
-    return _graph_conv_source(mod, feat, out_degrees, narrows)
+    if weight is None:
+        return _graph_conv_source(mod, feat, out_degrees, narrows)
+    feat = _graph_conv_source(mod, feat, out_degrees, False)
+    return feat @ weight if narrows else feat
 
 
-def _hetero_conv_sources(conv, block, sources, feat_dst=None):
+def _hetero_conv_sources(conv, block, sources, feat_dst=None, mod_kwargs=None):
     """HeteroGraphConv.forward on a block, given each relation's _relation_source
     rows for the block's source nodes: per relation the rest of its module
     (_gat_conv_aggregate, _graph_conv_aggregate), then DGL's aggregation
     across relations. feat_dst: the layer input's destination rows, from which GATConv makes
-    its attention's destination term and residual (GraphConv reads none). The result for the
-    block's destination type."""
+    its attention's destination term and residual (GraphConv reads none). mod_kwargs:
+    forward's weight for each relation's GraphConv, as map_sources was given it. The result
+    for the block's destination type."""
     outputs, ntype = [], None
     for rel in block.canonical_etypes:
         ntype = rel[2]
         if rel not in sources:
             continue  # as DGL: a relation from or into a type without features is left out
         mod = conv.mod_dict.get(rel, conv.mod_dict.get(rel[1]))
+        weight = (mod_kwargs or {}).get(rel[1], {}).get("weight")
         if isinstance(mod, dgl.nn.GATConv):
             fc = mod.fc_dst if hasattr(mod, "fc_dst") else mod.fc
             dst = fc(feat_dst).view(-1, *mod.attn_r.shape[1:])
             rst = _gat_conv_aggregate(mod, block[rel], *sources[rel], dst, feat_dst)
         elif isinstance(sources[rel], tuple):  # (rows, norm): the norm applied per edge
             feat, norm = sources[rel]
-            rst = _graph_conv_aggregate(mod, block[rel], feat, False, source_norm=norm)
-        else:
-            rst = _graph_conv_aggregate(mod, block[rel], sources[rel], True)
+            rst = _graph_conv_aggregate(
+                mod, block[rel], feat, False, source_norm=norm, weight=weight
+            )
+        else:  # weighted already where the layer narrows
+            narrows = mod._in_feats > mod._out_feats
+            rst = _graph_conv_aggregate(
+                mod, block[rel], sources[rel], narrows, weight=weight
+            )
         outputs.append(rst)
     return conv.agg_fn(outputs, ntype)
 
@@ -908,13 +929,14 @@ def _graph_conv_source(conv, feat, out_degrees, weighted, in_place=False):
 
 
 def _graph_conv_aggregate(
-    conv, block, feat_src, weighted, edge_weight=None, source_norm=None
+    conv, block, feat_src, weighted, edge_weight=None, source_norm=None, weight=None
 ):
     """The rest of GraphConv.forward on a block, given _graph_conv_source's rows:
     the sum over in-edges, the weight (unless applied per node), the norm by in-degree (norm
     "both" or "right"), bias and activation, in place on the sum's new tensor.
     source_norm: the norm by out-degree of each source row, applied per edge (on a CPU as a
-    sparse CSR product: DGL 1.1's per-edge product there took 4x as long)."""
+    sparse CSR product: DGL 1.1's per-edge product there took 4x as long). weight: forward's
+    argument for a GraphConv without a weight of its own (in mod_kwargs)."""
     _check_in_degrees(conv, block)
     floats = feat_src.dtype in (torch.float32, torch.float64) and feat_src.dim() == 2
     if source_norm is not None and feat_src.device.type == "cpu" and floats:
@@ -937,8 +959,9 @@ def _graph_conv_aggregate(
         rst = dgl.ops.copy_u_sum(block, feat_src)
     else:
         rst = dgl.ops.u_mul_e_sum(block, feat_src, edge_weight)
-    if not weighted and conv.weight is not None:
-        rst = rst @ conv.weight
+    weight = conv.weight if weight is None else weight
+    if not weighted and weight is not None:
+        rst = rst @ weight
     if conv._norm in ("both", "right"):
         degrees = block.in_degrees().to(rst).clamp(min=1)
         norm = degrees.pow(-0.5) if conv._norm == "both" else 1.0 / degrees

@@ -46,6 +46,8 @@ class HeteroRenderer(ExpressionWriter):
         # each relation's work on its source rows, once per node before a layer's loop
         # (map_sources): (stage, HeteroGraphConv's path, its input dict) -> the dict's name
         self.relation_sources: dict[tuple[int, str, str], str] = {}
+        # such a key -> the name of the weights per relation its call is given (mod_kwargs=wdict)
+        self.relation_weights: dict[tuple[int, str, str], str] = {}
         self.conv_dst: dict[fx.Node, str] = {}  # such a call -> its destination rows' parameter
         # what --explain tells of each stage: (stage, what it runs, [(type, the dicts of
         # stored rows it writes, whether its relations' rows are made once per node first)])
@@ -309,22 +311,51 @@ class HeteroRenderer(ExpressionWriter):
             work.append("GATConv's fc and attention term")
         if _reads_full_degrees(module):
             work.append("GraphConv's norm by the full graph's out-degrees")
+        weights = self.relation_weights.get((stage, path, source))
         if any(isinstance(m, dglnn.GraphConv) and m._in_feats > m._out_feats for m in mods):
-            work.append("GraphConv's weight, first as it narrows")
+            work.append(f"GraphConv's weight{' from mod_kwargs' if weights else ''}, first as it narrows")
         into_expr = "(ntype,)" if into is None else self.expr((into,), {})
         arguments = [accessor(self.model, path), source, f"into={into_expr}"]
         if _reads_full_degrees(module):
             arguments.append("out_degrees=out_degrees")
+        if weights:
+            arguments.append(f"mod_kwargs={weights}")
         if self.subsets:
             arguments.append(f"nodes=needed[{stage - 1}]")
-        return [*comment(f"each relation into {into or 'ntype'}: its work on source rows, once per node: "
-                         f"{'; '.join(work)}", 84),
+        said = (f"each relation into {into or 'ntype'}: its work on source rows, once per node: {'; '.join(work)}"
+                if work else f"each relation into {into or 'ntype'}: its source rows, read where they are (GraphConv "
+                "does no work on them alone), not gathered per batch")
+        return [*comment(said, 84),
                 f"{name} = batches.map_sources({', '.join(arguments)})"]
 
     def _sources_once(self, node: fx.Node) -> bool:
         """A HeteroGraphConv call whose relations' work on source rows runs once per node:
-        its modules allow it, and it is given no arguments beyond the features."""
-        return not node.args[4] and not node.args[5] and _relation_work_once(self.model.get_submodule(str(node.args[0])))
+        its modules allow it, and it is given no arguments beyond the features but GraphConv's
+        weight per relation (_fixed_weights)."""
+        module = self.model.get_submodule(str(node.args[0]))
+        return not node.args[4] and self._fixed_weights(node.args[5], module) and _relation_work_once(module)
+
+    def _fixed_weights(self, mod_kwargs: Any, module: torch.nn.Module) -> bool:
+        """mod_kwargs is none, or gives GraphConvs without weights of their own only a weight
+        each, of the model's weights alone (DGL's rgcn-hetero: `{rel: {"weight": w}}`, a basis or
+        block-diagonal decomposition's product): the same for every batch, so a GraphConv
+        that narrows applies it once per source node, as it would its own (its forward picks
+        the side by its in and out widths, not the weight's)."""
+        if not mod_kwargs:
+            return True
+        if not isinstance(mod_kwargs, dict) or self._edge_inputs_in(mod_kwargs):
+            return False
+        for etype, kwargs in mod_kwargs.items():
+            # as DGL picks a relation's module: by its canonical edge type, else its name
+            mods = [module.mod_dict.get(rel, module.mod_dict.get(etype)) for rel in self.schema_relations
+                    if rel[1] == etype]
+            if not isinstance(kwargs, dict) or set(kwargs) - {"weight"} or not mods:
+                return False
+            if any(type(m) is not dglnn.GraphConv or m.weight is not None for m in mods):
+                return False
+            if not all(self.res(n).name in self.traced.constant_names for n in nodes_in(kwargs)):
+                return False
+        return True
 
     def on_subgraphs(self, stage: int) -> bool:
         """Whether the stage runs a layer of the user's: on each batch's graph of its in-edges,
@@ -382,6 +413,8 @@ class HeteroRenderer(ExpressionWriter):
                     key = (stage, str(node.args[0]), source)
                     if key not in self.relation_sources:
                         self.relation_sources[key] = self.names.new(f"{source}_src")
+                    if node.args[5]:  # the same dict for every type's call (_name_constants)
+                        self.relation_weights[key] = self.arguments[(node.args[0], 5, self.expr(node.args[5], {}))]
                     if _reads_destination_rows(self.model.get_submodule(str(node.args[0]))):
                         if source not in conv_dst:
                             conv_dst[source] = local.new(f"{source}_dst")
@@ -463,7 +496,8 @@ class HeteroRenderer(ExpressionWriter):
         if node in self.conv_dst:  # its relations' work on source rows done once per node
             self.sections.add("relation_sources")
             dst = f", {self.conv_dst[node]}" if self.conv_dst[node] else ""
-            return f"{HETERO_CONV_SOURCES}({accessor(self.model, path)}, block, {source}{dst})"
+            weights = "".join(f", {e}" for e in extra)  # mod_kwargs: GraphConv's weights (_fixed_weights)
+            return f"{HETERO_CONV_SOURCES}({accessor(self.model, path)}, block, {source}{dst}{weights})"
         if _reads_full_degrees(module):
             self.sections.add("hetero_conv")
             return f"{HETERO_CONV}({accessor(self.model, path)}, block, {source}, out_degrees{''.join(', ' + e for e in extra)})"
@@ -501,12 +535,11 @@ def _describe_conv(module: torch.nn.Module) -> str:
 def _relation_work_once(module: torch.nn.Module) -> bool:
     """A HeteroGraphConv whose every relation's module works on its source rows in a way the
     runtime runs once per node (map_sources): GATConv; GraphConv with a norm by out-degrees, or
-    a weight it applies first because it narrows."""
+    a weight it applies first because it narrows; or none, a GraphConv (norm "right" or "none"
+    that does not narrow) whose rows are then read in place rather than gathered per batch."""
     if not isinstance(module, dglnn.HeteroGraphConv) or not module.mods:
         return False
-    return all(type(m) is dglnn.GATConv or (
-        type(m) is dglnn.GraphConv and (m._norm in ("both", "left") or m._in_feats > m._out_feats))
-        for m in module.mods.values())
+    return all(type(m) in (dglnn.GATConv, dglnn.GraphConv) for m in module.mods.values())
 
 
 def _reads_destination_rows(module: torch.nn.Module) -> bool:

@@ -477,3 +477,92 @@ class PaperFeaturesOnly(nn.Module):
         h = {"paper": x, **{t: e for t, e in self.embeds.items()}}
         h = {k: F.relu(v) for k, v in self.conv1(g, h).items()}
         return self.conv2(g, h)["paper"]
+
+
+class RelationalLayer(nn.Module):
+    """DGL's rgcn-hetero RelGraphConvLayer, as its users copy it: GraphConv(weight=False) per
+    relation, each relation's weight given through mod_kwargs (mixed from a few bases when
+    num_bases is below the number of relations), then a self-loop, a bias and an activation
+    per node type."""
+
+    def __init__(self, in_feat, out_feat, rel_names, num_bases, *, weight=True, activation=None, norm="right"):
+        super().__init__()
+        self.rel_names = rel_names
+        self.in_feat, self.out_feat = in_feat, out_feat
+        self.activation = activation
+        self.conv = dglnn.HeteroGraphConv(
+            {rel: dglnn.GraphConv(in_feat, out_feat, norm=norm, weight=False, bias=False) for rel in rel_names})
+        self.use_weight = weight
+        self.use_basis = weight and num_bases < len(rel_names)
+        if self.use_basis:
+            self.bases = nn.Parameter(torch.randn(num_bases, in_feat, out_feat) * 0.3)
+            self.coefficients = nn.Parameter(torch.randn(len(rel_names), num_bases))
+        elif weight:
+            self.weight = nn.Parameter(torch.randn(len(rel_names), in_feat, out_feat) * 0.3)
+        self.loop_weight = nn.Parameter(torch.randn(in_feat, out_feat) * 0.3)
+        self.h_bias = nn.Parameter(torch.randn(out_feat) * 0.1)
+
+    def forward(self, g, inputs):
+        g = g.local_var()
+        wdict = {}
+        if self.use_weight:
+            if self.use_basis:
+                weight = torch.matmul(self.coefficients, self.bases.view(self.bases.shape[0], -1))
+                weight = weight.view(len(self.rel_names), self.in_feat, self.out_feat)
+            else:
+                weight = self.weight
+            weights = torch.split(weight, 1, dim=0)
+            wdict = {rel: {"weight": w.squeeze(0)} for rel, w in zip(self.rel_names, weights)}
+        hs = self.conv(g, inputs, mod_kwargs=wdict)
+
+        def _apply(ntype, h):
+            h = h + torch.matmul(inputs[ntype], self.loop_weight)
+            h = h + self.h_bias
+            return self.activation(h) if self.activation else h
+
+        return {ntype: _apply(ntype, h) for ntype, h in hs.items()}
+
+
+class BasisRGCN(nn.Module):
+    """DGL's rgcn-hetero EntityClassify on given features: an input layer without weights (the
+    mean over each relation's in-neighbours), one that widens and one that narrows, their
+    relations' weights from a basis decomposition."""
+
+    def __init__(self, in_size, hid_size, out_size, rel_names, num_bases=2):
+        super().__init__()
+        self.layers = nn.ModuleList([
+            RelationalLayer(in_size, in_size, rel_names, num_bases, weight=False, activation=F.relu),
+            RelationalLayer(in_size, hid_size, rel_names, num_bases, activation=F.relu),
+            RelationalLayer(hid_size, out_size, rel_names, num_bases),
+        ])
+
+    def forward(self, g, x):
+        h = x
+        for layer in self.layers:
+            h = layer(g, h)
+        return h
+
+
+class BlockDiagonalRGCN(nn.Module):
+    """Relational GraphConv (norm "both", a bias and an activation of its own) with each
+    relation's weight block-diagonal (RGCN's other decomposition), built from its blocks and
+    handed to GraphConv(weight=False) through mod_kwargs."""
+
+    def __init__(self, size, out_size, rel_names, num_blocks=2):
+        super().__init__()
+        self.rel_names, self.size, self.num_blocks = rel_names, size, num_blocks
+        part = size // num_blocks
+        self.blocks = nn.Parameter(torch.randn(len(rel_names), num_blocks, part, part) * 0.4)
+        self.conv = dglnn.HeteroGraphConv({
+            rel: dglnn.GraphConv(size, size, norm="both", weight=False, bias=True, activation=torch.tanh)
+            for rel in rel_names})
+        self.out = nn.Linear(size, out_size)
+
+    def forward(self, g, x):
+        wdict = {
+            rel: {"weight": torch.block_diag(*[self.blocks[i, b] for b in range(self.num_blocks)])}
+            for i, rel in enumerate(self.rel_names)
+        }
+        h = self.conv(g, x, mod_kwargs=wdict)
+        h = self.conv(g, h, mod_kwargs=wdict)
+        return {ntype: self.out(v) for ntype, v in h.items()}

@@ -43,9 +43,9 @@ def bytes_in_files(runtime: type) -> list[int]:
     stored: list[int] = []
     in_file = runtime._in_file  # type: ignore[attr-defined]
 
-    def recording(self: Any, path: str, shape: tuple[int, ...], like: Any) -> Any:
+    def recording(self: Any, shape: tuple[int, ...], like: Any) -> Any:
         stored.append(int(np.prod(shape)) * like.element_size())
-        return in_file(self, path, shape, like)
+        return in_file(self, shape, like)
 
     runtime._in_file = recording  # type: ignore[attr-defined]
     return stored

@@ -114,7 +114,7 @@ READS = {
                              "g_etype_2 = dgl.edge_subgraph(g, etype == 2, relabel_nodes=False)",
                              "batches_etype_1.map(layer_2"],
     "KeptEdgesSAGE": ['keep = g.edata["keep"]', "kept = dgl.edge_subgraph(g, keep, relabel_nodes=False)",
-                      "h1 = batches_subgraph.map(layer_1"],
+                      "h1, feat1 = batches_subgraph.map(layer_1"],
     "EdgeTypesPickedInForward": ["sg = dgl.edge_subgraph(g, (etypes == 0) | (etypes == 2), relabel_nodes=False)"],
     # a block's edges are not sorted by type
     "SortedRelGraphConv": ["etype = g.edata[dgl.ETYPE]", "self.conv1(block, x, etype, presorted=False)"],

@@ -151,8 +151,8 @@ def test_layers_compute_only_the_nodes_the_next_layers_read() -> None:
     nodes = torch.tensor([7, 2999, 1500, 42, 7, 100])
     result = model.inference(g, x, 64, "cpu", nodes=nodes)
     needed = runtime(model, g, 64, "cpu", 2**30, False).needed(nodes, 3)
-    # layer 1, layer 2, fc_neigh of layer 2's rows (before layer 3), layer 3
-    assert computed == [len(needed[1]), len(needed[2]), len(needed[2]), 5]
+    # layer 1, layer 2 (with fc_neigh of its rows, for layer 3), layer 3
+    assert computed == [len(needed[1]), len(needed[2]), 5]
     assert len(needed[3]) == 5 < len(needed[2]) < len(needed[1]) < 3000 / 4
     assert allclose(result, model([g] * 3, x)[nodes], atol=1e-5, rtol=1e-5)
 

@@ -15,29 +15,31 @@ from tests.cases import CASES_BY_NAME, generate_case
 
 
 class _FakeClock:
-    """time.perf_counter for the runtime: each call after a batch adds what a batch costs on
-    the thread count torch has then."""
+    """time.perf_counter for the runtime: each batch adds what it costs, cost(batch index,
+    torch's thread count then)."""
 
-    def __init__(self, cost: dict[int, float]):
+    def __init__(self, cost):
         self.cost, self.now = cost, 0.0
 
     def perf_counter(self) -> float:
         return self.now
 
-    def run(self) -> None:
-        self.now += self.cost[torch.get_num_threads()]
+    def run(self, i: int) -> None:
+        self.now += self.cost(i, torch.get_num_threads())
 
 
-def _counts_used(monkeypatch, threads: int, cost: dict[int, float], batches: int = 80) -> list[int]:
+def _counts_used(monkeypatch, threads: int, cost, batches: int = 80) -> list[int]:
+    """The thread count of each batch of a layer, where cost is {count: seconds} or cost(i, count)."""
     runtime = runtime_class()
-    clock = _FakeClock(cost)
+    clock = _FakeClock(cost if callable(cost) else lambda i, count: cost[count])
     monkeypatch.setattr(runtime.__init__.__globals__["time"], "perf_counter", clock.perf_counter)
     batches_object = runtime.__new__(runtime)
     batches_object.threads = batches_object.fastest = threads
+    batches_object.gap, batches_object.tries = 8, 0
     used = []
-    for _ in batches_object._paced(range(batches), lambda batch: 1):
+    for i, _ in enumerate(batches_object._paced(range(batches), lambda batch: 1)):
         used.append(torch.get_num_threads())
-        clock.run()
+        clock.run(i)
     return used
 
 
@@ -58,9 +60,18 @@ def test_a_busy_core_moves_the_batches_to_fewer_threads(monkeypatch, user_thread
 
 
 def test_a_quiet_machine_keeps_the_users_count_but_for_a_few_tries(monkeypatch, user_threads) -> None:
+    # each try of a slower count puts the next one further away: 3 tries in 80 batches
     used = _counts_used(monkeypatch, user_threads, {4: 1.0, 2: 2.0, 1: 4.0})
-    assert used.count(4) >= len(used) * 7 // 8
+    assert used.count(4) >= len(used) - 3
     assert torch.get_num_threads() == user_threads
+
+
+def test_a_core_taken_halfway_is_noticed_within_a_few_batches(monkeypatch, user_threads) -> None:
+    quiet, busy = {4: 1.0, 2: 2.0, 1: 4.0}, {4: 12.0, 2: 6.0, 1: 4.0}
+    used = _counts_used(monkeypatch, user_threads, lambda i, count: (quiet if i < 40 else busy)[count])
+    assert used[:40].count(4) >= 37
+    assert 1 in used[40:48]  # fewer threads tried at once, and down to one within a few batches
+    assert used[50:].count(1) >= 28  # and kept there, but for a try or two
 
 
 def test_one_thread_is_left_alone(monkeypatch) -> None:

@@ -350,9 +350,10 @@ class _HeteroBatches:
         self.files = {}
         self.advised = set()  # where tensors read at random start (_read_ahead)
         # torch's intra-op threads (DGL's kernels share its OpenMP pool): the user's count,
-        # and for each layer's batches the count that ran them fastest (_paced)
+        # the count that ran the last batches fastest, and how many batches run on it
+        # between two tries of another count (_paced)
         self.threads = torch.get_num_threads()
-        self.fastest = self.threads
+        self.fastest, self.gap, self.tries = self.threads, 8, 0
 
     def check_graph(self, relations):
         """g has the relations (canonical edge types) that inference was generated for."""
@@ -933,11 +934,13 @@ class _HeteroBatches:
     def _paced(self, batches, work):
         """The batches, each run on the number of torch threads that has run this layer's
         batches fastest per unit of work (work(batch): its nodes and in-edges): the user's
-        count, or a half, a quarter, ... of it, tried now and then. A batch's operations are
-        small, and each waits for all its threads at its end: where another process holds
-        a core, every operation waits for the thread it preempts (measured on 2 cores beside
-        one busy process: 2 threads twice as slow as 1, up to 5x at 500k nodes). The user's
-        count is set back after the layer."""
+        count, or a half, a quarter, ... of it. A batch's operations are small, and each
+        waits for all its threads at its end: where another process holds a core, every
+        operation waits for the thread it preempts (measured on 2 cores beside a torch job:
+        2 threads 7x slower than 1). A count next to the fastest is tried now and then, the
+        more rarely the slower it was (a try is a batch run slowly), and soon again where a
+        batch takes twice as long as those before it (the machine changed). The user's count
+        is set back after the layer."""
         if self.threads == 1:
             yield from batches
             return
@@ -945,32 +948,38 @@ class _HeteroBatches:
         while counts[-1] > 1:
             counts.append(counts[-1] // 2)
         seconds = {}  # thread count -> this layer's mean seconds per unit of work
+        trial = max(self.gap // 4, 2)  # the batch that tries another count next
         try:
             for i, batch in enumerate(batches):
-                threads = self._threads_for(i, counts, seconds)
+                threads = self.fastest
+                if i == trial:
+                    threads = self._next_to(threads, counts)
                 if threads != torch.get_num_threads():  # a change resizes torch's pools
                     torch.set_num_threads(threads)
                 start = time.perf_counter()
                 yield batch
                 spent = (time.perf_counter() - start) / max(work(batch), 1)
-                if i:  # the first batch pays for the layer's allocations
-                    mean = seconds.get(threads, spent)
-                    seconds[threads] = (mean + spent) / 2
-                    self.fastest = min(seconds, key=seconds.get)
+                if not i:  # the first batch pays for the layer's allocations
+                    continue
+                mean, best = seconds.get(threads), seconds.get(self.fastest)
+                if i == trial:  # slower by a factor r: the next try r times as far away
+                    slower = spent / best if best else 1.0
+                    later = min(max(2 * self.gap, int(8 * slower)), 256)
+                    self.gap = 8 if slower < 1 else later
+                    trial = i + self.gap
+                elif mean is not None and spent > 2 * mean:
+                    self.gap, trial = 8, i + 1
+                seconds[threads] = spent if mean is None else (mean + spent) / 2
+                self.fastest = min(seconds, key=seconds.get)
         finally:
             torch.set_num_threads(self.threads)
 
-    def _threads_for(self, i, counts, seconds):
-        """The fastest count so far (the last layer's until this one has measured it), and
-        every 8th batch from the third on, a count next to it, one way then the other: at
-        most an eighth of the batches on a slower count."""
-        if i < 2 or i % 8 != 2:
-            return self.fastest
-        at = counts.index(self.fastest)
-        step = 1 if (i // 8) % 2 == 0 else -1
-        if not 0 <= at + step < len(counts):
-            step = -step
-        return counts[at + step] if 0 <= at + step < len(counts) else self.fastest
+    def _next_to(self, threads, counts):
+        """A count next to threads in counts: fewer and more in turn, where there are both."""
+        self.tries += 1
+        at = counts.index(threads)
+        step = 1 if self.tries % 2 else -1
+        return counts[at + step] if 0 <= at + step < len(counts) else counts[at - step]
 
     def _read_ahead(self, t, index):
         """Out of core: the kernel reads the pages of t's rows at index, in runs of nearby

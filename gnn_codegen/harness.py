@@ -227,9 +227,11 @@ def some_nodes(num_nodes: int, count: int, seed: int) -> torch.Tensor:
 
 
 def flatten(value: Any) -> list[torch.Tensor]:
+    """The tensors of a result, in the order ir.iter_refs walks its parts (a dict's values)."""
     if isinstance(value, torch.Tensor):
         return [value]
-    return [t for v in value for t in flatten(v)]
+    parts = value.values() if isinstance(value, dict) else value
+    return [t for v in parts for t in flatten(v)]
 
 
 def max_difference(a: Any, b: Any) -> float:

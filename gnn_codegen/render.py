@@ -415,6 +415,8 @@ class Renderer:
                 return ", ".join(spell(v) for v in value) + ("," if len(value) == 1 else "")
             if isinstance(value, list):
                 return "[" + ", ".join(spell(v) for v in value) + "]"
+            if isinstance(value, dict) and all(isinstance(k, str) for k in value):  # {"logits": ...}
+                return "{" + ", ".join(f"{json.dumps(k)}: {spell(v)}" for k, v in value.items()) + "}"
             if not isinstance(value, Ref):
                 raise internal(f"cannot return {value!r}")
             name = self.buffer[value.name]

@@ -79,3 +79,25 @@ def test_a_model_in_float64_gets_float64_inputs_and_exact_inference() -> None:
     assert [spec.dtype for spec in generated.attributes.inputs] == ["torch.float64"]
     result = check(generated, num_nodes=97, batch_sizes=(1, 13, 97))
     assert result.ok, f"max |difference| {result.max_abs_diff}"
+
+
+def test_a_dict_of_results_is_returned_by_name(tmp_path) -> None:
+    import torch
+
+    from gnn_codegen.harness import generated_model, import_source, random_graph
+
+    generated = generate_all(f"{MODEL}:ReturnsADict")
+    assert check(generated, num_nodes=97, batch_sizes=(1, 13, 97)).ok
+    model = generated_model(generated, import_source(generated.source, generated.loaded.path.parent))
+    g = random_graph(50, seed=2)
+    x = torch.randn(50, 8, generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        expected = model(g, x)
+    nodes = torch.tensor([4, 0, 4])
+    for kwargs in ({}, {"nodes": nodes}, {"storage": tmp_path}):
+        result = model.inference(g, x, 7, "cpu", **kwargs)
+        assert list(result) == ["logits", "embedding"]
+        for key, want in expected.items():
+            want = want[nodes] if "nodes" in kwargs else want
+            assert torch.allclose(result[key], want, atol=1e-5)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["result_0.npy", "result_1.npy"]

@@ -394,3 +394,18 @@ class WideningLinearBeforeSAGEConv(nn.Module):
         h = F.relu(self.conv1(g, x))
         h = self.lin(h)
         return self.conv2(g, h)
+
+
+class ReturnsADict(nn.Module):
+    """Issue 35, item 10: forward returns its results by name, a classifier's logits and the
+    embedding before it (as self-supervised and recommendation code returns several heads);
+    generation ended in an internal error (exit 3)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = dglnn.SAGEConv(8, 6, "mean")
+        self.cls = nn.Linear(6, 3)
+
+    def forward(self, g, x):
+        h = F.relu(self.conv(g, x))
+        return {"logits": self.cls(h), "embedding": h}

@@ -48,6 +48,10 @@ class Rendered:
     helpers_formatted: bool = False
 
 
+# a block's IDs (graph_data.BLOCK_NODE_IDS): what counts them in g, and how forward reads them
+_BLOCK_IDS = {BLOCK_NODE_IDS: ("num_nodes", "srcdata[dgl.NID]"), BLOCK_EDGE_IDS: ("num_edges", "edata[dgl.EID]")}
+
+
 class Renderer:
     def __init__(self, program: Program, attrs: Attributes, plan: Plan, module_names: set[str]):
         self.program, self.attrs, self.plan = program, attrs, plan
@@ -268,10 +272,9 @@ class Renderer:
         for name in self.program.inputs:
             read = self.from_graph.get(self.program.op(name).target)
             table = self.from_model.get(self.program.op(name).target)
-            if read and read[0] in (BLOCK_NODE_IDS, BLOCK_EDGE_IDS):
-                count, view = ("num_nodes", "srcdata") if read[0] == BLOCK_NODE_IDS else ("num_edges", "edata")
-                lines.append(f"# forward's blocks' {view}[dgl.{'NID' if count == 'num_nodes' else 'EID'}]: "
-                             f"their IDs in {g}, where inference runs")
+            if read and read[0] in _BLOCK_IDS:
+                count, spelled = _BLOCK_IDS[read[0]]
+                lines.append(f"# forward's blocks' {spelled}: their IDs in {g}, where inference runs")
                 lines.append(f"{self.buffer[name]} = torch.arange({g}.{count}(), device={g}.device)")
             elif read:
                 lines.append(f"{self.buffer[name]} = {g}.{read[0]}[{_spell_key(*read)}]  # as forward reads it")

@@ -55,7 +55,8 @@ def command(case: SurveyCase, out: Path) -> list[str]:
 
 
 def _env(pythonpath: Path) -> dict[str, str]:
-    env = dict(os.environ, DGLBACKEND="pytorch", PYTHONPATH=str(pythonpath))
+    # no __pycache__ written into another tree
+    env = dict(os.environ, DGLBACKEND="pytorch", PYTHONPATH=str(pythonpath), PYTHONDONTWRITEBYTECODE="1")
     env.pop("CI", None)
     return env
 

@@ -43,6 +43,13 @@ def test_every_class_of_a_survey_file_is_in_the_table(family: str) -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_each_class_names_the_public_code_it_follows_and_its_constructs(case: SurveyCase) -> None:
+    doc = " ".join((survey_check.user_class(case).__doc__ or "").split())
+    assert doc.startswith(f"Follows {case.source.split()[0]}"), case.name
+    assert "Constructs:" in doc, case.name
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_each_case_builds_and_its_forward_runs_on_the_survey_inputs(case: SurveyCase) -> None:
     model = survey_check.reference_model(case)
     forward_args, inference_args = survey_check.build_args(case)

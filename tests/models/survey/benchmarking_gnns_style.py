@@ -85,7 +85,9 @@ class GatedGCNLayer(nn.Module):
 
 
 class GatedGCNNet(nn.Module):
-    """nets/SBMs_node_classification/gated_gcn_net.py: integer node labels through nn.Embedding,
+    """Follows graphdeeplearning/benchmarking-gnns
+    nets/SBMs_node_classification/gated_gcn_net.py, layers/gated_gcn_layer.py.
+    nets/SBMs_node_classification/gated_gcn_net.py: integer node labels through nn.Embedding,
     a float edge feature through a Linear, `h_pos_enc=None` with `if self.pos_enc:`, the layers
     threading (h, e), an MLPReadout. Constructs: an integer input, a default None parameter, a
     flag, edge state carried from layer to layer, ndata/edata written in user layers."""
@@ -144,7 +146,9 @@ class GatedGCNLayerIsotropic(nn.Module):
 
 
 class GatedGCNIsotropicNet(nn.Module):
-    """nets/WikiCS_node_classification/gated_gcn_net.py with the isotropic layer: float node
+    """Follows graphdeeplearning/benchmarking-gnns
+    nets/WikiCS_node_classification/gated_gcn_net.py, layers/gated_gcn_layer.py.
+    nets/WikiCS_node_classification/gated_gcn_net.py with the isotropic layer: float node
     features through a Linear, the edge features handed through every layer unused. Constructs:
     an input that flows through forward without being read, ndata written in user layers."""
 
@@ -204,7 +208,9 @@ class GMMLayer(nn.Module):
 
 
 class MoNet(nn.Module):
-    """nets/SBMs_node_classification/mo_net.py: `g.ndata['deg'] = g.in_degrees()`, pseudo
+    """Follows graphdeeplearning/benchmarking-gnns
+    nets/SBMs_node_classification/mo_net.py, layers/gmm_layer.py.
+    nets/SBMs_node_classification/mo_net.py: `g.ndata['deg'] = g.in_degrees()`, pseudo
     coordinates made by `g.apply_edges(self.compute_pseudo)` (a Python edge function of both
     ends' degrees), a Linear+Tanh per layer on them, GMM layers. Constructs: graph-only values
     (degrees, per-edge pseudo coordinates) made in forward, a Python edge function, edge-level
@@ -284,7 +290,9 @@ class GCNLayer(nn.Module):
 
 
 class GCNNet(nn.Module):
-    """nets/WikiCS_node_classification/gcn_net.py: a Linear input embedding, an input dropout,
+    """Follows graphdeeplearning/benchmarking-gnns
+    nets/WikiCS_node_classification/gcn_net.py, layers/gcn_layer.py.
+    nets/WikiCS_node_classification/gcn_net.py: a Linear input embedding, an input dropout,
     GCN layers of the project's own (dgl_builtin=False), an MLPReadout; `e` taken and unused.
     Constructs: `g.apply_nodes` with a module, `== False` on a flag, an unused edge input."""
 
@@ -307,9 +315,11 @@ class GCNNet(nn.Module):
 
 
 class GCNGraphClassifier(GCNNet):
-    """nets/TUs_graph_classification/gcn_net.py: the same layers, then `dgl.mean_nodes` over
+    """Follows graphdeeplearning/benchmarking-gnns nets/TUs_graph_classification/gcn_net.py.
+    nets/TUs_graph_classification/gcn_net.py: the same layers, then `dgl.mean_nodes` over
     each graph of a batch and the MLPReadout on the graph embeddings. A whole-graph readout:
-    exact layer-wise inference of the result is not possible (the node part is)."""
+    exact layer-wise inference of the result is not possible (the node part is). Constructs: a
+    readout over each graph of a batch after node-level layers."""
 
     def forward(self, g, h, e):
         h = self.embedding_h(h)
@@ -383,7 +393,9 @@ class GraphSageLayer(nn.Module):
 
 
 class GraphSageNet(nn.Module):
-    """nets/SBMs_node_classification/graphsage_net.py: nn.Embedding of node labels, GraphSage
+    """Follows graphdeeplearning/benchmarking-gnns
+    nets/SBMs_node_classification/graphsage_net.py, layers/graphsage_layer.py.
+    nets/SBMs_node_classification/graphsage_net.py: nn.Embedding of node labels, GraphSage
     layers of the project's own (maxpool), an MLPReadout. Constructs: update_all with an
     apply-node module, ndata rewritten between, an integer input."""
 
@@ -486,7 +498,9 @@ class GINLayer(nn.Module):
 
 
 class GINNet(nn.Module):
-    """nets/SBMs_node_classification/gin_net.py: nn.Embedding input, GIN layers, a prediction
+    """Follows graphdeeplearning/benchmarking-gnns
+    nets/SBMs_node_classification/gin_net.py, layers/gin_layer.py.
+    nets/SBMs_node_classification/gin_net.py: nn.Embedding input, GIN layers, a prediction
     Linear per layer's output (the input's too) summed into `score_over_layer = 0` with `+=`.
     Constructs: every layer's output read at the end (jumping-knowledge sum), an int 0 start."""
 
@@ -570,7 +584,9 @@ class GATLayer(nn.Module):
 
 
 class GATNet(nn.Module):
-    """nets/SBMs_node_classification/gat_net.py: nn.Embedding input, GAT layers of the project's
+    """Follows graphdeeplearning/benchmarking-gnns
+    nets/SBMs_node_classification/gat_net.py, layers/gat_layer.py.
+    nets/SBMs_node_classification/gat_net.py: nn.Embedding input, GAT layers of the project's
     own (heads as separate modules, Python edge, message and reduce functions), an MLPReadout.
     Constructs: Python message/reduce functions with a mailbox softmax, a list comprehension over
     heads."""

@@ -81,7 +81,8 @@ class PolyConvBatch(nn.Module):
 
 
 class BWGNN(nn.Module):
-    """BWGNN.py's BWGNN as its `testlarge(g, in_feat)` calls it: an MLP, the wavelet convs kept in
+    """Follows squareRoot3/Rethinking-Anomaly-Detection BWGNN.py.
+    BWGNN.py's BWGNN as its `testlarge(g, in_feat)` calls it: an MLP, the wavelet convs kept in
     a plain Python list (not a ModuleList), their outputs concatenated onto
     `torch.zeros([len(in_feat), 0])`, an MLP head. Constructs: K-round propagation inside a user
     module, graph ndata written in it, in-degrees, `len(in_feat)` rows made in forward."""
@@ -114,7 +115,8 @@ class BWGNN(nn.Module):
 
 
 class BWGNNBatch(nn.Module):
-    """BWGNN's `batch(blocks, in_feat)` as a forward: every wavelet conv on `blocks[0]` (one hop
+    """Follows squareRoot3/Rethinking-Anomaly-Detection BWGNN.py (batch, PolyConvBatch).
+    BWGNN's `batch(blocks, in_feat)` as a forward: every wavelet conv on `blocks[0]` (one hop
     of sampling feeds K rounds), PolyConvBatch reading the block's out-degrees. Constructs:
     `forward(self, blocks, in_feat)` where one block serves several rounds, out-degrees of the
     block's sources."""
@@ -145,7 +147,8 @@ class BWGNNBatch(nn.Module):
 
 
 class BWGNNHetero(nn.Module):
-    """BWGNN.py's BWGNN_Hetero on a fraud graph of one node type and several relations (YelpChi's
+    """Follows squareRoot3/Rethinking-Anomaly-Detection BWGNN.py (BWGNN_Hetero).
+    BWGNN.py's BWGNN_Hetero on a fraud graph of one node type and several relations (YelpChi's
     R-U-R, R-T-R, R-S-R): `for relation in g.canonical_etypes`, each relation's graph
     `g[relation]`, the wavelet convs on it, and (as the original does) `h` replaced by each
     relation's result before the next relation; the relations' results stacked and summed.
@@ -182,7 +185,8 @@ class BWGNNHetero(nn.Module):
 
 
 class MultiGraphBWGNN(nn.Module):
-    """mlcg-fd's BWGNN_Hetero: one graph per relation given side by side (a list, each with the
+    """Follows Ling-Fei-Ren/mlcg-fd BWGNN.py (BWGNN_Hetero).
+    mlcg-fd's BWGNN_Hetero: one graph per relation given side by side (a list, each with the
     same nodes), per-node sequences through LSTMs (`x[:, -1]`), three inputs mixed, wavelet convs
     of three families on each graph, a softmax over the filters per node, concatenation. The
     attention heads and linears are plain Python lists, as there. Constructs: several graphs used
@@ -263,7 +267,8 @@ class HeteroRGCNLayer(nn.Module):
 
 
 class HeteroRGCN(nn.Module):
-    """The SageMaker fraud solution's HeteroRGCN: learnt embeddings for every node type but the
+    """Follows awslabs/sagemaker-graph-fraud-detection source/sagemaker/dgl-fraud-detection/model.py.
+    The SageMaker fraud solution's HeteroRGCN: learnt embeddings for every node type but the
     target's, the target's features given, its own relation layer (graph data written outside a
     local scope, `multi_update_all`), a leaky ReLU over the dict between layers, a Linear on the
     target's rows. Constructs: `'h' in G.nodes[ntype].data` and `srctype in feat_dict` on the

@@ -97,7 +97,8 @@ class GCNHAConv(nn.Module):
 
 
 class GCNHA(nn.Module):
-    """AGDN's GCN-HA on ogbn-arxiv: GCNHAConv layers, BatchNorm and activation between, heads
+    """Follows skepsun/Adaptive-Graph-Diffusion-Networks ogbn-arxiv/src/models.py (GCNHAConv).
+    AGDN's GCN-HA on ogbn-arxiv: GCNHAConv layers, BatchNorm and activation between, heads
     averaged, ElementWiseLinear in place at the end. Constructs: K-round propagation with hop
     attention in a user module, an edge field read from the graph, a data-dependent-looking
     assert on the graph's degrees, a shape-driven loop."""
@@ -199,7 +200,8 @@ class EdgeFeatGATConv(nn.Module):
 
 
 class ProductsGAT(nn.Module):
-    """AGDN's GAT for ogbn-products/proteins: `forward(self, g, inference=False)` that takes a
+    """Follows skepsun/Adaptive-Graph-Diffusion-Networks ogbn-products/src/models.py (GAT).
+    AGDN's GAT for ogbn-products/proteins: `forward(self, g, inference=False)` that takes a
     graph or a list of subgraphs (`if not isinstance(g, list): subgraphs = [g] * n_layers`), node
     features read from `subgraphs[0].srcdata['feat']`, edge features per layer from
     `subgraphs[i].edata['feat']` through an encoder, a residual `h += h_last[: h.shape[0], :]`.
@@ -321,7 +323,8 @@ class AGDNConv(nn.Module):
 
 
 class AGDN(nn.Module):
-    """AGDN on ogbn-products: `forward(self, g)` alone (features from `subgraphs[0].srcdata`),
+    """Follows skepsun/Adaptive-Graph-Diffusion-Networks ogbn-products/src/models.py (AGDN, AGDNConv).
+    AGDN on ogbn-products: `forward(self, g)` alone (features from `subgraphs[0].srcdata`),
     AGDNConv layers with K hops, BatchNorm, an in-place activation. Constructs: isinstance on the
     graph argument, graph fields as the only input, K-round propagation with hop attention, an
     attention normalised over each source's out-edges."""
@@ -361,7 +364,8 @@ class AGDN(nn.Module):
 
 
 class OutcomeCorrelation(nn.Module):
-    """C&S's `general_outcome_correlation` as a module: n_prop rounds of a mean over
+    """Follows skepsun/Adaptive-Graph-Diffusion-Networks ogbn-arxiv/src/correct_and_smooth.py.
+    C&S's `general_outcome_correlation` as a module: n_prop rounds of a mean over
     in-neighbours (optionally symmetric, by in-degrees), a restart to y0, and
     `post_step=lambda x: x.clamp(0, 1)` by default after every round. Constructs: a propagation
     loop in forward, a lambda default parameter applied per round, `is not None` on it, no

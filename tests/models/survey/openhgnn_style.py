@@ -88,7 +88,8 @@ class HANLayer(nn.Module):
 
 
 class HAN(nn.Module):
-    """openhgnn/models/HAN.py: metapath graphs made and cached by identity of `g` in each layer,
+    """Follows BUPT-GAMMA/OpenHGNN openhgnn/models/HAN.py, openhgnn/layers/MetapathConv.py.
+    openhgnn/models/HAN.py: metapath graphs made and cached by identity of `g` in each layer,
     a GATConv per metapath, semantic attention, the category's rows through a Linear, returned as
     a dict. Constructs: metapath_reachable_graph in a user layer, `is None or is not g` on
     module state, dict comprehension over the metapath graphs' dsttypes, `len(...) != 0`."""
@@ -132,7 +133,8 @@ class HPNLayer(nn.Module):
 
 
 class HPN(nn.Module):
-    """openhgnn/models/HPN.py: a projection per type over the input dict's keys, APPNP
+    """Follows BUPT-GAMMA/OpenHGNN openhgnn/models/HPN.py.
+    openhgnn/models/HPN.py: a projection per type over the input dict's keys, APPNP
     propagation on each metapath graph, semantic attention, a Linear for each category type.
     Constructs: `{ntype: f(h_dict[ntype]) for ntype in h_dict}`, metapath graphs, K-round
     propagation (APPNPConv) on a derived graph."""
@@ -210,7 +212,8 @@ class RelGraphConvLayer(nn.Module):
 
 
 class RGCN(nn.Module):
-    """openhgnn/models/RGCN.py: `if hasattr(hg, 'ntypes')` (a graph) else a list of blocks, the
+    """Follows BUPT-GAMMA/OpenHGNN openhgnn/models/RGCN.py.
+    openhgnn/models/RGCN.py: `if hasattr(hg, 'ntypes')` (a graph) else a list of blocks, the
     relation names sorted from a set, `g.is_block` in the layer, a closure applied in a dict
     comprehension over the conv's result. Constructs: hasattr on the graph argument, basis
     weights through mod_kwargs, self-loop weight on the destination rows."""
@@ -244,8 +247,10 @@ class RGCN(nn.Module):
 
 
 class RGCNOnBlocks(RGCN):
-    """The same RGCN called as its mini-batch branch is: `forward(self, blocks, h)`, each layer on
-    its block, `g.is_block` true and destination rows cut per type in the layer."""
+    """Follows BUPT-GAMMA/OpenHGNN openhgnn/models/RGCN.py (mini-batch branch).
+    The same RGCN called as its mini-batch branch is: `forward(self, blocks, h)`, each layer on
+    its block, `g.is_block` true and destination rows cut per type in the layer. Constructs:
+    blocks style on a heterograph, `g.is_block` in a user layer, per-type dict comprehensions."""
 
     def forward(self, blocks, h):
         for layer, block in zip(self.layers, blocks):
@@ -317,7 +322,8 @@ class SimpleHGNConv(nn.Module):
 
 
 class SimpleHGN(nn.Module):
-    """openhgnn/models/SimpleHGN.py: `hg.ndata['h'] = h_dict`, `dgl.to_homogeneous(hg,
+    """Follows BUPT-GAMMA/OpenHGNN openhgnn/models/SimpleHGN.py.
+    openhgnn/models/SimpleHGN.py: `hg.ndata['h'] = h_dict`, `dgl.to_homogeneous(hg,
     ndata='h')`, layers on the homogeneous graph with its `_TYPE` fields, and the result split
     back per type with torch.where. Constructs: to_homogeneous, graph fields as inputs, a field
     written on the derived graph by one layer and read by the next, hasattr(hg, 'ntypes')."""
@@ -358,7 +364,8 @@ class SimpleHGN(nn.Module):
 
 
 class HGT(nn.Module):
-    """openhgnn/models/HGT.py: to_homogeneous with the features, dgl.nn.HGTConv with the
+    """Follows BUPT-GAMMA/OpenHGNN openhgnn/models/HGT.py.
+    openhgnn/models/HGT.py: to_homogeneous with the features, dgl.nn.HGTConv with the
     homogeneous graph's `_TYPE` fields and presorted=True, split back by type. Constructs:
     to_homogeneous in forward, `g.ndata['_TYPE']` / `g.edata['_TYPE']` as inputs, torch.where on
     node types."""
@@ -392,7 +399,8 @@ class HGT(nn.Module):
 
 
 class HGTOnBlocks(nn.Module):
-    """The mini-batch branch of openhgnn/models/HGT.py as its own forward: blocks of a graph made
+    """Follows BUPT-GAMMA/OpenHGNN openhgnn/models/HGT.py (mini-batch branch).
+    The mini-batch branch of openhgnn/models/HGT.py as its own forward: blocks of a graph made
     by to_homogeneous, node and edge types read from each block's fields, a homogeneous tensor in
     and out. Constructs: `forward(self, blocks, h)`, `block.srcdata[dgl.NTYPE]`,
     `block.edata[dgl.ETYPE]` read per layer."""
@@ -490,7 +498,8 @@ class CompGraphConvLayer(nn.Module):
 
 
 class CompGCN(nn.Module):
-    """openhgnn/models/CompGCN.py: a relation embedding table updated alongside the nodes, a user
+    """Follows BUPT-GAMMA/OpenHGNN openhgnn/models/CompGCN.py.
+    openhgnn/models/CompGCN.py: a relation embedding table updated alongside the nodes, a user
     module per relation inside HeteroGraphConv given a Linear module and the relation's embedding
     through mod_kwargs, `etype[:4] == 'rev-'` on relation names, `h_self.shape[0] > 1` before a
     BatchNorm, `h_self.add_(emd)`. Constructs: user modules in HeteroGraphConv, a shape decision,
@@ -541,7 +550,8 @@ class GTConv(nn.Module):
 
 
 class GTN(nn.Module):
-    """openhgnn/models/GTN_sparse.py: to_homogeneous, one graph per relation (edge_subgraph of
+    """Follows BUPT-GAMMA/OpenHGNN openhgnn/models/GTN_sparse.py.
+    openhgnn/models/GTN_sparse.py: to_homogeneous, one graph per relation (edge_subgraph of
     its edges, weight 1) plus the identity, softmax-weighted sums of them (adj_sum_graph), their
     product (adj_product_graph), then per channel remove_self_loop / add_self_loop, edge weights
     concatenated with ones, EdgeWeightNorm and GraphConv(norm='none'), the category's rows picked
@@ -593,7 +603,8 @@ class GTN(nn.Module):
 
 
 class SimpleHGNOnBlocks(nn.Module):
-    """The mini-batch branch of openhgnn/models/SimpleHGN.py as its own forward: blocks of a graph
+    """Follows BUPT-GAMMA/OpenHGNN openhgnn/models/SimpleHGN.py (mini-batch branch).
+    The mini-batch branch of openhgnn/models/SimpleHGN.py as its own forward: blocks of a graph
     made by to_homogeneous, the node and edge types read from each block's fields
     (`block.srcdata[dgl.NTYPE]`, `block.edata[dgl.ETYPE]`), the edge residual kept on each
     block across layers. Constructs: `forward(self, blocks, h)`, graph fields as inputs, a field
@@ -640,7 +651,8 @@ class RGATLayer(nn.Module):
 
 
 class RGAT(nn.Module):
-    """openhgnn/models/RGAT.py: `forward(self, hg, h_dict=None, embed=False, eweight=None,
+    """Follows BUPT-GAMMA/OpenHGNN openhgnn/models/RGAT.py.
+    openhgnn/models/RGAT.py: `forward(self, hg, h_dict=None, embed=False, eweight=None,
     **kwargs)`, `if embed:` returning the first conv's flattened heads, hasattr(hg, 'ntypes') for
     graph or blocks. Constructs: flags and a **kwargs after the inputs, GATv2Conv refusing
     nodes without in-edges, a squeeze with no dim, a loop over the result dict."""
@@ -700,7 +712,8 @@ class HANLayerV0(nn.Module):
 
 
 class HANV0(nn.Module):
-    """openhgnn/models/HAN.py as first read: `h = h_dict[self.category]`, layers on the category's
+    """Follows BUPT-GAMMA/OpenHGNN openhgnn/models/HAN.py.
+    openhgnn/models/HAN.py as first read: `h = h_dict[self.category]`, layers on the category's
     tensor, `{self.category: self.linear(h)}` returned. Constructs: metapath graphs cached on the
     layer, iteration over a dict's values, semantic attention over all nodes."""
 

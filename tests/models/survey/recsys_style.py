@@ -1,8 +1,7 @@
 """Recommendation models in the styles of XGCN (CGCL-codes/XGCN_library, model/Block_LightGCN.py,
-model/GAT.py, model/GIN.py, model/GraphSAGE.py), RecHub (yusanshi/RecHub,
-src/model/heterogeneous/aggregator/base.py and gcn.py, ngcf/ngcf_conv.py) and the DGL LightGCN
-layers people write (a conv normalised by out-degrees, an embedding table for users and items,
-the layers' outputs averaged). Our own code, small widths."""
+model/LightGCN.py, model/GAT.py, model/GIN.py, model/GraphSAGE.py, model/BaseGNNModel.py) and
+RecHub (yusanshi/RecHub, src/model/heterogeneous/aggregator/base.py and gcn.py,
+ngcf/ngcf_conv.py). Our own code, small widths."""
 
 import dgl
 import dgl.function as fn
@@ -12,7 +11,8 @@ import torch.nn as nn
 
 
 class BlockLightGCN(nn.Module):
-    """XGCN's LightGCN_Module: no weights, `for i in range(len(blocks))`, each block's srcdata
+    """Follows CGCL-codes/XGCN_library model/Block_LightGCN.py.
+    XGCN's LightGCN_Module: no weights, `for i in range(len(blocks))`, each block's srcdata
     written, `update_all(u_mul_e('h', 'ew'))` with the symmetric norm the training script put on
     the graph's edges as 'ew', the message functions built once in __init__. Constructs:
     `forward(self, blocks, x)` whose depth is `len(blocks)`, an edge field read from the graph,
@@ -32,7 +32,8 @@ class BlockLightGCN(nn.Module):
 
 
 class GATModule(nn.Module):
-    """XGCN's GAT_Module: the architecture as a string evaluated in __init__ (`eval(arch)`, with
+    """Follows CGCL-codes/XGCN_library model/GAT.py.
+    XGCN's GAT_Module: the architecture as a string evaluated in __init__ (`eval(arch)`, with
     `torch.tanh` inside), `assert len(blocks) == len(self.gnn_layers)`, heads merged by
     `x.mean(dim=-2)`. Constructs: blocks style, an assert on the blocks list, dgl.nn.GATConv on
     blocks (it refuses nodes without in-edges)."""
@@ -62,8 +63,10 @@ class _MLP(nn.Module):
 
 
 class GINModule(nn.Module):
-    """XGCN's GIN_Module: the MLPs in one ModuleList, GINConv modules built over them in another
-    (each MLP registered twice), sum aggregation, blocks style with the assert."""
+    """Follows CGCL-codes/XGCN_library model/GIN.py.
+    XGCN's GIN_Module: the MLPs in one ModuleList, GINConv modules built over them in another
+    (each MLP registered twice), sum aggregation. Constructs: blocks style with
+    `assert len(blocks) == len(self.gnn_layers)`, a module registered under two parents."""
 
     def __init__(self, num_gcn_layers=2, width=8):
         super().__init__()
@@ -80,8 +83,10 @@ class GINModule(nn.Module):
 
 
 class GraphSAGEModule(nn.Module):
-    """XGCN's GraphSAGE_Module: an evaluated architecture string of SAGEConv('pool') layers,
-    blocks style with the assert."""
+    """Follows CGCL-codes/XGCN_library model/GraphSAGE.py.
+    XGCN's GraphSAGE_Module: an evaluated architecture string of SAGEConv('pool') layers,
+    blocks style with the assert. Constructs: `eval` of an architecture string, blocks style,
+    SAGEConv's pool aggregator."""
 
     def __init__(self, arch="[{'in_feats': 8, 'out_feats': 8, 'aggregator_type': 'pool', 'activation': torch.tanh}, "
                             "{'in_feats': 8, 'out_feats': 8, 'aggregator_type': 'pool'}]"):
@@ -98,50 +103,53 @@ class GraphSAGEModule(nn.Module):
 
 
 class LightGCNConv(nn.Module):
-    """A LightGCN propagation: source rows scaled by out-degree ** -0.5, summed (weighted by an
-    edge field when the graph has one: `if self.edge_weight_name in g.edata`), destination rows
-    scaled by in-degree ** -0.5."""
+    """XGCN's LightGCNConv: num_layers rounds of `update_all(u_mul_e('h', 'ew'))` in one call, over
+    the symmetric norm the training script put on the graph's edges as 'ew'; with stack_layers
+    every round is kept and the rounds' mean returned (`torch.stack(X_list, dim=1).mean(dim=1)`)."""
 
-    def __init__(self, edge_weight_name="w"):
+    def __init__(self, num_layers, stack_layers=True):
         super().__init__()
-        self.edge_weight_name = edge_weight_name
+        self.num_layers = num_layers
+        self.stack_layers = stack_layers
+        self.gcn_msg = fn.u_mul_e("h", "ew", "m")
+        self.gcn_reduce = fn.sum(msg="m", out="h")
 
-    def forward(self, g, h):
-        with g.local_scope():
-            out_deg = g.out_degrees().float().clamp(min=1)
-            in_deg = g.in_degrees().float().clamp(min=1)
-            g.srcdata["h"] = h * torch.pow(out_deg, -0.5).view(-1, 1)
-            if self.edge_weight_name is not None and self.edge_weight_name in g.edata:
-                g.update_all(fn.u_mul_e("h", self.edge_weight_name, "m"), fn.sum("m", "h"))
+    def forward(self, graph, X):
+        with graph.local_scope():
+            if self.stack_layers:
+                X_list = [X]
+                for _ in range(self.num_layers):
+                    graph.srcdata["h"] = X_list[-1]
+                    graph.update_all(self.gcn_msg, self.gcn_reduce)
+                    X_list.append(graph.dstdata["h"])
+                X_out = torch.stack(X_list, dim=1).mean(dim=1)
             else:
-                g.update_all(fn.copy_u("h", "m"), fn.sum("m", "h"))
-            return g.dstdata["h"] * torch.pow(in_deg, -0.5).view(-1, 1)
+                for _ in range(self.num_layers):
+                    graph.srcdata["h"] = X
+                    graph.update_all(self.gcn_msg, self.gcn_reduce)
+                    X = graph.dstdata["h"]
+                X_out = X
+            return X_out
 
 
 class LightGCN(nn.Module):
-    """LightGCN on a user-item graph of n_users + n_items nodes: the two embedding tables
-    concatenated as the input (`forward(self, g)` takes no features), K propagations, the
-    layers' outputs stacked and averaged, split back into users and items. Constructs: a model
-    whose inputs are its own weights, `"w" in g.edata` in a user module, out-degrees, a tuple of
-    results split by the table sizes."""
+    """Follows CGCL-codes/XGCN_library model/LightGCN.py (LightGCNConv, LightGCN_DGL).
+    XGCN's LightGCN_DGL (`get_out_emb`: `self.gcn(self.undi_g, self.base_emb_table)`), with the
+    graph given to forward: the embedding table of every node as the input (`forward(self, g)`
+    takes no features), the propagation rounds inside one user module, the result split into the
+    users' rows and the items' (`out_emb_table[self.num_users:]` in prepare_for_eval).
+    Constructs: a model whose input is its own weight, K-round propagation in a user module, an
+    edge field read from the graph, results split by a count of the model's."""
 
-    def __init__(self, n_users, n_items, dim, n_layers, edge_weight_name="w"):
+    def __init__(self, num_nodes, num_users, emb_dim, num_gcn_layers, stack_layers=True):
         super().__init__()
-        self.n_users = n_users
-        self.n_items = n_items
-        self.user_emb = nn.Embedding(n_users, dim)
-        self.item_emb = nn.Embedding(n_items, dim)
-        self.convs = nn.ModuleList([LightGCNConv(edge_weight_name) for _ in range(n_layers)])
+        self.num_users = num_users
+        self.base_emb_table = nn.Embedding(num_nodes, emb_dim)
+        self.gcn = LightGCNConv(num_layers=num_gcn_layers, stack_layers=stack_layers)
 
     def forward(self, g):
-        all_emb = torch.cat([self.user_emb.weight, self.item_emb.weight], dim=0)
-        embs = [all_emb]
-        for conv in self.convs:
-            all_emb = conv(g, all_emb)
-            embs.append(all_emb)
-        out = torch.stack(embs, dim=1).mean(dim=1)
-        users, items = torch.split(out, [self.n_users, self.n_items])
-        return users, items
+        out_emb = self.gcn(g, self.base_emb_table.weight)
+        return out_emb[: self.num_users], out_emb[self.num_users:]
 
 
 class NGCFConv(nn.Module):
@@ -188,7 +196,8 @@ class NGCFConv(nn.Module):
 
 
 class NGCF(nn.Module):
-    """RecHub's NGCF: two NGCFConv with a ReLU between. Constructs: a Python message function
+    """Follows yusanshi/RecHub src/model/heterogeneous/aggregator/ngcf/ngcf_conv.py.
+    RecHub's NGCF: two NGCFConv with a ReLU between. Constructs: a Python message function
     reading both ends, a user module reading its sources' out-degrees."""
 
     def __init__(self, in_feats, hidden_size, out_feats):
@@ -203,7 +212,8 @@ class NGCF(nn.Module):
 
 
 class HeteroAggregatorGCN(nn.Module):
-    """RecHub's HeterogeneousAggregator with its GCN layers: one stack of HeteroGraphConv per
+    """Follows yusanshi/RecHub src/model/heterogeneous/aggregator/base.py, gcn.py.
+    RecHub's HeterogeneousAggregator with its GCN layers: one stack of HeteroGraphConv per
     primary relation (relations named `x` and `x-by`), `forward(self, blocks, input_embeddings)`
     that accepts features by node type or by relation (`isinstance(list(...values())[0], dict)`),
     each stack run on `dgl.edge_type_subgraph(block, [etype, reverse])` of every block, the
@@ -251,7 +261,8 @@ class HeteroAggregatorGCN(nn.Module):
 
 
 class EmbeddingGNN(nn.Module):
-    """XGCN's BaseGNNModel at evaluation (`self.gnn(blocks, self.base_emb_table(input_nids))`),
+    """Follows CGCL-codes/XGCN_library model/BaseGNNModel.py, model/GraphSAGE.py.
+    XGCN's BaseGNNModel at evaluation (`self.gnn(blocks, self.base_emb_table(input_nids))`),
     with the input node IDs read where a sampler puts them, `blocks[0].srcdata[dgl.NID]`: an
     embedding table as the input, then the GraphSAGE module on the blocks. Constructs: blocks
     style, a block's source node IDs (IDs in the sampled graph) indexing a table of the model."""

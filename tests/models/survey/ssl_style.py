@@ -23,7 +23,8 @@ def create_activation(name):
 
 
 class GraphMAEGAT(nn.Module):
-    """GraphMAE's GAT encoder: `forward(self, g, inputs, return_hidden=False)`, a last activation
+    """Follows THUDM/GraphMAE graphmae/models/gat.py.
+    GraphMAE's GAT encoder: `forward(self, g, inputs, return_hidden=False)`, a last activation
     that is None unless encoding (`if self.last_activation:`), heads concatenated or averaged by a
     flag, a list of every layer's output returned when asked, an nn.Identity head. Constructs:
     a flag default that changes what forward returns, Optional modules tested in forward,
@@ -68,10 +69,12 @@ class GraphMAEGAT(nn.Module):
 
 
 class GraphMAEPreModel(nn.Module):
-    """GraphMAE's PreModel (edcoder.py) forward: a random share of the nodes masked
+    """Follows THUDM/GraphMAE graphmae/models/edcoder.py.
+    GraphMAE's PreModel (edcoder.py) forward: a random share of the nodes masked
     (`torch.randperm`), a learnt mask token put on their rows, the encoder, a Linear to the
     decoder, the masked rows zeroed again, the decoder's reconstruction. Random in forward:
-    exact inference is not possible (its `embed` method is the inference path)."""
+    exact inference is not possible (its `embed` method is the inference path). Constructs:
+    randomness in forward, rows indexed by random node IDs, a nested encoder and decoder."""
 
     def __init__(self, in_dim, num_hidden, mask_rate=0.5):
         super().__init__()
@@ -121,7 +124,8 @@ class GCN(nn.Module):
 
 
 class CCASSG(nn.Module):
-    """CCA-SSG's model: the same backbone on two graphs with their own features (two augmented
+    """Follows hengruizhang98/CCA-SSG model.py.
+    CCA-SSG's model: the same backbone on two graphs with their own features (two augmented
     views), each result standardised over all nodes (`(h - h.mean(0)) / h.std(0)`), both
     returned. Constructs: two graph parameters used side by side, reductions over all nodes."""
 
@@ -138,7 +142,8 @@ class CCASSG(nn.Module):
 
 
 class CCASSGMLP(nn.Module):
-    """CCA-SSG's MLP backbone (`use_mlp=True`): `forward(self, _, x)`, the graph taken and not
+    """Follows hengruizhang98/CCA-SSG model.py (MLP backbone).
+    CCA-SSG's MLP backbone (`use_mlp=True`): `forward(self, _, x)`, the graph taken and not
     used, a Linear, BatchNorm, ReLU, Linear. Constructs: a graph parameter nobody reads."""
 
     def __init__(self, nfeat, nhid, nclass, use_bn=True):
@@ -158,7 +163,8 @@ class CCASSGMLP(nn.Module):
 
 
 class GGD(nn.Module):
-    """GGD's encoder with its embedding step in one forward: `corrupt=False` by default (a
+    """Follows zyzisastudyreallyhardguy/Graph-Group-Discrimination GGD_ogbn_arxiv_1epoch/ggd.py.
+    GGD's encoder with its embedding step in one forward: `corrupt=False` by default (a
     `torch.randperm` shuffle of the rows only when asked), a GCN, then ten rounds of symmetric
     propagation written in forward itself (`g.ndata['h2'] = feat`, update_all, `g.ndata.pop`),
     in-degree norms, the propagated rows kept as `feat.unsqueeze(0)` (rows on axis 1) and both

@@ -106,3 +106,22 @@ def test_the_runtime_with_block_as_graph_renders_black_formatted() -> None:
     assert black.format_str(helpers, mode=black.Mode()) == helpers
     assert "def _block_as_graph(block):" in helpers
     assert "_block_as_graph" not in render_helpers(RUNTIME, set(), {}, frozenset())
+
+
+def test_an_input_forward_never_reads_is_not_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`e` has rows of nobody's choosing (here one per edge): inference takes it and never
+    refuses it, as forward does."""
+    import dgl
+
+    from gnn_codegen.harness import generated_model, import_source
+
+    options = GenerateOptions(init='{"in_dim": 6, "n_classes": 3}', feat_dims="h=6,e=1")
+    generated = _generate("UnusedEdgeInputNet", options, monkeypatch)
+    assert '"e": e' not in _method(generated.source)
+    module = import_source(generated.source, generated.loaded.path.parent, "unused_edge_input")
+    model = generated_model(generated, module, generated.loaded.model).eval()
+    g = dgl.rand_graph(30, 120)
+    h, e = torch.randn(30, 6), torch.randn(120, 1)
+    with torch.no_grad():
+        expected = generated.loaded.model.eval()(g, h, e)
+        assert torch.allclose(model.inference(g, h, e, 7, "cpu"), expected, atol=1e-5)

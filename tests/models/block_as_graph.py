@@ -181,3 +181,15 @@ class TwoRoundsNet(nn.Module):
 
     def forward(self, g, x):
         return self.conv(g, x)
+
+
+class UnusedEdgeInputNet(nn.Module):
+    """benchmarking-gnns' nets take `e` in forward whatever the layers read: here none does."""
+
+    def __init__(self, in_dim, n_classes):
+        super().__init__()
+        self.layer = SumAggregatorLayer(in_dim)
+        self.out = nn.Linear(in_dim, n_classes)
+
+    def forward(self, g, h, e):
+        return self.out(self.layer(g, h))

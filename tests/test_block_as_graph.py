@@ -78,6 +78,17 @@ def test_a_layer_not_exact_as_a_graph_stays_refused(name: str, why: str, monkeyp
     assert why in message
 
 
+def test_a_python_reduce_that_makes_no_field_without_edges_is_refused_saying_so(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(errors.UnsupportedModuleError) as caught:
+        _generate("MailboxSoftmaxNet", GenerateOptions(init='{"dim": 6}', feat_dims="x=6"), monkeypatch)
+    message = str(caught.value)
+    assert ("fails on a 1-hop block given as a graph over its source nodes (it fails on a block) with "
+            "KeyError ('h') in a batch whose nodes have no in-edges, where DGL runs no Python reduce "
+            "function") in message
+    assert "Reduce with DGL's built-in functions" in message
+
+
 def test_the_runtime_lists_a_blocks_destinations_first() -> None:
     """_block_as_graph relies on it: in every block the runtime makes (node ranges, nodes=, IDs
     of int32), source i < num_dst_nodes() is destination i."""

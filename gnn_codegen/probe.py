@@ -2,8 +2,10 @@
 (known_modules.EXACT) is run on a probe graph, whole and on the 1-hop blocks of several batch
 partitions, and accepted only when both give the same rows. A user's own module, or a dgl.nn
 module nobody pinned, is never assumed exact: a module that runs several rounds of message
-passing, reads its source nodes' out-degrees, or writes `graph.ndata` (a block has none) is
-refused here, naming its source line and what was observed.
+passing or reads its source nodes' out-degrees is refused here, naming its source line and what
+was observed. A module that fails on a block (it writes `graph.ndata`, which a block, with its
+two node types, does not have) is proven on each block as a graph over its source nodes
+instead (block_as_graph.py).
 
 The module is called the way the generated code calls it, through the same runtime
 (runtime.py): source rows gathered by the block's input nodes, destination rows where it takes

@@ -51,6 +51,9 @@ class MessagePassing:
     # file does (`fn`)
     inline: bool = False
     functions: str = ""
+    # a user's module that fails on a block (it reads or writes g.ndata) and is proven exact on
+    # the block as a graph over its source nodes (block_as_graph.py): called so per batch
+    as_graph: bool = False
 
 
 @dataclass(frozen=True)

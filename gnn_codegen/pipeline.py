@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from gnn_codegen.attributes import Attributes, infer_attributes
+from gnn_codegen.block_as_graph import as_graph_notes
 from gnn_codegen.cut import DEFAULT_FANOUT
 from gnn_codegen.cut_search import SEARCH_LIMIT
 from gnn_codegen.errors import (
@@ -182,7 +183,8 @@ def _generate_all(target: str, options: GenerateOptions) -> Generated:
                               and ends_with_helpers(source, rendered.helpers) else "")
     generated = Generated(formatted, loaded, program, attrs, plan, warnings, target, rendered.buffers,
                           rendered.origins, method_name=options.method_name)
-    generated = replace(generated, notes=_stand_in_notes(loaded) + _decision_notes(program) + _width_notes(generated))
+    generated = replace(generated, notes=_stand_in_notes(loaded) + _decision_notes(program) + _width_notes(generated)
+                        + as_graph_notes(program))
     if not options.verify:
         return generated
     result = verify(generated)
@@ -227,8 +229,12 @@ def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], 
     blocks. A user's module the probe refuses (several rounds of update_all, graph.ndata on a
     block, out-degrees) is traced into instead, where its update_all calls written with DGL's
     built-in functions become hops of their own; if that cannot be traced either, the probe's
-    refusal stands."""
+    refusal stands, unless the module is exact on each block as a graph over its source nodes
+    (a module that writes g.ndata, block_as_graph.py): it then runs so."""
     through: frozenset[type] = frozenset()
+    # user modules that fail on a block, proven exact on each block as a graph over its
+    # sources, whose tracing into failed: run so (block_as_graph.py)
+    as_graph: frozenset[type] = frozenset()
     # the probe's refusal of the module traced into last: earlier ones traced, so a failure now
     # is this one's
     refusal: UnsupportedModuleError | None = None
@@ -240,20 +246,34 @@ def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], 
             program = lower(traced, vars(loaded.module), loaded.path, forced_mp)
             program = simplify(functionalize(fold_edge_masks(program)))
             attrs, probe_values = infer_attributes(traced, program, loaded.model, feat_dims, leaves)
-            prove_message_passing(program, loaded.model, probe_values)
+            program = prove_message_passing(program, loaded.model, probe_values, as_graph)
             return traced, program, attrs
         except UnsupportedModuleError as exc:
             module_class = getattr(exc, "module_class", None)
-            if module_class is None or module_class in through:
+            if (module_class is None or module_class in through) and not _exact_as_graph(refusal):
                 raise (refusal or exc) from None
-            refusal = exc
-            through = through | {module_class}
+            if module_class is not None and module_class not in through:
+                refusal = exc
+                through = through | {module_class}
+                continue
         except (FeatDimsError, GraphValueError):
-            raise  # the module could be followed, given its input's width or other weights: say that
+            if not _exact_as_graph(refusal):
+                raise  # the module could be followed, given its input's width or other weights: say that
         except GnnCodegenError:
-            if refusal is None:
-                raise
-            raise refusal from None
+            if not _exact_as_graph(refusal):
+                if refusal is None:
+                    raise
+                raise refusal from None
+        # tracing into the module refused last failed, and it is exact on each block as a graph
+        assert refusal is not None
+        refused = getattr(refusal, "module_class")
+        through, as_graph, refusal = through - {refused}, as_graph | {refused}, None
+
+
+def _exact_as_graph(refusal: UnsupportedModuleError | None) -> bool:
+    """The probe refused the module traced into last for failing on a block, and found it exact
+    on each block as a graph over its sources (probe._prove_all)."""
+    return refusal is not None and getattr(refusal, "exact_as_graph", False)
 
 
 def _check_classes(model: torch.nn.Module, option: str, names: tuple[str, ...]) -> None:

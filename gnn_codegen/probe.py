@@ -2,8 +2,10 @@
 (known_modules.EXACT) is run on a probe graph, whole and on the 1-hop blocks of several batch
 partitions, and accepted only when both give the same rows. A user's own module, or a dgl.nn
 module nobody pinned, is never assumed exact: a module that runs several rounds of message
-passing, reads its source nodes' out-degrees, or writes `graph.ndata` (a block has none) is
-refused here, naming its source line and what was observed.
+passing or reads its source nodes' out-degrees is refused here, naming its source line and what
+was observed. A module that fails on a block (it writes `graph.ndata`, which a block, with its
+two node types, does not have) is proven on each block as a graph over its source nodes
+instead (block_as_graph.py).
 
 The module is called the way the generated code calls it, through the same runtime
 (runtime.py): source rows gathered by the block's input nodes, destination rows where it takes
@@ -17,17 +19,18 @@ import copy
 import inspect
 import re
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import dgl
 import torch
 
+from gnn_codegen.block_as_graph import can_run_as_graph, destination_rows, run_as_graph
 from gnn_codegen.errors import UnsupportedModuleError
 from gnn_codegen.ir import Op, Program, Ref, iter_refs, map_refs
 from gnn_codegen.plan import mp_extra_arguments, mp_feature_spaces, mp_features
-from gnn_codegen.runtime import runtime_class
+from gnn_codegen.runtime import block_as_graph, runtime_class
 
 ATOL = RTOL = 1e-4
 # Graphs the module is proven on: a probe graph where every node has a self-loop, and one where
@@ -44,6 +47,8 @@ class _Call:
     op: Op
     module: torch.nn.Module
     spaces: tuple[tuple[Any, str], ...]
+    # called on each block as a graph over its source nodes (block_as_graph.py)
+    as_graph: bool = False
 
 
 def probe_graph(num_nodes: int, num_edges: int, zero_in_degree: bool, seed: int) -> dgl.DGLGraph:
@@ -94,6 +99,18 @@ _NDATA = (
     "it uses graph.ndata, which a block, with its source and destination nodes, does not have",
     "Write graph.srcdata / graph.dstdata, as DGL's own modules do, " + _WAY_OUT,
 )
+_NO_EDGES = (
+    "where DGL runs no Python reduce function, so the field it would make is missing (the whole "
+    "graph has zeros there)",
+    "Reduce with DGL's built-in functions (fn.sum, fn.mean, fn.max, ...), which make the field on "
+    "any graph, " + _WAY_OUT,
+)
+
+
+class _FailsWithoutEdges(Exception):
+    """The module failed on a block as a graph that has no edges (its cause: what it raised)."""
+
+
 _NOT_ON_BLOCKS = ("", "It must run on a block (dgl.create_block) as on a graph, " + _WAY_OUT)
 
 
@@ -195,18 +212,29 @@ def _prove(call: _Call, values: dict[str, Any]) -> None:
         for batch_size in _BATCH_SIZES:
             try:
                 result = _run_layer_wise(call, g, args, batch_size, expected)
+            except _FailsWithoutEdges as failure:
+                exc = failure.__cause__ or failure
+                error = _refuse(call, f"fails on a 1-hop block given as a graph over its source nodes (it "
+                                f"fails on a block) with {type(exc).__name__} ({_first_line(exc)}) in a batch "
+                                f"whose nodes have no in-edges, {_NO_EDGES[0]}", _NO_EDGES[1])
+                error.fails_on_block = error.without_edges = True  # type: ignore[attr-defined]
+                raise error from None
             except Exception as exc:
                 why, way_out = _diagnosis(module, failed_on_block=True)
-                raise _refuse(call, f"fails on a 1-hop block with {type(exc).__name__} "
-                              f"({_first_line(exc)}){'; ' + why if why else ''}", way_out) from None
+                error = _refuse(call, f"fails on a 1-hop block with {type(exc).__name__} "
+                                f"({_first_line(exc)}){'; ' + why if why else ''}", way_out)
+                error.fails_on_block = True  # type: ignore[attr-defined]  # _prove_all: as a graph?
+                raise error from None
             difference = _difference(expected, result)
             if difference is None:
                 continue
             why, way_out = _diagnosis(module)
             nodes = "node" if batch_size == 1 else "nodes"
+            blocks = ("1-hop blocks (each as a graph over its source nodes, as it fails on a block)"
+                      if call.as_graph else "1-hop blocks")
             raise _refuse(
                 call,
-                f"gives other results on 1-hop blocks than on the whole graph (max |difference| "
+                f"gives other results on {blocks} than on the whole graph (max |difference| "
                 f"{difference:.3g}, batches of {batch_size} {nodes} of a random {num_nodes}-node graph): "
                 f"it reads more than the in-edges of each node{' (' + why + ')' if why else ''}",
                 way_out, differs=True,
@@ -226,8 +254,9 @@ def _run_on_block(call: _Call, block: Any, local: dict[tuple[str, str], Any]) ->
     extra, by_keyword = mp_extra_arguments(op)
     positional = [rows(value, space) for value, space in extra]
     keywords = {k: rows(value, space) for k, value, space in by_keyword}
+    graph = block_as_graph(block) if call.as_graph else block
     with torch.no_grad():
-        return call.module(block, feats, *positional, **keywords)
+        return call.module(graph, feats, *positional, **keywords)
 
 
 def _run_layer_wise(call: _Call, g: dgl.DGLGraph, args: dict[str, Any], batch_size: int, expected: Any) -> Any:
@@ -240,8 +269,15 @@ def _run_layer_wise(call: _Call, g: dgl.DGLGraph, args: dict[str, Any], batch_si
                      if t.dim() and len(t) == g.num_edges() != g.num_nodes())
 
     def layer(block: Any, *tensors: torch.Tensor) -> Any:
-        result = _run_on_block(call, block, dict(zip(keys, tensors)))
+        try:
+            result = _run_on_block(call, block, dict(zip(keys, tensors)))
+        except Exception as exc:
+            if call.as_graph and block.num_edges() == 0:
+                raise _FailsWithoutEdges() from exc
+            raise
         flat = _flatten(result)
+        if call.as_graph:  # the graph's first rows are the block's destinations
+            flat = destination_rows(flat, block.num_dst_nodes(), per_edge)
         return tuple(flat) if len(flat) != 1 else flat[0]
 
     batches = runtime_class()(call.module, g, batch_size, "cpu", 2**30, False)
@@ -274,22 +310,45 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0].rstrip(".") if text else "no message"
 
 
-def prove_message_passing(program: Program, model: torch.nn.Module, values: dict[str, Any]) -> None:
+def prove_message_passing(program: Program, model: torch.nn.Module, values: dict[str, Any],
+                          as_graph: frozenset[type] = frozenset()) -> Program:
     with warnings.catch_warnings():  # DGL warns about blocks without edges, which the probe makes
         warnings.simplefilter("ignore")
-        _prove_all(program, model, values)
+        return _prove_all(program, model, values, as_graph)
 
 
-def _prove_all(program: Program, model: torch.nn.Module, values: dict[str, Any]) -> None:
+def _prove_all(program: Program, model: torch.nn.Module, values: dict[str, Any],
+               as_graph: frozenset[type]) -> Program:
     """Raise UnsupportedModuleError for the first message-passing op outside the verified table
     whose module is not exact on 1-hop blocks. `values`: the probe run's value of every op (for
-    the shapes and dtypes of its arguments)."""
+    the shapes and dtypes of its arguments).
+
+    A module that fails on a block is proven on each block as a graph over its source nodes
+    (block_as_graph.py). Where that is exact and its class is in `as_graph`, the op is marked to
+    run so (the program returned); where its class is not, the refusal says so
+    (`exact_as_graph`): pipeline.py first traces into it, which runs what it can once per node."""
     from gnn_codegen.perturb import perturb
 
+    marked: set[str] = set()
     for op in program.ops:
         if op.kind != "mp" or op.mp is None or op.mp.verified:
             continue
         module = copy.deepcopy(model.get_submodule(op.target)).eval()
         perturb(module, seed=1)
         call = _Call(op, module, tuple(mp_feature_spaces(op)))
-        _prove(call, values)
+        try:
+            _prove(call, values)
+        except UnsupportedModuleError as refusal:
+            if not getattr(refusal, "fails_on_block", False) or not can_run_as_graph(op):
+                raise
+            try:
+                _prove(replace(call, as_graph=True), values)
+            except UnsupportedModuleError as exc:
+                # it runs as a graph but differs (rounds, out-degrees): that says more
+                fails = getattr(exc, "fails_on_block", False) and not getattr(exc, "without_edges", False)
+                raise (refusal if fails else exc) from None
+            if type(module) not in as_graph:
+                refusal.exact_as_graph = True  # type: ignore[attr-defined]
+                raise refusal from None
+            marked.add(op.name)
+    return run_as_graph(frozenset(marked), program)

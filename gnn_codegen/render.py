@@ -33,6 +33,7 @@ from gnn_codegen.templating import render_template
 from gnn_codegen.write_out import SECTIONS, sections_needed
 
 RUNTIME = "_FullNeighbourBatches"
+BLOCK_AS_GRAPH = "_block_as_graph"
 
 
 @dataclass(frozen=True)
@@ -65,9 +66,12 @@ class Renderer:
         top = NameAllocator(module_names)
         self.runtime = top.take(RUNTIME)
         self.helper_names = {section: top.take(f"_{section}") for section in SECTIONS}
+        # the runtime's helper that gives a block as a graph over its sources (block_as_graph.py)
+        self.block_as_graph = top.take(BLOCK_AS_GRAPH)
+        self.uses_block_as_graph = any(op.mp is not None and op.mp.as_graph for op in program.ops)
         # what the method reads from the module: its locals never take these names, and
         # nothing else is reserved (a top-level `g` in the user's file is no concern of ours)
-        self.reserved = _globals_read(program) | {self.runtime, *self.helper_names.values()}
+        self.reserved = _globals_read(program) | {self.runtime, self.block_as_graph, *self.helper_names.values()}
         self.names = NameAllocator(self.reserved)
         # inputs forward reads from the graph (`g.ndata["feat"]`): read from g at the top, not
         # parameters; target -> (view, key)
@@ -285,8 +289,12 @@ class Renderer:
             elif table:
                 lines.append(f"{self.buffer[name]} = {table}  # a row per node of {g}, as forward reads it")
         specs = {spec.name: spec for spec in self.attrs.inputs}
-        nodes = [f'"{self.buffer[n]}": {self.buffer[n]}' for n in self.program.inputs if specs[n].rows == "node"]
-        edges = [f'"{self.buffer[n]}": {self.buffer[n]}' for n in self.program.inputs if specs[n].rows == "edge"]
+        # an input forward takes and never reads (benchmarking-gnns' `e`) has rows of nobody's
+        # choosing: checking it would refuse the caller's for nothing
+        read = {r for op in self.program.ops for r in op.refs()} | set(self.program.output_refs())
+        checked = [n for n in self.program.inputs if n in read]
+        nodes = [f'"{self.buffer[n]}": {self.buffer[n]}' for n in checked if specs[n].rows == "node"]
+        edges = [f'"{self.buffer[n]}": {self.buffer[n]}' for n in checked if specs[n].rows == "edge"]
         checks = ([f"nodes={{{', '.join(nodes)}}}"] if nodes else []) + ([f"edges={{{', '.join(edges)}}}"] if edges else [])
         if checks:
             lines.append(f"{self.batches}.check_rows({', '.join(checks)})")
@@ -500,7 +508,8 @@ class Renderer:
 
     def default_helper_names(self) -> bool:
         """The runtime and the helpers have the names the templates are formatted for."""
-        return self.runtime == RUNTIME and all(name == f"_{section}" for section, name in self.helper_names.items())
+        return (self.runtime == RUNTIME and self.block_as_graph == BLOCK_AS_GRAPH
+                and all(name == f"_{section}" for section, name in self.helper_names.items()))
 
     def helpers(self) -> str:
         reduces: set[str] = set()
@@ -511,16 +520,19 @@ class Renderer:
                     reduces.add(reduction.runtime_method)
         if "var_nodes" in reduces:  # its mean is a sum
             reduces.add("sum_nodes")
-        return render_helpers(self.runtime, self.sections, self.helper_names, frozenset(reduces))
+        block_as_graph = self.block_as_graph if self.uses_block_as_graph else ""
+        return render_helpers(self.runtime, self.sections, self.helper_names, frozenset(reduces), block_as_graph)
 
 
 def render_helpers(runtime: str, sections: set[str], names: dict[str, str],
-                   reduces: frozenset[str] = frozenset()) -> str:
+                   reduces: frozenset[str] = frozenset(), block_as_graph: str = "") -> str:
     """The runtime class and the written-out convolutions' sections, after the banner.
     reduces: the runtime's methods that reduce over all nodes that the code calls
-    (`sum_nodes`, node_reductions.py)."""
+    (`sum_nodes`, node_reductions.py). block_as_graph: the name of the runtime's function that
+    gives a block as a graph over its sources, where the code calls it (block_as_graph.py)."""
     # one line break between the two: each convolution's section starts with its blank lines
-    runtime_source = render_template("batches.py.j2", runtime=runtime, reduces=reduces).rstrip("\n")
+    runtime_source = render_template("batches.py.j2", runtime=runtime, reduces=reduces,
+                                     block_as_graph=block_as_graph).rstrip("\n")
     convs = render_template("convs.py.j2", used=sections, names=SimpleNamespace(**names)) if sections else ""
     return render_template("helpers.py.j2", runtime=runtime_source, convs=convs)
 

@@ -67,6 +67,9 @@ class LayerWriter:
         self.exclusive: set[str] = set()
         # values written inside their only reader's expression, as the user's line has them
         self.expressions: dict[tuple[str, Space], Code] = {}
+        # the block as a graph over its sources, made before the first module that takes it
+        # (block_as_graph.py)
+        self.graph = ""
         self.in_place = self._sources_in_place()
 
     # -- the stage's inputs ---------------------------------------------------------------------
@@ -82,6 +85,8 @@ class LayerWriter:
             op = self.program.op(placed.name)
             if op.kind != "mp":
                 continue
+            if op.mp is not None and op.mp.as_graph:
+                return False  # its graph's first nodes must be the destinations: gathered rows
             for value, space in mp_feature_spaces(op):
                 direct = isinstance(value, Ref) and value.name in loads
                 if space == "src" and not (direct and op.mp and op.mp.sources_in_place):
@@ -163,7 +168,10 @@ class LayerWriter:
         if op.kind == "module":
             return Code(f"{op.accessor}({self.call_args(op, need)})")
         if op.kind == "mp":
-            return Code(f"{op.accessor}({self.mp_args(op)})")
+            call = f"{op.accessor}({self.mp_args(op)})"
+            if self.as_graph(op.name) and self.r.attrs[op.name].rows == "node":
+                return Code(f"{call}[: block.num_dst_nodes()]")  # the graph's first rows
+            return Code(call)
         if op.kind == "method":
             receiver = self.arg(op.args[0], need).operand()
             if op.target == "squeeze" and len(op.args) == 1 and not op.kwargs and isinstance(op.args[0], Ref):
@@ -194,7 +202,10 @@ class LayerWriter:
             return Code(f"{UNARY[name]}{self.arg(op.args[0], need).operand()}", atom=False)
         if module == "operator" and name == "getitem":
             receiver = self.arg(op.args[0], need).operand()
-            return Code(f"{receiver}[{self.arg(op.args[1], need, in_index=True).text}]")
+            index = self.arg(op.args[1], need, in_index=True).text
+            if isinstance(op.args[0], Ref) and self.as_graph(op.args[0].name) and self.r.attrs[op.name].rows == "node":
+                return Code(f"{receiver}[{index}][: block.num_dst_nodes()]")  # the graph's first rows
+            return Code(f"{receiver}[{index}]")
         if reads_device(self.program, op):  # every tensor of a batch is on the device
             return Code(self.r.device)
         if op.target == "getattr" and len(op.args) == 2 and isinstance(op.args[1], str):
@@ -216,7 +227,12 @@ class LayerWriter:
         positional, keywords = mp_extra_arguments(op)
         extra = [self.arg(value, space).text for value, space in positional]
         extra += [f"{k}={self.arg(value, space).text}" for k, value, space in keywords]
-        return ", ".join(["block", features, *extra])
+        return ", ".join([self.graph if self.as_graph(op.name) else "block", features, *extra])
+
+    def as_graph(self, name: str) -> bool:
+        """A user's module given the block as a graph over its sources (block_as_graph.py)."""
+        mp = self.program.op(name).mp
+        return mp is not None and mp.as_graph
 
     # -- statements -----------------------------------------------------------------------------
     def primary_input(self, op: Op) -> tuple[str, Space] | None:
@@ -251,6 +267,9 @@ class LayerWriter:
             self.r.note_origins(self.lines, op)
             if placed.name in unpacked.values() or placed.name in fused.values():
                 continue  # taken where its tuple is computed / never made (the Linear takes parts)
+            if self.as_graph(op.name) and not self.graph:
+                self.graph = self.names.take("graph")
+                self.lines.append(f"{self.graph} = {self.r.block_as_graph}(block)")
             note = op.note
             if placed.space == "src" and not self.node_ranges and note.endswith(ONCE_PER_NODE):
                 # the cut found storing its input cheaper than storing its result (cut.py)
@@ -358,6 +377,9 @@ class LayerWriter:
         for element, name in zip(elements, names):
             self.local[(element, self.space[element])] = name
         self.lines.append(f"{', '.join(names)} = {expression}")
+        if self.as_graph(op.name):  # rows by node: the graph's first ones are the batch's
+            self.lines.extend(f"{name} = {name}[: block.num_dst_nodes()]" for element, name in zip(elements, names)
+                              if self.r.attrs[element].rows == "node")
 
     def finish(self) -> LayerFunction:
         """The function: its parameters, body and return of the stored values."""

@@ -12,6 +12,16 @@ from gnn_codegen.templating import exec_template
 
 
 @lru_cache(maxsize=1)
-def runtime_class() -> Any:
+def _runtime() -> dict[str, Any]:
     reduces = frozenset(RUNTIME_METHODS.values())
-    return exec_template("batches.py.j2", __name__, runtime="FullNeighbourBatches", reduces=reduces)["FullNeighbourBatches"]
+    return exec_template("batches.py.j2", __name__, runtime="FullNeighbourBatches", reduces=reduces,
+                         block_as_graph="block_as_graph")
+
+
+def runtime_class() -> Any:
+    return _runtime()["FullNeighbourBatches"]
+
+
+def block_as_graph(block: Any) -> Any:
+    """The runtime's `_block_as_graph` (block_as_graph.py): a block as a graph over its sources."""
+    return _runtime()["block_as_graph"](block)

@@ -27,6 +27,9 @@ gnn-codegen is meant to support:
   lambda_max: DGL reads g.batch_size), which propagate twice in one call and must be traced into
   (APPNPConv, SGConv and TAGConv may take w, which DGL's EdgeWeightNorm normalises on the whole
   graph);
+* `NdataConv` (full style, _draw_ndata_conv), a user layer as benchmarking-gnns writes one:
+  `g.ndata` written, `update_all` with a Python message and a drawn reducer, `g.ndata` read;
+  it fails on a block and runs on each block as a graph over its source nodes;
 * message passing written inline in forward (`with g.local_scope(): g.srcdata["h"] = h;
   g.update_all(fn.copy_u("h", "m"), fn.sum / mean / max("m", "h")); h = g.dstdata["h"]`);
 * `h - h.mean(0)`, a standardisation by `h.std(0)`, min-max scaling by `h.amin(0)` and
@@ -64,7 +67,7 @@ from dataclasses import dataclass, replace
 from hypothesis import strategies as st
 
 CONV_KINDS = ("SAGEConv", "GraphConv", "GATConv", "GINConv", "MeanConv", "inline", "TwoRoundMeanConv", "SGConv",
-              "APPNPConv", "GatedGraphConv", "TAGConv", "ChebConv")
+              "APPNPConv", "GatedGraphConv", "TAGConv", "ChebConv", "NdataConv")
 # convolutions of several hops in one call: full-graph style only (a sampled-training model
 # would give them as many blocks)
 MULTI_HOP_KINDS = ("TwoRoundMeanConv", "SGConv", "APPNPConv", "GatedGraphConv", "TAGConv", "ChebConv")
@@ -176,6 +179,8 @@ def _draw_conv(draw: st.DrawFn, b: _Builder, source: int, style: str, target: in
     """A convolution reading `source`; its result has width `target` when one is given. With
     edge_weights, convolutions that accept `edge_weight=` may be drawn to take the model's w."""
     kind = draw(st.sampled_from(CONV_KINDS))
+    if kind == "NdataConv":
+        return _draw_ndata_conv(draw, b, source, style, target)
     if kind in MULTI_HOP_KINDS and style == "blocks":
         kind = "MeanConv"  # two hops in one call of one block is no sampled-training model
     if kind in ("inline", "APPNPConv") and target is not None and target != b.width(source):
@@ -215,6 +220,19 @@ def _draw_conv(draw: st.DrawFn, b: _Builder, source: int, style: str, target: in
     learn_eps = draw(st.booleans())
     return b.add(Step("conv", (source,), width, kind, option, pair=pair, learn_eps=learn_eps,
                       edge_weight=weighted))
+
+
+# --- a user layer that writes g.ndata (gnn_codegen/block_as_graph.py) --------------------------
+NDATA_REDUCERS = ("sum", "mean", "max")
+
+
+def _draw_ndata_conv(draw: st.DrawFn, b: _Builder, source: int, style: str, target: int | None) -> int:
+    """NdataConv reading `source`, with a drawn reducer (Step.option). Full-graph style only: a
+    sampled-training model never calls such a layer on its blocks (MeanConv there instead)."""
+    width = draw(widths) if target is None else target
+    if style == "blocks":
+        return b.add(Step("conv", (source,), width, "MeanConv"))
+    return b.add(Step("conv", (source,), width, "NdataConv", draw(st.sampled_from(NDATA_REDUCERS))))
 
 
 # reductions over all nodes between or after layers (node_reductions.py), as people write them
@@ -284,7 +302,8 @@ def model_specs(draw: st.DrawFn) -> ModelSpec:
             else:
                 second = _draw_conv(draw, b, source2, style, None, edge_weights)
             conv = b.steps[second - 1]
-            derived = draw(st.sampled_from(("", "reverse", "edges"))) if conv.kind != "inline" and not conv.edge_weight else ""
+            plain = conv.kind not in ("inline", "NdataConv") and not conv.edge_weight
+            derived = draw(st.sampled_from(("", "reverse", "edges"))) if plain else ""
             if style == "full" and derived == "reverse":
                 b.steps[second - 1] = replace(conv, reversed_graph=True)
             elif derived == "edges" and (style == "full" or conv.kind not in ("MeanConv", *MULTI_HOP_KINDS)):
@@ -423,6 +442,21 @@ class TwoRoundUDFConv(nn.Module):
                 graph.update_all(lambda edges: {"m": edges.src["h"]}, fn.mean("m", "h"))
             return self.linear(graph.ndata["h"])
 ''',
+    "NdataConv": '''
+class NdataConv(nn.Module):
+    """g.ndata written and read without a local scope, a Python message: fails on a block."""
+
+    def __init__(self, in_feats, out_feats, reducer):
+        super().__init__()
+        self.reduce = getattr(fn, reducer)("m", "neigh")
+        self.linear = nn.Linear(in_feats, out_feats)
+        self.self_linear = nn.Linear(in_feats, out_feats)
+
+    def forward(self, g, h):
+        g.ndata["h"] = h
+        g.update_all(lambda edges: {"m": edges.src["h"]}, self.reduce)
+        return self.linear(g.ndata["neigh"]) + self.self_linear(g.ndata["h"])
+''',
 }
 
 _CLASS = '''
@@ -447,6 +481,8 @@ def _constructor(spec: ModelSpec, step: Step) -> str | None:
         if step.kind == "GATConv":
             per_head = step.width // step.heads if step.option == "flatten" else step.width
             return f"dglnn.GATConv({w_in}, {per_head}, {step.heads}, allow_zero_in_degree=True)"
+        if step.kind == "NdataConv":
+            return f'NdataConv({w_in}, {step.width}, "{step.option}")'
         if step.kind in USER_MODULES:
             return f"{step.kind}({w_in}, {step.width})"
         if step.kind == "SGConv":  # two hops of DGL's own, traced into

@@ -1,0 +1,138 @@
+"""A user's layer that writes g.ndata (tests/models/block_as_graph.py) runs on each batch's block
+as a graph over the block's source nodes (gnn_codegen/block_as_graph.py): generated, equal to
+forward on random graphs with nodes without in-edges, for batch sizes that do and do not divide
+the node count; its edge output kept by the block's edge IDs; a layer that reads out-degrees or
+runs two rounds stays refused."""
+
+from __future__ import annotations
+
+import black
+import pytest
+import torch
+
+from gnn_codegen import errors
+from gnn_codegen.pipeline import GenerateOptions, generate_all
+from gnn_codegen.verify import check
+from tests.cases import REPO
+
+MODEL = "tests/models/block_as_graph.py"
+
+CASES = {
+    "GatedEdgeNet": GenerateOptions(init='{"in_dim": 6, "edge_dim": 2, "hidden_dim": 8, "n_classes": 3}',
+                                    feat_dims="w=2"),
+    "EdgeScoresNet": GenerateOptions(init='{"in_dim": 6, "edge_dim": 2, "hidden_dim": 8}', feat_dims="w=2"),
+    "SumAggregatorNet": GenerateOptions(init='{"in_dim": 6, "hidden_dim": 8, "n_classes": 3}', feat_dims="x=6"),
+}
+# what the generated layers must say
+READS = {
+    "GatedEdgeNet": ["graph = _block_as_graph(block)", "h_2, e_2 = self.layers[0](graph, h, e)",
+                     "return h_2[: block.num_dst_nodes()], e_2", "per_edge=(1,)"],
+    "EdgeScoresNet": ["h, e = self.layer(graph, embed_h, embed_e)", "h = h[: block.num_dst_nodes()]",
+                      "return h, e.sum(-1)"],
+    "SumAggregatorNet": ["torch.relu(self.conv1(graph, x)[: block.num_dst_nodes()])"],
+}
+
+
+def _generate(name: str, options: GenerateOptions, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(REPO)
+    return generate_all(f"{MODEL}:{name}", options)
+
+
+def _method(source: str) -> str:
+    return source.split("def inference")[1].split("# --- gnn-codegen runtime")[0]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_generated_on_the_block_as_a_graph_and_exact(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    generated = _generate(name, CASES[name], monkeypatch)
+    method = "".join(_method(generated.source).split())
+    for line in READS[name]:
+        assert "".join(line.split()) in method, line
+    assert "\ndef _block_as_graph(block):" in generated.source
+    assert any("_block_as_graph" in note for note in generated.notes)
+    for seed in (1, 2):  # the check's graphs have nodes without in-edges; 13 divides neither
+        result = check(generated, num_nodes=97, seed=seed, batch_sizes=(1, 13, 97))
+        assert result.ok, f"{name}: max |difference| {result.max_abs_diff}"
+
+
+def test_a_layer_written_with_builtins_is_still_traced_into(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tracing into a layer runs its per-node work once per node: preferred where it works."""
+    options = GenerateOptions(init='{"in_dim": 6, "hidden_dim": 8, "n_classes": 3}')
+    generated = _generate("MeanNet", options, monkeypatch)
+    assert "_block_as_graph" not in generated.source
+    assert 'block.update_all(fn.copy_u("h", "m"), fn.mean("m", "h"))' in generated.source
+    assert check(generated, num_nodes=97, seed=1, batch_sizes=(13, 97)).ok
+
+
+@pytest.mark.parametrize("name, why", [
+    ("OutDegreeNormNet", "it reads out-degrees, which a block counts only inside the block"),
+    ("TwoRoundsNet", "it runs several rounds of message passing, each one hop further"),
+])
+def test_a_layer_not_exact_as_a_graph_stays_refused(name: str, why: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(errors.UnsupportedModuleError) as caught:
+        _generate(name, GenerateOptions(init='{"dim": 6}', feat_dims="x=6"), monkeypatch)
+    message = str(caught.value)
+    assert message.startswith(f"{MODEL}:")
+    assert ("gives other results on 1-hop blocks (each as a graph over its source nodes, as it fails "
+            "on a block) than on the whole graph") in message
+    assert why in message
+
+
+def test_a_python_reduce_that_makes_no_field_without_edges_is_refused_saying_so(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(errors.UnsupportedModuleError) as caught:
+        _generate("MailboxSoftmaxNet", GenerateOptions(init='{"dim": 6}', feat_dims="x=6"), monkeypatch)
+    message = str(caught.value)
+    assert ("fails on a 1-hop block given as a graph over its source nodes (it fails on a block) with "
+            "KeyError ('h') in a batch whose nodes have no in-edges, where DGL runs no Python reduce "
+            "function") in message
+    assert "Reduce with DGL's built-in functions" in message
+
+
+def test_the_runtime_lists_a_blocks_destinations_first() -> None:
+    """_block_as_graph relies on it: in every block the runtime makes (node ranges, nodes=, IDs
+    of int32), source i < num_dst_nodes() is destination i."""
+    import dgl
+
+    from gnn_codegen.runtime import block_as_graph, runtime_class
+
+    g = dgl.rand_graph(50, 300)
+    ids = torch.arange(50).unsqueeze(1)
+    for graph in (g, g.int()):
+        batches = runtime_class()(torch.nn.Linear(1, 1), graph, 7, "cpu", 2**30, False)
+        for dst_nodes in (slice(14, 21), torch.tensor([3, 9, 40])):
+            _, block, (rows,) = batches._prepare(dst_nodes, [ids], [], [], False, True)
+            expected = torch.arange(50)[dst_nodes].unsqueeze(1)
+            assert torch.equal(rows[: block.num_dst_nodes()], expected)
+            as_graph = block_as_graph(block)
+            assert as_graph.num_nodes() == block.num_src_nodes()
+            assert torch.equal(torch.stack(as_graph.edges()), torch.stack(block.edges()))
+            assert torch.equal(as_graph.edata[dgl.EID], block.edata[dgl.EID])
+
+
+def test_the_runtime_with_block_as_graph_renders_black_formatted() -> None:
+    from gnn_codegen.render import BLOCK_AS_GRAPH, RUNTIME, render_helpers
+
+    helpers = render_helpers(RUNTIME, set(), {}, frozenset(), BLOCK_AS_GRAPH).strip("\n") + "\n"
+    assert black.format_str(helpers, mode=black.Mode()) == helpers
+    assert "def _block_as_graph(block):" in helpers
+    assert "_block_as_graph" not in render_helpers(RUNTIME, set(), {}, frozenset())
+
+
+def test_an_input_forward_never_reads_is_not_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`e` has rows of nobody's choosing (here one per edge): inference takes it and never
+    refuses it, as forward does."""
+    import dgl
+
+    from gnn_codegen.harness import generated_model, import_source
+
+    options = GenerateOptions(init='{"in_dim": 6, "n_classes": 3}', feat_dims="h=6,e=1")
+    generated = _generate("UnusedEdgeInputNet", options, monkeypatch)
+    assert '"e": e' not in _method(generated.source)
+    module = import_source(generated.source, generated.loaded.path.parent, "unused_edge_input")
+    model = generated_model(generated, module, generated.loaded.model).eval()
+    g = dgl.rand_graph(30, 120)
+    h, e = torch.randn(30, 6), torch.randn(120, 1)
+    with torch.no_grad():
+        expected = generated.loaded.model.eval()(g, h, e)
+        assert torch.allclose(model.inference(g, h, e, 7, "cpu"), expected, atol=1e-5)

@@ -24,9 +24,11 @@ _INLINE = frozenset({
     "local_scope", "local_var", "prop_nodes", "prop_edges", "filter_nodes", "filter_edges",
 })
 _HETERO = (
-    "heterogeneous graphs (several node or edge types) are not supported yet: convert the graph "
-    "with dgl.to_homogeneous and write the layers as homogeneous convolutions (RelGraphConv with "
-    "edge types for relation-specific weights), or evaluate this model with its full-graph forward."
+    "gnn-codegen follows a heterogeneous graph through HeteroGraphConv layers, or through a "
+    "forward whose first step makes it homogeneous (g = dgl.to_homogeneous(hg, ndata=[...])) and "
+    "that reads nothing else of the heterograph after. Compute what forward reads of the types "
+    "beforehand (features or embeddings per type, stored as node data the conversion carries), "
+    "or evaluate this model with its full-graph forward."
 )
 _INLINE_WAY_OUT = (
     "gnn-codegen follows message passing written inline in forward only through graph data "

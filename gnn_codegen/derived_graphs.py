@@ -20,7 +20,7 @@ import dgl
 import torch.fx as fx
 
 from gnn_codegen.errors import GraphUseError
-from gnn_codegen.homogenized import CONVERSION, conversion_arguments
+from gnn_codegen.homogenized import CONVERSIONS, conversion_arguments
 from gnn_codegen.patching import replaced
 
 # function name -> what the generated code calls its result, after the graph's own name
@@ -38,9 +38,10 @@ METAPATH = "metapath_reachable_graph"  # metapaths.py
 # layer-wise inference runs every layer on blocks, so while traced it is the graph it is given;
 # the check before writing runs forward itself, DGL's conversion included.
 SAME_GRAPH = ("block_to_graph",)
-# `dgl.to_homogeneous(hg, ndata=[...])` on forward's heterograph, before anything else reads it:
-# forward's graph stands for the homogeneous one while traced (homogenized.py)
-CONVERTS = (CONVERSION,)
+# `dgl.to_homogeneous(hg, ndata=[...])`, `dgl.node_type_subgraph(hg, ["paper"])` on forward's
+# heterograph, before anything else reads it: forward's graph stands for the homogeneous one
+# while traced (homogenized.py)
+CONVERTS = CONVERSIONS
 
 
 def derived_name(fn: Any) -> str | None:
@@ -57,6 +58,20 @@ def keeps_nodes(node: Any, graph_arg: str) -> bool:
         return node.target == graph_arg
     name = derived_name(node.target) if node.op == "call_function" else None
     return name is not None and name != METAPATH and bool(node.args) and keeps_nodes(node.args[0], graph_arg)
+
+
+def converted(tracer: fx.Tracer, g: fx.Proxy, name: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+              graph_proxy: type) -> Any:
+    """`dgl.to_homogeneous(hg, ...)` (or `hg.node_type_subgraph([...])`) on the traced graph:
+    the call recorded on the tracer (homogenized.py), forward's graph standing for its result."""
+    if g.node.op != "placeholder" or getattr(tracer, "homogenized", None) is not None:
+        raise GraphUseError(
+            f"forward calls dgl.{name} on a graph other than the heterograph it is given, or "
+            "converts it twice: gnn-codegen follows one conversion of forward's graph, made before "
+            "anything else reads it. Convert the graph before calling the model, or evaluate this "
+            "model with its full-graph forward.")
+    tracer.homogenized = conversion_arguments(name, args, kwargs)  # type: ignore[attr-defined]
+    return graph_proxy(g.node, tracer)
 
 
 def _modules() -> list[ModuleType]:
@@ -83,14 +98,7 @@ def traced_derived_graphs(tracer: fx.Tracer, user_globals: dict[str, Any], graph
                 tracer.converts_blocks = True  # type: ignore[attr-defined]  # Traced.converts_blocks
                 return g
             if isinstance(g, fx.Proxy) and g.tracer is tracer and fn.__name__ in CONVERTS:
-                if g.node.op != "placeholder" or getattr(tracer, "homogenized", None) is not None:
-                    raise GraphUseError(
-                        "forward calls dgl.to_homogeneous on a graph other than the heterograph it "
-                        "is given, or twice: gnn-codegen follows one conversion of forward's graph, "
-                        "made before anything else reads it. Convert the graph before calling the "
-                        "model, or evaluate this model with its full-graph forward.")
-                tracer.homogenized = conversion_arguments(args, kwargs)  # type: ignore[attr-defined]
-                return graph_proxy(g.node, tracer)
+                return converted(tracer, g, fn.__name__, args, kwargs, graph_proxy)
             if isinstance(g, fx.Proxy) and g.tracer is tracer:
                 node = tracer.create_proxy("call_function", fn, (g, *args), kwargs).node
                 return graph_proxy(node, tracer)

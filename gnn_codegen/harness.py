@@ -21,7 +21,9 @@ from gnn_codegen.errors import internal
 from gnn_codegen.graph_data import BLOCK_EDGE_IDS, BLOCK_NODE_IDS
 from gnn_codegen.ir import iter_refs
 from gnn_codegen.kept_graph import graph_set_on
-from gnn_codegen.homogenized import MADE_BY_CONVERSION, kept_fields, random_heterograph, set_by_type
+from gnn_codegen.homogenized import (
+    MADE_BY_CONVERSION, kept_fields, random_graph_converted, set_by_type, set_on_kept_type, subgraph_types,
+)
 from gnn_codegen.node_counts import MADE
 from gnn_codegen.metapaths import metapaths, random_metapath_graph
 from gnn_codegen.node_tables import tables_set_on
@@ -57,7 +59,8 @@ def random_graph_for(generated: Generated, num_nodes: int, seed: int = 0, zero_i
     num_nodes nodes (metapaths.py)."""
     paths = metapaths(generated.program)
     if generated.program.homogenized is not None:  # forward converts a heterograph (homogenized.py)
-        return random_heterograph(num_nodes, *_type_counts(generated), seed, zero_in_degree)
+        return random_graph_converted(generated.program.homogenized, num_nodes, *_type_counts(generated), seed,
+                                      zero_in_degree)
     if paths:
         return random_metapath_graph(paths, num_nodes, seed, zero_in_degree)
     return with_parent_ids(random_graph(num_nodes, avg_degree, seed, zero_in_degree), seed)
@@ -180,6 +183,9 @@ def with_graph_data(generated: Generated, g: dgl.DGLGraph, inputs: list[torch.Te
         if name in from_graph:
             view, key = from_graph[name]
             if view == MADE:  # torch.ones(g.num_nodes(), 1): forward and inference make it
+                continue
+            if program.homogenized is not None and subgraph_types(program.homogenized):  # on the kept type
+                set_on_kept_type(g, program.homogenized, view, key, value)
                 continue
             if program.homogenized is not None:  # on each type of the heterograph, if converted
                 if key not in MADE_BY_CONVERSION and key in kept_fields(program.homogenized, view):

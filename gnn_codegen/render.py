@@ -20,7 +20,7 @@ from gnn_codegen.edge_masks import graph_arguments, is_edge_subgraph
 from gnn_codegen.edge_masks import suffix as edge_subgraph_suffix
 from gnn_codegen.edge_weight_norm import EDGE_WEIGHT_NORM
 from gnn_codegen.graph_data import BLOCK_EDGE_IDS, BLOCK_NODE_IDS
-from gnn_codegen.homogenized import kept_fields, spelled_conversion
+from gnn_codegen.homogenized import kept_fields, spelled_conversion, subgraph_types
 from gnn_codegen.node_counts import GRAPH, MADE
 from gnn_codegen.graph_proxy import BATCH_SIZE
 from gnn_codegen.errors import internal
@@ -255,9 +255,17 @@ class Renderer:
         g = self.params[0]
         lines = []
         if self.program.homogenized is not None:  # homogenized.py
-            lines += comment(f"forward's heterograph made homogeneous as forward makes it, once: from here on {g} "
-                             "is that graph, whose nodes (every type's, by type offsets) are forward's rows")
+            if subgraph_types(self.program.homogenized):
+                lines += comment(f"the subgraph of one type that forward takes of its heterograph, once: from "
+                                 f"here on {g} is that graph, whose nodes are forward's rows")
+            else:
+                lines += comment(f"forward's heterograph made homogeneous as forward makes it, once: from here on "
+                                 f"{g} is that graph, whose nodes (every type's, by type offsets) are forward's rows")
             lines.append(f"{g} = {spelled_conversion(g, self.program.homogenized)}")
+            if self.program.homogenized[0] == "node_type_subgraph":  # one relation, as forward was traced for
+                lines += [f"if len({g}.canonical_etypes) != 1:",
+                          "    raise ValueError(\"forward's layers take a graph of one node and edge type; \"",
+                          f"                     f\"{g} has {{{g}.canonical_etypes}}\")"]
         if self.over_metapaths:
             lines += self._derived_graphs()
         else:
@@ -510,11 +518,18 @@ class Renderer:
         if p.homogenized is not None:  # homogenized.py
             fields = kept_fields(p.homogenized, "ndata") + kept_fields(p.homogenized, "edata")
             carried = f", with {', '.join(repr(f) for f in fields)} on its types as the conversion reads them" if fields else ""
-            paragraphs.insert(1, (
-                f"{g}: the heterogeneous graph forward takes{carried}; inference makes it homogeneous "
-                f"as forward does (dgl.to_homogeneous), so {self.nodes}= and the rows returned are "
-                f"those of the homogeneous graph: every type's nodes by type offsets, in the order of "
-                f"{g}.ntypes."))
+            subgraph = subgraph_types(p.homogenized)
+            if subgraph:
+                paragraphs.insert(1, (
+                    f"{g}: the heterogeneous graph forward takes; inference takes the subgraph forward "
+                    f"takes ({p.homogenized[0]}), so {self.nodes}= and the rows returned are those of its "
+                    f"nodes of type {subgraph[0]!r}, and the inputs have a row per such node."))
+            else:
+                paragraphs.insert(1, (
+                    f"{g}: the heterogeneous graph forward takes{carried}; inference makes it homogeneous "
+                    f"as forward does (dgl.to_homogeneous), so {self.nodes}= and the rows returned are "
+                    f"those of the homogeneous graph: every type's nodes by type offsets, in the order of "
+                    f"{g}.ntypes."))
         return [line for i, text in enumerate(paragraphs) for line in ([""] if i else []) + textwrap.wrap(text, 88)]
 
     def default_helper_names(self) -> bool:

@@ -85,9 +85,10 @@ class Traced:
     # forward converts its blocks (`dgl.block_to_graph(block)`, traced as the block itself:
     # derived_graphs.SAME_GRAPH), which a graph is not: its full-graph forward takes real blocks
     converts_blocks: bool = False
-    # forward first converts its heterograph with dgl.to_homogeneous: the call's keyword
-    # arguments (homogenized.py); None where it does not
-    homogenized: tuple[tuple[str, Any], ...] | None = None
+    # forward first makes its heterograph one graph of one type (dgl.to_homogeneous,
+    # dgl.node_type_subgraph): the function's name and its arguments by keyword (homogenized.py);
+    # None where it does not
+    homogenized: tuple[str, tuple[tuple[str, Any], ...]] | None = None
 
 
 # elementwise functions and methods of one tensor that keep its shape (and so its width), and

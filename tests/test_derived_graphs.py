@@ -39,6 +39,11 @@ READS = {
     # the heterograph made homogeneous first; the layers run on the result
     "HomogeneousRGCN": ['g = dgl.to_homogeneous(g, ndata=["feat"])', 'feat = g.ndata["feat"]',
                         "etype = g.edata[dgl.ETYPE]", "def inference(self, g, batch_size, device"],
+    # the subgraph of one type, taken once; a guard where the type could hold several relations
+    "PaperSubgraphSAGE": ['g = dgl.node_type_subgraph(g, ntypes=["paper"])', "if len(g.canonical_etypes) != 1:",
+                          "def inference(self, g, x, batch_size, device"],
+    "CitesSubgraphGCN": ['g = dgl.edge_type_subgraph(g, etypes=[("paper", "cites", "paper")])',
+                         'feat = g.ndata["feat"]', "g_with_loops = add_self_loop(g)"],
     "HomogeneousGATByType": ['g = dgl.to_homogeneous(g, ndata=["feat"])', "ntype = g.ndata[dgl.NTYPE]",
                              "g_with_loops = add_self_loop(g)"],
 }
@@ -69,9 +74,22 @@ def test_converting_twice_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
         _generate("ConvertsTwice", monkeypatch)
     assert str(info.value) == (
         'tests/models/derived_graphs.py:229 (`g2 = dgl.to_homogeneous(hg, ndata=["feat"])`): forward calls '
-        "dgl.to_homogeneous on a graph other than the heterograph it is given, or twice: gnn-codegen "
-        "follows one conversion of forward's graph, made before anything else reads it. Convert the graph "
-        "before calling the model, or evaluate this model with its full-graph forward."
+        "dgl.to_homogeneous on a graph other than the heterograph it is given, or converts it twice: "
+        "gnn-codegen follows one conversion of forward's graph, made before anything else reads it. "
+        "Convert the graph before calling the model, or evaluate this model with its full-graph forward."
+    )
+
+
+def test_a_subgraph_between_two_types_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(errors.GraphUseError) as info:
+        _generate("AuthorPaperSubgraph", monkeypatch)
+    assert str(info.value) == (
+        "tests/models/derived_graphs.py:271 (`g = hg.edge_type_subgraph([(\"author\", \"writes\", \"paper\")])`): "
+        "forward calls dgl.edge_type_subgraph(..., etypes=[('author', 'writes', 'paper')]): gnn-codegen "
+        "follows a heterograph made into one graph of one node type and one edge type (dgl.to_homogeneous, "
+        "or the subgraph of one node type or of one relation within a node type) before anything else "
+        "reads it. Make that graph before calling the model, or evaluate this model with its full-graph "
+        "forward."
     )
 
 

@@ -228,3 +228,45 @@ class ConvertsTwice(nn.Module):
         g = dgl.to_homogeneous(hg, ndata=["feat"])
         g2 = dgl.to_homogeneous(hg, ndata=["feat"])
         return self.conv(g, g.ndata["feat"]) + self.conv(g2, g2.ndata["feat"])
+
+
+class PaperSubgraphSAGE(nn.Module):
+    """Citation layers on the papers of a heterograph: the subgraph of one node type, as a
+    method, its features passed beside the graph."""
+
+    def __init__(self, in_size=8, hid_size=6, out_size=3):
+        super().__init__()
+        self.sage1 = dglnn.SAGEConv(in_size, hid_size, "mean")
+        self.sage2 = dglnn.SAGEConv(hid_size, out_size, "mean")
+
+    def forward(self, g, x):
+        pg = g.node_type_subgraph(["paper"])
+        return self.sage2(pg, F.relu(self.sage1(pg, x)))
+
+
+class CitesSubgraphGCN(nn.Module):
+    """GCN on one relation of a heterograph, with self-loops, its features read from the
+    relation's papers."""
+
+    def __init__(self, in_size=8, hid_size=6, out_size=3):
+        super().__init__()
+        self.conv1 = dglnn.GraphConv(in_size, hid_size)
+        self.conv2 = dglnn.GraphConv(hid_size, out_size)
+
+    def forward(self, hg):
+        g = dgl.edge_type_subgraph(hg, [("paper", "cites", "paper")])
+        g = dgl.add_self_loop(g)
+        h = g.ndata["feat"]
+        return self.conv2(g, F.relu(self.conv1(g, h)))
+
+
+class AuthorPaperSubgraph(nn.Module):
+    """Refused: the subgraph of a relation between two node types (a bipartite graph)."""
+
+    def __init__(self, in_size=8, out_size=3):
+        super().__init__()
+        self.conv = dglnn.GraphConv(in_size, out_size, allow_zero_in_degree=True)
+
+    def forward(self, hg, x):
+        g = hg.edge_type_subgraph([("author", "writes", "paper")])
+        return self.conv(g, x)

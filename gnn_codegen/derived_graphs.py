@@ -19,6 +19,8 @@ from typing import Any, Iterator
 import dgl
 import torch.fx as fx
 
+from gnn_codegen.errors import GraphUseError
+from gnn_codegen.homogenized import CONVERSIONS, conversion_arguments
 from gnn_codegen.patching import replaced
 
 # function name -> what the generated code calls its result, after the graph's own name
@@ -36,11 +38,40 @@ METAPATH = "metapath_reachable_graph"  # metapaths.py
 # layer-wise inference runs every layer on blocks, so while traced it is the graph it is given;
 # the check before writing runs forward itself, DGL's conversion included.
 SAME_GRAPH = ("block_to_graph",)
+# `dgl.to_homogeneous(hg, ndata=[...])`, `dgl.node_type_subgraph(hg, ["paper"])` on forward's
+# heterograph, before anything else reads it: forward's graph stands for the homogeneous one
+# while traced (homogenized.py)
+CONVERTS = CONVERSIONS
 
 
 def derived_name(fn: Any) -> str | None:
     """The name of a derived-graph function of DGL, or None."""
     return next((name for name in DERIVED if getattr(dgl, name, None) is fn), None)
+
+
+def keeps_nodes(node: Any, graph_arg: str) -> bool:
+    """forward's graph, or a graph derived from it alone whose nodes and node data are its own
+    (every function of DERIVED but a metapath's, whose nodes are one type's)."""
+    if not isinstance(node, fx.Node):
+        return False
+    if node.op == "placeholder":
+        return node.target == graph_arg
+    name = derived_name(node.target) if node.op == "call_function" else None
+    return name is not None and name != METAPATH and bool(node.args) and keeps_nodes(node.args[0], graph_arg)
+
+
+def converted(tracer: fx.Tracer, g: fx.Proxy, name: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+              graph_proxy: type) -> Any:
+    """`dgl.to_homogeneous(hg, ...)` (or `hg.node_type_subgraph([...])`) on the traced graph:
+    the call recorded on the tracer (homogenized.py), forward's graph standing for its result."""
+    if g.node.op != "placeholder" or getattr(tracer, "homogenized", None) is not None:
+        raise GraphUseError(
+            f"forward calls dgl.{name} on a graph other than the heterograph it is given, or "
+            "converts it twice: gnn-codegen follows one conversion of forward's graph, made before "
+            "anything else reads it. Convert the graph before calling the model, or evaluate this "
+            "model with its full-graph forward.")
+    tracer.homogenized = conversion_arguments(name, args, kwargs)  # type: ignore[attr-defined]
+    return graph_proxy(g.node, tracer)
 
 
 def _modules() -> list[ModuleType]:
@@ -58,7 +89,7 @@ def _modules() -> list[ModuleType]:
 def traced_derived_graphs(tracer: fx.Tracer, user_globals: dict[str, Any], graph_proxy: type) -> Iterator[None]:
     """While inside, DGL's derived-graph functions called on a graph of `tracer` record a call
     and return a graph proxy (`graph_proxy`) of the result."""
-    originals = {name: getattr(dgl, name) for name in (*DERIVED, *SAME_GRAPH) if hasattr(dgl, name)}
+    originals = {name: getattr(dgl, name) for name in (*DERIVED, *SAME_GRAPH, *CONVERTS) if hasattr(dgl, name)}
 
     def wrapped(fn: Any) -> Any:
         @functools.wraps(fn)
@@ -66,6 +97,8 @@ def traced_derived_graphs(tracer: fx.Tracer, user_globals: dict[str, Any], graph
             if isinstance(g, fx.Proxy) and g.tracer is tracer and fn.__name__ in SAME_GRAPH:
                 tracer.converts_blocks = True  # type: ignore[attr-defined]  # Traced.converts_blocks
                 return g
+            if isinstance(g, fx.Proxy) and g.tracer is tracer and fn.__name__ in CONVERTS:
+                return converted(tracer, g, fn.__name__, args, kwargs, graph_proxy)
             if isinstance(g, fx.Proxy) and g.tracer is tracer:
                 node = tracer.create_proxy("call_function", fn, (g, *args), kwargs).node
                 return graph_proxy(node, tracer)

@@ -9,6 +9,7 @@ import operator
 
 import torch.fx as fx
 
+from gnn_codegen.derived_graphs import keeps_nodes
 from gnn_codegen.names import NameAllocator
 
 # A graph's data views, by what their rows are. For a block, srcdata and dstdata are the rows of
@@ -36,7 +37,10 @@ def graph_data_read(node: fx.Node, graph_arg: str) -> tuple[str, str] | None:
             and view.target is getattr and len(view.args) == 2):
         return None
     receiver, attr = view.args
-    if not (isinstance(receiver, fx.Node) and receiver.op == "placeholder" and receiver.target == graph_arg):
+    # node data of a graph derived from g that keeps its nodes (`dgl.add_self_loop(g).ndata["x"]`)
+    # is g's own; edge data of such a graph is not
+    if not (isinstance(receiver, fx.Node) and receiver.op == "placeholder" and receiver.target == graph_arg) \
+            and not (attr in NODE_VIEWS and keeps_nodes(receiver, graph_arg)):
         return None
     if attr in NODE_VIEWS:
         return "ndata", key

@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 import dgl
 import torch.fx as fx
 
-from gnn_codegen.derived_graphs import DERIVED
+from gnn_codegen.derived_graphs import CONVERTS, DERIVED, converted
 from gnn_codegen.errors import GraphUseError
 from gnn_codegen.inline_mp import ROLE, VIEW, message_fields, message_spec, reduce_spec, update_all
 
@@ -24,9 +24,11 @@ _INLINE = frozenset({
     "local_scope", "local_var", "prop_nodes", "prop_edges", "filter_nodes", "filter_edges",
 })
 _HETERO = (
-    "heterogeneous graphs (several node or edge types) are not supported yet: convert the graph "
-    "with dgl.to_homogeneous and write the layers as homogeneous convolutions (RelGraphConv with "
-    "edge types for relation-specific weights), or evaluate this model with its full-graph forward."
+    "gnn-codegen follows a heterogeneous graph through HeteroGraphConv layers, or through a "
+    "forward whose first step makes it homogeneous (g = dgl.to_homogeneous(hg, ndata=[...])) and "
+    "that reads nothing else of the heterograph after. Compute what forward reads of the types "
+    "beforehand (features or embeddings per type, stored as node data the conversion carries), "
+    "or evaluate this model with its full-graph forward."
 )
 _INLINE_WAY_OUT = (
     "gnn-codegen follows message passing written inline in forward only through graph data "
@@ -125,6 +127,8 @@ class GraphAttribute(fx.proxy.Attribute):
             return _LocalScope(self._frames())
         if self.attr == "update_all":
             return self._update_all(*args, **kwargs)
+        if self.attr in CONVERTS and self.root.node.op == "placeholder":  # hg.node_type_subgraph([...])
+            return converted(self.tracer, self.root, self.attr, args, kwargs, BlockProxy)
         if self.attr in DERIVED and hasattr(dgl, self.attr):  # g.add_self_loop(): as dgl.add_self_loop(g)
             function = getattr(dgl, self.attr)  # DGL's own, also while derived_graphs.py wraps it
             function = getattr(function, "__wrapped__", function)

@@ -21,6 +21,10 @@ from gnn_codegen.errors import internal
 from gnn_codegen.graph_data import BLOCK_EDGE_IDS, BLOCK_NODE_IDS
 from gnn_codegen.ir import iter_refs
 from gnn_codegen.kept_graph import graph_set_on
+from gnn_codegen.homogenized import (
+    MADE_BY_CONVERSION, kept_fields, random_graph_converted, set_by_type, set_on_kept_type, subgraph_types,
+)
+from gnn_codegen.node_counts import MADE
 from gnn_codegen.metapaths import metapaths, random_metapath_graph
 from gnn_codegen.node_tables import tables_set_on
 
@@ -54,9 +58,34 @@ def random_graph_for(generated: Generated, num_nodes: int, seed: int = 0, zero_i
     """random_graph, or for a model over metapaths a heterograph whose metapath graphs have
     num_nodes nodes (metapaths.py)."""
     paths = metapaths(generated.program)
+    if generated.program.homogenized is not None:  # forward converts a heterograph (homogenized.py)
+        return random_graph_converted(generated.program.homogenized, num_nodes, *_type_counts(generated), seed,
+                                      zero_in_degree)
     if paths:
         return random_metapath_graph(paths, num_nodes, seed, zero_in_degree)
-    return random_graph(num_nodes, avg_degree, seed, zero_in_degree)
+    return with_parent_ids(random_graph(num_nodes, avg_degree, seed, zero_in_degree), seed)
+
+
+def with_parent_ids(g: dgl.DGLGraph, seed: int) -> dgl.DGLGraph:
+    """g carrying IDs of a parent graph in dgl.NID and dgl.EID, as a graph made by
+    dgl.to_homogeneous, a subgraph or a block does (issue 35, item 5): a generated module that
+    reads them where forward reads IDs in g, or anything else, fails the check."""
+    gen = torch.Generator().manual_seed(seed + 7)
+    g.ndata[dgl.NID] = torch.randperm(g.num_nodes(), generator=gen)
+    g.edata[dgl.EID] = torch.randperm(g.num_edges(), generator=gen)
+    return g
+
+
+def _type_counts(generated: Generated) -> tuple[int, int]:
+    """Node and edge types of the check's heterograph for a forward that converts it: 2 and 3,
+    fewer where the modules that read the conversion's type IDs take fewer."""
+    counts = {"ndata": 2, "edata": 3}
+    reads = _read_from_graph(generated.program)
+    for spec in generated.attributes.inputs:
+        view, key = reads.get(spec.name, ("", ""))
+        if key == dgl.NTYPE and view in counts and spec.high:
+            counts[view] = max(1, min(counts[view], spec.high))
+    return counts["ndata"], counts["edata"]
 
 
 def import_source(source: str, model_dir: Path, name: str = "generated_inference") -> ModuleType:
@@ -153,6 +182,15 @@ def with_graph_data(generated: Generated, g: dgl.DGLGraph, inputs: list[torch.Te
     for name, value in zip(program.inputs, inputs, strict=True):
         if name in from_graph:
             view, key = from_graph[name]
+            if view == MADE:  # torch.ones(g.num_nodes(), 1): forward and inference make it
+                continue
+            if program.homogenized is not None and subgraph_types(program.homogenized):  # on the kept type
+                set_on_kept_type(g, program.homogenized, view, key, value)
+                continue
+            if program.homogenized is not None:  # on each type of the heterograph, if converted
+                if key not in MADE_BY_CONVERSION and key in kept_fields(program.homogenized, view):
+                    set_by_type(g, view, key, value)
+                continue
             if view in (BLOCK_NODE_IDS, BLOCK_EDGE_IDS):
                 view = "ndata" if view == BLOCK_NODE_IDS else "edata"
                 value = value.flip(0) if for_inference else value

@@ -14,6 +14,7 @@ from gnn_codegen.edge_masks import mask_inputs
 from gnn_codegen.edge_weight_norm import EDGE_WEIGHT_NORM
 from gnn_codegen.errors import FeatDimsError
 from gnn_codegen.graph_data import BLOCK_EDGE_IDS, BLOCK_NODE_IDS
+from gnn_codegen.node_counts import MADE, made_value
 from gnn_codegen.ir import Op, Program, Ref, iter_refs, reads_metadata
 from gnn_codegen.known_modules import is_dgl_module
 from gnn_codegen.node_tables import table_of
@@ -49,11 +50,15 @@ class InputSpec:
     ascending: bool = False
     # a block's node or edge IDs in the graph (graph_data.BLOCK_NODE_IDS): 0, 1, ... by row
     ids_in_g: bool = False
+    # made by forward from its graph's node count (node_counts.py): the call, its graph `{g}`
+    made: str = ""
 
     def example(self, num_nodes: int, num_edges: int, generator: torch.Generator) -> torch.Tensor:
         rows = num_nodes if self.rows == "node" else num_edges
         if self.ids_in_g:
             return torch.arange(rows)
+        if self.made:  # forward's own value, whatever the check gives: it makes it
+            return made_value(self.made, rows)
         if self.dtype == "torch.bool":
             return torch.rand((rows, *self.shape), generator=generator) < 0.5
         if self.dtype == "torch.int64":
@@ -195,7 +200,8 @@ def infer_inputs(program: Program, model: torch.nn.Module, given: dict[str, tupl
     floats = model_float_dtype(model)
     return tuple(replace(spec, positive=spec.name in normalised,
                          ascending=spec.name in ascending and spec.dtype == "torch.int64",
-                         dtype=floats if spec.dtype == "torch.float32" else spec.dtype) for spec in specs)
+                         dtype=floats if spec.dtype == "torch.float32" and not spec.made else spec.dtype)
+                 for spec in specs)
 
 
 def model_float_dtype(model: torch.nn.Module) -> str:
@@ -216,9 +222,14 @@ def _inputs(program: Program, model: torch.nn.Module, given: dict[str, tuple[int
     on_edges |= {program.op(name).target for name in masks}
     tables = {target: path for target, path, _ in program.tables}
     block_ids = {target for target, view, _ in program.graph_data if view in (BLOCK_NODE_IDS, BLOCK_EDGE_IDS)}
+    made = {target: key for target, view, key in program.graph_data if view == MADE}
     for name in program.inputs:
         target = program.op(name).target
         rows: Literal["node", "edge"] = "edge" if name in edges or target in on_edges else "node"
+        if target in made:  # torch.ones(g.num_nodes(), 1): its shape and dtype as made
+            value = made_value(made[target], 2)
+            specs.append(InputSpec(name, target, "node", tuple(value.shape[1:]), str(value.dtype), made=made[target]))
+            continue
         if target in block_ids:  # 0, 1, ...: IDs in the graph (graph_data.BLOCK_NODE_IDS)
             specs.append(InputSpec(name, target, rows, (), "torch.int64", ids_in_g=True))
             continue

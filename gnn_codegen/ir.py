@@ -130,6 +130,8 @@ class Program:
     flags: tuple[tuple[str, bool], ...] = ()
     # forward converts its blocks (dgl.block_to_graph): trace.Traced.converts_blocks
     converts_blocks: bool = False
+    # forward first makes its heterograph one graph of one type: trace.Traced.homogenized
+    homogenized: tuple[str, tuple[tuple[str, Any], ...]] | None = None
     by_name: dict[str, Op] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

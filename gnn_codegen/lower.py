@@ -482,6 +482,7 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
         in_degree_checks=traced.in_degree_checks,
         flags=traced.flags,
         converts_blocks=traced.converts_blocks,
+        homogenized=traced.homogenized,
     )
 
 

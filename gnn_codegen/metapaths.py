@@ -14,6 +14,7 @@ from __future__ import annotations
 import dgl
 import torch
 
+from gnn_codegen.homogenized import apply
 from gnn_codegen.derived_graphs import METAPATH
 from gnn_codegen.ir import Op, Program
 
@@ -85,6 +86,9 @@ def random_metapath_graph(paths: tuple[tuple[str, ...], ...], num_nodes: int, se
 
 def rows_graph(program: Program, g: dgl.DGLGraph) -> dgl.DGLGraph:
     """The graph whose nodes are forward's rows: g, or for a model over metapaths the graph of
-    its first (all share their nodes)."""
+    its first (all share their nodes), or for one that makes its heterograph homogeneous the
+    graph it makes (homogenized.py)."""
+    if program.homogenized is not None:
+        return apply(program.homogenized, g)
     paths = metapaths(program)
     return dgl.metapath_reachable_graph(g, paths[0]) if paths else g

@@ -20,6 +20,8 @@ from gnn_codegen.edge_masks import graph_arguments, is_edge_subgraph
 from gnn_codegen.edge_masks import suffix as edge_subgraph_suffix
 from gnn_codegen.edge_weight_norm import EDGE_WEIGHT_NORM
 from gnn_codegen.graph_data import BLOCK_EDGE_IDS, BLOCK_NODE_IDS
+from gnn_codegen.homogenized import kept_fields, spelled_conversion, subgraph_types
+from gnn_codegen.node_counts import GRAPH, MADE
 from gnn_codegen.graph_proxy import BATCH_SIZE
 from gnn_codegen.errors import internal
 from gnn_codegen.ir import Op, Program, Ref, iter_refs
@@ -255,10 +257,23 @@ class Renderer:
 
     def _preamble(self) -> list[str]:
         g = self.params[0]
+        lines = []
+        if self.program.homogenized is not None:  # homogenized.py
+            if subgraph_types(self.program.homogenized):
+                lines += comment(f"the subgraph of one type that forward takes of its heterograph, once: from "
+                                 f"here on {g} is that graph, whose nodes are forward's rows")
+            else:
+                lines += comment(f"forward's heterograph made homogeneous as forward makes it, once: from here on "
+                                 f"{g} is that graph, whose nodes (every type's, by type offsets) are forward's rows")
+            lines.append(f"{g} = {spelled_conversion(g, self.program.homogenized)}")
+            if self.program.homogenized[0] == "node_type_subgraph":  # one relation, as forward was traced for
+                lines += [f"if len({g}.canonical_etypes) != 1:",
+                          "    raise ValueError(\"forward's layers take a graph of one node and edge type; \"",
+                          f"                     f\"{g} has {{{g}.canonical_etypes}}\")"]
         if self.over_metapaths:
-            lines = self._derived_graphs()
+            lines += self._derived_graphs()
         else:
-            lines = [f"{self.batches} = {self.runtime}(self, {g}, {self.batch_size}, {self.device}, "
+            lines += [f"{self.batches} = {self.runtime}(self, {g}, {self.batch_size}, {self.device}, "
                      f"{self.max_memory}, {self.progress}, {self.storage})"]
         for view, key, present in self.program.decisions:  # forward's `"w" in g.edata`
             spelled = f"{g}.{view}[{_spell_key(view, key)}]"
@@ -280,6 +295,9 @@ class Renderer:
                 count, spelled = _BLOCK_IDS[read[0]]
                 lines.append(f"# forward's blocks' {spelled}: their IDs in {g}, where inference runs")
                 lines.append(f"{self.buffer[name]} = torch.arange({g}.{count}(), device={g}.device)")
+            elif read and read[0] == MADE:  # node_counts.py
+                lines.append(f"# a row per node of {g}, as forward makes it from {g}'s node count")
+                lines.append(f"{self.buffer[name]} = {read[1].replace(GRAPH, g)}")
             elif read:
                 lines.append(f"{self.buffer[name]} = {g}.{read[0]}[{_spell_key(*read)}]  # as forward reads it")
             elif table and name in self.plan.outputs:
@@ -504,7 +522,23 @@ class Renderer:
             "then holds about a batch's rows; the files returned (result.npy) stay there, the others "
             "are deleted once read."
         )
-        return [*textwrap.wrap(first, 88), "", *textwrap.wrap(second, 88), "", *textwrap.wrap(third, 88)]
+        paragraphs = [first, second, third]
+        if p.homogenized is not None:  # homogenized.py
+            fields = kept_fields(p.homogenized, "ndata") + kept_fields(p.homogenized, "edata")
+            carried = f", with {', '.join(repr(f) for f in fields)} on its types as the conversion reads them" if fields else ""
+            subgraph = subgraph_types(p.homogenized)
+            if subgraph:
+                paragraphs.insert(1, (
+                    f"{g}: the heterogeneous graph forward takes; inference takes the subgraph forward "
+                    f"takes ({p.homogenized[0]}), so {self.nodes}= and the rows returned are those of its "
+                    f"nodes of type {subgraph[0]!r}, and the inputs have a row per such node."))
+            else:
+                paragraphs.insert(1, (
+                    f"{g}: the heterogeneous graph forward takes{carried}; inference makes it homogeneous "
+                    f"as forward does (dgl.to_homogeneous), so {self.nodes}= and the rows returned are "
+                    f"those of the homogeneous graph: every type's nodes by type offsets, in the order of "
+                    f"{g}.ntypes."))
+        return [line for i, text in enumerate(paragraphs) for line in ([""] if i else []) + textwrap.wrap(text, 88)]
 
     def default_helper_names(self) -> bool:
         """The runtime and the helpers have the names the templates are formatted for."""

@@ -36,6 +36,7 @@ from gnn_codegen.inline_mp import update_all
 from gnn_codegen.input_specs import declared_width
 from gnn_codegen.kept_graph import forward_taking_the_graph, graphs_on_the_model, kept_graph
 from gnn_codegen.known_modules import is_message_passing
+from gnn_codegen.node_counts import lift_node_counts
 from gnn_codegen.node_tables import lift_node_tables
 from gnn_codegen.rows_first import lstm_states_rows_first, stacks_reduced_along_rows
 from gnn_codegen.rowwise import is_rowwise_module
@@ -84,6 +85,10 @@ class Traced:
     # forward converts its blocks (`dgl.block_to_graph(block)`, traced as the block itself:
     # derived_graphs.SAME_GRAPH), which a graph is not: its full-graph forward takes real blocks
     converts_blocks: bool = False
+    # forward first makes its heterograph one graph of one type (dgl.to_homogeneous,
+    # dgl.node_type_subgraph): the function's name and its arguments by keyword (homogenized.py);
+    # None where it does not
+    homogenized: tuple[str, tuple[tuple[str, Any], ...]] | None = None
 
 
 # elementwise functions and methods of one tensor that keep its shape (and so its width), and
@@ -327,6 +332,7 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
         tuple(getattr(tracer, "declared_widths", {}).items()),
         tuple(dict.fromkeys(getattr(tracer, "candidate_widths", ()))),
         getattr(tracer, "converts_blocks", False),
+        getattr(tracer, "homogenized", None),
     )
     # tensors fx made from numbers while tracing (ChebConv's th.Tensor([2.0])): kept by the
     # GraphModule, not by the model (lower.py writes them out as numbers)
@@ -446,6 +452,9 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
     lstm_states_rows_first(gm)
     taken = {p.name for p in params} | {graph_arg}
     lifted, graph_data = lift_graph_data(gm, graph_arg, taken, blocks=blocks_style)
+    if not blocks_style:  # torch.ones(g.num_nodes(), 1); a block's count is its own
+        made, made_data = lift_node_counts(gm, graph_arg, taken | set(lifted))
+        lifted, graph_data = lifted + made, graph_data + made_data
     tables = lift_node_tables(gm, model, taken | set(lifted), forced_mp)
     inputs += lifted + tuple(name for name, _ in tables)
     # widths declared for graph data, by the inputs that now stand for it
@@ -454,4 +463,5 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
                    if lifted_as.get(which, which) in inputs)
     return Traced(model, gm, graph_arg, inputs, blocks_style, num_blocks if blocks_style else 1, signature,
                   kept, graph_data, tables, *decisions[:2], widths, decisions[3],
-                  flags=tuple(eval_flags(model).items()), converts_blocks=decisions[4])
+                  flags=tuple(eval_flags(model).items()), converts_blocks=decisions[4],
+                  homogenized=decisions[5])

@@ -141,7 +141,7 @@ def check(generated: Generated, num_nodes: int = 1000, seed: int = 0,
     if nans and int((rows.in_degrees() == 0).sum()):
         # NaN proves little where it stands: once more on a graph where every node has a self-loop
         loops = random_graph_for(generated, num_nodes, seed, zero_in_degree=False)
-        loop_inputs = make_inputs(generated, num_nodes, seed, loops.num_edges())
+        loop_inputs = make_inputs(generated, num_nodes, seed, _edges(generated, loops))
         loop_expected = full_graph_forward(reference, generated, loops, loop_inputs)
         loop_actual = _run(models["in place"][0], generated, loops, loop_inputs, sizes[0], "in place")
         results.append(BatchResult(sizes[0], "in place, a graph of self-loops",
@@ -218,6 +218,12 @@ def _instantiate(generated: Generated, reference: torch.nn.Module, name: str,
         ) from None
 
 
+def _edges(generated: Generated, g: dgl.DGLGraph) -> int:
+    """The rows of forward's edge inputs: g's edges, or those of the graph forward makes of its
+    heterograph first (homogenized.py)."""
+    return rows_graph(generated.program, g).num_edges() if generated.program.homogenized else g.num_edges()
+
+
 def _graph_the_model_accepts(generated: Generated, reference: torch.nn.Module, num_nodes: int,
                              seed: int) -> tuple[dgl.DGLGraph, list[torch.Tensor], list[str]]:
     """A random graph with nodes without in-edges, or, where forward refuses it (GATConv's
@@ -226,7 +232,7 @@ def _graph_the_model_accepts(generated: Generated, reference: torch.nn.Module, n
     failure = None
     for zero_in_degree in (True, False):
         g = random_graph_for(generated, num_nodes, seed, zero_in_degree)
-        inputs = make_inputs(generated, num_nodes, seed, g.num_edges())
+        inputs = make_inputs(generated, num_nodes, seed, _edges(generated, g))
         try:
             full_graph_forward(reference, generated, g, inputs)
         except Exception as exc:

@@ -39,8 +39,11 @@ gnn-codegen is meant to support:
   `num_nodes`, `layer_1`, ...), which forward reads (`h * batch_size`): nothing may capture them;
 * DGL's idioms: the graph kept on the model (`self.g = g`, `forward(self, x)`, full style), the
   inputs read from the graph (`x = g.ndata["x"]`, `blocks[0].srcdata["x"]`, `g.edata["w"]`), and
-  x a table of the model (`x = self.table.weight`), and self-loops added in forward
-  (`g = dgl.add_self_loop(g)`, a graph derived from forward's); a second convolution at a depth
+  x a table of the model (`x = self.table.weight`), and a graph derived from forward's in
+  forward's first line (DERIVED_GRAPHS: `g = dgl.add_self_loop(g)`, `g.add_self_loop()`,
+  `g.remove_self_loop().add_self_loop()`, `dgl.reverse(g)`, ...), then a value of that graph
+  applied to x outside message passing (GRAPH_VALUES: a degree norm written by hand,
+  `torch.ones(g.num_nodes(), 1)`, `torch.arange(g.num_nodes())`); a second convolution at a depth
   on `dgl.reverse(g)`, or on the edges of one type, `g.edge_subgraph(g.edata["etype"] == k,
   relabel_nodes=False)` (blocks style: of `dgl.block_to_graph(blocks[i])`, as DGL's MAG240M
   RGAT writes it; the check then hands forward real blocks of the whole graph).
@@ -135,8 +138,12 @@ class ModelSpec:
     # x is a table of the model (`x = self.table.weight`, an nn.Embedding's, as DGL's RGCN entity
     # classification reads it); only where a convolution reads it through ops of one input
     table: bool = False
-    # full style, no edge weights: forward adds self-loops first (`g = dgl.add_self_loop(g)`)
-    self_loops: bool = False
+    # full style, no edge weights: forward derives its graph first (`g = dgl.add_self_loop(g)`,
+    # `g = g.remove_self_loop().add_self_loop()`, ...): a key of DERIVED_GRAPHS, or ""
+    derived_graph: str = ""
+    # ...and then computes a value from that graph outside message passing, applied to x (a
+    # degree norm written by hand, ones per node): a key of GRAPH_VALUES, or ""
+    graph_value: str = ""
 
     def width(self, value: int) -> int:
         return self.in_width if value == 0 else self.steps[value - 1].width
@@ -351,9 +358,9 @@ def model_specs(draw: st.DrawFn) -> ModelSpec:
     table = home == "table" and _convolution_reads_input_alone(b.steps)
     # edge data of a graph forward derives is not its graph's (refused): no edge types to pick
     kept_edges = any(step.kept_edges >= 0 for step in b.steps)
-    self_loops = style == "full" and not edge_weights and not kept_edges and draw(st.booleans())
+    derived_graph, graph_value = _draw_derived(draw, style, edge_weights or kept_edges, table)
     return ModelSpec(style, b.in_width, tuple(b.steps), outputs, edge_weights, tuple(b.constants), kept_graph,
-                     home == "graph", table, self_loops)
+                     home == "graph", table, derived_graph, graph_value)
 
 
 def _convolution_reads_input_alone(steps: list[Step]) -> bool:
@@ -382,6 +389,47 @@ def multi_round_specs(draw: st.DrawFn) -> ModelSpec:
         step = replace(step, width=spec.steps[i].width)
     steps = (*spec.steps[:i], step, *spec.steps[i + 1:])
     return replace(spec, steps=steps, edge_weights=any(s.edge_weight for s in steps))
+
+
+# --- graphs and values forward derives from its graph alone (issue 35, items 3 and 5) -----------
+
+# forward's first line, `g = ...` on its graph: functions and method forms, alone and chained
+DERIVED_GRAPHS = {
+    "self_loops": "dgl.add_self_loop({g})",
+    "self_loops_method": "{g}.add_self_loop()",
+    "reloop_methods": "{g}.remove_self_loop().add_self_loop()",
+    "reloop_functions": "dgl.add_self_loop(dgl.remove_self_loop({g}))",
+    "reverse": "dgl.reverse({g})",
+    "simple": "dgl.to_simple({g})",
+}
+# a value of that graph, read outside message passing, applied to x before the first layer
+GRAPH_VALUES = {
+    "degree_norm": "x = x * torch.pow({g}.in_degrees().float().clamp(min=1), -0.5).unsqueeze(1)",
+    "ones": "x = x + 0.5 * torch.ones({g}.num_nodes(), 1)",
+    "ids": "x = x + 0.01 * torch.arange({g}.num_nodes()).float().unsqueeze(1)",
+}
+
+
+def _draw_derived(draw: st.DrawFn, style: str, edge_data: bool, table: bool) -> tuple[str, str]:
+    """(a key of DERIVED_GRAPHS or "", a key of GRAPH_VALUES or ""): full style only, and not
+    where forward reads edge data, whose edges a derived graph does not have; no value where x is
+    a table, which a convolution must read through ops of x alone."""
+    if style != "full" or edge_data:
+        return "", ""
+    derived = draw(st.sampled_from(("", *DERIVED_GRAPHS)))
+    value = "" if table else draw(st.sampled_from(("", *GRAPH_VALUES)))
+    return derived, value
+
+
+def _derived_lines(spec: ModelSpec, graph: str) -> tuple[list[str], str]:
+    """forward's lines for spec.derived_graph and spec.graph_value, and the graph after them."""
+    lines = []
+    if spec.derived_graph:
+        lines.append(f"        g = {DERIVED_GRAPHS[spec.derived_graph].format(g=graph)}")
+        graph = "g"
+    if spec.graph_value:
+        lines.append(f"        {GRAPH_VALUES[spec.graph_value].format(g=graph)}")
+    return lines, graph
 
 
 # --- rendering ----------------------------------------------------------------------------------
@@ -570,9 +618,8 @@ def render_model_source(spec: ModelSpec) -> str:
         lines.append(f'        x = {"blocks[0].srcdata" if blocks else f"{graph}.ndata"}["x"]')
     if spec.inputs_on_graph and spec.edge_weights:
         lines.append(f'        w = {graph}.edata["w"]')
-    if spec.self_loops:
-        lines.append(f"        g = dgl.add_self_loop({graph})")
-        graph = "g"
+    derived, graph = _derived_lines(spec, graph)
+    lines += derived
 
     names = _variable_names(spec)
 

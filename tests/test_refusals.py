@@ -81,10 +81,12 @@ EXPECTED = {
     "LoopsOverNodeTypes": (
         errors.GraphUseError,
         'tests/models/refused.py:84 (`for ntype in g.ntypes:`): forward loops over g.ntypes (the '
-        "graph's types) in Python: heterogeneous graphs (several node or edge types) are not "
-        'supported yet: convert the graph with dgl.to_homogeneous and write the layers as '
-        'homogeneous convolutions (RelGraphConv with edge types for relation-specific weights), '
-        'or evaluate this model with its full-graph forward.'
+        "graph's types) in Python: gnn-codegen follows a heterogeneous graph through "
+        'HeteroGraphConv layers, or through a forward whose first step makes it homogeneous (g = '
+        'dgl.to_homogeneous(hg, ndata=[...])) and that reads nothing else of the heterograph '
+        'after. Compute what forward reads of the types beforehand (features or embeddings per '
+        'type, stored as node data the conversion carries), or evaluate this model with its '
+        'full-graph forward.'
     ),
     "TwoGraphs": (
         errors.SignatureError,

@@ -1,0 +1,272 @@
+"""Models that derive graphs and graph values in forward from the graph they are given, written
+the way third-party DGL code writes them (issue 35, items 3 and 5): method forms and chains of
+graph transforms, the transform imported by name, self-loops added inside a layer, degrees
+normalising by hand, features made from the node count, a heterograph made homogeneous first."""
+
+import dgl
+import dgl.function as fn
+import dgl.nn as dglnn
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from dgl import add_self_loop
+
+
+class MethodFormSelfLoops(nn.Module):
+    """`g = g.add_self_loop()` before a two-layer GCN."""
+
+    def __init__(self, in_size=8, hid_size=6, out_size=3):
+        super().__init__()
+        self.conv1 = dglnn.GraphConv(in_size, hid_size)
+        self.conv2 = dglnn.GraphConv(hid_size, out_size)
+
+    def forward(self, g, x):
+        g = g.add_self_loop()
+        return self.conv2(g, F.relu(self.conv1(g, x)))
+
+
+class ReloopedGAT(nn.Module):
+    """Self-loops replaced, as a chain of methods, before GAT: heads concatenated, then averaged."""
+
+    def __init__(self, in_size=8, hid_size=6, out_size=3, heads=2):
+        super().__init__()
+        self.gat1 = dglnn.GATConv(in_size, hid_size, heads)
+        self.gat2 = dglnn.GATConv(hid_size * heads, out_size, 1)
+
+    def forward(self, g, x):
+        g = g.remove_self_loop().add_self_loop()
+        h = F.elu(self.gat1(g, x).flatten(1))
+        return self.gat2(g, h).mean(1)
+
+
+class ImportedSelfLoop(nn.Module):
+    """`from dgl import add_self_loop`, called by its bare name."""
+
+    def __init__(self, in_size=8, hid_size=6, out_size=3):
+        super().__init__()
+        self.conv1 = dglnn.GraphConv(in_size, hid_size)
+        self.conv2 = dglnn.GraphConv(hid_size, out_size)
+
+    def forward(self, g, x):
+        g = add_self_loop(g)
+        return self.conv2(g, F.relu(self.conv1(g, x)))
+
+
+class SimpleThenLooped(nn.Module):
+    """Parallel edges merged, then self-loops: two statements, each rebinding g."""
+
+    def __init__(self, in_size=8, hid_size=6, out_size=3):
+        super().__init__()
+        self.sage1 = dglnn.SAGEConv(in_size, hid_size, "gcn")
+        self.sage2 = dglnn.SAGEConv(hid_size, out_size, "mean")
+
+    def forward(self, g, x):
+        g = dgl.to_simple(g)
+        g = dgl.remove_self_loop(g)
+        g = dgl.add_self_loop(g)
+        return self.sage2(g, F.relu(self.sage1(g, x)))
+
+
+class HandNormGCN(nn.Module):
+    """A GCN written with update_all, normalised by hand by in-degrees on the looped graph."""
+
+    def __init__(self, in_size=8, hid_size=6, out_size=3):
+        super().__init__()
+        self.lin1 = nn.Linear(in_size, hid_size)
+        self.lin2 = nn.Linear(hid_size, out_size)
+
+    def forward(self, g, x):
+        g = dgl.add_self_loop(g)
+        norm = torch.pow(g.in_degrees().float().clamp(min=1), -0.5).unsqueeze(-1)
+        h = x
+        for i, lin in enumerate([self.lin1, self.lin2]):
+            with g.local_scope():
+                g.ndata["h"] = lin(h) * norm
+                g.update_all(fn.copy_u("h", "m"), fn.sum("m", "h"))
+                h = g.ndata["h"] * norm
+            if i == 0:
+                h = F.relu(h)
+        return h
+
+
+class NormStoredOnGraph(nn.Module):
+    """The norm computed in forward and kept in g.ndata, read back by every round."""
+
+    def __init__(self, in_size=8, hid_size=6, out_size=3):
+        super().__init__()
+        self.lins = nn.ModuleList([nn.Linear(in_size, hid_size), nn.Linear(hid_size, out_size)])
+
+    def forward(self, g, x):
+        g.ndata["norm"] = torch.pow(g.in_degrees().float().clamp(min=1), -0.5).unsqueeze(1)
+        h = x
+        for lin in self.lins:
+            with g.local_scope():
+                g.ndata["h"] = lin(h) * g.ndata["norm"]
+                g.update_all(fn.copy_u("h", "m"), fn.sum("m", "h"))
+                h = g.ndata["h"] * g.ndata["norm"]
+        return h
+
+
+class LoopedLayer(nn.Module):
+    """A user's layer that adds self-loops to whatever graph it is given."""
+
+    def __init__(self, in_size, out_size):
+        super().__init__()
+        self.conv = dglnn.GraphConv(in_size, out_size)
+
+    def forward(self, graph, feat):
+        graph = dgl.add_self_loop(graph)
+        return self.conv(graph, feat)
+
+
+class LoopsInsideLayers(nn.Module):
+    """Self-loops added inside each of the user's layers, traced into."""
+
+    def __init__(self, in_size=8, hid_size=6, out_size=3):
+        super().__init__()
+        self.layers = nn.ModuleList([LoopedLayer(in_size, hid_size), LoopedLayer(hid_size, out_size)])
+
+    def forward(self, g, x):
+        h = x
+        for i, layer in enumerate(self.layers):
+            h = layer(g, h)
+            if i != len(self.layers) - 1:
+                h = F.relu(h)
+        return h
+
+
+class DegreesBesideLoops(nn.Module):
+    """GraphConv on dgl.add_self_loop(g), the in-degrees of g itself scaling the hidden rows."""
+
+    def __init__(self, in_size=8, hid_size=6, out_size=3):
+        super().__init__()
+        self.conv1 = dglnn.GraphConv(in_size, hid_size, norm="none")
+        self.conv2 = dglnn.GraphConv(hid_size, out_size)
+
+    def forward(self, g, x):
+        sg = dgl.add_self_loop(g)
+        deg = g.in_degrees().float().clamp(min=1).unsqueeze(1)
+        h = F.relu(self.conv1(sg, x)) / deg
+        return self.conv2(sg, h)
+
+
+class Featureless(nn.Module):
+    """A graph without features: a constant one per node, as structural baselines start."""
+
+    def __init__(self, hid_size=6, out_size=3):
+        super().__init__()
+        self.conv1 = dglnn.GraphConv(1, hid_size)
+        self.conv2 = dglnn.GraphConv(hid_size, out_size)
+
+    def forward(self, g):
+        x = torch.ones(g.num_nodes(), 1)
+        g = dgl.add_self_loop(g)
+        return self.conv2(g, F.relu(self.conv1(g, x)))
+
+
+class EmbeddingByNodeCount(nn.Module):
+    """A learnt embedding per node, looked up by torch.arange of the looped graph's node count
+    and added to the features."""
+
+    def __init__(self, num_nodes=300, in_size=8, hid_size=6, out_size=3):
+        super().__init__()
+        self.emb = nn.Embedding(num_nodes, in_size)
+        self.conv1 = dglnn.SAGEConv(in_size, hid_size, "mean")
+        self.conv2 = dglnn.SAGEConv(hid_size, out_size, "mean")
+
+    def forward(self, g, x):
+        sg = dgl.add_self_loop(g)
+        h = x + self.emb(torch.arange(sg.number_of_nodes()))
+        bias = torch.zeros((g.num_nodes(), 6), dtype=torch.float32)
+        return self.conv2(sg, F.relu(self.conv1(sg, h)) + bias)
+
+
+class HomogeneousRGCN(nn.Module):
+    """An entity classifier over a heterograph made homogeneous first: the features of every
+    type in one tensor, relation weights by dgl.ETYPE."""
+
+    def __init__(self, in_size=8, hid_size=6, out_size=3, num_rels=3):
+        super().__init__()
+        self.conv1 = dglnn.RelGraphConv(in_size, hid_size, num_rels, regularizer="basis", num_bases=2,
+                                        self_loop=True)
+        self.conv2 = dglnn.RelGraphConv(hid_size, out_size, num_rels, self_loop=True)
+
+    def forward(self, hg):
+        g = dgl.to_homogeneous(hg, ndata=["feat"])
+        h = g.ndata["feat"]
+        etype = g.edata[dgl.ETYPE]
+        h = F.relu(self.conv1(g, h, etype))
+        return self.conv2(g, h, etype)
+
+
+class HomogeneousGATByType(nn.Module):
+    """A GAT over a heterograph made homogeneous (store_type by default), with self-loops, a
+    node-type embedding added to the features read from dgl.NTYPE."""
+
+    def __init__(self, in_size=8, hid_size=6, out_size=3, num_ntypes=2):
+        super().__init__()
+        self.type_emb = nn.Embedding(num_ntypes, in_size)
+        self.gat1 = dglnn.GATConv(in_size, hid_size, 2)
+        self.gat2 = dglnn.GATConv(hid_size * 2, out_size, 1)
+
+    def forward(self, hg):
+        g = dgl.to_homogeneous(hg, ndata=["feat"])
+        g = dgl.add_self_loop(g)
+        h = g.ndata["feat"] + self.type_emb(g.ndata[dgl.NTYPE])
+        h = F.elu(self.gat1(g, h).flatten(1))
+        return self.gat2(g, h).squeeze(1)
+
+
+class ConvertsTwice(nn.Module):
+    """Refused: the heterograph made homogeneous, and made homogeneous again."""
+
+    def __init__(self, in_size=8, out_size=3):
+        super().__init__()
+        self.conv = dglnn.GraphConv(in_size, out_size, allow_zero_in_degree=True)
+
+    def forward(self, hg):
+        g = dgl.to_homogeneous(hg, ndata=["feat"])
+        g2 = dgl.to_homogeneous(hg, ndata=["feat"])
+        return self.conv(g, g.ndata["feat"]) + self.conv(g2, g2.ndata["feat"])
+
+
+class PaperSubgraphSAGE(nn.Module):
+    """Citation layers on the papers of a heterograph: the subgraph of one node type, as a
+    method, its features passed beside the graph."""
+
+    def __init__(self, in_size=8, hid_size=6, out_size=3):
+        super().__init__()
+        self.sage1 = dglnn.SAGEConv(in_size, hid_size, "mean")
+        self.sage2 = dglnn.SAGEConv(hid_size, out_size, "mean")
+
+    def forward(self, g, x):
+        pg = g.node_type_subgraph(["paper"])
+        return self.sage2(pg, F.relu(self.sage1(pg, x)))
+
+
+class CitesSubgraphGCN(nn.Module):
+    """GCN on one relation of a heterograph, with self-loops, its features read from the
+    relation's papers."""
+
+    def __init__(self, in_size=8, hid_size=6, out_size=3):
+        super().__init__()
+        self.conv1 = dglnn.GraphConv(in_size, hid_size)
+        self.conv2 = dglnn.GraphConv(hid_size, out_size)
+
+    def forward(self, hg):
+        g = dgl.edge_type_subgraph(hg, [("paper", "cites", "paper")])
+        g = dgl.add_self_loop(g)
+        h = g.ndata["feat"]
+        return self.conv2(g, F.relu(self.conv1(g, h)))
+
+
+class AuthorPaperSubgraph(nn.Module):
+    """Refused: the subgraph of a relation between two node types (a bipartite graph)."""
+
+    def __init__(self, in_size=8, out_size=3):
+        super().__init__()
+        self.conv = dglnn.GraphConv(in_size, out_size, allow_zero_in_degree=True)
+
+    def forward(self, hg, x):
+        g = hg.edge_type_subgraph([("author", "writes", "paper")])
+        return self.conv(g, x)

@@ -1,0 +1,121 @@
+"""Graphs forward derives from its graph alone, and values it computes from the graph outside
+message passing (issue 35, items 3 and 5; tests/models/derived_graphs.py): each is made once on
+the full graph at the top of the generated inference, and the generated inference equals
+forward on graphs with and without nodes lacking in-edges, for batch sizes that do and do not
+divide the node count. The check's graphs carry a parent's IDs in dgl.NID and dgl.EID."""
+
+from __future__ import annotations
+
+import dgl
+import pytest
+import torch
+
+from gnn_codegen import errors
+from gnn_codegen.harness import random_graph_for
+from gnn_codegen.homogenized import random_heterograph
+from gnn_codegen.pipeline import GenerateOptions, generate_all
+from gnn_codegen.verify import check
+from tests.cases import REPO
+
+MODEL = "tests/models/derived_graphs.py"
+
+# model -> lines the generated method must hold (as black wraps them or not)
+READS = {
+    # the file imports add_self_loop by name: the generated code spells it so
+    "MethodFormSelfLoops": ["g_with_loops = add_self_loop(g)", "batches_with_loops.map(layer_2"],
+    "ReloopedGAT": ["g_with_loops = add_self_loop(dgl.remove_self_loop(g))"],
+    "ImportedSelfLoop": ["g_with_loops = add_self_loop(g)"],
+    "SimpleThenLooped": ["g_with_loops = add_self_loop(dgl.remove_self_loop(dgl.to_simple(g)))"],
+    "HandNormGCN": ["g_with_loops_in_degrees = g_with_loops.in_degrees()"],
+    "NormStoredOnGraph": ["in_degrees = g.in_degrees()"],
+    # one graph for both layers' self-loops, called as the layers call theirs
+    "LoopsInsideLayers": ["graph = add_self_loop(g)", "out_degrees = graph.out_degrees()"],
+    "DegreesBesideLoops": ["sg = add_self_loop(g)", "in_degrees = g.in_degrees()", "out_degrees = sg.out_degrees()",
+                           "batches_with_loops.map(layer_2"],
+    # made once from the whole graph's node count, never from a block's
+    "Featureless": ["ones_per_node = torch.ones(g.num_nodes(), 1)", "nodes={\"ones_per_node\": ones_per_node}"],
+    "EmbeddingByNodeCount": ["ids = torch.arange(g.num_nodes())",
+                             "zeros_per_node = torch.zeros((g.num_nodes(), 6), dtype=torch.float32)"],
+    # the heterograph made homogeneous first; the layers run on the result
+    "HomogeneousRGCN": ['g = dgl.to_homogeneous(g, ndata=["feat"])', 'feat = g.ndata["feat"]',
+                        "etype = g.edata[dgl.ETYPE]", "def inference(self, g, batch_size, device"],
+    # the subgraph of one type, taken once; a guard where the type could hold several relations
+    "PaperSubgraphSAGE": ['g = dgl.node_type_subgraph(g, ntypes=["paper"])', "if len(g.canonical_etypes) != 1:",
+                          "def inference(self, g, x, batch_size, device"],
+    "CitesSubgraphGCN": ['g = dgl.edge_type_subgraph(g, etypes=[("paper", "cites", "paper")])',
+                         'feat = g.ndata["feat"]', "g_with_loops = add_self_loop(g)"],
+    "HomogeneousGATByType": ['g = dgl.to_homogeneous(g, ndata=["feat"])', "ntype = g.ndata[dgl.NTYPE]",
+                             "g_with_loops = add_self_loop(g)"],
+}
+
+
+def _generate(name: str, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(REPO)
+    return generate_all(f"{MODEL}:{name}", GenerateOptions())
+
+
+def _flat(text: str) -> str:
+    return "".join(text.split()).replace(",)", ")")
+
+
+@pytest.mark.parametrize("name", sorted(READS))
+def test_generated_and_exact(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    generated = _generate(name, monkeypatch)
+    method = generated.source.split("    @torch.no_grad()\n")[1].split("# --- gnn-codegen runtime")[0]
+    for line in READS[name]:
+        assert _flat(line) in _flat(method), line
+    for seed in (1, 2):
+        result = check(generated, num_nodes=97, seed=seed, batch_sizes=(1, 13, 97))
+        assert result.ok, f"{name}: max |difference| {result.max_abs_diff}"
+
+
+def test_converting_twice_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(errors.GraphUseError) as info:
+        _generate("ConvertsTwice", monkeypatch)
+    assert str(info.value) == (
+        'tests/models/derived_graphs.py:229 (`g2 = dgl.to_homogeneous(hg, ndata=["feat"])`): forward calls '
+        "dgl.to_homogeneous on a graph other than the heterograph it is given, or converts it twice: "
+        "gnn-codegen follows one conversion of forward's graph, made before anything else reads it. "
+        "Convert the graph before calling the model, or evaluate this model with its full-graph forward."
+    )
+
+
+def test_a_subgraph_between_two_types_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(errors.GraphUseError) as info:
+        _generate("AuthorPaperSubgraph", monkeypatch)
+    assert str(info.value) == (
+        "tests/models/derived_graphs.py:271 (`g = hg.edge_type_subgraph([(\"author\", \"writes\", \"paper\")])`): "
+        "forward calls dgl.edge_type_subgraph(..., etypes=[('author', 'writes', 'paper')]): gnn-codegen "
+        "follows a heterograph made into one graph of one node type and one edge type (dgl.to_homogeneous, "
+        "or the subgraph of one node type or of one relation within a node type) before anything else "
+        "reads it. Make that graph before calling the model, or evaluate this model with its full-graph "
+        "forward."
+    )
+
+
+def test_the_homogeneous_rows_are_forwards_by_type_offsets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """inference takes the heterograph as forward does; nodes= are IDs of the homogeneous graph."""
+    generated = _generate("HomogeneousRGCN", monkeypatch)
+    from gnn_codegen.harness import generated_model, import_source
+
+    model = generated_model(generated, import_source(generated.source, REPO / "tests" / "models"))
+    hg = random_heterograph(50, 2, 3, seed=3, zero_in_degree=True)
+    for ntype in hg.ntypes:
+        hg.nodes[ntype].data["feat"] = torch.randn(hg.num_nodes(ntype), 8)
+    expected = model(hg)
+    assert torch.allclose(model.inference(hg, 7, "cpu"), expected, atol=1e-5)
+    nodes = torch.tensor([49, 0, 30, 24])  # both types
+    assert torch.allclose(model.inference(hg, 7, "cpu", nodes=nodes), expected[nodes], atol=1e-5)
+
+
+def test_the_checks_graph_carries_a_parents_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """So a generated module that reads g.ndata[dgl.NID] where forward reads IDs in g (or no
+    field at all) gives other numbers on the check's graph, and is never written."""
+    generated = _generate("EmbeddingByNodeCount", monkeypatch)
+    g = random_graph_for(generated, 40, seed=0)
+    assert not torch.equal(g.ndata[dgl.NID], torch.arange(40))
+    assert sorted(g.edata[dgl.EID].tolist()) == list(range(g.num_edges()))
+    misread = generated.source.replace("ids = torch.arange(g.num_nodes())", "ids = g.ndata[dgl.NID]")
+    assert misread != generated.source
+    wrong = type(generated)(**{**generated.__dict__, "source": misread})
+    assert not check(wrong, num_nodes=97, seed=1, batch_sizes=(13,)).ok

@@ -17,6 +17,9 @@ import torch.fx as fx
 from gnn_codegen.edge_weight_norm import EDGE_WEIGHT_NORM
 from gnn_codegen.errors import FeatDimsError, UnsupportedOperationError, internal
 from gnn_codegen.ir import Op, Program, Ref
+from gnn_codegen.graph_fields import (
+    field_refusal, index_high, is_index_failure, missing_key, missing_key_refusal, reads_key,
+)
 from gnn_codegen.input_specs import InputSpec, infer_inputs, unknown_width_error
 from gnn_codegen.metapaths import metapaths, random_metapath_graph
 from gnn_codegen.node_reductions import RUNTIME_METHODS, node_reduction
@@ -128,14 +131,83 @@ class _Recorder(fx.Interpreter):
     def __init__(self, gm: fx.GraphModule):
         super().__init__(gm)
         self.values: dict[str, Any] = {}
+        self.current: fx.Node | None = None  # the node running (where forward failed)
 
     def run_node(self, n: fx.Node) -> Any:
+        self.current = n
         result = super().run_node(n)
         self.values[n.name] = result
         return result
 
 
-def _probe_values(traced: Traced, program: Program, inputs: tuple[InputSpec, ...]) -> dict[str, Any]:
+class _IndexFailure(Exception):
+    """forward used a float input as an index (`self.weight[etype]`): _with_index_inputs."""
+
+
+def _refuse_graph_field(traced: Traced, program: Program, node: fx.Node | None, exc: Exception) -> None:
+    """forward failed in a user's message-passing module reading data of its graph that the
+    probe graph lacks: refuse it so that pipeline.py traces into it (graph_fields.py)."""
+    key = missing_key(exc)
+    if key is None or node is None or node.op != "call_module" or node.name not in program.by_name:
+        return
+    from gnn_codegen.probe import class_and_where  # probe imports the plan, which reads attributes
+
+    op = program.op(node.name)
+    if op.kind != "mp" or op.mp is None or op.mp.verified:
+        return
+    module = traced.model.get_submodule(str(node.target))
+    if reads_key(module, key):
+        raise field_refusal(op.location or "forward", op.accessor, class_and_where(module), key,
+                            type(module)) from None
+
+
+def _with_index_inputs(traced: Traced, program: Program, model: torch.nn.Module,
+                       inputs: tuple[InputSpec, ...]) -> tuple[tuple[InputSpec, ...], dict[str, Any]]:
+    """forward used a float input as an index: the first of its float inputs that, as IDs below
+    the size of every table the modules reading it hold (graph_fields.index_high), lets it run
+    (an edge input first: a relation type per edge), or the refusal of the run with floats."""
+    users = program.consumers()
+    floats = sorted((s for s in inputs if s.dtype != "torch.int64"), key=lambda s: s.rows != "edge")
+    for spec in floats:
+        modules = [model.get_submodule(program.module_path(program.op(u))) for u in users[spec.name]
+                   if program.op(u).kind in ("mp", "module")] or [model]
+        ids = replace(spec, shape=(), dtype="torch.int64", high=index_high(modules), guessed=False)
+        tried = tuple(ids if s is spec else s for s in inputs)
+        try:
+            return tried, _probe_values(traced, program, tried, index_tried=True)
+        except FeatDimsError:  # and a node input's width to find
+            try:
+                return _with_candidate_width(traced, program, model, tried)
+            except (FeatDimsError, UnsupportedOperationError, _IndexFailure):
+                continue
+        except UnsupportedOperationError:
+            continue
+    return inputs, _probe_values(traced, program, inputs, index_tried=True)  # raises the refusal
+
+
+def _with_graph_field_shapes(traced: Traced, program: Program, inputs: tuple[InputSpec, ...],
+                             given: dict[str, tuple[int, ...]],
+                             failure: Exception) -> tuple[tuple[InputSpec, ...], dict[str, Any]]:
+    """forward failed at the widths found for data it reads from its graph (a module traced into
+    reading `g.srcdata["norm"]` as `h * norm` in layers of other widths, `g.edata["w"].view(-1,
+    1)`): one number per row, as such norms and weights are, where forward runs with it (a
+    column on nodes first, a flat tensor on edges), or `failure`."""
+    fields = {target for target, _, _ in program.graph_data}
+    free = [s for s in inputs if s.param in fields and s.param not in given and s.dtype != "torch.int64"]
+    if not free:
+        raise failure
+    for node_shape, edge_shape in (((1,), ()), ((1,), (1,)), ((), ())):
+        tried = tuple(replace(s, shape=node_shape if s.rows == "node" else edge_shape, guessed=True)
+                      if s in free else s for s in inputs)
+        try:
+            return tried, _probe_values(traced, program, tried)
+        except (FeatDimsError, UnsupportedOperationError, _IndexFailure):
+            continue
+    raise failure
+
+
+def _probe_values(traced: Traced, program: Program, inputs: tuple[InputSpec, ...],
+                  index_tried: bool = False) -> dict[str, Any]:
     gen = torch.Generator().manual_seed(0)
     paths = metapaths(program)  # a heterograph whose metapath graphs have PROBE_NODES nodes and self-loops
     g = random_metapath_graph(paths, PROBE_NODES, zero_in_degree=False) if paths else probe_graph()
@@ -155,9 +227,15 @@ def _probe_values(traced: Traced, program: Program, inputs: tuple[InputSpec, ...
         try:
             recorder.run(*args)
         except Exception as exc:
+            _refuse_graph_field(traced, program, recorder.current, exc)
             failure = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-            if any(s.guessed for s in inputs):
+            if is_index_failure(exc) and not index_tried:
+                raise _IndexFailure() from exc
+            if any(s.guessed for s in inputs) and missing_key(exc) is None:
                 raise unknown_width_error(inputs, failure) from None
+            if missing_key(exc) is not None:  # no width can help: say what is missing
+                raise UnsupportedOperationError(missing_key_refusal(missing_key(exc) or "", program,
+                                                                    recorder.current)) from None
             raise UnsupportedOperationError(
                 f"running forward on a small probe graph with inputs of widths "
                 f"{ {s.param: s.shape for s in inputs} } failed with {failure}. If an "
@@ -167,19 +245,30 @@ def _probe_values(traced: Traced, program: Program, inputs: tuple[InputSpec, ...
     return recorder.values
 
 
-def _with_candidate_width(traced: Traced, program: Program,
+def _with_candidate_width(traced: Traced, program: Program, model: torch.nn.Module,
                           inputs: tuple[InputSpec, ...]) -> tuple[tuple[InputSpec, ...], dict[str, Any]]:
     """Forward failed at the width guessed for node inputs nothing fixes: the first width a
     module traced into declares for what forward computes from them (TAGConv(4, ...) on
-    `x * 0.5`) at which it runs, or the refusal that asks for --feat-dims."""
-    for width in traced.candidate_widths:
+    `x * 0.5`), or a Linear inside a user's message-passing module reads (its first may
+    project something else), at which it runs, or the refusal that asks for --feat-dims."""
+    for width in dict.fromkeys((*traced.candidate_widths, *_user_module_widths(program, model))):
         tried = tuple(replace(s, shape=(width,), guessed=False) if s.guessed and s.rows == "node" else s
                       for s in inputs)
         try:
             return tried, _probe_values(traced, program, tried)
-        except (FeatDimsError, UnsupportedOperationError):
+        except (FeatDimsError, UnsupportedOperationError, _IndexFailure):
             continue
-    return inputs, _probe_values(traced, program, inputs)  # raises the refusal again
+    return inputs, _probe_values(traced, program, inputs, index_tried=True)  # raises the refusal again
+
+
+def _user_module_widths(program: Program, model: torch.nn.Module) -> list[int]:
+    """The in_features of the Linears inside users' message-passing modules, in order."""
+    widths = []
+    for op in program.ops:
+        if op.kind == "mp" and op.mp is not None and not op.mp.inline and op.mp.verified is False:
+            module = model.get_submodule(op.target)
+            widths += [m.in_features for m in module.modules() if isinstance(m, torch.nn.Linear)]
+    return widths
 
 
 def _describe(op: Op) -> str:
@@ -232,9 +321,14 @@ def infer_attributes(traced: Traced, program: Program, model: torch.nn.Module,
     _refuse_graph_access(program)
     inputs = infer_inputs(program, model, given or {}, dict(traced.declared_widths))
     try:
-        values = _probe_values(traced, program, inputs)
-    except FeatDimsError:
-        inputs, values = _with_candidate_width(traced, program, inputs)
+        try:
+            values = _probe_values(traced, program, inputs)
+        except FeatDimsError:
+            inputs, values = _with_candidate_width(traced, program, model, inputs)
+        except _IndexFailure:
+            inputs, values = _with_index_inputs(traced, program, model, inputs)
+    except (FeatDimsError, UnsupportedOperationError) as failure:
+        inputs, values = _with_graph_field_shapes(traced, program, inputs, given or {}, failure)
     specs = {s.name: s for s in inputs}
     info: dict[str, TensorInfo] = {}
     for op in program.ops:

@@ -164,7 +164,7 @@ def _generate_all(target: str, options: GenerateOptions) -> Generated:
             "leave it out for a model of one node and edge type."
         )
     namespace = vars(loaded.module)
-    traced, program, attrs = _proven_program(loaded, feat_dims, leaves, forced_mp)
+    traced, program, attrs, proof_notes = _proven_program(loaded, feat_dims, leaves, forced_mp)
     plan = build_plan(program, attrs, options.fanout, options.optimize)
     if options.optimize and not plan.cut.placement.optimal:
         warnings += (
@@ -182,7 +182,8 @@ def _generate_all(target: str, options: GenerateOptions) -> Generated:
                               and ends_with_helpers(source, rendered.helpers) else "")
     generated = Generated(formatted, loaded, program, attrs, plan, warnings, target, rendered.buffers,
                           rendered.origins, method_name=options.method_name)
-    generated = replace(generated, notes=_stand_in_notes(loaded) + _decision_notes(program) + _width_notes(generated))
+    generated = replace(generated, notes=_stand_in_notes(loaded) + _decision_notes(program) + proof_notes
+                        + _width_notes(generated))
     if not options.verify:
         return generated
     result = verify(generated)
@@ -192,9 +193,9 @@ def _generate_all(target: str, options: GenerateOptions) -> Generated:
 def _width_notes(generated: Generated) -> tuple[str, ...]:
     """Inputs whose width no module fixes: checked at a width of gnn-codegen's choosing."""
     return tuple(
-        f"no module of the model fixes the width of forward's input {s.param}: checked with width "
-        f"{s.shape[0]}; the generated method takes the width it is given (give --feat-dims "
-        f"{s.param}=WIDTH to check yours)"
+        f"no module of the model fixes the width of forward's input {s.param}: checked with "
+        f"{f'width {s.shape[0]}' if s.shape else f'one number per {s.rows}'}; the generated method "
+        f"takes the width it is given (give --feat-dims {s.param}=WIDTH to check yours)"
         for s in generated.attributes.inputs if s.guessed
     )
 
@@ -222,12 +223,12 @@ def _stand_in_notes(loaded: LoadedModel) -> tuple[str, ...]:
 
 
 def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], leaves: frozenset[str],
-                    forced_mp: frozenset[str]) -> tuple[Traced, Program, Attributes]:
+                    forced_mp: frozenset[str]) -> tuple[Traced, Program, Attributes, tuple[str, ...]]:
     """Trace, lower and infer attributes, with every message-passing module proven exact on
     blocks. A user's module the probe refuses (several rounds of update_all, graph.ndata on a
     block, out-degrees) is traced into instead, where its update_all calls written with DGL's
     built-in functions become hops of their own; if that cannot be traced either, the probe's
-    refusal stands."""
+    refusal stands. Also returns the proofs' notes (probe.py)."""
     through: frozenset[type] = frozenset()
     # the probe's refusal of the module traced into last: earlier ones traced, so a failure now
     # is this one's
@@ -240,8 +241,8 @@ def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], 
             program = lower(traced, vars(loaded.module), loaded.path, forced_mp)
             program = simplify(functionalize(fold_edge_masks(program)))
             attrs, probe_values = infer_attributes(traced, program, loaded.model, feat_dims, leaves)
-            prove_message_passing(program, loaded.model, probe_values)
-            return traced, program, attrs
+            notes = prove_message_passing(program, loaded.model, probe_values)
+            return traced, program, attrs, notes
         except UnsupportedModuleError as exc:
             module_class = getattr(exc, "module_class", None)
             if module_class is None or module_class in through:

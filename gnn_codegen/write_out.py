@@ -39,7 +39,8 @@ ONCE_PER_NODE = ", once per node"
 SECTIONS = (
     "sage_conv_mean", "graph_conv_source", "graph_conv_aggregate", "gat_conv_source",
     "gat_conv_aggregate", "attention_term", "attention_weighted_sum", "check_in_degrees",
-    "lstm_step",  # not a convolution: an LSTM's step with its states rows first (rows_first.py)
+    # not convolutions: an LSTM's and a GRU's step with its states rows first (rows_first.py)
+    "lstm_step", "gru_step",
 )
 MESSAGE_PASSING = {
     "sage_conv_mean": ("graph", "src", "dst", None, "edge"),

@@ -1,0 +1,125 @@
+"""The user's own message-passing modules (tests/models/user_modules.py), as third-party DGL code
+writes them: each is generated without options and equals forward on graphs with and without
+nodes lacking in-edges, for batch sizes that do and do not divide N (issue 35, items 6, 7, 9);
+what stays refused says why, and suggests only what leads somewhere."""
+
+from __future__ import annotations
+
+import pytest
+
+from gnn_codegen import errors
+from gnn_codegen.pipeline import GenerateOptions, generate_all
+from gnn_codegen.verify import check
+from tests.cases import REPO
+
+MODEL = "tests/models/user_modules.py"
+SIZES = '{"in_size": 8, "hid_size": 6, "out_size": 3}'
+
+# model -> (options, layers of the generated inference)
+CASES = {
+    # 6a: refuses nodes without in-edges; forward adds self-loops
+    "SelfLoopGAT": (GenerateOptions(init=SIZES), 2),
+    # 6b: graph data read inside the module, followed into it and read from the user's graph
+    "EdgeWeightNet": (GenerateOptions(init=SIZES), 2),
+    "StoredNormGCN": (GenerateOptions(init=SIZES), 2),
+    # 6b: edge types passed as the refusal of RelationalNet says, used as an index
+    "RelationalNetByArgument": (GenerateOptions(init=SIZES), 2),
+    # 6d: a symmetric norm from the module's own graph.out_degrees()
+    "SymmetricGCN": (GenerateOptions(init=SIZES), 2),
+    # 7: propagation loops, a layer per round
+    "MLPThenLabelPropagation": (GenerateOptions(init='{"in_size": 8, "out_size": 3}'), 3),
+    "CorrectAndSmooth": (GenerateOptions(init='{"in_size": 8, "out_size": 3}'), 3),
+    "DAGNN": (GenerateOptions(init=SIZES), 3),
+    "GPRGNN": (GenerateOptions(init=SIZES), 3),
+    # 9: a GRU's and an LSTM's state over layers kept as (1, N, d)
+    "SAGEWithGRUState": (GenerateOptions(init=SIZES), 2),
+    "SAGEWithLSTMState": (GenerateOptions(init=SIZES), 2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_users_module_is_exact_layer_by_layer(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    options, layers = CASES[name]
+    generated = generate_all(f"{MODEL}:{name}", options)
+    assert f"# Layer {layers} of {layers}:" in generated.source
+    for seed in (1, 2):
+        result = check(generated, num_nodes=97, seed=seed, batch_sizes=(1, 13, 97))
+        assert result.ok, f"{name}: max |difference| {result.max_abs_diff}"
+
+
+def test_a_module_that_refuses_nodes_without_in_edges_is_proven_where_forward_adds_self_loops(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """6a: MyGATLayer raises on nodes without in-edges, as dgl.nn's GATConv does; it is proven on
+    graphs where every node has one, and the notes say so (once per call)."""
+    monkeypatch.chdir(REPO)
+    generated = generate_all(f"{MODEL}:SelfLoopGAT", GenerateOptions(init=SIZES))
+    said = [n for n in generated.notes if "raises on a graph with nodes without in-edges" in n]
+    assert len(said) == 2
+    assert said[0] == (
+        "tests/models/user_modules.py:57 (`h = F.elu(self.layer1(g, x)).flatten(1)`): self.layer1 "
+        "(MyGATLayer, the class at tests/models/user_modules.py:22) raises on a graph with nodes without "
+        "in-edges (RuntimeError: graph has 0-in-degree nodes; add self-loops): it was proven exact on the "
+        "blocks of graphs where every node has an in-edge (as when forward adds self-loops), and on other "
+        "graphs the generated method raises where forward does"
+    )
+
+
+def test_graph_data_read_in_a_module_comes_from_the_users_graph(monkeypatch: pytest.MonkeyPatch) -> None:
+    """6b: inference reads the fields the modules read from the graph it is given, with the
+    shape forward uses (a weight per edge, a norm column per node) and the dtype (edge types
+    used as an index: IDs below the relation count)."""
+    monkeypatch.chdir(REPO)
+    edge_weight = generate_all(f"{MODEL}:EdgeWeightNet", GenerateOptions(init=SIZES))
+    assert 'w = g.edata["w"]' in edge_weight.source
+    assert [(s.param, s.rows, s.shape) for s in edge_weight.attributes.inputs if s.param == "w"] == [("w", "edge", ())]
+    norm = generate_all(f"{MODEL}:StoredNormGCN", GenerateOptions(init=SIZES))
+    assert 'norm = g.ndata["norm"]' in norm.source
+    assert [(s.rows, s.shape) for s in norm.attributes.inputs if s.param == "norm"] == [("node", (1,))]
+    typed = generate_all(f"{MODEL}:RelationalNetByArgument", GenerateOptions(init=SIZES))
+    [etype] = [s for s in typed.attributes.inputs if s.param == "etype"]
+    assert (etype.rows, etype.shape, etype.dtype, etype.high) == ("edge", (), "torch.int64", 3)
+
+
+def test_a_graph_field_read_in_a_python_message_function_is_refused_with_a_way_that_works(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """6b, 6c: MyRelConv reads edges.data["etype"] in a Python message function, which cannot be
+    followed. The refusal names the field and asks for it as an argument, which works
+    (RelationalNetByArgument, above); it never suggests --feat-dims, which cannot help."""
+    monkeypatch.chdir(REPO)
+    with pytest.raises(errors.UnsupportedModuleError) as refused:
+        generate_all(f"{MODEL}:RelationalNet", GenerateOptions(init=SIZES))
+    assert str(refused.value) == (
+        'tests/models/user_modules.py:90 (`h = F.relu(self.conv1(g, x))`): self.conv1 (MyRelConv, the '
+        'class at tests/models/user_modules.py:64) reads "etype" of the graph it is given (graph.edata, '
+        "srcdata, dstdata or ndata, or edges.data in a message function), data the user's graph carries "
+        "and a block of layer-wise inference does not. gnn-codegen gives a module such data where it can "
+        "follow the module's message passing (update_all with DGL's built-in functions, dgl.function), and "
+        "this module's it cannot follow. Read the field in forward and pass it to the module as an argument "
+        '(`self.conv1(g, h, g.edata["etype"])`, the module setting it on its graph), or evaluate this model '
+        "with its full-graph forward."
+    )
+    # with the input's width given, as the old message asked: the same refusal, not another
+    with pytest.raises(errors.UnsupportedModuleError) as again:
+        generate_all(f"{MODEL}:RelationalNet", GenerateOptions(init=SIZES, feat_dims="x=8"))
+    assert str(again.value) == str(refused.value)
+
+
+def test_a_missing_edge_field_never_asks_for_feat_dims(monkeypatch: pytest.MonkeyPatch) -> None:
+    """6c: EdgeWeightNet's module reads g.edata["w"]; with --feat-dims x=8 the tool said "If an
+    input width is wrong, give it with --feat-dims NAME=WIDTH", and --feat-dims w=1 was then
+    refused as no input of forward. Now it is generated, with or without the width."""
+    monkeypatch.chdir(REPO)
+    generated = generate_all(f"{MODEL}:EdgeWeightNet", GenerateOptions(init=SIZES, feat_dims="x=8"))
+    assert generated.verification is not None and generated.verification.ok
+
+
+def test_rounds_of_python_message_functions_stay_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """7: a loop of update_all with a Python message and reduce cannot be followed round by
+    round; the refusal says so."""
+    monkeypatch.chdir(REPO)
+    with pytest.raises(errors.UnsupportedModuleError) as refused:
+        generate_all(f"{MODEL}:UDFRoundsNet", GenerateOptions(init='{"in_size": 8, "out_size": 3}'))
+    message = str(refused.value)
+    assert "it runs several rounds of message passing, each one hop further" in message
+    assert "--feat-dims" not in message

@@ -266,7 +266,7 @@ def _user_module_widths(program: Program, model: torch.nn.Module) -> list[int]:
     widths = []
     for op in program.ops:
         if op.kind == "mp" and op.mp is not None and not op.mp.inline and op.mp.verified is False:
-            module = model.get_submodule(op.target)
+            module = model.get_submodule(program.module_path(op))
             widths += [m.in_features for m in module.modules() if isinstance(m, torch.nn.Linear)]
     return widths
 

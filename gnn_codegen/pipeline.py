@@ -230,6 +230,9 @@ def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], 
     built-in functions become hops of their own; if that cannot be traced either, the probe's
     refusal stands. Also returns the proofs' notes (probe.py)."""
     through: frozenset[type] = frozenset()
+    # modules refused for reading out-degrees that could not be traced into either: called
+    # with the whole graph's out-degrees on each block (write_out.py), and proven so
+    out_degrees_of_graph: frozenset[type] = frozenset()
     # the probe's refusal of the module traced into last: earlier ones traced, so a failure now
     # is this one's
     refusal: UnsupportedModuleError | None = None
@@ -237,7 +240,7 @@ def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], 
         try:
             traced = trace(loaded.model, loaded.path, leaves, forced_mp, through, frozenset(feat_dims))
             _check_feat_dims(traced, feat_dims)
-            write_out(traced.graph_module, traced.graph_arg)
+            write_out(traced.graph_module, traced.graph_arg, out_degrees_of_graph)
             program = lower(traced, vars(loaded.module), loaded.path, forced_mp)
             program = simplify(functionalize(fold_edge_masks(program)))
             attrs, probe_values = infer_attributes(traced, program, loaded.model, feat_dims, leaves)
@@ -245,7 +248,7 @@ def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], 
             return traced, program, attrs, notes
         except UnsupportedModuleError as exc:
             module_class = getattr(exc, "module_class", None)
-            if module_class is None or module_class in through:
+            if module_class is None or module_class in through | out_degrees_of_graph:
                 raise (refusal or exc) from None
             refusal = exc
             through = through | {module_class}
@@ -254,7 +257,11 @@ def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], 
         except GnnCodegenError:
             if refusal is None:
                 raise
-            raise refusal from None
+            module_class = getattr(refusal, "module_class", None)
+            if not getattr(refusal, "reads_out_degrees", False) or module_class in out_degrees_of_graph:
+                raise refusal from None
+            through = through - {module_class}
+            out_degrees_of_graph = out_degrees_of_graph | {module_class}
 
 
 def _check_classes(model: torch.nn.Module, option: str, names: tuple[str, ...]) -> None:

@@ -28,6 +28,7 @@ from gnn_codegen.errors import UnsupportedModuleError
 from gnn_codegen.ir import Op, Program, Ref, iter_refs, map_refs
 from gnn_codegen.plan import mp_extra_arguments, mp_feature_spaces, mp_features
 from gnn_codegen.runtime import runtime_class
+from gnn_codegen.write_out import HELPERS
 
 ATOL = RTOL = 1e-4
 # Graphs the module is proven on: a probe graph where every node has a self-loop, and one where
@@ -153,6 +154,10 @@ def _run(call: _Call, graph: Any, args: dict[str, Any]) -> Any:
     def value(ref: Ref) -> Any:
         return args[ref.name]
 
+    if op.helper:  # write_out.PROVEN_ON_BLOCKS: the helper around the module, as generated
+        with torch.no_grad():
+            return HELPERS[op.helper](call.module, graph, *(map_refs(a, value) for a in op.args[2:]))
+
     positional = [map_refs(a, value) for a in op.args[1:]]
     keywords = {k: map_refs(v, value) for k, v in op.kwargs}
     with torch.no_grad():
@@ -209,13 +214,16 @@ def _prove(call: _Call, values: dict[str, Any]) -> list[str]:
                 continue
             why, way_out = _diagnosis(module)
             nodes = "node" if batch_size == 1 else "nodes"
-            raise _refuse(
+            error = _refuse(
                 call,
                 f"gives other results on 1-hop blocks than on the whole graph (max |difference| "
                 f"{difference:.3g}, batches of {batch_size} {nodes} of a random {num_nodes}-node graph): "
                 f"it reads more than the in-edges of each node{' (' + why + ')' if why else ''}",
                 way_out, differs=True,
             )
+            # pipeline.py may give it the whole graph's out-degrees instead (write_out.py)
+            error.reads_out_degrees = (why, way_out) == _OUT_DEGREES  # type: ignore[attr-defined]
+            raise error
     return notes
 
 
@@ -237,6 +245,11 @@ def _run_on_block(call: _Call, block: Any, local: dict[tuple[str, str], Any]) ->
     def rows(value: Any, space: str) -> Any:
         return map_refs(value, lambda ref: local[(ref.name, space)])
 
+    if op.helper:  # its arguments after the graph at the rows of their roles
+        values = [rows(value, role) if role in ("src", "dst", "edge") else value
+                  for value, role in zip(op.args[2:], op.mp.roles[1:] if op.mp else ())]
+        with torch.no_grad():
+            return HELPERS[op.helper](call.module, block, *values)
     features = [rows(value, space) for value, space in mp_features(op)]
     feats = features[0] if len(features) == 1 else tuple(features)
     extra, by_keyword = mp_extra_arguments(op)
@@ -306,7 +319,7 @@ def _prove_all(program: Program, model: torch.nn.Module, values: dict[str, Any])
     for op in program.ops:
         if op.kind != "mp" or op.mp is None or op.mp.verified:
             continue
-        module = copy.deepcopy(model.get_submodule(op.target)).eval()
+        module = copy.deepcopy(model.get_submodule(program.module_path(op))).eval()
         perturb(module, seed=1)
         call = _Call(op, module, tuple(mp_feature_spaces(op)))
         notes += _prove(call, values)

@@ -24,8 +24,10 @@ CASES = {
     "StoredNormGCN": (GenerateOptions(init=SIZES), 2),
     # 6b: edge types passed as the refusal of RelationalNet says, used as an index
     "RelationalNetByArgument": (GenerateOptions(init=SIZES), 2),
-    # 6d: a symmetric norm from the module's own graph.out_degrees()
+    # 6d: a symmetric norm from the module's own graph.out_degrees(), traced into, or kept whole
+    # (edge_softmax) and given the whole graph's out-degrees on each block
     "SymmetricGCN": (GenerateOptions(init=SIZES), 2),
+    "NormedGAT": (GenerateOptions(init=SIZES), 2),
     # 7: propagation loops, a layer per round
     "MLPThenLabelPropagation": (GenerateOptions(init='{"in_size": 8, "out_size": 3}'), 3),
     "CorrectAndSmooth": (GenerateOptions(init='{"in_size": 8, "out_size": 3}'), 3),
@@ -123,3 +125,13 @@ def test_rounds_of_python_message_functions_stay_refused(monkeypatch: pytest.Mon
     message = str(refused.value)
     assert "it runs several rounds of message passing, each one hop further" in message
     assert "--feat-dims" not in message
+
+
+def test_a_module_reading_out_degrees_gets_the_whole_graphs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """6d: NormedAttention reads graph.out_degrees() and computes edge_softmax, which cannot be
+    traced into: each block's call answers out_degrees() with the whole graph's, computed once,
+    as GraphConv's norm is; before, it was refused for giving other results on blocks."""
+    monkeypatch.chdir(REPO)
+    generated = generate_all(f"{MODEL}:NormedGAT", GenerateOptions(init=SIZES))
+    assert "out_degrees = g.out_degrees()  # of the whole graph, once" in generated.source
+    assert "_with_graph_out_degrees(self.att1, block, x, out_degrees)" in generated.source

@@ -169,6 +169,40 @@ class SymmetricGCN(nn.Module):
         return self.layer2(g, F.relu(self.layer1(g, x)))
 
 
+class NormedAttention(nn.Module):
+    """A GAT variant with a symmetric norm: source rows scaled by out-degree ** -0.5 before the
+    attention, which edge_softmax computes (not followed round by round: kept whole)."""
+
+    def __init__(self, in_dim, out_dim, num_heads=2):
+        super().__init__()
+        self.h, self.d = num_heads, out_dim
+        self.fc = nn.Linear(in_dim, num_heads * out_dim, bias=False)
+        self.attn = nn.Parameter(torch.randn(1, num_heads, out_dim) * 0.3)
+
+    def forward(self, graph, feat):
+        with graph.local_scope():
+            h = self.fc(feat).view(-1, self.h, self.d)
+            degs = graph.out_degrees().float().clamp(min=1)
+            h = h * degs.pow(-0.5).view(-1, 1, 1)
+            graph.srcdata["ft"] = h
+            graph.srcdata["el"] = (h * self.attn).sum(-1, keepdim=True)
+            graph.dstdata["er"] = graph.srcdata["el"][: graph.num_dst_nodes()]
+            graph.apply_edges(fn.u_add_v("el", "er", "e"))
+            graph.edata["a"] = edge_softmax(graph, F.leaky_relu(graph.edata["e"], 0.2))
+            graph.update_all(fn.u_mul_e("ft", "a", "m"), fn.sum("m", "ft"))
+            return graph.dstdata["ft"].flatten(1)
+
+
+class NormedGAT(nn.Module):
+    def __init__(self, in_size, hid_size, out_size):
+        super().__init__()
+        self.att1 = NormedAttention(in_size, hid_size)
+        self.att2 = NormedAttention(2 * hid_size, out_size, num_heads=1)
+
+    def forward(self, g, x):
+        return self.att2(g, F.elu(self.att1(g, x)))
+
+
 # --- 7: propagation loops ----------------------------------------------------------------------------
 
 

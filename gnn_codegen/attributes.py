@@ -140,10 +140,6 @@ class _Recorder(fx.Interpreter):
         return result
 
 
-class _IndexFailure(Exception):
-    """forward used a float input as an index (`self.weight[etype]`): _with_index_inputs."""
-
-
 def _refuse_graph_field(traced: Traced, program: Program, node: fx.Node | None, exc: Exception) -> None:
     """forward failed in a user's message-passing module reading data of its graph that the
     probe graph lacks: refuse it so that pipeline.py traces into it (graph_fields.py)."""
@@ -161,53 +157,7 @@ def _refuse_graph_field(traced: Traced, program: Program, node: fx.Node | None, 
                             type(module)) from None
 
 
-def _with_index_inputs(traced: Traced, program: Program, model: torch.nn.Module,
-                       inputs: tuple[InputSpec, ...]) -> tuple[tuple[InputSpec, ...], dict[str, Any]]:
-    """forward used a float input as an index: the first of its float inputs that, as IDs below
-    the size of every table the modules reading it hold (graph_fields.index_high), lets it run
-    (an edge input first: a relation type per edge), or the refusal of the run with floats."""
-    users = program.consumers()
-    floats = sorted((s for s in inputs if s.dtype != "torch.int64"), key=lambda s: s.rows != "edge")
-    for spec in floats:
-        modules = [model.get_submodule(program.module_path(program.op(u))) for u in users[spec.name]
-                   if program.op(u).kind in ("mp", "module")] or [model]
-        ids = replace(spec, shape=(), dtype="torch.int64", high=index_high(modules), guessed=False)
-        tried = tuple(ids if s is spec else s for s in inputs)
-        try:
-            return tried, _probe_values(traced, program, tried, index_tried=True)
-        except FeatDimsError:  # and a node input's width to find
-            try:
-                return _with_candidate_width(traced, program, model, tried)
-            except (FeatDimsError, UnsupportedOperationError, _IndexFailure):
-                continue
-        except UnsupportedOperationError:
-            continue
-    return inputs, _probe_values(traced, program, inputs, index_tried=True)  # raises the refusal
-
-
-def _with_graph_field_shapes(traced: Traced, program: Program, inputs: tuple[InputSpec, ...],
-                             given: dict[str, tuple[int, ...]],
-                             failure: Exception) -> tuple[tuple[InputSpec, ...], dict[str, Any]]:
-    """forward failed at the widths found for data it reads from its graph (a module traced into
-    reading `g.srcdata["norm"]` as `h * norm` in layers of other widths, `g.edata["w"].view(-1,
-    1)`): one number per row, as such norms and weights are, where forward runs with it (a
-    column on nodes first, a flat tensor on edges), or `failure`."""
-    fields = {target for target, _, _ in program.graph_data}
-    free = [s for s in inputs if s.param in fields and s.param not in given and s.dtype != "torch.int64"]
-    if not free:
-        raise failure
-    for node_shape, edge_shape in (((1,), ()), ((1,), (1,)), ((), ())):
-        tried = tuple(replace(s, shape=node_shape if s.rows == "node" else edge_shape, guessed=True)
-                      if s in free else s for s in inputs)
-        try:
-            return tried, _probe_values(traced, program, tried)
-        except (FeatDimsError, UnsupportedOperationError, _IndexFailure):
-            continue
-    raise failure
-
-
-def _probe_values(traced: Traced, program: Program, inputs: tuple[InputSpec, ...],
-                  index_tried: bool = False) -> dict[str, Any]:
+def _probe_values(traced: Traced, program: Program, inputs: tuple[InputSpec, ...]) -> dict[str, Any]:
     gen = torch.Generator().manual_seed(0)
     paths = metapaths(program)  # a heterograph whose metapath graphs have PROBE_NODES nodes and self-loops
     g = random_metapath_graph(paths, PROBE_NODES, zero_in_degree=False) if paths else probe_graph()
@@ -228,46 +178,96 @@ def _probe_values(traced: Traced, program: Program, inputs: tuple[InputSpec, ...
             recorder.run(*args)
         except Exception as exc:
             _refuse_graph_field(traced, program, recorder.current, exc)
-            failure = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-            if is_index_failure(exc) and not index_tried:
-                raise _IndexFailure() from exc
-            if any(s.guessed for s in inputs) and missing_key(exc) is None:
-                raise unknown_width_error(inputs, failure) from None
-            if missing_key(exc) is not None:  # no width can help: say what is missing
-                raise UnsupportedOperationError(missing_key_refusal(missing_key(exc) or "", program,
-                                                                    recorder.current)) from None
-            raise UnsupportedOperationError(
-                f"running forward on a small probe graph with inputs of widths "
-                f"{ {s.param: s.shape for s in inputs} } failed with {failure}. If an "
-                "input width is wrong, give it with "
-                "--feat-dims NAME=WIDTH."
-            ) from None
+            try:
+                _refuse_failure(exc, inputs, program, recorder.current)
+            except (FeatDimsError, UnsupportedOperationError) as refusal:
+                refusal.indexed = is_index_failure(exc)  # type: ignore[attr-defined]  # _search_inputs
+                raise refusal from None
     return recorder.values
 
 
-def _with_candidate_width(traced: Traced, program: Program, model: torch.nn.Module,
-                          inputs: tuple[InputSpec, ...]) -> tuple[tuple[InputSpec, ...], dict[str, Any]]:
-    """Forward failed at the width guessed for node inputs nothing fixes: the first width a
-    module traced into declares for what forward computes from them (TAGConv(4, ...) on
-    `x * 0.5`), or a Linear inside a user's message-passing module reads (its first may
-    project something else), at which it runs, or the refusal that asks for --feat-dims."""
-    for width in dict.fromkeys((*traced.candidate_widths, *_user_module_widths(program, model))):
-        tried = tuple(replace(s, shape=(width,), guessed=False) if s.guessed and s.rows == "node" else s
-                      for s in inputs)
-        try:
-            return tried, _probe_values(traced, program, tried)
-        except (FeatDimsError, UnsupportedOperationError, _IndexFailure):
-            continue
-    return inputs, _probe_values(traced, program, inputs, index_tried=True)  # raises the refusal again
+def _refuse_failure(exc: Exception, inputs: tuple[InputSpec, ...], program: Program, node: fx.Node | None) -> None:
+    """Raise the refusal of a run of forward on the probe graph that failed with `exc` at `node`."""
+    key = missing_key(exc)
+    if key is not None:  # no width can help: say what is missing
+        raise UnsupportedOperationError(missing_key_refusal(key, program, node))
+    failure = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    if any(s.guessed for s in inputs):
+        raise unknown_width_error(inputs, failure)
+    raise UnsupportedOperationError(
+        f"running forward on a small probe graph with inputs of widths "
+        f"{ {s.param: s.shape for s in inputs} } failed with {failure}. If an "
+        "input width is wrong, give it with "
+        "--feat-dims NAME=WIDTH."
+    )
+
+
+def _search_inputs(traced: Traced, program: Program, model: torch.nn.Module, inputs: tuple[InputSpec, ...],
+                   given: dict[str, tuple[int, ...]],
+                   failure: Exception) -> tuple[tuple[InputSpec, ...], dict[str, Any]]:
+    """forward failed on the probe graph at the inputs found: the first inputs, changed in the
+    ways below where nothing fixed them, at which it runs, or `failure`.
+
+    - node inputs whose width nothing fixes: the widths that modules traced into declare for
+      what forward computes from them (TAGConv(4, ...) on `x * 0.5`), then those that a Linear
+      or weight matrix inside a user's message-passing module reads (its first may project
+      something else);
+    - a float input used as an index (`self.weight[etype]`): IDs below the leading size of every
+      table of the modules that read it (graph_fields.index_high), an edge input first;
+    - data forward reads from its graph (a module traced into reading `g.srcdata["norm"]` as
+      `h * norm` in layers of other widths, `g.edata["w"].view(-1, 1)`), and edge inputs whose
+      width nothing fixes: one number per row, as such norms and weights are (a column on
+      nodes, flat on edges first).
+
+    Widths vary fastest, then the data's shapes, then which input is IDs (only where a run
+    failed using a float as an index): each combination is one run on a small graph."""
+    users = program.consumers()
+    free = [s for s in inputs if s.param not in given and s.dtype != "torch.int64"]
+    fields = {target for target, _, _ in program.graph_data}
+    widths = list(dict.fromkeys((*traced.candidate_widths, *_user_module_widths(program, model))))
+    index_choices: list[InputSpec | None] = [None, *sorted(free, key=lambda s: s.rows != "edge")]
+    shapes: list[tuple[tuple[int, ...], tuple[int, ...]] | None] = [None, ((1,), ()), ((1,), (1,)), ((), ())]
+
+    def changed(spec: InputSpec, ids: InputSpec | None, width: int | None,
+                shape: tuple[tuple[int, ...], tuple[int, ...]] | None) -> InputSpec:
+        if spec is ids:
+            modules = [model.get_submodule(program.module_path(program.op(u))) for u in users[spec.name]
+                       if program.op(u).kind in ("mp", "module")] or [model]
+            return replace(spec, shape=(), dtype="torch.int64", high=index_high(modules), guessed=False)
+        if shape is not None and spec in free and (spec.param in fields or spec.guessed and spec.rows == "edge"):
+            return replace(spec, shape=shape[0] if spec.rows == "node" else shape[1], guessed=True)
+        if width is not None and spec.guessed and spec.rows == "node":
+            return replace(spec, shape=(width,), guessed=False)
+        return spec
+
+    # IDs only where forward used a float as an index: a float input that runs as integers is
+    # not one
+    indexed = getattr(failure, "indexed", False)
+    for ids in index_choices:
+        for shape in shapes:
+            for width in [None, *widths]:
+                if shape is ids is width is None:
+                    continue  # the inputs that failed
+                if ids is not None and not indexed:
+                    raise failure
+                tried = tuple(changed(s, ids, width, shape) for s in inputs)
+                try:
+                    return tried, _probe_values(traced, program, tried)
+                except (FeatDimsError, UnsupportedOperationError) as exc:
+                    indexed = indexed or getattr(exc, "indexed", False)
+    raise failure
 
 
 def _user_module_widths(program: Program, model: torch.nn.Module) -> list[int]:
-    """The in_features of the Linears inside users' message-passing modules, in order."""
+    """The in_features of the Linears inside users' message-passing modules, in order, then the
+    rows of the weight matrices they hold themselves (`h @ self.weight`, a relation's
+    `self.weight[etype]` of shape (relations, in, out))."""
     widths = []
     for op in program.ops:
         if op.kind == "mp" and op.mp is not None and not op.mp.inline and op.mp.verified is False:
             module = model.get_submodule(program.module_path(op))
             widths += [m.in_features for m in module.modules() if isinstance(m, torch.nn.Linear)]
+            widths += [int(p.shape[-2]) for p in module.parameters(recurse=False) if p.dim() >= 2]
     return widths
 
 
@@ -321,14 +321,9 @@ def infer_attributes(traced: Traced, program: Program, model: torch.nn.Module,
     _refuse_graph_access(program)
     inputs = infer_inputs(program, model, given or {}, dict(traced.declared_widths))
     try:
-        try:
-            values = _probe_values(traced, program, inputs)
-        except FeatDimsError:
-            inputs, values = _with_candidate_width(traced, program, model, inputs)
-        except _IndexFailure:
-            inputs, values = _with_index_inputs(traced, program, model, inputs)
+        values = _probe_values(traced, program, inputs)
     except (FeatDimsError, UnsupportedOperationError) as failure:
-        inputs, values = _with_graph_field_shapes(traced, program, inputs, given or {}, failure)
+        inputs, values = _search_inputs(traced, program, model, inputs, given or {}, failure)
     specs = {s.name: s for s in inputs}
     info: dict[str, TensorInfo] = {}
     for op in program.ops:

@@ -20,6 +20,7 @@ from gnn_codegen.errors import (
 from gnn_codegen.format import format_source
 from gnn_codegen.edge_masks import fold_edge_masks
 from gnn_codegen.functionalize import functionalize
+from gnn_codegen.graph_fields import field_view, give_graph_data
 from gnn_codegen.graph_proxy import BATCH_SIZE
 from gnn_codegen.hetero.generate import generate_hetero
 from gnn_codegen.hetero.schema import is_heterogeneous
@@ -233,12 +234,16 @@ def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], 
     # modules refused for reading out-degrees that could not be traced into either: called
     # with the whole graph's out-degrees on each block (write_out.py), and proven so
     out_degrees_of_graph: frozenset[type] = frozenset()
+    # modules that read data of their graph and could not be traced into: called with the user's
+    # graph's data set on each block (graph_fields.give_graph_data), by class: (view, key), ...
+    fields_of: dict[type, tuple[tuple[str, str], ...]] = {}
     # the probe's refusal of the module traced into last: earlier ones traced, so a failure now
     # is this one's
     refusal: UnsupportedModuleError | None = None
     while True:
         try:
             traced = trace(loaded.model, loaded.path, leaves, forced_mp, through, frozenset(feat_dims))
+            traced = give_graph_data(traced, fields_of)
             _check_feat_dims(traced, feat_dims)
             write_out(traced.graph_module, traced.graph_arg, out_degrees_of_graph)
             program = lower(traced, vars(loaded.module), loaded.path, forced_mp)
@@ -248,7 +253,11 @@ def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], 
             return traced, program, attrs, notes
         except UnsupportedModuleError as exc:
             module_class = getattr(exc, "module_class", None)
-            if module_class is None or module_class in through | out_degrees_of_graph:
+            more = _more_graph_data(fields_of, module_class, getattr(exc, "graph_field", None))
+            if more is not None:  # given its graph's data, it reads one more field
+                fields_of = more
+                continue
+            if module_class is None or module_class in through | out_degrees_of_graph | set(fields_of):
                 raise (refusal or exc) from None
             refusal = exc
             through = through | {module_class}
@@ -257,11 +266,33 @@ def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], 
         except GnnCodegenError:
             if refusal is None:
                 raise
+            # the module refused could not be traced into: what it reads of its graph is given
+            # to it on each block instead, where the refusal says what that is
             module_class = getattr(refusal, "module_class", None)
-            if not getattr(refusal, "reads_out_degrees", False) or module_class in out_degrees_of_graph:
+            if module_class in fields_of or module_class in out_degrees_of_graph:
+                raise refusal from None
+            more = _more_graph_data({**fields_of, module_class: ()}, module_class,
+                                    getattr(refusal, "graph_field", None))
+            if more is not None:
+                fields_of = more
+            elif getattr(refusal, "reads_out_degrees", False):
+                out_degrees_of_graph = out_degrees_of_graph | {module_class}
+            else:
                 raise refusal from None
             through = through - {module_class}
-            out_degrees_of_graph = out_degrees_of_graph | {module_class}
+
+
+def _more_graph_data(fields_of: dict[type, tuple[tuple[str, str], ...]], module_class: type | None,
+                     key: str | None) -> dict[type, tuple[tuple[str, str], ...]] | None:
+    """fields_of with the field `key` that a module given its graph's data reads too, or None
+    where it is not such a module, the field is given already, or its source does not say
+    whether it reads it on edges or nodes."""
+    if module_class not in fields_of or key is None:
+        return None
+    view = field_view(module_class, key)
+    if view is None or (view, key) in fields_of[module_class]:
+        return None
+    return {**fields_of, module_class: (*fields_of[module_class], (view, key))}
 
 
 def _check_classes(model: torch.nn.Module, option: str, names: tuple[str, ...]) -> None:

@@ -106,7 +106,10 @@ def _diagnosis(module: torch.nn.Module, failed_on_block: bool = False) -> tuple[
     except (OSError, TypeError):
         return _NOT_ON_BLOCKS if failed_on_block else _UNKNOWN
     calls = re.findall(r"\.(?:update_all|multi_update_all|send_and_recv|pull|push)\(|dgl\.ops\.[a-z_]+\(", source)
-    in_a_loop = re.search(r"^(\s*)for\b.*:\n(?:\1\s+.*\n)*?\1\s+.*\.update_all\(", source, re.MULTILINE)
+    # a call in a loop's body (`for _ in range(self.k):`), DGL's sparse operators too
+    # (`dgl.ops.copy_u_sum(g, y)`)
+    in_a_loop = re.search(r"^(\s*)for\b.*:\n(?:\1\s+.*\n)*?\1\s+.*(?:\.(?:update_all|send_and_recv|pull|push)\("
+                          r"|dgl\.ops\.[a-z_]+\()", source, re.MULTILINE)
     if len(calls) > 1 or in_a_loop:
         return _ROUNDS
     if "out_degrees" in source:

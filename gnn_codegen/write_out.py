@@ -39,8 +39,8 @@ ONCE_PER_NODE = ", once per node"
 SECTIONS = (
     "sage_conv_mean", "graph_conv_source", "graph_conv_aggregate", "gat_conv_source",
     "gat_conv_aggregate", "attention_term", "attention_weighted_sum", "check_in_degrees",
-    # a user's module given the whole graph's out-degrees on a block (with_graph_out_degrees)
-    "with_graph_out_degrees",
+    # a user's module given the whole graph's out-degrees or data on a block (graph_fields.py)
+    "with_graph_out_degrees", "with_graph_data",
     # not convolutions: an LSTM's and a GRU's step with its states rows first (rows_first.py)
     "lstm_step", "gru_step",
 )
@@ -51,7 +51,7 @@ MESSAGE_PASSING = {
     "with_graph_out_degrees": ("graph", "src", "src"),
 }
 # helpers around a user's module, which probe.py proves exact on blocks as it does the module
-PROVEN_ON_BLOCKS = frozenset({"with_graph_out_degrees"})
+PROVEN_ON_BLOCKS = frozenset({"with_graph_out_degrees", "with_graph_data"})
 # what each section calls, so that a module that uses one gets those too
 NEEDS = {
     "gat_conv_source": ("attention_term",),

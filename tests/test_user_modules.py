@@ -22,7 +22,11 @@ CASES = {
     # 6b: graph data read inside the module, followed into it and read from the user's graph
     "EdgeWeightNet": (GenerateOptions(init=SIZES), 2),
     "StoredNormGCN": (GenerateOptions(init=SIZES), 2),
-    # 6b: edge types passed as the refusal of RelationalNet says, used as an index
+    # 6b: edge types or an edge norm read in a Python message function: the module is kept
+    # whole and each block carries the user's graph's data (with the module's own arguments)
+    "RelationalNet": (GenerateOptions(init=SIZES), 2),
+    "NormedRGCN": (GenerateOptions(init=SIZES), 2),
+    # 6b: edge types passed as an argument, used as an index
     "RelationalNetByArgument": (GenerateOptions(init=SIZES), 2),
     # 6d: a symmetric norm from the module's own graph.out_degrees(), traced into, or kept whole
     # (edge_softmax) and given the whole graph's out-degrees on each block
@@ -33,6 +37,8 @@ CASES = {
     "CorrectAndSmooth": (GenerateOptions(init='{"in_size": 8, "out_size": 3}'), 3),
     "DAGNN": (GenerateOptions(init=SIZES), 3),
     "GPRGNN": (GenerateOptions(init=SIZES), 3),
+    # 7: rounds over edge weights forward passes in: one number per edge, found by running it
+    "WeightedRoundsNet": (GenerateOptions(init='{"in_size": 8, "out_size": 3}'), 2),
     # 9: a GRU's and an LSTM's state over layers kept as (1, N, d)
     "SAGEWithGRUState": (GenerateOptions(init=SIZES), 2),
     "SAGEWithLSTMState": (GenerateOptions(init=SIZES), 2),
@@ -83,28 +89,41 @@ def test_graph_data_read_in_a_module_comes_from_the_users_graph(monkeypatch: pyt
     assert (etype.rows, etype.shape, etype.dtype, etype.high) == ("edge", (), "torch.int64", 3)
 
 
-def test_a_graph_field_read_in_a_python_message_function_is_refused_with_a_way_that_works(
+def test_a_graph_field_read_in_a_python_message_function_is_set_on_each_block(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """6b, 6c: MyRelConv reads edges.data["etype"] in a Python message function, which cannot be
-    followed. The refusal names the field and asks for it as an argument, which works
-    (RelationalNetByArgument, above); it never suggests --feat-dims, which cannot help."""
+    """6b: MyRelConv reads edges.data["etype"] in a Python message function, which cannot be
+    followed: each block carries the user's graph's edge types while it runs, proven on blocks
+    and checked; edge types as IDs below the relation count. With the input's width given, as
+    the old message asked (--feat-dims), the same."""
+    monkeypatch.chdir(REPO)
+    for options in (GenerateOptions(init=SIZES), GenerateOptions(init=SIZES, feat_dims="x=8")):
+        generated = generate_all(f"{MODEL}:RelationalNet", options)
+        assert 'etype = g.edata["etype"]' in generated.source
+        assert '_with_graph_data(self.conv2, block, h1, (("edata", "etype"),), etype)' in generated.source
+        [etype] = [s for s in generated.attributes.inputs if s.param == "etype"]
+        assert (etype.rows, etype.shape, etype.dtype, etype.high) == ("edge", (), "torch.int64", 3)
+
+
+def test_a_graph_field_read_where_the_call_cannot_be_rewritten_is_refused_with_ways_that_work(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """6b, 6c: NormedRGCNByKeyword passes the edge types by keyword, so the call cannot carry the
+    field too: refused, naming the field and two ways that work (by position: NormedRGCN; as an
+    argument: RelationalNetByArgument), never --feat-dims, which cannot help."""
     monkeypatch.chdir(REPO)
     with pytest.raises(errors.UnsupportedModuleError) as refused:
-        generate_all(f"{MODEL}:RelationalNet", GenerateOptions(init=SIZES))
+        generate_all(f"{MODEL}:NormedRGCNByKeyword", GenerateOptions(init=SIZES))
     assert str(refused.value) == (
-        'tests/models/user_modules.py:90 (`h = F.relu(self.conv1(g, x))`): self.conv1 (MyRelConv, the '
-        'class at tests/models/user_modules.py:64) reads "etype" of the graph it is given (graph.edata, '
-        "srcdata, dstdata or ndata, or edges.data in a message function), data the user's graph carries "
-        "and a block of layer-wise inference does not. gnn-codegen gives a module such data where it can "
-        "follow the module's message passing (update_all with DGL's built-in functions, dgl.function), and "
-        "this module's it cannot follow. Read the field in forward and pass it to the module as an argument "
-        '(`self.conv1(g, h, g.edata["etype"])`, the module setting it on its graph), or evaluate this model '
-        "with its full-graph forward."
+        "tests/models/user_modules.py:470 (`return self.conv2(g, F.relu(self.conv1(g, x, etypes=etypes)), "
+        "etypes=etypes)`): self.conv1 (NormedRelConv, the class at tests/models/user_modules.py:436) reads "
+        '"norm" of the graph it is given (graph.edata, srcdata, dstdata or ndata, or edges.data in a message '
+        "function), data the user's graph carries and a block of layer-wise inference does not. gnn-codegen "
+        "gives a module the data of forward's own graph on each block where it calls the module on that "
+        "graph with its arguments by position, and follows what the module reads where its message passing "
+        "is update_all with DGL's built-in functions (dgl.function); this module and its call are neither. "
+        "Call the module on forward's graph with its arguments by position, or read the field in forward and "
+        'pass it to the module as an argument (`self.conv1(g, h, g.edata["norm"])`, the module setting it on '
+        "its graph), or evaluate this model with its full-graph forward."
     )
-    # with the input's width given, as the old message asked: the same refusal, not another
-    with pytest.raises(errors.UnsupportedModuleError) as again:
-        generate_all(f"{MODEL}:RelationalNet", GenerateOptions(init=SIZES, feat_dims="x=8"))
-    assert str(again.value) == str(refused.value)
 
 
 def test_a_missing_edge_field_never_asks_for_feat_dims(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -116,14 +135,18 @@ def test_a_missing_edge_field_never_asks_for_feat_dims(monkeypatch: pytest.Monke
     assert generated.verification is not None and generated.verification.ok
 
 
-def test_rounds_of_python_message_functions_stay_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    """7: a loop of update_all with a Python message and reduce cannot be followed round by
-    round; the refusal says so."""
+@pytest.mark.parametrize("name", ["UDFRoundsNet", "OpsSmoothing"])
+def test_rounds_that_cannot_be_followed_stay_refused_as_rounds(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """7: a loop of update_all with a Python message and reduce, or of dgl.ops.copy_u_sum,
+    cannot be followed round by round; the refusal says it runs rounds (OpsLabelPropagation
+    also reads out-degrees, which it was once told was the reason, and which alone would not
+    keep it from running) and how to make each round a call of its own."""
     monkeypatch.chdir(REPO)
     with pytest.raises(errors.UnsupportedModuleError) as refused:
-        generate_all(f"{MODEL}:UDFRoundsNet", GenerateOptions(init='{"in_size": 8, "out_size": 3}'))
+        generate_all(f"{MODEL}:{name}", GenerateOptions(init='{"in_size": 8, "out_size": 3}'))
     message = str(refused.value)
     assert "it runs several rounds of message passing, each one hop further" in message
+    assert "Make each round its own single-hop module call in forward" in message
     assert "--feat-dims" not in message
 
 

@@ -431,3 +431,94 @@ class UDFRoundsNet(nn.Module):
 
     def forward(self, g, x):
         return self.prop(g, self.lin(x))
+
+
+class NormedRelConv(nn.Module):
+    """An R-GCN layer of the old style: edge types passed in, the norm read from the graph's
+    edges in its message function; called with an argument beyond the features."""
+
+    def __init__(self, in_dim, out_dim, num_rels):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(num_rels, in_dim, out_dim) * 0.1)
+
+    def message(self, edges):
+        w = self.weight[edges.data["rel"]]
+        return {"m": torch.bmm(edges.src["h"].unsqueeze(1), w).squeeze(1) * edges.data["norm"]}
+
+    def forward(self, g, h, etypes):
+        with g.local_scope():
+            g.srcdata["h"] = h
+            g.edata["rel"] = etypes
+            g.update_all(self.message, fn.sum("m", "h"))
+            return g.dstdata["h"]
+
+
+class NormedRGCN(nn.Module):
+    def __init__(self, in_size, hid_size, out_size, num_rels=3):
+        super().__init__()
+        self.conv1 = NormedRelConv(in_size, hid_size, num_rels)
+        self.conv2 = NormedRelConv(hid_size, out_size, num_rels)
+
+    def forward(self, g, x, etypes):
+        return self.conv2(g, F.relu(self.conv1(g, x, etypes)), etypes)
+
+
+class NormedRGCNByKeyword(NormedRGCN):
+    """NormedRGCN calling its layers with the edge types by keyword."""
+
+    def forward(self, g, x, etypes):
+        return self.conv2(g, F.relu(self.conv1(g, x, etypes=etypes)), etypes=etypes)
+
+
+class OpsLabelPropagation(nn.Module):
+    """Label propagation written with DGL's sparse operators, clamped in place after each round."""
+
+    def __init__(self, k, alpha):
+        super().__init__()
+        self.k, self.alpha = k, alpha
+
+    def forward(self, g, y):
+        y0 = (1 - self.alpha) * y
+        src_norm = g.out_degrees().float().clamp(min=1).pow(-0.5).unsqueeze(1)
+        dst_norm = g.in_degrees().float().clamp(min=1).pow(-0.5).unsqueeze(1)
+        for _ in range(self.k):
+            y = dgl.ops.copy_u_sum(g, y * src_norm) * dst_norm
+            y = (y0 + self.alpha * y).clamp_(0.0, 1.0)
+        return y
+
+
+class OpsSmoothing(nn.Module):
+    def __init__(self, in_size, out_size):
+        super().__init__()
+        self.lin = nn.Linear(in_size, out_size)
+        self.lp = OpsLabelPropagation(3, 0.9)
+
+    def forward(self, g, x):
+        return self.lp(g, torch.softmax(self.lin(x), -1))
+
+
+class WeightedRounds(nn.Module):
+    """Rounds over edge weights forward passes in, each round's sum normalised per node."""
+
+    def __init__(self, k):
+        super().__init__()
+        self.k = k
+
+    def forward(self, g, h, w):
+        with g.local_scope():
+            g.edata["w"] = w
+            for _ in range(self.k):
+                g.srcdata["h"] = h
+                g.update_all(fn.u_mul_e("h", "w", "m"), fn.sum("m", "h"))
+                h = F.normalize(g.dstdata["h"], dim=-1)
+            return h
+
+
+class WeightedRoundsNet(nn.Module):
+    def __init__(self, in_size, out_size):
+        super().__init__()
+        self.lin = nn.Linear(in_size, out_size)
+        self.prop = WeightedRounds(2)
+
+    def forward(self, g, x, w):
+        return self.prop(g, self.lin(x), w)

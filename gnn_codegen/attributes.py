@@ -17,6 +17,9 @@ import torch.fx as fx
 from gnn_codegen.edge_weight_norm import EDGE_WEIGHT_NORM
 from gnn_codegen.errors import FeatDimsError, UnsupportedOperationError, internal
 from gnn_codegen.ir import Op, Program, Ref
+from gnn_codegen.graph_fields import (
+    field_refusal, index_high, is_index_failure, missing_key, missing_key_refusal, reads_key,
+)
 from gnn_codegen.input_specs import InputSpec, infer_inputs, unknown_width_error
 from gnn_codegen.metapaths import metapaths, random_metapath_graph
 from gnn_codegen.node_reductions import RUNTIME_METHODS, node_reduction
@@ -128,11 +131,30 @@ class _Recorder(fx.Interpreter):
     def __init__(self, gm: fx.GraphModule):
         super().__init__(gm)
         self.values: dict[str, Any] = {}
+        self.current: fx.Node | None = None  # the node running (where forward failed)
 
     def run_node(self, n: fx.Node) -> Any:
+        self.current = n
         result = super().run_node(n)
         self.values[n.name] = result
         return result
+
+
+def _refuse_graph_field(traced: Traced, program: Program, node: fx.Node | None, exc: Exception) -> None:
+    """forward failed in a user's message-passing module reading data of its graph that the
+    probe graph lacks: refuse it so that pipeline.py traces into it (graph_fields.py)."""
+    key = missing_key(exc)
+    if key is None or node is None or node.op != "call_module" or node.name not in program.by_name:
+        return
+    from gnn_codegen.probe import class_and_where  # probe imports the plan, which reads attributes
+
+    op = program.op(node.name)
+    if op.kind != "mp" or op.mp is None or op.mp.verified:
+        return
+    module = traced.model.get_submodule(str(node.target))
+    if reads_key(module, key):
+        raise field_refusal(op.location or "forward", op.accessor, class_and_where(module), key,
+                            type(module)) from None
 
 
 def _probe_values(traced: Traced, program: Program, inputs: tuple[InputSpec, ...]) -> dict[str, Any]:
@@ -155,31 +177,98 @@ def _probe_values(traced: Traced, program: Program, inputs: tuple[InputSpec, ...
         try:
             recorder.run(*args)
         except Exception as exc:
-            failure = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-            if any(s.guessed for s in inputs):
-                raise unknown_width_error(inputs, failure) from None
-            raise UnsupportedOperationError(
-                f"running forward on a small probe graph with inputs of widths "
-                f"{ {s.param: s.shape for s in inputs} } failed with {failure}. If an "
-                "input width is wrong, give it with "
-                "--feat-dims NAME=WIDTH."
-            ) from None
+            _refuse_graph_field(traced, program, recorder.current, exc)
+            try:
+                _refuse_failure(exc, inputs, program, recorder.current)
+            except (FeatDimsError, UnsupportedOperationError) as refusal:
+                refusal.indexed = is_index_failure(exc)  # type: ignore[attr-defined]  # _search_inputs
+                raise refusal from None
     return recorder.values
 
 
-def _with_candidate_width(traced: Traced, program: Program,
-                          inputs: tuple[InputSpec, ...]) -> tuple[tuple[InputSpec, ...], dict[str, Any]]:
-    """Forward failed at the width guessed for node inputs nothing fixes: the first width a
-    module traced into declares for what forward computes from them (TAGConv(4, ...) on
-    `x * 0.5`) at which it runs, or the refusal that asks for --feat-dims."""
-    for width in traced.candidate_widths:
-        tried = tuple(replace(s, shape=(width,), guessed=False) if s.guessed and s.rows == "node" else s
-                      for s in inputs)
-        try:
-            return tried, _probe_values(traced, program, tried)
-        except (FeatDimsError, UnsupportedOperationError):
-            continue
-    return inputs, _probe_values(traced, program, inputs)  # raises the refusal again
+def _refuse_failure(exc: Exception, inputs: tuple[InputSpec, ...], program: Program, node: fx.Node | None) -> None:
+    """Raise the refusal of a run of forward on the probe graph that failed with `exc` at `node`."""
+    key = missing_key(exc)
+    if key is not None:  # no width can help: say what is missing
+        raise UnsupportedOperationError(missing_key_refusal(key, program, node))
+    failure = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    if any(s.guessed for s in inputs):
+        raise unknown_width_error(inputs, failure)
+    raise UnsupportedOperationError(
+        f"running forward on a small probe graph with inputs of widths "
+        f"{ {s.param: s.shape for s in inputs} } failed with {failure}. If an "
+        "input width is wrong, give it with "
+        "--feat-dims NAME=WIDTH."
+    )
+
+
+def _search_inputs(traced: Traced, program: Program, model: torch.nn.Module, inputs: tuple[InputSpec, ...],
+                   given: dict[str, tuple[int, ...]],
+                   failure: Exception) -> tuple[tuple[InputSpec, ...], dict[str, Any]]:
+    """forward failed on the probe graph at the inputs found: the first inputs, changed in the
+    ways below where nothing fixed them, at which it runs, or `failure`.
+
+    - node inputs whose width nothing fixes: the widths that modules traced into declare for
+      what forward computes from them (TAGConv(4, ...) on `x * 0.5`), then those that a Linear
+      or weight matrix inside a user's message-passing module reads (its first may project
+      something else);
+    - a float input used as an index (`self.weight[etype]`): IDs below the leading size of every
+      table of the modules that read it (graph_fields.index_high), an edge input first;
+    - data forward reads from its graph (a module traced into reading `g.srcdata["norm"]` as
+      `h * norm` in layers of other widths, `g.edata["w"].view(-1, 1)`), and edge inputs whose
+      width nothing fixes: one number per row, as such norms and weights are (a column on
+      nodes, flat on edges first).
+
+    Widths vary fastest, then the data's shapes, then which input is IDs (only where a run
+    failed using a float as an index): each combination is one run on a small graph."""
+    users = program.consumers()
+    free = [s for s in inputs if s.param not in given and s.dtype != "torch.int64"]
+    fields = {target for target, _, _ in program.graph_data}
+    widths = list(dict.fromkeys((*traced.candidate_widths, *_user_module_widths(program, model))))
+    index_choices: list[InputSpec | None] = [None, *sorted(free, key=lambda s: s.rows != "edge")]
+    shapes: list[tuple[tuple[int, ...], tuple[int, ...]] | None] = [None, ((1,), ()), ((1,), (1,)), ((), ())]
+
+    def changed(spec: InputSpec, ids: InputSpec | None, width: int | None,
+                shape: tuple[tuple[int, ...], tuple[int, ...]] | None) -> InputSpec:
+        if spec is ids:
+            modules = [model.get_submodule(program.module_path(program.op(u))) for u in users[spec.name]
+                       if program.op(u).kind in ("mp", "module")] or [model]
+            return replace(spec, shape=(), dtype="torch.int64", high=index_high(modules), guessed=False)
+        if shape is not None and spec in free and (spec.param in fields or spec.guessed and spec.rows == "edge"):
+            return replace(spec, shape=shape[0] if spec.rows == "node" else shape[1], guessed=True)
+        if width is not None and spec.guessed and spec.rows == "node":
+            return replace(spec, shape=(width,), guessed=False)
+        return spec
+
+    # IDs only where forward used a float as an index: a float input that runs as integers is
+    # not one
+    indexed = getattr(failure, "indexed", False)
+    for ids in index_choices:
+        for shape in shapes:
+            for width in [None, *widths]:
+                if shape is ids is width is None:
+                    continue  # the inputs that failed
+                if ids is not None and not indexed:
+                    raise failure
+                tried = tuple(changed(s, ids, width, shape) for s in inputs)
+                try:
+                    return tried, _probe_values(traced, program, tried)
+                except (FeatDimsError, UnsupportedOperationError) as exc:
+                    indexed = indexed or getattr(exc, "indexed", False)
+    raise failure
+
+
+def _user_module_widths(program: Program, model: torch.nn.Module) -> list[int]:
+    """The in_features of the Linears inside users' message-passing modules, in order, then the
+    rows of the weight matrices they hold themselves (`h @ self.weight`, a relation's
+    `self.weight[etype]` of shape (relations, in, out))."""
+    widths = []
+    for op in program.ops:
+        if op.kind == "mp" and op.mp is not None and not op.mp.inline and op.mp.verified is False:
+            module = model.get_submodule(program.module_path(op))
+            widths += [m.in_features for m in module.modules() if isinstance(m, torch.nn.Linear)]
+            widths += [int(p.shape[-2]) for p in module.parameters(recurse=False) if p.dim() >= 2]
+    return widths
 
 
 def _describe(op: Op) -> str:
@@ -233,8 +322,8 @@ def infer_attributes(traced: Traced, program: Program, model: torch.nn.Module,
     inputs = infer_inputs(program, model, given or {}, dict(traced.declared_widths))
     try:
         values = _probe_values(traced, program, inputs)
-    except FeatDimsError:
-        inputs, values = _with_candidate_width(traced, program, inputs)
+    except (FeatDimsError, UnsupportedOperationError) as failure:
+        inputs, values = _search_inputs(traced, program, model, inputs, given or {}, failure)
     specs = {s.name: s for s in inputs}
     info: dict[str, TensorInfo] = {}
     for op in program.ops:

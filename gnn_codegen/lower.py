@@ -23,12 +23,13 @@ from gnn_codegen.edge_weight_norm import EDGE_WEIGHT_NORM, MODULE_PATH, normaliz
 from gnn_codegen.errors import (
     GraphValueError, InternalError, UnsupportedModuleError, UnsupportedOperationError, internal,
 )
+from gnn_codegen.graph_fields import data_roles
 from gnn_codegen.inline_mp import ROLE, message_fields, update_all
 from gnn_codegen.ir import MessagePassing, Op, Program, Ref
 from gnn_codegen.known_modules import MULTI_HOP, facts_for, is_dgl_module, is_message_passing, refusal_reason
 from gnn_codegen.rowwise import EVAL_IDENTITY_MODULES, qualified_name
 from gnn_codegen.trace import Traced
-from gnn_codegen.write_out import MESSAGE_PASSING, helper_name
+from gnn_codegen.write_out import MESSAGE_PASSING, PROVEN_ON_BLOCKS, helper_name
 
 # Graph methods whose result, for a graph, is a tensor of the graph alone: computed once on the
 # whole graph and read per batch like an input (ir.OpKind "graph_value").
@@ -344,6 +345,10 @@ def _written_out(node: fx.Node, modules: dict[str, torch.nn.Module], traced: Tra
     target = str(module_node.target) if isinstance(module_node, fx.Node) else ""
     cls = type(modules[target]).__name__ if target in modules else ""
     where = accessor(traced.model, target) if target else ""
+    if section in PROVEN_ON_BLOCKS:  # the user's module inside reads its source rows as it likes
+        roles = MESSAGE_PASSING.get(section) or data_roles(node.args[3], len(node.args) - 4 - len(node.args[3]))
+        mp = MessagePassing(cls, verified=False, helper=section, roles=roles)
+        return Op(node.name, "mp", section, args, kwargs, location, mp, cls, where, helper=section)
     if section in MESSAGE_PASSING:
         mp = MessagePassing(cls, sources_in_place=True, helper=section, roles=MESSAGE_PASSING[section])
         return Op(node.name, "mp", section, args, kwargs, location, mp, cls, where, helper=section)

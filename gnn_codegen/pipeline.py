@@ -21,6 +21,7 @@ from gnn_codegen.errors import (
 from gnn_codegen.format import format_source
 from gnn_codegen.edge_masks import fold_edge_masks
 from gnn_codegen.functionalize import functionalize
+from gnn_codegen.graph_fields import field_view, give_graph_data
 from gnn_codegen.graph_proxy import BATCH_SIZE
 from gnn_codegen.hetero.generate import generate_hetero
 from gnn_codegen.hetero.schema import is_heterogeneous
@@ -165,7 +166,7 @@ def _generate_all(target: str, options: GenerateOptions) -> Generated:
             "leave it out for a model of one node and edge type."
         )
     namespace = vars(loaded.module)
-    traced, program, attrs = _proven_program(loaded, feat_dims, leaves, forced_mp)
+    traced, program, attrs, proof_notes = _proven_program(loaded, feat_dims, leaves, forced_mp)
     plan = build_plan(program, attrs, options.fanout, options.optimize)
     if options.optimize and not plan.cut.placement.optimal:
         warnings += (
@@ -183,8 +184,8 @@ def _generate_all(target: str, options: GenerateOptions) -> Generated:
                               and ends_with_helpers(source, rendered.helpers) else "")
     generated = Generated(formatted, loaded, program, attrs, plan, warnings, target, rendered.buffers,
                           rendered.origins, method_name=options.method_name)
-    generated = replace(generated, notes=_stand_in_notes(loaded) + _decision_notes(program) + _width_notes(generated)
-                        + as_graph_notes(program))
+    generated = replace(generated, notes=_stand_in_notes(loaded) + _decision_notes(program) + proof_notes
+                        + _width_notes(generated) + as_graph_notes(program))
     if not options.verify:
         return generated
     result = verify(generated)
@@ -194,9 +195,9 @@ def _generate_all(target: str, options: GenerateOptions) -> Generated:
 def _width_notes(generated: Generated) -> tuple[str, ...]:
     """Inputs whose width no module fixes: checked at a width of gnn-codegen's choosing."""
     return tuple(
-        f"no module of the model fixes the width of forward's input {s.param}: checked with width "
-        f"{s.shape[0]}; the generated method takes the width it is given (give --feat-dims "
-        f"{s.param}=WIDTH to check yours)"
+        f"no module of the model fixes the width of forward's input {s.param}: checked with "
+        f"{f'width {s.shape[0]}' if s.shape else f'one number per {s.rows}'}; the generated method "
+        f"takes the width it is given (give --feat-dims {s.param}=WIDTH to check yours)"
         for s in generated.attributes.inputs if s.guessed
     )
 
@@ -224,46 +225,74 @@ def _stand_in_notes(loaded: LoadedModel) -> tuple[str, ...]:
 
 
 def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], leaves: frozenset[str],
-                    forced_mp: frozenset[str]) -> tuple[Traced, Program, Attributes]:
+                    forced_mp: frozenset[str]) -> tuple[Traced, Program, Attributes, tuple[str, ...]]:
     """Trace, lower and infer attributes, with every message-passing module proven exact on
     blocks. A user's module the probe refuses (several rounds of update_all, graph.ndata on a
     block, out-degrees) is traced into instead, where its update_all calls written with DGL's
     built-in functions become hops of their own; if that cannot be traced either, the probe's
-    refusal stands, unless the module is exact on each block as a graph over its source nodes
-    (a module that writes g.ndata, block_as_graph.py): it then runs so."""
+    refusal stands, but where it fails on a block only because `g.ndata` is ambiguous there and is
+    exact on each block as a graph over its source nodes (block_as_graph.py), or reads its
+    graph's out-degrees or data, which are given to it on each block. Also returns the proofs'
+    notes (probe.py)."""
     through: frozenset[type] = frozenset()
     # user modules that fail on a block, proven exact on each block as a graph over its
     # sources, whose tracing into failed: run so (block_as_graph.py)
     as_graph: frozenset[type] = frozenset()
+    # modules refused for reading out-degrees that could not be traced into either: called
+    # with the whole graph's out-degrees on each block (write_out.py), and proven so
+    out_degrees_of_graph: frozenset[type] = frozenset()
+    # modules that read data of their graph and could not be traced into: called with the user's
+    # graph's data set on each block (graph_fields.give_graph_data), by class: (view, key), ...
+    fields_of: dict[type, tuple[tuple[str, str], ...]] = {}
     # the probe's refusal of the module traced into last: earlier ones traced, so a failure now
     # is this one's
     refusal: UnsupportedModuleError | None = None
     while True:
         try:
             traced = trace(loaded.model, loaded.path, leaves, forced_mp, through, frozenset(feat_dims))
+            traced = give_graph_data(traced, fields_of)
             _check_feat_dims(traced, feat_dims)
-            write_out(traced.graph_module, traced.graph_arg)
+            write_out(traced.graph_module, traced.graph_arg, out_degrees_of_graph)
             program = lower(traced, vars(loaded.module), loaded.path, forced_mp)
             program = simplify(functionalize(fold_edge_masks(program)))
             attrs, probe_values = infer_attributes(traced, program, loaded.model, feat_dims, leaves)
-            program = prove_message_passing(program, loaded.model, probe_values, as_graph)
-            return traced, program, attrs
+            program, notes = prove_message_passing(program, loaded.model, probe_values, as_graph)
+            return traced, program, attrs, notes
         except UnsupportedModuleError as exc:
             module_class = getattr(exc, "module_class", None)
-            if (module_class is None or module_class in through) and not _exact_as_graph(refusal):
-                raise (refusal or exc) from None
-            if module_class is not None and module_class not in through:
+            more = _more_graph_data(fields_of, module_class, getattr(exc, "graph_field", None))
+            if more is not None:  # given its graph's data, it reads one more field
+                fields_of = more
+                continue
+            given = through | as_graph | out_degrees_of_graph | set(fields_of)
+            if module_class is not None and module_class not in given:
                 refusal = exc
                 through = through | {module_class}
                 continue
+            if not _exact_as_graph(refusal):
+                raise (refusal or exc) from None
         except (FeatDimsError, GraphValueError):
             if not _exact_as_graph(refusal):
                 raise  # the module could be followed, given its input's width or other weights: say that
         except GnnCodegenError:
+            if refusal is None:
+                raise
             if not _exact_as_graph(refusal):
-                if refusal is None:
-                    raise
-                raise refusal from None
+                # the module refused could not be traced into: what it reads of its graph is
+                # given to it on each block instead, where the refusal says what that is
+                module_class = getattr(refusal, "module_class", None)
+                if module_class in fields_of or module_class in out_degrees_of_graph:
+                    raise refusal from None
+                more = _more_graph_data({**fields_of, module_class: ()}, module_class,
+                                        getattr(refusal, "graph_field", None))
+                if more is not None:
+                    fields_of = more
+                elif getattr(refusal, "reads_out_degrees", False):
+                    out_degrees_of_graph = out_degrees_of_graph | {module_class}
+                else:
+                    raise refusal from None
+                through = through - {module_class}
+                continue
         # tracing into the module refused last failed, and it is exact on each block as a graph
         assert refusal is not None
         refused = getattr(refusal, "module_class")
@@ -274,6 +303,19 @@ def _exact_as_graph(refusal: UnsupportedModuleError | None) -> bool:
     """The probe refused the module traced into last for failing on a block, and found it exact
     on each block as a graph over its sources (probe._prove_all)."""
     return refusal is not None and getattr(refusal, "exact_as_graph", False)
+
+
+def _more_graph_data(fields_of: dict[type, tuple[tuple[str, str], ...]], module_class: type | None,
+                     key: str | None) -> dict[type, tuple[tuple[str, str], ...]] | None:
+    """fields_of with the field `key` that a module given its graph's data reads too, or None
+    where it is not such a module, the field is given already, or its source does not say
+    whether it reads it on edges or nodes."""
+    if module_class not in fields_of or key is None:
+        return None
+    view = field_view(module_class, key)
+    if view is None or (view, key) in fields_of[module_class]:
+        return None
+    return {**fields_of, module_class: (*fields_of[module_class], (view, key))}
 
 
 def _check_classes(model: torch.nn.Module, option: str, names: tuple[str, ...]) -> None:

@@ -31,6 +31,7 @@ from gnn_codegen.errors import UnsupportedModuleError
 from gnn_codegen.ir import Op, Program, Ref, iter_refs, map_refs
 from gnn_codegen.plan import mp_extra_arguments, mp_feature_spaces, mp_features
 from gnn_codegen.runtime import block_as_graph, runtime_class
+from gnn_codegen.write_out import HELPERS
 
 ATOL = RTOL = 1e-4
 # Graphs the module is proven on: a probe graph where every node has a self-loop, and one where
@@ -122,7 +123,10 @@ def _diagnosis(module: torch.nn.Module, failed_on_block: bool = False) -> tuple[
     except (OSError, TypeError):
         return _NOT_ON_BLOCKS if failed_on_block else _UNKNOWN
     calls = re.findall(r"\.(?:update_all|multi_update_all|send_and_recv|pull|push)\(|dgl\.ops\.[a-z_]+\(", source)
-    in_a_loop = re.search(r"^(\s*)for\b.*:\n(?:\1\s+.*\n)*?\1\s+.*\.update_all\(", source, re.MULTILINE)
+    # a call in a loop's body (`for _ in range(self.k):`), DGL's sparse operators too
+    # (`dgl.ops.copy_u_sum(g, y)`)
+    in_a_loop = re.search(r"^(\s*)for\b.*:\n(?:\1\s+.*\n)*?\1\s+.*(?:\.(?:update_all|send_and_recv|pull|push)\("
+                          r"|dgl\.ops\.[a-z_]+\()", source, re.MULTILINE)
     if len(calls) > 1 or in_a_loop:
         return _ROUNDS
     if "out_degrees" in source:
@@ -138,14 +142,14 @@ def _refuse(call: _Call, observed: str, way_out: str, differs: bool = False) -> 
     op = call.op
     consequence = ", so its result would not equal forward's" if differs else ""
     error = UnsupportedModuleError(
-        f"{op.location or 'forward'}: {op.accessor} ({_class_and_where(call.module)}) {observed}. "
+        f"{op.location or 'forward'}: {op.accessor} ({class_and_where(call.module)}) {observed}. "
         f"Layer-wise inference runs it on the 1-hop block of each batch of nodes{consequence}. {way_out}"
     )
     error.module_class = type(call.module)  # type: ignore[attr-defined]  # pipeline.py traces into it
     return error
 
 
-def _class_and_where(module: torch.nn.Module) -> str:
+def class_and_where(module: torch.nn.Module) -> str:
     """`GATConv`, and for a class outside torch and DGL where it is defined: a user's own class
     may share a name with DGL's."""
     cls = type(module)
@@ -170,6 +174,10 @@ def _run(call: _Call, graph: Any, args: dict[str, Any]) -> Any:
     def value(ref: Ref) -> Any:
         return args[ref.name]
 
+    if op.helper:  # write_out.PROVEN_ON_BLOCKS: the helper around the module, as generated
+        with torch.no_grad():
+            return HELPERS[op.helper](call.module, graph, *(map_refs(a, value) for a in op.args[2:]))
+
     positional = [map_refs(a, value) for a in op.args[1:]]
     keywords = {k: map_refs(v, value) for k, v in op.kwargs}
     with torch.no_grad():
@@ -184,8 +192,10 @@ def _flatten(value: Any) -> list[torch.Tensor]:
     return []
 
 
-def _prove(call: _Call, values: dict[str, Any]) -> None:
+def _prove(call: _Call, values: dict[str, Any]) -> list[str]:
+    """Raise the refusal, or return what the user should know of the proof (notes)."""
     module = call.module
+    notes: list[str] = []
     full_name = {name for value, _ in call.spaces for name in iter_refs(value)}
     for seed, (num_nodes, num_edges, zero_in_degree) in enumerate(_GRAPHS):
         g = probe_graph(num_nodes, num_edges, zero_in_degree, seed)
@@ -197,12 +207,15 @@ def _prove(call: _Call, values: dict[str, Any]) -> None:
         }
         try:
             expected = _run(call, g, args)
-        except dgl.DGLError as exc:
-            if zero_in_degree and "in-degree" in str(exc):
-                continue  # refuses nodes without in-edges on the whole graph too
-            raise _refuse(call, f"fails on a random graph of {num_nodes} nodes with DGLError: "
-                          f"{_first_line(exc)}", "It must run on any graph; " + _WAY_OUT) from None
         except Exception as exc:
+            if zero_in_degree:
+                # It refuses nodes without in-edges (dgl.nn's GATConv, a user's own `if
+                # (graph.in_degrees() == 0).any(): raise`), and ran on the graph of self-loops
+                # before. A block's destination nodes have the in-edges they have in g, so on
+                # such a graph the generated code calls it on those nodes and raises as forward
+                # does; on graphs where every node has an in-edge it is proven below.
+                notes.append(_refuses_zero_in_degree(call, exc))
+                continue
             raise _refuse(call, f"fails on a random graph of {num_nodes} nodes with "
                           f"{type(exc).__name__}: {_first_line(exc)}", "It must run on any graph; " + _WAY_OUT) from None
         if not _equal(_run(call, g, args), expected):
@@ -232,13 +245,27 @@ def _prove(call: _Call, values: dict[str, Any]) -> None:
             nodes = "node" if batch_size == 1 else "nodes"
             blocks = ("1-hop blocks (each as a graph over its source nodes, as it fails on a block)"
                       if call.as_graph else "1-hop blocks")
-            raise _refuse(
+            error = _refuse(
                 call,
                 f"gives other results on {blocks} than on the whole graph (max |difference| "
                 f"{difference:.3g}, batches of {batch_size} {nodes} of a random {num_nodes}-node graph): "
                 f"it reads more than the in-edges of each node{' (' + why + ')' if why else ''}",
                 way_out, differs=True,
             )
+            # pipeline.py may give it the whole graph's out-degrees instead (write_out.py)
+            error.reads_out_degrees = (why, way_out) == _OUT_DEGREES  # type: ignore[attr-defined]
+            raise error
+    return notes
+
+
+def _refuses_zero_in_degree(call: _Call, exc: Exception) -> str:
+    op = call.op
+    return (
+        f"{op.location or 'forward'}: {op.accessor} ({class_and_where(call.module)}) raises on a graph "
+        f"with nodes without in-edges ({type(exc).__name__}: {_first_line(exc)}): it was proven exact "
+        "on the blocks of graphs where every node has an in-edge (as when forward adds self-loops), "
+        "and on other graphs the generated method raises where forward does"
+    )
 
 
 def _run_on_block(call: _Call, block: Any, local: dict[tuple[str, str], Any]) -> Any:
@@ -249,6 +276,11 @@ def _run_on_block(call: _Call, block: Any, local: dict[tuple[str, str], Any]) ->
     def rows(value: Any, space: str) -> Any:
         return map_refs(value, lambda ref: local[(ref.name, space)])
 
+    if op.helper:  # its arguments after the graph at the rows of their roles
+        values = [rows(value, role) if role in ("src", "dst", "edge") else value
+                  for value, role in zip(op.args[2:], op.mp.roles[1:] if op.mp else ())]
+        with torch.no_grad():
+            return HELPERS[op.helper](call.module, block, *values)
     features = [rows(value, space) for value, space in mp_features(op)]
     feats = features[0] if len(features) == 1 else tuple(features)
     extra, by_keyword = mp_extra_arguments(op)
@@ -311,14 +343,17 @@ def _first_line(exc: BaseException) -> str:
 
 
 def prove_message_passing(program: Program, model: torch.nn.Module, values: dict[str, Any],
-                          as_graph: frozenset[type] = frozenset()) -> Program:
+                          as_graph: frozenset[type] = frozenset()) -> tuple[Program, tuple[str, ...]]:
+    """The program, with the ops to run on each block as a graph marked, and the notes of the
+    proofs; or UnsupportedModuleError for the first message-passing op outside the verified table
+    whose module is not exact on 1-hop blocks."""
     with warnings.catch_warnings():  # DGL warns about blocks without edges, which the probe makes
         warnings.simplefilter("ignore")
         return _prove_all(program, model, values, as_graph)
 
 
 def _prove_all(program: Program, model: torch.nn.Module, values: dict[str, Any],
-               as_graph: frozenset[type]) -> Program:
+               as_graph: frozenset[type]) -> tuple[Program, tuple[str, ...]]:
     """Raise UnsupportedModuleError for the first message-passing op outside the verified table
     whose module is not exact on 1-hop blocks. `values`: the probe run's value of every op (for
     the shapes and dtypes of its arguments).
@@ -330,19 +365,20 @@ def _prove_all(program: Program, model: torch.nn.Module, values: dict[str, Any],
     from gnn_codegen.perturb import perturb
 
     marked: set[str] = set()
+    notes: list[str] = []
     for op in program.ops:
         if op.kind != "mp" or op.mp is None or op.mp.verified:
             continue
-        module = copy.deepcopy(model.get_submodule(op.target)).eval()
+        module = copy.deepcopy(model.get_submodule(program.module_path(op))).eval()
         perturb(module, seed=1)
         call = _Call(op, module, tuple(mp_feature_spaces(op)))
         try:
-            _prove(call, values)
+            notes += _prove(call, values)
         except UnsupportedModuleError as refusal:
             if not getattr(refusal, "fails_on_block", False) or not can_run_as_graph(op):
                 raise
             try:
-                _prove(replace(call, as_graph=True), values)
+                notes += _prove(replace(call, as_graph=True), values)
             except UnsupportedModuleError as exc:
                 # it runs as a graph but differs (rounds, out-degrees): that says more
                 fails = getattr(exc, "fails_on_block", False) and not getattr(exc, "without_edges", False)
@@ -351,4 +387,4 @@ def _prove_all(program: Program, model: torch.nn.Module, values: dict[str, Any],
                 refusal.exact_as_graph = True  # type: ignore[attr-defined]
                 raise refusal from None
             marked.add(op.name)
-    return run_as_graph(frozenset(marked), program)
+    return run_as_graph(frozenset(marked), program), tuple(notes)

@@ -162,7 +162,9 @@ class LayerWriter:
             args = [op.accessor]
             for i, a in enumerate(rest):  # constants by name: `weighted=True` says what it is
                 text = self.arg(a, self._role(op, i, need)).text
-                args.append(text if any(True for _ in iter_refs(a)) else f"{names[i]}={text}")
+                # but by position before values (with_graph_data's fields, then *values)
+                by_position = any(True for _ in iter_refs(a)) or any(True for _ in iter_refs(rest[i + 1:]))
+                args.append(text if by_position else f"{names[i]}={text}")
             args += [f"{k}={self.arg(v, 'edge' if op.kind == 'mp' else need).text}" for k, v in op.kwargs]
             return Code(f"{self.r.helper_names[op.helper]}({', '.join(args)})")
         if op.kind == "module":

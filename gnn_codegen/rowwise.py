@@ -56,6 +56,7 @@ ELEMENTWISE = frozenset({
     "half", "to", "contiguous", "clone", "detach", "type_as", "add", "sub", "mul", "div", "true_divide",
     "floordiv", "truediv", "pos", "matmul", "mm", "addmm", "iadd", "imul", "isub", "itruediv",
     "add_", "mul_", "sub_", "div_", "sigmoid_", "tanh_",
+    "zeros_like", "ones_like",  # a state that starts at zero for every node (rows_first.py)
 })
 # name -> (index of the dim positional argument, its keyword, default dim)
 DIM_ARGUMENT = {

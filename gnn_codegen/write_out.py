@@ -39,13 +39,19 @@ ONCE_PER_NODE = ", once per node"
 SECTIONS = (
     "sage_conv_mean", "graph_conv_source", "graph_conv_aggregate", "gat_conv_source",
     "gat_conv_aggregate", "attention_term", "attention_weighted_sum", "check_in_degrees",
-    "lstm_step",  # not a convolution: an LSTM's step with its states rows first (rows_first.py)
+    # a user's module given the whole graph's out-degrees or data on a block (graph_fields.py)
+    "with_graph_out_degrees", "with_graph_data",
+    # not convolutions: an LSTM's and a GRU's step with its states rows first (rows_first.py)
+    "lstm_step", "gru_step",
 )
 MESSAGE_PASSING = {
     "sage_conv_mean": ("graph", "src", "dst", None, "edge"),
     "graph_conv_aggregate": ("graph", "src", None, "edge"),
     "gat_conv_aggregate": ("graph", "src", "src", "dst", "dst", "edge"),
+    "with_graph_out_degrees": ("graph", "src", "src"),
 }
+# helpers around a user's module, which probe.py proves exact on blocks as it does the module
+PROVEN_ON_BLOCKS = frozenset({"with_graph_out_degrees", "with_graph_data"})
 # what each section calls, so that a module that uses one gets those too
 NEEDS = {
     "gat_conv_source": ("attention_term",),
@@ -84,8 +90,11 @@ def sections_needed(used: set[str]) -> set[str]:
     return needed
 
 
-def write_out(gm: fx.GraphModule, graph_arg: str) -> fx.GraphModule:
-    """Replace each known convolution call of `gm` by its two parts (in place; returns gm)."""
+def write_out(gm: fx.GraphModule, graph_arg: str, out_degrees_of_graph: frozenset[type] = frozenset()) -> fx.GraphModule:
+    """Replace each known convolution call of `gm` by its two parts (in place; returns gm), and
+    each call `module(g, feat)` of a class in `out_degrees_of_graph` (a user's module that reads
+    its graph's out-degrees and cannot be traced into, pipeline.py) by one that gives it the
+    whole graph's out-degrees on a block."""
     modules = dict(gm.named_modules())
     graph = gm.graph
     from gnn_codegen.lower import is_graph_node
@@ -96,6 +105,8 @@ def write_out(gm: fx.GraphModule, graph_arg: str) -> fx.GraphModule:
             continue
         module = modules[str(node.target)]
         recipe = {dglnn.GraphConv: _graph_conv, dglnn.SAGEConv: _sage_conv, dglnn.GATConv: _gat_conv}.get(type(module))
+        if type(module) in out_degrees_of_graph:
+            recipe = _with_graph_out_degrees
         call = _Call.of(node, graphs) if recipe else None
         if recipe is None or call is None:
             continue
@@ -190,6 +201,15 @@ def _graph_conv(graph: fx.Graph, node: fx.Node, module: torch.nn.Module, call: _
         feat = _named(_helper(graph, "graph_conv_source", conv, call.src, out_degrees, weighted), "feat",
                       _source_note(node, what))
     return _helper(graph, "graph_conv_aggregate", conv, call.graph, feat, weighted, **_edge_kwargs(call))
+
+
+def _with_graph_out_degrees(graph: fx.Graph, node: fx.Node, module: torch.nn.Module, call: _Call) -> fx.Node | None:
+    """`module(g, feat)` -> with_graph_out_degrees(module, g, feat, g.out_degrees()): the
+    out-degrees a value of the whole graph, as GraphConv's norm above."""
+    if call.extra or call.edge_weight is not None or len(node.args) != 2 or not isinstance(node.args[1], fx.Node):
+        return None
+    out_degrees = _named(graph.call_method("out_degrees", (call.graph,)), "out_degrees")
+    return _helper(graph, "with_graph_out_degrees", _module(graph, node), call.graph, call.src, out_degrees)
 
 
 def _sage_conv(graph: fx.Graph, node: fx.Node, module: torch.nn.Module, call: _Call) -> fx.Node | None:

@@ -54,6 +54,10 @@ gnn-codegen cannot split into rounds: those must be refused, never generated. (I
 DGL's built-in functions, `TwoRoundMeanConv`, is traced into, a hop per round, and drawn by
 `model_specs()` in the full-graph style.)
 
+`user_propagation_specs()` draws full-graph models with one convolution a module of the user's own
+from `USER_PROPAGATION` (one clearly delimited section below): rounds of update_all with a
+post-step after each, or a layer normalised by its graph's out-degrees; both must be exact.
+
 `render_model_source(spec)` writes a spec as a model file defining `RandomModel(nn.Module)`, with
 `forward(self, g, x)` on the full graph, or `forward(self, blocks, x)` in the sampled-blocks style
 (`blocks[i]` per depth, sometimes `(h, h[:blocks[i].num_dst_nodes()])` pairs, and rows of earlier
@@ -506,6 +510,73 @@ class NdataConv(nn.Module):
         return self.linear(g.ndata["neigh"]) + self.self_linear(g.ndata["h"])
 ''',
 }
+
+# --- the user's own propagation loops and out-degree norms (issue 35, items 6d and 7) -----------
+#
+# `user_propagation_specs()` draws a full-graph model_specs() model with one of its convolutions
+# one of these: rounds of update_all with a post-step after each (label propagation's mix with
+# the start and clamp), and a one-hop layer normalised by its graph's out-degrees and
+# in-degrees. Both are traced into (pipeline.py), a hop per round, their degrees those of the
+# whole graph.
+
+USER_PROPAGATION = {
+    "PostStepRounds": '''
+class PostStepRounds(nn.Module):
+    """Two rounds of symmetric-normalised propagation, each mixed with the start and clamped."""
+
+    def __init__(self, in_feats, out_feats, alpha=0.7):
+        super().__init__()
+        self.linear = nn.Linear(in_feats, out_feats)
+        self.alpha = alpha
+
+    def forward(self, graph, feat):
+        with graph.local_scope():
+            norm = graph.in_degrees().float().clamp(min=1).pow(-0.5).unsqueeze(-1)
+            y0, y = feat, feat
+            for _ in range(2):
+                graph.ndata["h"] = y * norm
+                graph.update_all(fn.copy_u("h", "m"), fn.sum("m", "h"))
+                y = self.alpha * graph.ndata["h"] * norm + (1 - self.alpha) * y0
+                y = y.clamp(-1.0, 1.0)
+            return self.linear(y)
+''',
+    "OutDegreeNormConv": '''
+class OutDegreeNormConv(nn.Module):
+    """A GCN layer of the user's own: sources scaled by out-degree ** -0.5, destinations by
+    in-degree ** -0.5."""
+
+    def __init__(self, in_feats, out_feats):
+        super().__init__()
+        self.linear = nn.Linear(in_feats, out_feats)
+
+    def forward(self, graph, feat):
+        with graph.local_scope():
+            src_norm = graph.out_degrees().float().clamp(min=1).pow(-0.5).unsqueeze(-1)
+            dst_norm = graph.in_degrees().float().clamp(min=1).pow(-0.5).unsqueeze(-1)
+            graph.srcdata["h"] = self.linear(feat) * src_norm
+            graph.update_all(fn.copy_u("h", "m"), fn.sum("m", "h"))
+            return graph.dstdata["h"] * dst_norm
+''',
+}
+USER_MODULES.update(USER_PROPAGATION)
+
+
+@st.composite
+def user_propagation_specs(draw: st.DrawFn) -> ModelSpec:
+    """A full-graph model_specs() model with one of its convolutions on forward's own graph one
+    of USER_PROPAGATION."""
+    spec = draw(model_specs().filter(lambda s: s.style == "full" and any(
+        step.op == "conv" and not step.reversed_graph and step.kept_edges < 0 for step in s.steps)))
+    convs = [i for i, step in enumerate(spec.steps)
+             if step.op == "conv" and not step.reversed_graph and step.kept_edges < 0]
+    i = draw(st.sampled_from(convs))
+    step = replace(spec.steps[i], kind=draw(st.sampled_from(sorted(USER_PROPAGATION))), option="", heads=1,
+                   pair=False, learn_eps=False, edge_weight=False)
+    steps = (*spec.steps[:i], step, *spec.steps[i + 1:])
+    return replace(spec, steps=steps, edge_weights=any(s.edge_weight for s in steps))
+
+
+# --- rendering of a spec ---------------------------------------------------------------------------
 
 _CLASS = '''
 class RandomModel(nn.Module):

@@ -40,7 +40,9 @@ from gnn_codegen.harness import (
 )
 from gnn_codegen.perturb import perturb
 from tests.deletion_watch import views_kept_alive
-from tests.random_models import USER_MODULES, ModelSpec, model_specs, multi_round_specs, render_model_source
+from tests.random_models import (
+    USER_MODULES, ModelSpec, model_specs, multi_round_specs, render_model_source, user_propagation_specs,
+)
 
 MIN_NODES, MAX_NODES = 60, 120
 ATOL = RTOL = 1e-4
@@ -132,6 +134,19 @@ def _model_file(source: str) -> Iterator[tuple[Path, Path]]:
     suppress_health_check=[HealthCheck.too_slow],
 )
 def test_generated_inference_equals_full_graph_forward(spec: ModelSpec, seed: int) -> None:
+    check_spec(spec, seed)
+
+
+@given(user_propagation_specs(), st.integers(min_value=0, max_value=2**16))
+@settings(
+    max_examples=int(os.environ.get("GNN_CODEGEN_DIFF_USER_PROPAGATION", "10")),
+    deadline=None,
+    derandomize=os.environ.get("CI") == "true",
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+def test_user_propagation_loops_and_out_degree_norms_equal_forward(spec: ModelSpec, seed: int) -> None:
+    """A user's rounds with a post-step after each, and a user's layer normalised by its graph's
+    out-degrees (tests/random_models.py: USER_PROPAGATION), among the drawn models' layers."""
     check_spec(spec, seed)
 
 

@@ -16,6 +16,9 @@ EXACT = {
     # x.add_(bias) in ElementWiseLinear, F.relu(h, inplace=True), the model's own GATConv
     "ArxivGAT": GenerateOptions(init='{"in_feats": 8, "n_classes": 3, "n_hidden": 4, "n_layers": 3, "n_heads": 2}',
                                 feat_dims="feat=8"),
+    # its own GATConv with use_symmetric_norm reads graph.out_degrees(), and edge_softmax cannot
+    # be traced into: called on each block with the whole graph's out-degrees (issue 35, 6d)
+    "arxiv_gat_symmetric": GenerateOptions(),
     # dgl.nn.GATConv((in, in), ...) called with (h, h_dst): the pair is kept
     "products_gat": GenerateOptions(feat_dims="x=8"),
     # nn.ReLU(inplace=True) also changing a second name's tensor, mul_, clamp_, out=

@@ -19,9 +19,7 @@ WILD = "tests/models/in_the_wild.py"
 
 # Models of tests/models/in_the_wild.py, written as DGL's examples write them, that are refused:
 # target -> (options, error class, message)
-WILD_OPTIONS = {
-    "arxiv_gat_symmetric": GenerateOptions(feat_dims="feat=8"),
-}
+WILD_OPTIONS: dict[str, GenerateOptions] = {}
 
 EXPECTED = {
     "MultiHop": (
@@ -148,17 +146,6 @@ EXPECTED = {
 }
 
 WILD_EXPECTED = {
-    "arxiv_gat_symmetric": (
-        errors.UnsupportedModuleError,
-        'tests/models/in_the_wild.py:102 (`conv = self.convs[i](graph, h)`): self.convs[0] '
-        '(GATConv, the class at tests/models/in_the_wild.py:38) gives other results on 1-hop '
-        'blocks than on the whole graph (max |difference| 0.706, batches of 1 node of a random '
-        '37-node graph): it reads more than the in-edges of each node (it reads out-degrees, '
-        'which a block counts only inside the block). Layer-wise inference runs it on the 1-hop '
-        "block of each batch of nodes, so its result would not equal forward's. Compute what it "
-        'reads of the whole graph (out-degrees, norms) outside the module and pass it to forward '
-        'as a per-node input, or evaluate this model with its full-graph forward.'
-    ),
     "ChangedThroughAView": (
         errors.UnsupportedOperationError,
         'tests/models/in_the_wild.py:350 (`first.zero_()`): this changes first in place, which '

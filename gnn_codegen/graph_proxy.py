@@ -7,6 +7,7 @@ g.ntypes`, `"w" in g.edata`, `g.apply_edges(...)`) instead of surfacing as torch
 
 from __future__ import annotations
 
+import sys
 from typing import Any, NoReturn
 
 import dgl
@@ -205,6 +206,15 @@ class BlockListProxy(fx.Proxy):
 
     num_blocks = 1
     used_as_list = False
+    # where forward measured the list (`len(blocks)`, `for block in blocks`, `enumerate(blocks)`,
+    # `zip(..., blocks)`): (file, line) of the calling frame, to name it when the depth of
+    # message passing follows the count (block_count.py)
+    measures: tuple[tuple[str, int], ...] = ()
+
+    def _measured(self) -> None:
+        # the caller of __len__/__iter__: the user's frame (len, zip and enumerate are C code)
+        frame = sys._getframe(2)
+        type(self).measures = (*type(self).measures, (frame.f_code.co_filename, frame.f_lineno))
 
     def _as_list(self) -> list[fx.Proxy]:
         type(self).used_as_list = True
@@ -213,9 +223,11 @@ class BlockListProxy(fx.Proxy):
         return list(self.__dict__["_items"])
 
     def __iter__(self) -> Any:
+        self._measured()
         return iter(self._as_list())
 
     def __len__(self) -> int:
+        self._measured()
         return len(self._as_list())
 
     def __getitem__(self, index: Any) -> Any:

@@ -61,6 +61,9 @@ class GenerateOptions:
     # JSON object of values for forward's parameters that are not features (`out_key`): forward
     # is traced, and inference computes it, for those values
     forward_args: str | None = None
+    # how many blocks a blocks-style forward is called with in training (--blocks), where its
+    # depth is that count rather than fixed by its layers (block_count.py)
+    blocks: int | None = None
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,8 @@ def regenerate_command(target: str, options: GenerateOptions) -> str:
         parts += ["--metagraph", options.metagraph]
     if options.forward_args is not None:
         parts += ["--forward-args", json.dumps(json.loads(options.forward_args), separators=(", ", ": "))]
+    if options.blocks is not None:
+        parts += ["--blocks", str(options.blocks)]
     return shlex.join(parts)
 
 
@@ -150,6 +155,11 @@ def _generate_all(target: str, options: GenerateOptions) -> Generated:
     _check_classes(loaded.model, "--mp-module", options.mp_modules)
     leaves, forced_mp = frozenset(options.leaves), frozenset(options.mp_modules)
     if is_heterogeneous(loaded.model):
+        if options.blocks is not None:
+            raise OptionsError(
+                "--blocks gives the number of blocks of a homogeneous model's forward; for a model with "
+                "HeteroGraphConv the count is its HeteroGraphConv layers'. Leave --blocks out."
+            )
         header = {"version": VERSION, "target": target, "command": regenerate_command(target, options),
                   "verified": options.verify, "method": options.method_name}
         return generate_hetero(loaded, options, feat_dims, header, warnings)
@@ -164,7 +174,7 @@ def _generate_all(target: str, options: GenerateOptions) -> Generated:
             "leave it out for a model of one node and edge type."
         )
     namespace = vars(loaded.module)
-    traced, program, attrs = _proven_program(loaded, feat_dims, leaves, forced_mp)
+    traced, program, attrs = _proven_program(loaded, feat_dims, leaves, forced_mp, options.blocks)
     plan = build_plan(program, attrs, options.fanout, options.optimize)
     if options.optimize and not plan.cut.placement.optimal:
         warnings += (
@@ -222,7 +232,7 @@ def _stand_in_notes(loaded: LoadedModel) -> tuple[str, ...]:
 
 
 def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], leaves: frozenset[str],
-                    forced_mp: frozenset[str]) -> tuple[Traced, Program, Attributes]:
+                    forced_mp: frozenset[str], blocks: int | None = None) -> tuple[Traced, Program, Attributes]:
     """Trace, lower and infer attributes, with every message-passing module proven exact on
     blocks. A user's module the probe refuses (several rounds of update_all, graph.ndata on a
     block, out-degrees) is traced into instead, where its update_all calls written with DGL's
@@ -234,7 +244,7 @@ def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], 
     refusal: UnsupportedModuleError | None = None
     while True:
         try:
-            traced = trace(loaded.model, loaded.path, leaves, forced_mp, through, frozenset(feat_dims))
+            traced = trace(loaded.model, loaded.path, leaves, forced_mp, through, frozenset(feat_dims), blocks)
             _check_feat_dims(traced, feat_dims)
             write_out(traced.graph_module, traced.graph_arg)
             program = lower(traced, vars(loaded.module), loaded.path, forced_mp)

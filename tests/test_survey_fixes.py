@@ -1,0 +1,112 @@
+"""Issue 35's survey found models gnn-codegen got wrong, crashed on, or refused for a size it
+chose itself (benchmarks/results/survey.md). Each is pinned here on the survey's own model class
+(tests/models/survey/), and where a module is written, judged by the survey's independent check
+(benchmarks/survey_check.py: the user's forward against the written inference on its own graph)."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gnn_codegen import errors
+from gnn_codegen.pipeline import GenerateOptions, generate_all, regenerate_command
+from tests.cases import REPO
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+import survey_check  # noqa: E402
+
+RECSYS = "tests/models/survey/recsys_style.py"
+
+
+def _written_and_checked(name: str, target: str, options: GenerateOptions, tmp_path: Path) -> dict:
+    """The module gnn-codegen writes for `target`, judged by the survey's own check."""
+    generated = generate_all(target, options)
+    out = tmp_path / f"{name}_inference.py"
+    out.write_text(generated.source)
+    return survey_check.check(name, out)
+
+
+# --- 1. a blocks-style forward whose depth is the number of blocks it is given ----------------
+
+
+def test_a_depth_given_by_the_blocks_is_refused_naming_the_line_that_measures_them() -> None:
+    """BlockLightGCN (XGCN): `for i in range(len(blocks))` over weightless propagation. Traced
+    with 1 block it was written as forward([g] * 1, x) while its users call it with 2 or 3:
+    silently wrong. Now the count is the user's to give."""
+    with pytest.raises(errors.BlockCountError) as info:
+        generate_all(f"{RECSYS}:BlockLightGCN", GenerateOptions(feat_dims="x=8"))
+    message = str(info.value)
+    assert message.startswith(f"{RECSYS}:27 (`for i in range(len(blocks)):`): ")
+    assert "traced with 1 block in blocks it runs 1 hop, with 2 it runs 2" in message
+    assert "--blocks 2" in message
+
+
+def test_blocks_gives_the_depth_and_the_module_equals_forward_called_so(tmp_path: Path) -> None:
+    options = GenerateOptions(feat_dims="x=8", blocks=2)
+    generated = generate_all(f"{RECSYS}:BlockLightGCN", options)
+    assert generated.program.num_blocks == 2
+    assert "self.forward([g] * 2, x)" in generated.source  # the docstring says the depth
+    assert "--blocks 2" in regenerate_command(f"{RECSYS}:BlockLightGCN", options)
+    assert generated.verification is not None  # the check before writing called forward with 2 blocks
+    assert _written_and_checked("BlockLightGCN", f"{RECSYS}:BlockLightGCN", options, tmp_path)["outcome"] == "exact"
+
+
+@pytest.mark.parametrize("name", ["GraphSAGEModule", "GATModule"])
+def test_forwards_that_zip_their_layers_with_the_blocks_keep_their_own_count(name: str) -> None:
+    """`zip(blocks, self.gnn_layers)`: one block more changes nothing (or fails an assert)."""
+    generated = generate_all(f"{RECSYS}:{name}", GenerateOptions(verify=False))
+    assert generated.program.num_blocks == 2
+
+
+def _model_file(tmp_path: Path, body: str) -> str:
+    path = tmp_path / "blocks_model.py"
+    path.write_text(textwrap.dedent('''\
+        import dgl.nn as dglnn
+        import torch.nn as nn
+    ''') + textwrap.dedent(body))
+    return str(path)
+
+
+def test_a_forward_that_indexes_its_layers_by_block_keeps_its_count(tmp_path: Path) -> None:
+    """`self.convs[i]` for i in range(len(blocks)): a block more indexes past the layers."""
+    path = _model_file(tmp_path, '''
+        class SAGE(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.convs = nn.ModuleList([dglnn.SAGEConv(8, 8, "mean") for _ in range(3)])
+
+            def forward(self, blocks, x):
+                h = x
+                for i in range(len(blocks)):
+                    h = self.convs[i](blocks[i], h)
+                return h
+    ''')
+    generated = generate_all(f"{path}:SAGE", GenerateOptions(feat_dims="x=8"))
+    assert generated.program.num_blocks == 3
+
+
+def test_one_conv_applied_to_every_block_is_refused_without_blocks(tmp_path: Path) -> None:
+    path = _model_file(tmp_path, '''
+        class Shared(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = dglnn.SAGEConv(8, 8, "mean")
+
+            def forward(self, blocks, x):
+                h = x
+                for block in blocks:
+                    h = self.conv(block, h)
+                return h
+    ''')
+    with pytest.raises(errors.BlockCountError, match=r"blocks_model.py:\d+ \(`for block in blocks:`\)"):
+        generate_all(f"{path}:Shared", GenerateOptions(feat_dims="x=8"))
+    assert generate_all(f"{path}:Shared", GenerateOptions(feat_dims="x=8", blocks=3)).program.num_blocks == 3
+
+
+def test_blocks_for_a_forward_of_one_graph_is_refused() -> None:
+    with pytest.raises(errors.OptionsError, match="one graph, not a list of blocks"):
+        generate_all("generated_examples/gcn/model.py:GCN",
+                     GenerateOptions(init='{"in_size": 16, "hid_size": 16, "out_size": 4, "num_layers": 3}', blocks=2))

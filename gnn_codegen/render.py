@@ -285,8 +285,12 @@ class Renderer:
             elif table:
                 lines.append(f"{self.buffer[name]} = {table}  # a row per node of {g}, as forward reads it")
         specs = {spec.name: spec for spec in self.attrs.inputs}
-        nodes = [f'"{self.buffer[n]}": {self.buffer[n]}' for n in self.program.inputs if specs[n].rows == "node"]
-        edges = [f'"{self.buffer[n]}": {self.buffer[n]}' for n in self.program.inputs if specs[n].rows == "edge"]
+        # an input nothing reads (edge features a layer hands through unused) has the rows the
+        # caller gives forward, which accepts any: checking the ones gnn-codegen assumed would
+        # refuse forward's own call
+        checked = [n for n in self.program.inputs if n not in self.program.unread_inputs()]
+        nodes = [f'"{self.buffer[n]}": {self.buffer[n]}' for n in checked if specs[n].rows == "node"]
+        edges = [f'"{self.buffer[n]}": {self.buffer[n]}' for n in checked if specs[n].rows == "edge"]
         checks = ([f"nodes={{{', '.join(nodes)}}}"] if nodes else []) + ([f"edges={{{', '.join(edges)}}}"] if edges else [])
         if checks:
             lines.append(f"{self.batches}.check_rows({', '.join(checks)})")

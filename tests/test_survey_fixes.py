@@ -110,3 +110,22 @@ def test_blocks_for_a_forward_of_one_graph_is_refused() -> None:
     with pytest.raises(errors.OptionsError, match="one graph, not a list of blocks"):
         generate_all("generated_examples/gcn/model.py:GCN",
                      GenerateOptions(init='{"in_size": 16, "hid_size": 16, "out_size": 4, "num_layers": 3}', blocks=2))
+
+
+# --- 2. an input forward hands through unread ----------------------------------------------------
+
+BG = "tests/models/survey/benchmarking_gnns_style.py"
+
+
+def test_edge_features_a_layer_hands_through_unread_are_taken_with_any_rows(tmp_path: Path) -> None:
+    """GatedGCNIsotropicNet (benchmarking-gnns): `h, e = conv(g, h, e)` where the isotropic layer
+    returns e untouched. The written inference checked e as a row per node, so forward's own
+    call (e a row per edge) raised ValueError; the check before writing passed because it gave e
+    a row per node to both."""
+    options = GenerateOptions(init='{"in_dim": 6, "hidden_dim": 8, "n_classes": 3, "n_layers": 2}', feat_dims="e=1")
+    generated = generate_all(f"{BG}:GatedGCNIsotropicNet", options)
+    assert generated.program.unread_inputs() == {"e"}
+    assert '"e": e' not in generated.source  # no row check of it
+    out = tmp_path / "gated_inference.py"
+    out.write_text(generated.source)
+    assert survey_check.check("GatedGCNIsotropicNet", out)["outcome"] == "exact"

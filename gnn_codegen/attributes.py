@@ -18,7 +18,9 @@ from gnn_codegen.edge_weight_norm import EDGE_WEIGHT_NORM
 from gnn_codegen.errors import FeatDimsError, UnsupportedOperationError, internal
 from gnn_codegen.ir import Op, Program, Ref
 from gnn_codegen.input_specs import InputSpec, infer_inputs, unknown_width_error
+from gnn_codegen.leaf_failure import user_module_failed
 from gnn_codegen.metapaths import metapaths, random_metapath_graph
+from gnn_codegen.node_count import tables_by_node_id
 from gnn_codegen.node_reductions import RUNTIME_METHODS, node_reduction
 from gnn_codegen.rowwise import RESHAPES, START_DIM_MODULES, is_rowwise, is_rowwise_module
 from gnn_codegen.simplify import DST_COUNT_METHODS
@@ -44,6 +46,9 @@ class TensorInfo:
 class Attributes:
     info: tuple[tuple[str, TensorInfo], ...]
     inputs: tuple[InputSpec, ...]
+    # tables forward indexes by node ID, which fix the graph's node count: (attribute path,
+    # rows), node_count.py
+    node_tables: tuple[tuple[str, int], ...] = ()
 
     def __getitem__(self, name: str) -> TensorInfo:
         return dict(self.info)[name]
@@ -130,6 +135,7 @@ class _Recorder(fx.Interpreter):
         self.values: dict[str, Any] = {}
 
     def run_node(self, n: fx.Node) -> Any:
+        self.last = n  # the node that raised, when one does
         result = super().run_node(n)
         self.values[n.name] = result
         return result
@@ -156,6 +162,7 @@ def _probe_values(traced: Traced, program: Program, inputs: tuple[InputSpec, ...
             recorder.run(*args)
         except Exception as exc:
             failure = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            user_module_failed(traced.graph_module, program, getattr(recorder, "last", None), failure)
             if any(s.guessed for s in inputs):
                 raise unknown_width_error(inputs, failure) from None
             raise UnsupportedOperationError(
@@ -294,7 +301,7 @@ def infer_attributes(traced: Traced, program: Program, model: torch.nn.Module,
                 "part and apply the readout to its result.")
         if info[name].rows not in ("node", "edge"):
             raise internal(f"forward's output {name} is not indexed by nodes or edges")
-    return Attributes(tuple(info.items()), inputs), values
+    return Attributes(tuple(info.items()), inputs, tables_by_node_id(program, model, inputs)), values
 
 
 def _check_rowwise(op: Op, program: Program, info: dict[str, TensorInfo], values: dict[str, Any],

@@ -256,7 +256,9 @@ def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], 
             module_class = getattr(exc, "module_class", None)
             if module_class is None or module_class in through:
                 raise (refusal or exc) from None
-            refusal = exc
+            # a module that failed on the probe graph for what it reads there unseen (leaf_failure.py):
+            # tracing into it shows what, so what stops that trace is the message
+            refusal = None if getattr(exc, "traced_into_explains", False) else exc
             through = through | {module_class}
         except (FeatDimsError, GraphValueError):
             raise  # the module could be followed, given its input's width or other weights: say that

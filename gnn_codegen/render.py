@@ -269,6 +269,10 @@ class Renderer:
                 lines += [f"if {_spell_key(view, key)} in {g}.{view}:  # forward would read it",
                           f"    raise ValueError(\"generated for graphs without {_plain(spelled)}: "
                           f"regenerate with --feat-dims {key}=WIDTH\")"]
+        for table, rows in self.attrs.node_tables:  # forward indexes it by node ID (node_count.py)
+            lines += [f"if {g}.num_nodes() != {rows}:",
+                      f"    raise ValueError(\"forward indexes self.{table} ({rows} rows) by node ID: {g} must \"",
+                      f"                     f\"have {rows} nodes, one per row, not {{{g}.num_nodes()}}\")"]
         for name in self.program.inputs:
             read = self.from_graph.get(self.program.op(name).target)
             table = self.from_model.get(self.program.op(name).target)

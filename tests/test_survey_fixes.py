@@ -5,10 +5,12 @@ chose itself (benchmarks/results/survey.md). Each is pinned here on the survey's
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 import textwrap
 from pathlib import Path
 
+import dgl
 import pytest
 
 from gnn_codegen import errors
@@ -129,3 +131,68 @@ def test_edge_features_a_layer_hands_through_unread_are_taken_with_any_rows(tmp_
     out = tmp_path / "gated_inference.py"
     out.write_text(generated.source)
     assert survey_check.check("GatedGCNIsotropicNet", out)["outcome"] == "exact"
+
+
+# --- 3. a table indexed by node IDs fixes the graph's node count --------------------------------
+
+
+def _import(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_an_embedding_indexed_by_node_ids_sizes_the_check_and_is_checked_at_entry(tmp_path: Path) -> None:
+    """EmbeddingGNN (XGCN's BaseGNNModel): `self.base_emb_table(blocks[0].srcdata[dgl.NID])` on
+    a 200-row table. The check before writing ran forward on 240 nodes and failed (exit 1)."""
+    options = GenerateOptions(init='{"num_nodes": 200, "emb_dim": 8}')
+    generated = generate_all(f"{RECSYS}:EmbeddingGNN", options)
+    assert generated.attributes.node_tables == (("base_emb_table", 200),)
+    assert generated.verification is not None and generated.verification.num_nodes == 200
+    out = tmp_path / "embedding_inference.py"
+    out.write_text(generated.source)
+    assert survey_check.check("EmbeddingGNN", out)["outcome"] == "exact"
+    model = _import(out, "embedding_inference").EmbeddingGNN(num_nodes=200, emb_dim=8)
+    with pytest.raises(ValueError, match=r"self.base_emb_table \(200 rows\) by node ID: g must have 200 nodes, "
+                                         r"one per row, not 150"):
+        model.inference(dgl.rand_graph(150, 600), batch_size=64, device="cpu")
+
+
+# --- 3. a user module that reads graph data the tracer cannot see from outside ------------------
+
+
+def test_a_user_module_reading_an_edge_field_of_the_graph_is_traced_into(tmp_path: Path) -> None:
+    """XGCN's LightGCNConv reads the graph's 'ew' inside (`fn.u_mul_e("h", "ew", "m")`): kept
+    whole it failed on the probe graph (which has no 'ew'), refused as `RuntimeError: ew`. Traced
+    into, 'ew' becomes an edge input read from the graph, and the rounds hops of their own."""
+    model_file = tmp_path / "lightgcn_model.py"
+    model_file.write_text(textwrap.dedent('''\
+        import torch.nn as nn
+
+        from tests.models.survey.recsys_style import LightGCNConv
+
+
+        class LightGCNAll(nn.Module):
+            def __init__(self, num_nodes, emb_dim, num_gcn_layers):
+                super().__init__()
+                self.base_emb_table = nn.Embedding(num_nodes, emb_dim)
+                self.gcn = LightGCNConv(num_layers=num_gcn_layers, stack_layers=True)
+
+            def forward(self, g):
+                return self.gcn(g, self.base_emb_table.weight)
+    '''))
+    generated = generate_all(f"{model_file}:LightGCNAll",
+                             GenerateOptions(init='{"num_nodes": 200, "emb_dim": 8, "num_gcn_layers": 3}'))
+    assert 'ew = g.edata["ew"]  # as forward reads it' in generated.source
+    assert generated.plan.num_layers == 3
+    assert generated.verification is not None and generated.verification.ok
+
+
+def test_lightgcn_is_refused_for_what_stops_it_not_for_the_probe_graph() -> None:
+    """The survey's LightGCN splits its result into users' and items' rows by a count of the
+    model's (`out_emb[: self.num_users]`): that is what the refusal names now."""
+    with pytest.raises(errors.UnsupportedOperationError) as info:
+        generate_all(f"{RECSYS}:LightGCN",
+                     GenerateOptions(init='{"num_nodes": 200, "num_users": 120, "emb_dim": 8, "num_gcn_layers": 3}'))
+    assert str(info.value).startswith(f"{RECSYS}:152 (`return out_emb[: self.num_users], out_emb[self.num_users:]`)")

@@ -27,6 +27,7 @@ from gnn_codegen.derived_graphs import traced_derived_graphs
 from gnn_codegen.edge_weight_norm import is_edge_weight_norm, traced_edge_weight_norms
 from gnn_codegen.eval_flags import defaults_as_traced, eval_flags
 from gnn_codegen.sized_tensors import traced_factories
+from gnn_codegen.traced_len import traced_len
 from gnn_codegen.static_shapes import decided
 from gnn_codegen.errors import (
     DataDependentControlFlowError, GnnCodegenError, GraphUseError, SignatureError, TraceFailedError, UnsupportedOperationError,
@@ -282,6 +283,7 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
                 forward_taking_the_graph(model, graph_arg, kept) if kept else contextlib.nullcontext(), \
                 traced_derived_graphs(tracer, type(model).forward.__globals__, BlockProxy), \
                 traced_factories(tracer, type(model).forward.__globals__), \
+                traced_len(_user_globals(model)), \
                 traced_edge_weight_norms(tracer), \
                 _attributes_kept(model):
             # what DGL warns about a graph proxy (ChebConv's missing lambda_max) is no news to the
@@ -349,6 +351,17 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
     finally:
         for qualname in constants:
             delattr(model, qualname)
+
+
+def _user_globals(model: torch.nn.Module) -> list[dict[str, Any]]:
+    """The globals of forward's file and of the files of the user's modules it may call."""
+    found = [type(model).forward.__globals__]
+    for m in model.modules():
+        namespace = getattr(type(m).forward, "__globals__", None)
+        if namespace is not None and not type(m).__module__.startswith(("torch.", "dgl.")) \
+                and all(namespace is not f for f in found):
+            found.append(namespace)
+    return found
 
 
 def _raised_in_user_file(tb: Any, path: Path) -> bool:

@@ -5,7 +5,9 @@ chose itself (benchmarks/results/survey.md). Each is pinned here on the survey's
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
+import json
 import sys
 import textwrap
 from pathlib import Path
@@ -196,3 +198,45 @@ def test_lightgcn_is_refused_for_what_stops_it_not_for_the_probe_graph() -> None
         generate_all(f"{RECSYS}:LightGCN",
                      GenerateOptions(init='{"num_nodes": 200, "num_users": 120, "emb_dim": 8, "num_gcn_layers": 3}'))
     assert str(info.value).startswith(f"{RECSYS}:152 (`return out_emb[: self.num_users], out_emb[self.num_users:]`)")
+
+
+# --- 4. len() of a tensor in forward --------------------------------------------------------------
+
+FRAUD = "tests/models/survey/fraud_style.py"
+BWGNN_INIT = '{"in_feats": 8, "h_feats": 8, "num_classes": 2, "d": 2}'
+
+
+def test_len_of_a_tensor_is_its_row_count_made_per_batch(tmp_path: Path) -> None:
+    """BWGNN's `torch.zeros([len(in_feat), 0])`, the wavelet convs' results concatenated onto it
+    (here in an nn.ModuleList, as item 5 asks of the original): torch.fx refused `len` on a traced
+    tensor. It is the tensor's rows, which a batch has as many of as it computes."""
+    model_file = tmp_path / "bwgnn_model.py"
+    model_file.write_text(textwrap.dedent('''\
+        import torch
+        import torch.nn as nn
+
+        from tests.models.survey.fraud_style import PolyConv, beta_wavelet_thetas
+
+
+        class BWGNN(nn.Module):
+            def __init__(self, in_feats, h_feats, num_classes, d=2):
+                super().__init__()
+                self.thetas = beta_wavelet_thetas(d)
+                self.conv = nn.ModuleList([PolyConv(h_feats, h_feats, theta, lin=False) for theta in self.thetas])
+                self.linear = nn.Linear(in_feats, h_feats)
+                self.linear3 = nn.Linear(h_feats * len(self.conv), num_classes)
+                self.act = nn.ReLU()
+
+            def forward(self, g, in_feat):
+                h = self.act(self.linear(in_feat))
+                h_final = torch.zeros([len(in_feat), 0])
+                for conv in self.conv:
+                    h0 = conv(g, h)
+                    h_final = torch.cat([h_final, h0], -1)
+                return self.linear3(h_final)
+    '''))
+    generated = generate_all(f"{model_file}:BWGNN", GenerateOptions(init=BWGNN_INIT))
+    assert "torch.zeros([in_feat.shape[0], 0])" in generated.source
+    assert generated.verification is not None and generated.verification.ok
+    assert "len" not in vars(importlib.import_module("tests.models.survey.fraud_style"))  # put back
+

@@ -26,6 +26,7 @@ from gnn_codegen.block_count import check_blocks_option, check_depth_is_the_mode
 from gnn_codegen.derived_graphs import traced_derived_graphs
 from gnn_codegen.edge_weight_norm import is_edge_weight_norm, traced_edge_weight_norms
 from gnn_codegen.eval_flags import defaults_as_traced, eval_flags
+from gnn_codegen.plain_containers import is_unregistered_module_error, unregistered_module_message
 from gnn_codegen.sized_tensors import traced_factories
 from gnn_codegen.traced_len import traced_len
 from gnn_codegen.static_shapes import decided
@@ -313,6 +314,8 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
         raise TraceFailedError(f"{where}: torch.fx could not trace forward: {exc}.") from None
     except Exception as exc:
         where = _user_location(exc.__traceback__, path) or f"{name}.forward"
+        if is_unregistered_module_error(exc):
+            raise TraceFailedError(f"{where}: {unregistered_module_message(model)}") from None
         known = _known_trace_failure(exc)
         if known:
             raise TraceFailedError(f"{where}: {known}") from None

@@ -240,3 +240,21 @@ def test_len_of_a_tensor_is_its_row_count_made_per_batch(tmp_path: Path) -> None
     assert generated.verification is not None and generated.verification.ok
     assert "len" not in vars(importlib.import_module("tests.models.survey.fraud_style"))  # put back
 
+
+# --- 5. modules in a plain Python list -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, line, call", [
+    ("BWGNN", 109, "h0 = conv(g, h)"),
+    ("MultiGraphBWGNN", 233, "h_final.append(conv(graphs[relation], x_in[relation]))"),
+])
+def test_modules_in_a_plain_list_are_refused_asking_for_a_module_list(name: str, line: int, call: str) -> None:
+    """BWGNN keeps its convs in `self.conv = []`: torch.fx's NameError ("module is not installed
+    as a submodule") said nothing a user could act on; the list's parameters are not even in the
+    state_dict."""
+    case = survey_check.by_name()[name]
+    with pytest.raises(errors.TraceFailedError) as info:
+        generate_all(f"{FRAUD}:{name}", GenerateOptions(init=json.dumps(case.init)))
+    message = str(info.value)
+    assert message.startswith(f"{FRAUD}:{line} (`{call}`): forward calls a module kept in a plain Python list")
+    assert "nn.ModuleList([...])" in message and "state_dict" in message

@@ -7,6 +7,7 @@ g.ntypes`, `"w" in g.edata`, `g.apply_edges(...)`) instead of surfacing as torch
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any, NoReturn
 
@@ -41,6 +42,9 @@ _INLINE_WAY_OUT = (
 # stands for every block, whose source and destination rows are all of the graph's nodes.
 _WRITES = {"ndata": ("src", "dst"), "srcdata": ("src",), "dstdata": ("dst",), "edata": ("edge",)}
 _READS = {"ndata": ("dst", "src"), "srcdata": ("src",), "dstdata": ("dst",), "edata": ("edge",)}
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def _refuse(what: str, why: str) -> NoReturn:
@@ -212,8 +216,11 @@ class BlockListProxy(fx.Proxy):
     measures: tuple[tuple[str, int], ...] = ()
 
     def _measured(self) -> None:
-        # the caller of __len__/__iter__: the user's frame (len, zip and enumerate are C code)
+        # the caller of __len__/__iter__: the user's frame (len, zip and enumerate are C code; the
+        # len of traced_len.py is ours)
         frame = sys._getframe(2)
+        while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+            frame = frame.f_back
         type(self).measures = (*type(self).measures, (frame.f_code.co_filename, frame.f_lineno))
 
     def _as_list(self) -> list[fx.Proxy]:

@@ -162,9 +162,10 @@ def _probe_values(traced: Traced, program: Program, inputs: tuple[InputSpec, ...
             recorder.run(*args)
         except Exception as exc:
             failure = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-            user_module_failed(traced.graph_module, program, getattr(recorder, "last", None), failure)
             if any(s.guessed for s in inputs):
                 raise unknown_width_error(inputs, failure) from None
+            # widths known: a user's module failed for what it reads unseen (leaf_failure.py)
+            user_module_failed(traced.graph_module, program, getattr(recorder, "last", None), failure)
             raise UnsupportedOperationError(
                 f"running forward on a small probe graph with inputs of widths "
                 f"{ {s.param: s.shape for s in inputs} } failed with {failure}. If an "

@@ -19,9 +19,9 @@ def plain_containers(model: torch.nn.Module) -> list[str]:
     found = []
     for path, module in model.named_modules():
         for key, value in vars(module).items():
-            items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
-            if key.startswith("_") and key in ("_modules", "_parameters", "_buffers"):
+            if key in ("_modules", "_parameters", "_buffers"):  # PyTorch's own registries
                 continue
+            items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
             if any(isinstance(item, torch.nn.Module) for item in items):
                 found.append(f"self.{path + '.' if path else ''}{key}")
     return found

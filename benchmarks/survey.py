@@ -51,6 +51,8 @@ def command(case: SurveyCase, out: Path) -> list[str]:
         cmd += ["--feat-dims", case.feat_dims]
     if case.metagraph:
         cmd += ["--metagraph", case.metagraph]
+    if case.blocks is not None:
+        cmd += ["--blocks", str(case.blocks)]
     return cmd
 
 

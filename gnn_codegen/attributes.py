@@ -15,13 +15,15 @@ import torch
 import torch.fx as fx
 
 from gnn_codegen.edge_weight_norm import EDGE_WEIGHT_NORM
-from gnn_codegen.errors import FeatDimsError, UnsupportedOperationError, internal
+from gnn_codegen.errors import FeatDimsError, GraphValueError, UnsupportedOperationError, internal
 from gnn_codegen.ir import Op, Program, Ref
 from gnn_codegen.graph_fields import (
     field_refusal, index_high, is_index_failure, missing_key, missing_key_refusal, reads_key,
 )
 from gnn_codegen.input_specs import InputSpec, infer_inputs, unknown_width_error
+from gnn_codegen.leaf_failure import user_module_failed
 from gnn_codegen.metapaths import metapaths, random_metapath_graph
+from gnn_codegen.node_count import tables_by_node_id
 from gnn_codegen.node_reductions import RUNTIME_METHODS, node_reduction
 from gnn_codegen.rowwise import RESHAPES, START_DIM_MODULES, is_rowwise, is_rowwise_module
 from gnn_codegen.simplify import DST_COUNT_METHODS
@@ -47,6 +49,9 @@ class TensorInfo:
 class Attributes:
     info: tuple[tuple[str, TensorInfo], ...]
     inputs: tuple[InputSpec, ...]
+    # tables forward indexes by node ID, which fix the graph's node count: (attribute path,
+    # rows), node_count.py
+    node_tables: tuple[tuple[str, int], ...] = ()
 
     def __getitem__(self, name: str) -> TensorInfo:
         return dict(self.info)[name]
@@ -182,6 +187,7 @@ def _probe_values(traced: Traced, program: Program, inputs: tuple[InputSpec, ...
                 _refuse_failure(exc, inputs, program, recorder.current)
             except (FeatDimsError, UnsupportedOperationError) as refusal:
                 refusal.indexed = is_index_failure(exc)  # type: ignore[attr-defined]  # _search_inputs
+                refusal.failed_at = recorder.current  # type: ignore[attr-defined]  # infer_attributes
                 raise refusal from None
     return recorder.values
 
@@ -323,7 +329,15 @@ def infer_attributes(traced: Traced, program: Program, model: torch.nn.Module,
     try:
         values = _probe_values(traced, program, inputs)
     except (FeatDimsError, UnsupportedOperationError) as failure:
-        inputs, values = _search_inputs(traced, program, model, inputs, given or {}, failure)
+        try:
+            inputs, values = _search_inputs(traced, program, model, inputs, given or {}, failure)
+        except UnsupportedOperationError as final:
+            # every input's width known and nothing else tried helps: a user's module kept whole
+            # failed for what it reads unseen, which tracing into it shows (leaf_failure.py)
+            if not isinstance(final, GraphValueError):
+                user_module_failed(traced.graph_module, program, getattr(failure, "failed_at", None),
+                                   str(final).split(" failed with ", 1)[-1].rstrip(". "))
+            raise
     specs = {s.name: s for s in inputs}
     info: dict[str, TensorInfo] = {}
     for op in program.ops:
@@ -383,7 +397,7 @@ def infer_attributes(traced: Traced, program: Program, model: torch.nn.Module,
                 "part and apply the readout to its result.")
         if info[name].rows not in ("node", "edge"):
             raise internal(f"forward's output {name} is not indexed by nodes or edges")
-    return Attributes(tuple(info.items()), inputs), values
+    return Attributes(tuple(info.items()), inputs, tables_by_node_id(program, model, inputs)), values
 
 
 def _check_rowwise(op: Op, program: Program, info: dict[str, TensorInfo], values: dict[str, Any],

@@ -46,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--forward-args", metavar="JSON",
                         help="values for forward's parameters that are not the graph or features, as a JSON "
                         "object, e.g. '{\"out_key\": \"paper\"}': inference computes forward for them")
+    parser.add_argument("--blocks", type=int, metavar="N",
+                        help="forward takes a list of blocks and runs as many layers as it is given: it is traced "
+                        "with N blocks, as you call it in training")
     parser.add_argument("--leaf", action="append", default=[], metavar="CLASS", help="treat modules of this class as row-wise leaves (repeatable)")
     parser.add_argument("--mp-module", action="append", default=[], metavar="CLASS", help="treat modules of this class as message passing (repeatable)")
     parser.add_argument("--method-name", default=DEFAULT_METHOD_NAME, metavar="NAME",
@@ -156,6 +159,7 @@ def _run(args: argparse.Namespace, stdout: TextIO) -> int:
         method_name=args.method_name,
         metagraph=args.metagraph,
         forward_args=args.forward_args,
+        blocks=args.blocks,
     )
     if args.output not in (None, "-") and ":" in args.target:
         model_file = Path(args.target.rpartition(":")[0])

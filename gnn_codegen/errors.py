@@ -65,6 +65,11 @@ class TraceFailedError(GnnCodegenError):
     """torch.fx could not trace forward for a reason other than control flow."""
 
 
+class BlockCountError(GnnCodegenError):
+    """A blocks-style forward whose message-passing depth is the number of blocks it is given
+    (`for i in range(len(blocks))` over no fixed layers): --blocks must say it (block_count.py)."""
+
+
 class CheckFailedError(GnnCodegenError):
     """--check found that the generated inference differs from the full-graph forward."""
 

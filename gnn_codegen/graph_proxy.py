@@ -7,6 +7,8 @@ g.ntypes`, `"w" in g.edata`, `g.apply_edges(...)`) instead of surfacing as torch
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any, NoReturn
 
 import dgl
@@ -42,6 +44,9 @@ _INLINE_WAY_OUT = (
 # stands for every block, whose source and destination rows are all of the graph's nodes.
 _WRITES = {"ndata": ("src", "dst"), "srcdata": ("src",), "dstdata": ("dst",), "edata": ("edge",)}
 _READS = {"ndata": ("dst", "src"), "srcdata": ("src",), "dstdata": ("dst",), "edata": ("edge",)}
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def _refuse(what: str, why: str) -> NoReturn:
@@ -209,6 +214,18 @@ class BlockListProxy(fx.Proxy):
 
     num_blocks = 1
     used_as_list = False
+    # where forward measured the list (`len(blocks)`, `for block in blocks`, `enumerate(blocks)`,
+    # `zip(..., blocks)`): (file, line) of the calling frame, to name it when the depth of
+    # message passing follows the count (block_count.py)
+    measures: tuple[tuple[str, int], ...] = ()
+
+    def _measured(self) -> None:
+        # the caller of __len__/__iter__: the user's frame (len, zip and enumerate are C code; the
+        # len of traced_len.py is ours)
+        frame = sys._getframe(2)
+        while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+            frame = frame.f_back
+        type(self).measures = (*type(self).measures, (frame.f_code.co_filename, frame.f_lineno))
 
     def _as_list(self) -> list[fx.Proxy]:
         type(self).used_as_list = True
@@ -217,9 +234,11 @@ class BlockListProxy(fx.Proxy):
         return list(self.__dict__["_items"])
 
     def __iter__(self) -> Any:
+        self._measured()
         return iter(self._as_list())
 
     def __len__(self) -> int:
+        self._measured()
         return len(self._as_list())
 
     def __getitem__(self, index: Any) -> Any:

@@ -220,7 +220,15 @@ def make_inputs(generated: Generated, num_nodes: int, seed: int, num_edges: int 
     """Seeded random inputs for forward: node inputs get num_nodes rows, edge inputs num_edges."""
     gen = torch.Generator().manual_seed(seed + 1)
     edges = num_nodes if num_edges is None else num_edges
-    return [spec.example(num_nodes, edges, gen) for spec in generated.attributes.inputs]
+    # an input forward never reads gets rows of neither count: whatever rows a caller gives
+    # forward, inference must take too (render.py checks no rows of it)
+    unread = generated.program.unread_inputs() if generated.program is not None else frozenset()
+    return [spec.example(_UNREAD_ROWS, _UNREAD_ROWS, gen) if spec.name in unread else spec.example(num_nodes, edges, gen)
+            for spec in generated.attributes.inputs]
+
+
+# rows of an input forward never reads, in the checks: no graph of theirs has as many nodes or edges
+_UNREAD_ROWS = 3
 
 
 def generated_model(generated: Generated, module: ModuleType,

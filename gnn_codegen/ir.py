@@ -161,6 +161,12 @@ class Program:
     def output_refs(self) -> list[str]:
         return list(iter_refs(self.output))
 
+    def unread_inputs(self) -> frozenset[str]:
+        """Inputs that no op reads and forward does not return (edge features a layer hands
+        through unused): forward accepts them with any rows, so inference must too."""
+        read = {r for op in self.ops for r in op.refs()} | set(self.output_refs())
+        return frozenset(n for n in self.inputs if n not in read)
+
 
 def iter_refs(value: Any) -> Iterator[str]:
     if isinstance(value, Ref):

@@ -63,6 +63,9 @@ class GenerateOptions:
     # JSON object of values for forward's parameters that are not features (`out_key`): forward
     # is traced, and inference computes it, for those values
     forward_args: str | None = None
+    # how many blocks a blocks-style forward is called with in training (--blocks), where its
+    # depth is that count rather than fixed by its layers (block_count.py)
+    blocks: int | None = None
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,8 @@ def regenerate_command(target: str, options: GenerateOptions) -> str:
         parts += ["--metagraph", options.metagraph]
     if options.forward_args is not None:
         parts += ["--forward-args", json.dumps(json.loads(options.forward_args), separators=(", ", ": "))]
+    if options.blocks is not None:
+        parts += ["--blocks", str(options.blocks)]
     return shlex.join(parts)
 
 
@@ -152,6 +157,11 @@ def _generate_all(target: str, options: GenerateOptions) -> Generated:
     _check_classes(loaded.model, "--mp-module", options.mp_modules)
     leaves, forced_mp = frozenset(options.leaves), frozenset(options.mp_modules)
     if is_heterogeneous(loaded.model):
+        if options.blocks is not None:
+            raise OptionsError(
+                "--blocks gives the number of blocks of a homogeneous model's forward; for a model with "
+                "HeteroGraphConv the count is its HeteroGraphConv layers'. Leave --blocks out."
+            )
         header = {"version": VERSION, "target": target, "command": regenerate_command(target, options),
                   "verified": options.verify, "method": options.method_name}
         return generate_hetero(loaded, options, feat_dims, header, warnings)
@@ -166,7 +176,7 @@ def _generate_all(target: str, options: GenerateOptions) -> Generated:
             "leave it out for a model of one node and edge type."
         )
     namespace = vars(loaded.module)
-    traced, program, attrs, proof_notes = _proven_program(loaded, feat_dims, leaves, forced_mp)
+    traced, program, attrs, proof_notes = _proven_program(loaded, feat_dims, leaves, forced_mp, options.blocks)
     plan = build_plan(program, attrs, options.fanout, options.optimize)
     if options.optimize and not plan.cut.placement.optimal:
         warnings += (
@@ -225,7 +235,8 @@ def _stand_in_notes(loaded: LoadedModel) -> tuple[str, ...]:
 
 
 def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], leaves: frozenset[str],
-                    forced_mp: frozenset[str]) -> tuple[Traced, Program, Attributes, tuple[str, ...]]:
+                    forced_mp: frozenset[str], blocks: int | None = None,
+                    ) -> tuple[Traced, Program, Attributes, tuple[str, ...]]:
     """Trace, lower and infer attributes, with every message-passing module proven exact on
     blocks. A user's module the probe refuses (several rounds of update_all, graph.ndata on a
     block, out-degrees) is traced into instead, where its update_all calls written with DGL's
@@ -249,7 +260,7 @@ def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], 
     refusal: UnsupportedModuleError | None = None
     while True:
         try:
-            traced = trace(loaded.model, loaded.path, leaves, forced_mp, through, frozenset(feat_dims))
+            traced = trace(loaded.model, loaded.path, leaves, forced_mp, through, frozenset(feat_dims), blocks)
             traced = give_graph_data(traced, fields_of)
             _check_feat_dims(traced, feat_dims)
             write_out(traced.graph_module, traced.graph_arg, out_degrees_of_graph)
@@ -266,7 +277,9 @@ def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], 
                 continue
             given = through | as_graph | out_degrees_of_graph | set(fields_of)
             if module_class is not None and module_class not in given:
-                refusal = exc
+                # a module that failed on the probe graph for what it reads there unseen
+                # (leaf_failure.py): tracing into it shows what, so what stops that trace is the message
+                refusal = None if getattr(exc, "traced_into_explains", False) else exc
                 through = through | {module_class}
                 continue
             if not _exact_as_graph(refusal):

@@ -288,6 +288,10 @@ class Renderer:
                 lines += [f"if {_spell_key(view, key)} in {g}.{view}:  # forward would read it",
                           f"    raise ValueError(\"generated for graphs without {_plain(spelled)}: "
                           f"regenerate with --feat-dims {key}=WIDTH\")"]
+        for table, rows in self.attrs.node_tables:  # forward indexes it by node ID (node_count.py)
+            lines += [f"if {g}.num_nodes() != {rows}:",
+                      f"    raise ValueError(\"forward indexes self.{table} ({rows} rows) by node ID: {g} must \"",
+                      f"                     f\"have {rows} nodes, one per row, not {{{g}.num_nodes()}}\")"]
         for name in self.program.inputs:
             read = self.from_graph.get(self.program.op(name).target)
             table = self.from_model.get(self.program.op(name).target)
@@ -307,10 +311,10 @@ class Renderer:
             elif table:
                 lines.append(f"{self.buffer[name]} = {table}  # a row per node of {g}, as forward reads it")
         specs = {spec.name: spec for spec in self.attrs.inputs}
-        # an input forward takes and never reads (benchmarking-gnns' `e`) has rows of nobody's
-        # choosing: checking it would refuse the caller's for nothing
-        read = {r for op in self.program.ops for r in op.refs()} | set(self.program.output_refs())
-        checked = [n for n in self.program.inputs if n in read]
+        # an input nothing reads (edge features a layer hands through unused) has the rows the
+        # caller gives forward, which accepts any: checking the ones gnn-codegen assumed would
+        # refuse forward's own call
+        checked = [n for n in self.program.inputs if n not in self.program.unread_inputs()]
         nodes = [f'"{self.buffer[n]}": {self.buffer[n]}' for n in checked if specs[n].rows == "node"]
         edges = [f'"{self.buffer[n]}": {self.buffer[n]}' for n in checked if specs[n].rows == "edge"]
         checks = ([f"nodes={{{', '.join(nodes)}}}"] if nodes else []) + ([f"edges={{{', '.join(edges)}}}"] if edges else [])

@@ -22,13 +22,16 @@ from dgl.base import DGLWarning
 import torch
 import torch.fx as fx
 
+from gnn_codegen.block_count import check_blocks_option, check_depth_is_the_models
 from gnn_codegen.derived_graphs import traced_derived_graphs
 from gnn_codegen.edge_weight_norm import is_edge_weight_norm, traced_edge_weight_norms
 from gnn_codegen.eval_flags import defaults_as_traced, eval_flags
+from gnn_codegen.plain_containers import is_unregistered_module_error, unregistered_module_message
 from gnn_codegen.sized_tensors import traced_factories
+from gnn_codegen.traced_len import traced_len
 from gnn_codegen.static_shapes import decided
 from gnn_codegen.errors import (
-    DataDependentControlFlowError, GraphUseError, SignatureError, TraceFailedError, UnsupportedOperationError,
+    DataDependentControlFlowError, GnnCodegenError, GraphUseError, SignatureError, TraceFailedError, UnsupportedOperationError,
 )
 from gnn_codegen.graph_data import graph_data_read, lift_graph_data
 from gnn_codegen.graph_proxy import BlockListProxy, BlockProxy
@@ -286,6 +289,7 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
                 forward_taking_the_graph(model, graph_arg, kept) if kept else contextlib.nullcontext(), \
                 traced_derived_graphs(tracer, type(model).forward.__globals__, BlockProxy), \
                 traced_factories(tracer, type(model).forward.__globals__), \
+                traced_len(_user_globals(model)), \
                 traced_edge_weight_norms(tracer), \
                 _attributes_kept(model):
             # what DGL warns about a graph proxy (ChebConv's missing lambda_max) is no news to the
@@ -315,6 +319,8 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
         raise TraceFailedError(f"{where}: torch.fx could not trace forward: {exc}.") from None
     except Exception as exc:
         where = _user_location(exc.__traceback__, path) or f"{name}.forward"
+        if is_unregistered_module_error(exc):
+            raise TraceFailedError(f"{where}: {unregistered_module_message(model)}") from None
         known = _known_trace_failure(exc)
         if known:
             raise TraceFailedError(f"{where}: {known}") from None
@@ -333,6 +339,7 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
         tuple(dict.fromkeys(getattr(tracer, "candidate_widths", ()))),
         getattr(tracer, "converts_blocks", False),
         getattr(tracer, "homogenized", None),
+        proxy_cls.measures,  # where forward measured its blocks (block_count.py)
     )
     # tensors fx made from numbers while tracing (ChebConv's th.Tensor([2.0])): kept by the
     # GraphModule, not by the model (lower.py writes them out as numbers)
@@ -353,6 +360,17 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
     finally:
         for qualname in constants:
             delattr(model, qualname)
+
+
+def _user_globals(model: torch.nn.Module) -> list[dict[str, Any]]:
+    """The globals of forward's file and of the files of the user's modules it may call."""
+    found = [type(model).forward.__globals__]
+    for m in model.modules():
+        namespace = getattr(type(m).forward, "__globals__", None)
+        if namespace is not None and not type(m).__module__.startswith(("torch.", "dgl.")) \
+                and all(namespace is not f for f in found):
+            found.append(namespace)
+    return found
 
 
 def _raised_in_user_file(tb: Any, path: Path) -> bool:
@@ -401,9 +419,10 @@ def _graph_parameter(model: torch.nn.Module, params: list[inspect.Parameter]) ->
 
 def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset(),
           forced_mp: frozenset[str] = frozenset(), through: frozenset[type] = frozenset(),
-          declared: frozenset[str] = frozenset()) -> Traced:
+          declared: frozenset[str] = frozenset(), blocks: int | None = None) -> Traced:
     """`through`: message-passing modules of the user's to trace into (their update_all calls
-    become ops of their own) instead of keeping them as leaves."""
+    become ops of their own) instead of keeping them as leaves. `blocks`: how many blocks a
+    blocks-style forward is called with (--blocks), instead of the count its layers fix."""
     model.eval()  # `self.training` and Dropout must read as inference while tracing
     params = _forward_params(model)
     variadic = [p.name for p in params if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
@@ -421,10 +440,12 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
     taken = [p for p in params if p.name == graph_arg or p.default is inspect.Parameter.empty]
     inputs = tuple(p.name for p in taken if p.name != graph_arg)
     signature = tuple((p.name, "keyword" if p.kind == p.KEYWORD_ONLY else "positional") for p in taken)
-    num_blocks = _count_mp_modules(model, forced_mp)
+    num_blocks = blocks or _count_mp_modules(model, forced_mp)
     try:
         gm, blocks_style, decisions = _trace_once(model, graph_arg, num_blocks, path, leaves, forced_mp, kept, through, declared)
     except TraceFailedError as first_error:
+        if blocks is not None:
+            raise
         # A blocks-style forward may consume fewer blocks than there are message-passing modules
         # (one is unused, or two share a depth), or more (message passing written inline, or
         # several rounds in a module traced into): try the other counts before giving up, the
@@ -443,11 +464,23 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
         else:
             raise first_error
     depth = _mp_depth(gm, forced_mp)
-    if blocks_style and depth != num_blocks and depth > 0:
+    check_blocks_option(blocks, blocks_style, graph_arg)
+    if blocks is None and blocks_style and depth != num_blocks and depth > 0:
         # Two convolutions at one depth (or one conv called per block): the forward consumes
         # `depth` blocks, not one per module, so trace again with that many.
         num_blocks = depth
         gm, blocks_style, decisions = _trace_once(model, graph_arg, num_blocks, path, leaves, forced_mp, kept, through, declared)
+    if blocks is None and blocks_style and depth > 0:
+
+        def trace_with(count: int) -> tuple[int, tuple[tuple[str, int], ...]] | None:
+            try:
+                more, _, more_decisions = _trace_once(model, graph_arg, count, path, leaves, forced_mp, kept,
+                                                      through, declared)
+            except GnnCodegenError:
+                return None
+            return _mp_depth(more, forced_mp), more_decisions[6]
+
+        check_depth_is_the_models(trace_with, num_blocks, _mp_depth(gm, forced_mp), path, graph_arg)
     stacks_reduced_along_rows(gm)
     lstm_states_rows_first(gm)
     taken = {p.name for p in params} | {graph_arg}

@@ -30,6 +30,7 @@ import torch
 
 from gnn_codegen.errors import CheckFailedError
 from gnn_codegen.metapaths import rows_graph
+from gnn_codegen.node_count import fixed_node_count
 from gnn_codegen.harness import (
     allclose, flatten, full_graph_forward, gather_sources_always, generated_model, import_source,
     make_inputs, max_difference, nan_count, random_graph_for, returns_edge_rows, rows_for, run_inference, some_nodes,
@@ -92,11 +93,20 @@ def check(generated: Generated, num_nodes: int = 1000, seed: int = 0,
     reference = copy.deepcopy(generated.loaded.model)
     perturb(reference, seed)
     reference.eval()
+    fixed = fixed_node_count(generated.attributes.node_tables)
+    fixed_note = []
+    if fixed is not None and fixed != num_nodes:  # a table indexed by node ID: forward runs on no other
+        fixed_note.append(
+            f"forward indexes {', '.join(f'self.{t} ({r} rows)' for t, r in generated.attributes.node_tables)} "
+            f"by node ID, so the check ran on a graph of {fixed} nodes"
+        )
+        num_nodes = fixed
     models = {
         "in place": _instantiate(generated, reference, "generated_inference", gather=False),
         "gathered": _instantiate(generated, reference, "generated_gathering", gather=True),
     }
     g, inputs, notes = _graph_the_model_accepts(generated, reference, num_nodes, seed)
+    notes = fixed_note + notes
     rows = rows_graph(generated.program, g)  # g, or the graph of its first metapath
     started = time.perf_counter()
     expected = full_graph_forward(reference, generated, g, inputs)

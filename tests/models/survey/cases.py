@@ -67,6 +67,8 @@ class SurveyCase:
     # a sampler's blocks carry), inference on g carrying a parent graph's IDs (as
     # dgl.to_homogeneous or a subgraph leaves them), which a block of g would not show
     parent_ids: bool = False
+    # the --blocks option: forward's depth is the number of blocks it is given, which its user knows
+    blocks: int | None = None
     why_not: str = ""  # why exact inference is impossible, when it is
 
     @property
@@ -212,7 +214,7 @@ CASES: tuple[SurveyCase, ...] = (
                {"n_prop": 4, "alpha": 0.7, "use_norm": True}, ("g", "x:3"), True, (2, 5, 7), feat_dims="y0=3"),
     # --- recommendation (XGCN, RecHub, LightGCN) -----------------------------------------------
     SurveyCase("BlockLightGCN", "recsys_style", f"{XGCN} model/Block_LightGCN.py", None, ("blocks:2", "x:8"), True,
-               (5, 6), feat_dims="x=8", gdata={"edata": {"ew": []}}, blocks_style=True),
+               (5, 6), feat_dims="x=8", gdata={"edata": {"ew": []}}, blocks_style=True, blocks=2),
     SurveyCase("GATModule", "recsys_style", f"{XGCN} model/GAT.py", None, ("blocks:2", "x:8"), True, (6,),
                self_loops=True, blocks_style=True),
     SurveyCase("GINModule", "recsys_style", f"{XGCN} model/GIN.py", {"num_gcn_layers": 2, "width": 8},

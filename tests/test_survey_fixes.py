@@ -1,0 +1,260 @@
+"""Issue 35's survey found models gnn-codegen got wrong, crashed on, or refused for a size it
+chose itself (benchmarks/results/survey.md). Each is pinned here on the survey's own model class
+(tests/models/survey/), and where a module is written, judged by the survey's independent check
+(benchmarks/survey_check.py: the user's forward against the written inference on its own graph)."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+import dgl
+import pytest
+
+from gnn_codegen import errors
+from gnn_codegen.pipeline import GenerateOptions, generate_all, regenerate_command
+from tests.cases import REPO
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+import survey_check  # noqa: E402
+
+RECSYS = "tests/models/survey/recsys_style.py"
+
+
+def _written_and_checked(name: str, target: str, options: GenerateOptions, tmp_path: Path) -> dict:
+    """The module gnn-codegen writes for `target`, judged by the survey's own check."""
+    generated = generate_all(target, options)
+    out = tmp_path / f"{name}_inference.py"
+    out.write_text(generated.source)
+    return survey_check.check(name, out)
+
+
+# --- 1. a blocks-style forward whose depth is the number of blocks it is given ----------------
+
+
+def test_a_depth_given_by_the_blocks_is_refused_naming_the_line_that_measures_them() -> None:
+    """BlockLightGCN (XGCN): `for i in range(len(blocks))` over weightless propagation. Traced
+    with 1 block it was written as forward([g] * 1, x) while its users call it with 2 or 3:
+    silently wrong. Now the count is the user's to give."""
+    with pytest.raises(errors.BlockCountError) as info:
+        generate_all(f"{RECSYS}:BlockLightGCN", GenerateOptions(feat_dims="x=8"))
+    message = str(info.value)
+    assert message.startswith(f"{RECSYS}:27 (`for i in range(len(blocks)):`): ")
+    assert "traced with 1 block in blocks it runs 1 hop, with 2 it runs 2" in message
+    assert "--blocks 2" in message
+
+
+def test_blocks_gives_the_depth_and_the_module_equals_forward_called_so(tmp_path: Path) -> None:
+    options = GenerateOptions(feat_dims="x=8", blocks=2)
+    generated = generate_all(f"{RECSYS}:BlockLightGCN", options)
+    assert generated.program.num_blocks == 2
+    assert "self.forward([g] * 2, x)" in generated.source  # the docstring says the depth
+    assert "--blocks 2" in regenerate_command(f"{RECSYS}:BlockLightGCN", options)
+    assert generated.verification is not None  # the check before writing called forward with 2 blocks
+    assert _written_and_checked("BlockLightGCN", f"{RECSYS}:BlockLightGCN", options, tmp_path)["outcome"] == "exact"
+
+
+@pytest.mark.parametrize("name", ["GraphSAGEModule", "GATModule"])
+def test_forwards_that_zip_their_layers_with_the_blocks_keep_their_own_count(name: str) -> None:
+    """`zip(blocks, self.gnn_layers)`: one block more changes nothing (or fails an assert)."""
+    generated = generate_all(f"{RECSYS}:{name}", GenerateOptions(verify=False))
+    assert generated.program.num_blocks == 2
+
+
+def _model_file(tmp_path: Path, body: str) -> str:
+    path = tmp_path / "blocks_model.py"
+    path.write_text(textwrap.dedent('''\
+        import dgl.nn as dglnn
+        import torch.nn as nn
+    ''') + textwrap.dedent(body))
+    return str(path)
+
+
+def test_a_forward_that_indexes_its_layers_by_block_keeps_its_count(tmp_path: Path) -> None:
+    """`self.convs[i]` for i in range(len(blocks)): a block more indexes past the layers."""
+    path = _model_file(tmp_path, '''
+        class SAGE(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.convs = nn.ModuleList([dglnn.SAGEConv(8, 8, "mean") for _ in range(3)])
+
+            def forward(self, blocks, x):
+                h = x
+                for i in range(len(blocks)):
+                    h = self.convs[i](blocks[i], h)
+                return h
+    ''')
+    generated = generate_all(f"{path}:SAGE", GenerateOptions(feat_dims="x=8"))
+    assert generated.program.num_blocks == 3
+
+
+def test_one_conv_applied_to_every_block_is_refused_without_blocks(tmp_path: Path) -> None:
+    path = _model_file(tmp_path, '''
+        class Shared(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = dglnn.SAGEConv(8, 8, "mean")
+
+            def forward(self, blocks, x):
+                h = x
+                for block in blocks:
+                    h = self.conv(block, h)
+                return h
+    ''')
+    with pytest.raises(errors.BlockCountError, match=r"blocks_model.py:\d+ \(`for block in blocks:`\)"):
+        generate_all(f"{path}:Shared", GenerateOptions(feat_dims="x=8"))
+    assert generate_all(f"{path}:Shared", GenerateOptions(feat_dims="x=8", blocks=3)).program.num_blocks == 3
+
+
+def test_blocks_for_a_forward_of_one_graph_is_refused() -> None:
+    with pytest.raises(errors.OptionsError, match="one graph, not a list of blocks"):
+        generate_all("generated_examples/gcn/model.py:GCN",
+                     GenerateOptions(init='{"in_size": 16, "hid_size": 16, "out_size": 4, "num_layers": 3}', blocks=2))
+
+
+# --- 2. an input forward hands through unread ----------------------------------------------------
+
+BG = "tests/models/survey/benchmarking_gnns_style.py"
+
+
+def test_edge_features_a_layer_hands_through_unread_are_taken_with_any_rows(tmp_path: Path) -> None:
+    """GatedGCNIsotropicNet (benchmarking-gnns): `h, e = conv(g, h, e)` where the isotropic layer
+    returns e untouched. The written inference checked e as a row per node, so forward's own
+    call (e a row per edge) raised ValueError; the check before writing passed because it gave e
+    a row per node to both."""
+    options = GenerateOptions(init='{"in_dim": 6, "hidden_dim": 8, "n_classes": 3, "n_layers": 2}', feat_dims="e=1")
+    generated = generate_all(f"{BG}:GatedGCNIsotropicNet", options)
+    assert generated.program.unread_inputs() == {"e"}
+    assert '"e": e' not in generated.source  # no row check of it
+    out = tmp_path / "gated_inference.py"
+    out.write_text(generated.source)
+    assert survey_check.check("GatedGCNIsotropicNet", out)["outcome"] == "exact"
+
+
+# --- 3. a table indexed by node IDs fixes the graph's node count --------------------------------
+
+
+def _import(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_an_embedding_indexed_by_node_ids_sizes_the_check_and_is_checked_at_entry(tmp_path: Path) -> None:
+    """EmbeddingGNN (XGCN's BaseGNNModel): `self.base_emb_table(blocks[0].srcdata[dgl.NID])` on
+    a 200-row table. The check before writing ran forward on 240 nodes and failed (exit 1)."""
+    options = GenerateOptions(init='{"num_nodes": 200, "emb_dim": 8}')
+    generated = generate_all(f"{RECSYS}:EmbeddingGNN", options)
+    assert generated.attributes.node_tables == (("base_emb_table", 200),)
+    assert generated.verification is not None and generated.verification.num_nodes == 200
+    out = tmp_path / "embedding_inference.py"
+    out.write_text(generated.source)
+    assert survey_check.check("EmbeddingGNN", out)["outcome"] == "exact"
+    model = _import(out, "embedding_inference").EmbeddingGNN(num_nodes=200, emb_dim=8)
+    with pytest.raises(ValueError, match=r"self.base_emb_table \(200 rows\) by node ID: g must have 200 nodes, "
+                                         r"one per row, not 150"):
+        model.inference(dgl.rand_graph(150, 600), batch_size=64, device="cpu")
+
+
+# --- 3. a user module that reads graph data the tracer cannot see from outside ------------------
+
+
+def test_a_user_module_reading_an_edge_field_of_the_graph_is_traced_into(tmp_path: Path) -> None:
+    """XGCN's LightGCNConv reads the graph's 'ew' inside (`fn.u_mul_e("h", "ew", "m")`): kept
+    whole it failed on the probe graph (which has no 'ew'), refused as `RuntimeError: ew`. Traced
+    into, 'ew' becomes an edge input read from the graph, and the rounds hops of their own."""
+    model_file = tmp_path / "lightgcn_model.py"
+    model_file.write_text(textwrap.dedent('''\
+        import torch.nn as nn
+
+        from tests.models.survey.recsys_style import LightGCNConv
+
+
+        class LightGCNAll(nn.Module):
+            def __init__(self, num_nodes, emb_dim, num_gcn_layers):
+                super().__init__()
+                self.base_emb_table = nn.Embedding(num_nodes, emb_dim)
+                self.gcn = LightGCNConv(num_layers=num_gcn_layers, stack_layers=True)
+
+            def forward(self, g):
+                return self.gcn(g, self.base_emb_table.weight)
+    '''))
+    generated = generate_all(f"{model_file}:LightGCNAll",
+                             GenerateOptions(init='{"num_nodes": 200, "emb_dim": 8, "num_gcn_layers": 3}'))
+    assert 'ew = g.edata["ew"]  # as forward reads it' in generated.source
+    assert generated.plan.num_layers == 3
+    assert generated.verification is not None and generated.verification.ok
+
+
+def test_lightgcn_is_refused_for_what_stops_it_not_for_the_probe_graph() -> None:
+    """The survey's LightGCN splits its result into users' and items' rows by a count of the
+    model's (`out_emb[: self.num_users]`): that is what the refusal names now."""
+    with pytest.raises(errors.UnsupportedOperationError) as info:
+        generate_all(f"{RECSYS}:LightGCN",
+                     GenerateOptions(init='{"num_nodes": 200, "num_users": 120, "emb_dim": 8, "num_gcn_layers": 3}'))
+    assert str(info.value).startswith(f"{RECSYS}:152 (`return out_emb[: self.num_users], out_emb[self.num_users:]`)")
+
+
+# --- 4. len() of a tensor in forward --------------------------------------------------------------
+
+FRAUD = "tests/models/survey/fraud_style.py"
+BWGNN_INIT = '{"in_feats": 8, "h_feats": 8, "num_classes": 2, "d": 2}'
+
+
+def test_len_of_a_tensor_is_its_row_count_made_per_batch(tmp_path: Path) -> None:
+    """BWGNN's `torch.zeros([len(in_feat), 0])`, the wavelet convs' results concatenated onto it
+    (here in an nn.ModuleList, as item 5 asks of the original): torch.fx refused `len` on a traced
+    tensor. It is the tensor's rows, which a batch has as many of as it computes."""
+    model_file = tmp_path / "bwgnn_model.py"
+    model_file.write_text(textwrap.dedent('''\
+        import torch
+        import torch.nn as nn
+
+        from tests.models.survey.fraud_style import PolyConv, beta_wavelet_thetas
+
+
+        class BWGNN(nn.Module):
+            def __init__(self, in_feats, h_feats, num_classes, d=2):
+                super().__init__()
+                self.thetas = beta_wavelet_thetas(d)
+                self.conv = nn.ModuleList([PolyConv(h_feats, h_feats, theta, lin=False) for theta in self.thetas])
+                self.linear = nn.Linear(in_feats, h_feats)
+                self.linear3 = nn.Linear(h_feats * len(self.conv), num_classes)
+                self.act = nn.ReLU()
+
+            def forward(self, g, in_feat):
+                h = self.act(self.linear(in_feat))
+                h_final = torch.zeros([len(in_feat), 0])
+                for conv in self.conv:
+                    h0 = conv(g, h)
+                    h_final = torch.cat([h_final, h0], -1)
+                return self.linear3(h_final)
+    '''))
+    generated = generate_all(f"{model_file}:BWGNN", GenerateOptions(init=BWGNN_INIT))
+    assert "torch.zeros([in_feat.shape[0], 0])" in generated.source
+    assert generated.verification is not None and generated.verification.ok
+    assert "len" not in vars(importlib.import_module("tests.models.survey.fraud_style"))  # put back
+
+
+# --- 5. modules in a plain Python list -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, line, call", [
+    ("BWGNN", 109, "h0 = conv(g, h)"),
+    ("MultiGraphBWGNN", 233, "h_final.append(conv(graphs[relation], x_in[relation]))"),
+])
+def test_modules_in_a_plain_list_are_refused_asking_for_a_module_list(name: str, line: int, call: str) -> None:
+    """BWGNN keeps its convs in `self.conv = []`: torch.fx's NameError ("module is not installed
+    as a submodule") said nothing a user could act on; the list's parameters are not even in the
+    state_dict."""
+    case = survey_check.by_name()[name]
+    with pytest.raises(errors.TraceFailedError) as info:
+        generate_all(f"{FRAUD}:{name}", GenerateOptions(init=json.dumps(case.init)))
+    message = str(info.value)
+    assert message.startswith(f"{FRAUD}:{line} (`{call}`): forward calls a module kept in a plain Python list")
+    assert "nn.ModuleList([...])" in message and "state_dict" in message

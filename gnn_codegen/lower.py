@@ -480,6 +480,7 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
         tables=tuple((name, path, accessor(traced.model, path)) for name, path in traced.tables),
         decisions=traced.decisions,
         in_degree_checks=traced.in_degree_checks,
+        static_decisions=traced.static_decisions,
         flags=traced.flags,
         converts_blocks=traced.converts_blocks,
     )

@@ -32,6 +32,7 @@ from gnn_codegen.method_name import DEFAULT_METHOD_NAME, check_method_name
 from gnn_codegen.plan import Plan, build_plan
 from gnn_codegen.probe import prove_message_passing
 from gnn_codegen.render import render
+from gnn_codegen.render_assumptions import decision_notes
 from gnn_codegen.simplify import simplify
 from gnn_codegen.splice import ends_with_helpers, splice
 from gnn_codegen.trace import Traced, trace
@@ -182,7 +183,8 @@ def _generate_all(target: str, options: GenerateOptions) -> Generated:
                               and ends_with_helpers(source, rendered.helpers) else "")
     generated = Generated(formatted, loaded, program, attrs, plan, warnings, target, rendered.buffers,
                           rendered.origins, method_name=options.method_name)
-    generated = replace(generated, notes=_stand_in_notes(loaded) + _decision_notes(program) + _width_notes(generated))
+    generated = replace(generated, notes=_stand_in_notes(loaded) + _decision_notes(program)
+                        + decision_notes(program.static_decisions) + _width_notes(generated))
     if not options.verify:
         return generated
     result = verify(generated)
@@ -234,7 +236,7 @@ def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], 
     refusal: UnsupportedModuleError | None = None
     while True:
         try:
-            traced = trace(loaded.model, loaded.path, leaves, forced_mp, through, frozenset(feat_dims))
+            traced = trace(loaded.model, loaded.path, leaves, forced_mp, through, frozenset(feat_dims), feat_dims)
             _check_feat_dims(traced, feat_dims)
             write_out(traced.graph_module, traced.graph_arg)
             program = lower(traced, vars(loaded.module), loaded.path, forced_mp)

@@ -26,14 +26,16 @@ from gnn_codegen.derived_graphs import traced_derived_graphs
 from gnn_codegen.edge_weight_norm import is_edge_weight_norm, traced_edge_weight_norms
 from gnn_codegen.eval_flags import defaults_as_traced, eval_flags
 from gnn_codegen.sized_tensors import traced_factories
+from gnn_codegen.static_decisions import decide, graph_data_named
 from gnn_codegen.static_shapes import decided
 from gnn_codegen.errors import (
-    DataDependentControlFlowError, GraphUseError, SignatureError, TraceFailedError, UnsupportedOperationError,
+    DataDependentControlFlowError, FeatDimsError, GraphUseError, SignatureError, TraceFailedError, UnsupportedOperationError,
 )
 from gnn_codegen.graph_data import graph_data_read, lift_graph_data
 from gnn_codegen.graph_proxy import BlockListProxy, BlockProxy
 from gnn_codegen.inline_mp import update_all
 from gnn_codegen.input_specs import declared_width
+from gnn_codegen.ir import StaticDecision
 from gnn_codegen.kept_graph import forward_taking_the_graph, graphs_on_the_model, kept_graph
 from gnn_codegen.known_modules import is_message_passing
 from gnn_codegen.node_tables import lift_node_tables
@@ -84,6 +86,9 @@ class Traced:
     # forward converts its blocks (`dgl.block_to_graph(block)`, traced as the block itself:
     # derived_graphs.SAME_GRAPH), which a graph is not: its full-graph forward takes real blocks
     converts_blocks: bool = False
+    # forward's tests of what its values are (`if h.shape[-1] == self.out_dim:`), decided while
+    # tracing, with what each assumes of the inputs (static_decisions.py)
+    static_decisions: tuple[StaticDecision, ...] = ()
 
 
 # elementwise functions and methods of one tensor that keep its shape (and so its width), and
@@ -112,9 +117,10 @@ def _through_shape_keeping(node: fx.Node, root: torch.nn.Module) -> fx.Node:
 
 class _Tracer(fx.Tracer):
     def __init__(self, graph_arg: str, forced_leaves: frozenset[str], forced_mp: frozenset[str],
-                 through: frozenset[type] = frozenset()):
+                 through: frozenset[type] = frozenset(), widths: dict[str, tuple[int, ...]] | None = None):
         super().__init__()
         self.graph_arg = graph_arg
+        self.widths = widths or {}  # --feat-dims, for the examples static decisions are taken on
         self.forced_leaves = forced_leaves
         self.forced_mp = forced_mp
         self.through = through
@@ -146,6 +152,9 @@ class _Tracer(fx.Tracer):
         known = decided(obj.node, self.root)  # ChebConv's `if lambda_max.dim() == 1:`
         if known is not None:
             return known
+        taken = decide(obj.node, self, self.graph_arg, self.widths)  # `if h.shape[-1] == self.out_dim:`
+        if taken is not None:
+            return taken
         return super().to_bool(obj)
 
     def call_module(self, m: torch.nn.Module, forward: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -258,10 +267,10 @@ _MORE_BLOCKS = 8
 def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: Path,
                 leaves: frozenset[str], forced_mp: frozenset[str],
                 kept: tuple[str, ...] = (), through: frozenset[type] = frozenset(),
-                declared: frozenset[str] = frozenset(),
+                declared: frozenset[str] = frozenset(), widths: dict[str, tuple[int, ...]] | None = None,
                 ) -> tuple[fx.GraphModule, bool, tuple[tuple[tuple[str, str, bool], ...], tuple[str, ...]]]:
     proxy_cls = type("_Blocks", (BlockListProxy,), {"num_blocks": num_blocks, "used_as_list": False})
-    tracer = _Tracer(graph_arg, leaves, forced_mp, through)
+    tracer = _Tracer(graph_arg, leaves, forced_mp, through, widths)
     tracer.declared_data = declared  # type: ignore[attr-defined]  # graph data --feat-dims names
     tracer.proxy = lambda node: (  # type: ignore[method-assign]
         proxy_cls(node, tracer) if node.op == "placeholder" and node.target == graph_arg
@@ -288,6 +297,8 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
             warnings.simplefilter("ignore", DGLWarning)
             graph = tracer.trace(model, concrete_args=defaults or None)
             defaults_as_traced(graph, defaults)
+    except FeatDimsError:
+        raise  # a test of an input's width before anything tells it: names its line already
     except (GraphUseError, UnsupportedOperationError) as exc:
         where = _user_location(exc.__traceback__, path) or f"{name}.forward"
         raise type(exc)(f"{where}: {exc}") from None
@@ -327,6 +338,7 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
         tuple(getattr(tracer, "declared_widths", {}).items()),
         tuple(dict.fromkeys(getattr(tracer, "candidate_widths", ()))),
         getattr(tracer, "converts_blocks", False),
+        tuple(getattr(tracer, "static_decisions", ())),
     )
     # tensors fx made from numbers while tracing (ChebConv's th.Tensor([2.0])): kept by the
     # GraphModule, not by the model (lower.py writes them out as numbers)
@@ -395,7 +407,7 @@ def _graph_parameter(model: torch.nn.Module, params: list[inspect.Parameter]) ->
 
 def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset(),
           forced_mp: frozenset[str] = frozenset(), through: frozenset[type] = frozenset(),
-          declared: frozenset[str] = frozenset()) -> Traced:
+          declared: frozenset[str] = frozenset(), widths: dict[str, tuple[int, ...]] | None = None) -> Traced:
     """`through`: message-passing modules of the user's to trace into (their update_all calls
     become ops of their own) instead of keeping them as leaves."""
     model.eval()  # `self.training` and Dropout must read as inference while tracing
@@ -417,7 +429,7 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
     signature = tuple((p.name, "keyword" if p.kind == p.KEYWORD_ONLY else "positional") for p in taken)
     num_blocks = _count_mp_modules(model, forced_mp)
     try:
-        gm, blocks_style, decisions = _trace_once(model, graph_arg, num_blocks, path, leaves, forced_mp, kept, through, declared)
+        gm, blocks_style, decisions = _trace_once(model, graph_arg, num_blocks, path, leaves, forced_mp, kept, through, declared, widths)
     except TraceFailedError as first_error:
         # A blocks-style forward may consume fewer blocks than there are message-passing modules
         # (one is unused, or two share a depth), or more (message passing written inline, or
@@ -428,7 +440,7 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
         # has blocks is the model's own.
         for other in reversed(range(1, num_blocks + _MORE_BLOCKS + 1)):
             try:
-                gm, blocks_style, decisions = _trace_once(model, graph_arg, other, path, leaves, forced_mp, kept, through, declared)
+                gm, blocks_style, decisions = _trace_once(model, graph_arg, other, path, leaves, forced_mp, kept, through, declared, widths)
             except TraceFailedError:
                 continue
             if _mp_depth(gm, forced_mp) == other:
@@ -441,7 +453,7 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
         # Two convolutions at one depth (or one conv called per block): the forward consumes
         # `depth` blocks, not one per module, so trace again with that many.
         num_blocks = depth
-        gm, blocks_style, decisions = _trace_once(model, graph_arg, num_blocks, path, leaves, forced_mp, kept, through, declared)
+        gm, blocks_style, decisions = _trace_once(model, graph_arg, num_blocks, path, leaves, forced_mp, kept, through, declared, widths)
     stacks_reduced_along_rows(gm)
     lstm_states_rows_first(gm)
     taken = {p.name for p in params} | {graph_arg}
@@ -454,4 +466,5 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
                    if lifted_as.get(which, which) in inputs)
     return Traced(model, gm, graph_arg, inputs, blocks_style, num_blocks if blocks_style else 1, signature,
                   kept, graph_data, tables, *decisions[:2], widths, decisions[3],
-                  flags=tuple(eval_flags(model).items()), converts_blocks=decisions[4])
+                  flags=tuple(eval_flags(model).items()), converts_blocks=decisions[4],
+                  static_decisions=graph_data_named(decisions[5], lifted_as))

@@ -59,15 +59,21 @@ def decision_notes(decisions: tuple[StaticDecision, ...]) -> tuple[str, ...]:
     for (where, source), met in by_line.items():
         assumed = [a for a, _ in assumptions_by_input(tuple(met)).values()]
         follows = " (what it tests follows from that and the model's weights)" if any(d.intermediate for d in met) else ""
+        if not assumed:  # of the model's own tables and weights, which no input changes
+            notes.append(f"forward's `{source}` at {where} is decided while tracing: it tests only what "
+                         "the model's own weights and tables fix")
+            continue
         notes.append(f"forward's `{source}` at {where} is decided while tracing: generated for "
-                     f"{', '.join(_spelled(a) for a in assumed) or 'this model'}{follows}; the generated "
-                     "method checks that its inputs agree")
+                     f"{', '.join(_spelled(a) for a in assumed)}{follows}; the generated method checks "
+                     "that its inputs agree")
     return tuple(notes)
 
 
 def _spelled(assumption: Assumption) -> str:
     if assumption.what == "shape":
         shape = tuple(assumption.value)
+        if not shape:
+            return f"{assumption.input} of one number per row"
         return f"{assumption.input} of width {shape[0]}" if len(shape) == 1 else \
             f"{assumption.input} with rows of shape {shape!r}"
     if assumption.what == "ndim":

@@ -25,6 +25,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import linecache
+import operator
 import os
 import sys
 from dataclasses import dataclass, replace
@@ -36,9 +37,11 @@ import torch.fx as fx
 import torch.fx._symbolic_trace as symbolic_trace
 
 from gnn_codegen.errors import FeatDimsError
+from gnn_codegen.edge_weight_norm import normalized_edge_weight
 from gnn_codegen.graph_data import graph_data_read
 from gnn_codegen.input_specs import GUESSED_WIDTH, declared_width, model_float_dtype
 from gnn_codegen.ir import Assumption, StaticDecision
+from gnn_codegen.node_tables import _features, _origin
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -71,6 +74,7 @@ class _Input:
     shape: tuple[int, ...] | None  # past the row axis; None: nothing tells its width yet
     dtype: torch.dtype
     high: int = 0  # IDs an nn.Embedding looks up: below its size
+    edges: bool = False  # a row per edge
 
 
 class Undecided(Exception):
@@ -85,7 +89,13 @@ def decide(condition: fx.Node, tracer: Any, graph_arg: str, widths: Mapping[str,
         return None
     inputs = {name: _known_input(name, tracer, graph_arg, widths)
               for name in dict.fromkeys(_source(n, graph_arg) for n in _cone(condition)) if name}
-    asked = _asked_of_inputs(queries, graph_arg)
+    try:
+        runs = [_evaluate(condition, tracer, graph_arg, inputs, seed) for seed in range(len(_PROBE_NODES))]
+    except Exception:  # the graph so far does not run on example values: as before, refused
+        runs = []
+    # what the answer rests on: the inputs each tensor asked about is computed from, but not
+    # through a graph (edge types that pick a subgraph change which edges, not any shape)
+    asked = _asked_of_inputs(queries, graph_arg, runs[0] if runs else {})
     for name, reads in asked.items():
         if "shape" in reads and inputs[name].shape is None:
             where, source = _user_line()
@@ -97,13 +107,8 @@ def decide(condition: fx.Node, tracer: Any, graph_arg: str, widths: Mapping[str,
                 f"width with --feat-dims {key}=WIDTH (e.g. --feat-dims {key}=128), and the module is "
                 "generated for that width."
             )
-    try:
-        answers = {bool(_evaluate(condition, tracer, graph_arg, inputs, seed)) for seed in range(len(_PROBE_NODES))}
-    except Undecided:
-        return None
-    except Exception:  # the partial graph does not run on example values: as before, refused
-        return None
-    if len(answers) != 1:
+    answers = {bool(values[condition]) for values in runs}
+    if len(answers) != 1:  # it did not run, or it tests the graph's size
         return None
     taken = answers.pop()
     assumptions: list[Assumption] = []
@@ -181,8 +186,9 @@ def _data_key(name: str) -> tuple[str, str] | None:
     return (view, ast.literal_eval(rest[:-1])) if bracket else None
 
 
-def _sources(node: fx.Node, graph_arg: str) -> set[str]:
-    """The inputs a value is computed from."""
+def _sources(node: fx.Node, graph_arg: str, values: Mapping[fx.Node, Any]) -> set[str]:
+    """The inputs a value is computed from, other than through a graph (by `values`, the nodes'
+    values on an example: every input when there are none)."""
     found, seen, stack = set(), set(), [node]
     while stack:
         current = stack.pop()
@@ -192,18 +198,21 @@ def _sources(node: fx.Node, graph_arg: str) -> set[str]:
         name = _source(current, graph_arg)
         if name is not None:
             found.add(name)
-        else:
-            stack.extend(current.all_input_nodes)
+        elif not isinstance(values.get(current), dgl.DGLGraph):
+            # edge weights (a convolution's `edge_weight=`, what EdgeWeightNorm normalises) scale
+            # messages, never a result's shape
+            weights = current.args[1] if current.target is normalized_edge_weight else current.kwargs.get("edge_weight")
+            stack.extend(n for n in current.all_input_nodes if n is not weights)
     return found
 
 
-def _asked_of_inputs(queries: list[_Query], graph_arg: str) -> dict[str, set[str]]:
+def _asked_of_inputs(queries: list[_Query], graph_arg: str, values: Mapping[fx.Node, Any]) -> dict[str, set[str]]:
     """What each input of forward must be for the answers to hold: what is asked of it, or of
     a value computed from it (whose shape follows from the inputs' shapes and the model's
     weights, and whose dtype from their dtypes)."""
     asked: dict[str, set[str]] = {}
     for query in queries:
-        for name in _sources(query.subject, graph_arg):
+        for name in _sources(query.subject, graph_arg, values):
             asked.setdefault(name, set()).add(query.reads)
     return asked
 
@@ -218,6 +227,13 @@ def _known_input(name: str, tracer: Any, graph_arg: str, widths: Mapping[str, tu
     if declared:
         return _Input((declared,), floats)
     frontier = [n for n in tracer.graph.nodes if _source(n, graph_arg) == name]
+    if any(user.kwargs.get("edge_weight") is node or user.target is normalized_edge_weight
+           for node in frontier for user in node.users):
+        return _Input((), floats, edges=True)  # a number per edge, as dgl.nn's convolutions take it
+    compared = [user.args[1] for node in frontier for user in node.users
+                if user.target in (operator.eq, operator.ne) and isinstance(user.args[1], int)]
+    if compared:  # type IDs (`etype == 2`): integers, each of those values and more
+        return _Input((), torch.int64, max(compared) + 2, edges=not name.startswith("ndata["))
     while frontier:
         node = frontier.pop(0)
         for user in node.users:
@@ -238,7 +254,8 @@ def _example(known: _Input, rows: int, generator: torch.Generator) -> torch.Tens
     shape = (rows, *(known.shape if known.shape is not None else (GUESSED_WIDTH,)))
     if known.dtype == torch.int64:
         return torch.randint(0, max(known.high, 1), shape, generator=generator)
-    return torch.randn(shape, generator=generator, dtype=known.dtype)
+    # positive: edge weights normalised by DGL's EdgeWeightNorm must be, and no value is asked
+    return torch.rand(shape, generator=generator, dtype=known.dtype) + 0.1
 
 
 def _probe_graph(num_nodes: int, generator: torch.Generator) -> dgl.DGLGraph:
@@ -250,17 +267,25 @@ def _probe_graph(num_nodes: int, generator: torch.Generator) -> dgl.DGLGraph:
     return dgl.graph((torch.cat([src, loops]), torch.cat([dst, loops])), num_nodes=num_nodes)
 
 
-def _evaluate(condition: fx.Node, tracer: Any, graph_arg: str, inputs: Mapping[str, _Input], seed: int) -> Any:
-    """The condition's value, running the nodes it depends on on example values."""
+def _evaluate(condition: fx.Node, tracer: Any, graph_arg: str, inputs: Mapping[str, _Input],
+              seed: int) -> dict[fx.Node, Any]:
+    """The values of the condition and the nodes it depends on, run on example values."""
     generator = torch.Generator().manual_seed(seed)
-    rows = _PROBE_NODES[seed]
+    cone = _cone(condition)
+    # a table of the model read as node features (`x = self.emb.weight`) has a row per node of
+    # every graph forward is given: both graphs have that many (node_tables.py)
+    modules = dict(tracer.root.named_modules())
+    with _untraced_modules():  # the table itself, not fx's proxy of it
+        tables = [_get_attr(origin, tracer.root) for node in cone for feature in _features(node, modules, frozenset())
+                  if (origin := _origin(feature)) is not None]
+    rows = tables[0].shape[0] if tables and isinstance(tables[0], torch.Tensor) else _PROBE_NODES[seed]
     graph = _probe_graph(rows, generator)
-    examples = {name: _example(known, graph.num_edges() if name.startswith("edata[") else rows, generator)
+    examples = {name: _example(known, graph.num_edges() if known.edges or name.startswith("edata[") else rows,
+                               generator)
                 for name, known in inputs.items()}
     constants = {qualname: value for value, qualname in getattr(tracer, "tensor_attrs", {}).items()}
-    cone = _cone(condition)
     values: dict[fx.Node, Any] = {}
-    with torch.no_grad(), _untraced_modules():
+    with torch.no_grad(), _untraced_modules(), _zero_in_degree_allowed(tracer.root):
         for node in tracer.graph.nodes:
             if node not in cone:
                 continue
@@ -269,7 +294,7 @@ def _evaluate(condition: fx.Node, tracer: Any, graph_arg: str, inputs: Mapping[s
                 values[node] = examples[source]
             else:
                 values[node] = _run(node, values, tracer.root, graph, examples, constants)
-    return values[condition]
+    return values
 
 
 @contextlib.contextmanager
@@ -285,6 +310,27 @@ def _untraced_modules() -> Iterator[None]:
         torch.nn.Module.__call__, torch.nn.Module.__getattr__ = patched  # type: ignore[method-assign]
 
 
+@contextlib.contextmanager
+def _zero_in_degree_allowed(root: torch.nn.Module) -> Iterator[None]:
+    """DGL's modules refuse nodes without in-edges for the values they would compute there; only
+    shapes and dtypes are asked here, and a subgraph of one edge type has such nodes."""
+    refusing = [m for m in root.modules() if vars(m).get("_allow_zero_in_degree") is False]
+    for module in refusing:
+        vars(module)["_allow_zero_in_degree"] = True
+    try:
+        yield
+    finally:
+        for module in refusing:
+            vars(module)["_allow_zero_in_degree"] = False
+
+
+def _get_attr(node: fx.Node, root: torch.nn.Module) -> Any:
+    found: Any = root
+    for part in str(node.target).split("."):
+        found = getattr(found, part, None)
+    return found
+
+
 def _run(node: fx.Node, values: Mapping[fx.Node, Any], root: torch.nn.Module, graph: Any,
          examples: Mapping[str, torch.Tensor], constants: Mapping[str, Any]) -> Any:
     load: Callable[[Any], Any] = lambda a: fx.node.map_arg(a, lambda n: values[n])  # noqa: E731
@@ -292,12 +338,7 @@ def _run(node: fx.Node, values: Mapping[fx.Node, Any], root: torch.nn.Module, gr
     if node.op == "placeholder":  # the graph: the inputs are examples already
         return graph
     if node.op == "get_attr":
-        if node.target in constants:
-            return constants[str(node.target)]
-        found: Any = root
-        for part in str(node.target).split("."):
-            found = getattr(found, part)
-        return found
+        return constants[str(node.target)] if node.target in constants else _get_attr(node, root)
     if node.op == "call_function":
         return node.target(*args, **kwargs)  # type: ignore[operator]
     if node.op == "call_method":

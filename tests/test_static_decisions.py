@@ -29,6 +29,8 @@ CASES = {
     "GATFlattenHeads": GenerateOptions(),
     "ClassifierOnFloats": GenerateOptions(),
     "GCNOnGraphFeatures": GenerateOptions(feat_dims="feat=16"),
+    "EntityEmbeddingGCN": GenerateOptions(),
+    "WeightedRelationGCN": GenerateOptions(),
 }
 
 # the entry check each generated method must start with (as black writes it, spaces collapsed)
@@ -43,6 +45,10 @@ CHECKS = {
     "ClassifierOnFloats": "if x.dtype != torch.float32:",
     "GCNOnGraphFeatures": 'feat = g.ndata["feat"] # as forward reads it # forward decides in Python on what its '
                           "inputs are: generated for inputs like these if feat.shape[1:] != (16,):",
+    # the table is the model's own: nothing to check; edge weights and types change no shape
+    "EntityEmbeddingGCN": "emb = self.emb.weight # a row per node of g, as forward reads it batches.check_rows(",
+    "WeightedRelationGCN": 'if x.shape[1:] != (5,): raise ValueError( "x: generated for rows of shape (5,), as '
+                           'forward decides at static_decisions.py:178; "',
 }
 
 NOTES = {
@@ -67,12 +73,21 @@ def _model(generated):
 def test_decided_while_tracing_and_exact(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     generated = _generate(name, monkeypatch)
     assert generated.program.static_decisions
+    assert generated.verification is not None and generated.verification.ok
     assert CHECKS[name] in " ".join(generated.source.split())
     if name in NOTES:
         assert NOTES[name] in generated.notes
     for seed in (1, 2):
         result = check(generated, num_nodes=61, seed=seed, batch_sizes=(7, 61))
         assert result.ok, f"{name}: max |difference| {result.max_abs_diff}"
+
+
+def test_only_the_inputs_a_shape_follows_from_are_assumed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table of the model, edge weights and the edge types that pick a subgraph make no
+    assumption: the shapes tested follow from x's width and the weights alone."""
+    assert [d.assumptions for d in _generate("EntityEmbeddingGCN", monkeypatch).program.static_decisions] == [()]
+    decisions = _generate("WeightedRelationGCN", monkeypatch).program.static_decisions
+    assert [(a.input, a.what, a.value) for d in decisions for a in d.assumptions] == [("x", "shape", (5,))]
 
 
 def test_the_branch_taken_is_the_one_forward_takes(monkeypatch: pytest.MonkeyPatch) -> None:

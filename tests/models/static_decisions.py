@@ -143,3 +143,38 @@ class GCNOnGraphFeatures(nn.Module):
             h = self.proj(h)
         h = F.relu(self.conv1(g, h))
         return self.conv2(g, h)
+
+
+class EntityEmbeddingGCN(nn.Module):
+    """Node embeddings as features (RGCN's entity classification), a residual where the widths
+    agree."""
+
+    def __init__(self, num_nodes=40, dim=6, out_feats=6):
+        super().__init__()
+        self.emb = nn.Embedding(num_nodes, dim)
+        self.conv = dglnn.GraphConv(dim, out_feats, allow_zero_in_degree=True)
+
+    def forward(self, g):
+        x = self.emb.weight
+        h = self.conv(g, x)
+        if h.shape[-1] == x.shape[-1]:
+            h = h + x
+        return h
+
+
+class WeightedRelationGCN(nn.Module):
+    """Edge weights, and a convolution over the edges of one type: neither changes a shape."""
+
+    def __init__(self, in_feats=5, hidden=7):
+        super().__init__()
+        self.conv1 = dglnn.GraphConv(in_feats, hidden, allow_zero_in_degree=True)
+        self.conv2 = dglnn.GraphConv(hidden, hidden, allow_zero_in_degree=True)
+        self.out = nn.Linear(hidden, 2)
+
+    def forward(self, g, x, w):
+        h = F.relu(self.conv1(g, x, edge_weight=w))
+        cites = g.edge_subgraph(g.edata["etype"] == 1, relabel_nodes=False)
+        h2 = self.conv2(cites, h)
+        if h2.shape == h.shape:
+            h2 = h2 + h
+        return self.out(h2)

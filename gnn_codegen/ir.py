@@ -118,7 +118,7 @@ class StaticDecision:
 
     source: str  # the user's line
     where: str  # its file and line number
-    taken: bool
+    taken: Any  # the test's bool, or the number Python needed (`len(h.shape)`)
     assumptions: tuple[Assumption, ...]
     # it tests a value forward computes from its inputs, which follows from theirs and the weights
     intermediate: bool = False

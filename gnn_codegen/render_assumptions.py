@@ -37,7 +37,7 @@ def entry_checks(decisions: tuple[StaticDecision, ...], names: dict[str, str]) -
         if what == "shape":
             shape = tuple(assumption.value)
             test, got = f"{x}.shape[1:] != {shape!r}", f"tuple({x}.shape[1:])"
-            expected = f"rows of shape {shape!r}"
+            expected = f"width {shape[0]}" if len(shape) == 1 else f"rows of shape {shape!r}"
         elif what == "ndim":
             test, got = f"{x}.dim() != {assumption.value}", f"{x}.dim()"
             expected, hint = f"{assumption.value} dimensions", hint + " (4x16 for rows of shape (4, 16))"
@@ -46,7 +46,8 @@ def entry_checks(decisions: tuple[StaticDecision, ...], names: dict[str, str]) -
             expected, hint = str(assumption.value), ""
         lines += [f"if {test}:",
                   f"    raise ValueError(\"{x}: generated for {expected}, as forward decides at {where}; \"",
-                  f"                     f\"got {{{got}}}" + (f": {hint}" if hint else "") + "\")"]
+                  f"                     f\"got {'rows of shape ' if what == 'shape' else ''}{{{got}}}"
+                  + (f": {hint}" if hint else "") + "\")"]
     return lines
 
 

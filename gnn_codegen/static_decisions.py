@@ -15,10 +15,21 @@ graph. Two things make the answer one of metadata only, never of data:
 - it is evaluated twice, on two graphs of different sizes and two draws of random inputs, and
   must come out the same: a test of a row count (`h.shape[0] > 100`) is a test of the graph.
 
+The same goes for the numbers Python needs of a shape (`len(h.shape)`, `int(h.shape[1])`,
+`range(...)`, `for d in h.shape`: MetadataProxy, _Tracer.iter), which the generated code then
+writes as numbers.
+
+What a decision assumes is what its answer rests on: the row shape, number of dimensions or
+dtype of each input the tensors asked about are computed from, not through a graph (edge types
+that pick a subgraph change which edges, not any shape) nor edge weights. A value computed from
+inputs needs only the inputs' checks: its shape and dtype follow from theirs and the weights.
+
 The widths of inputs come from what tells them at the time of the test: --feat-dims, a module
 traced into that declares them, or a module that has already consumed the input (a Linear's
 in_features, a convolution's in_feats, an nn.Embedding's IDs). A test of an input's width that
-none of these tells is refused with the --feat-dims that settles it."""
+none of these tells is refused with the --feat-dims that settles it. An input's dtype is the
+model's float dtype unless an nn.Embedding looks it up, or it is compared with integers (type
+IDs)."""
 
 from __future__ import annotations
 
@@ -77,13 +88,17 @@ class _Input:
     edges: bool = False  # a row per edge
 
 
-class Undecided(Exception):
-    """The condition cannot be decided from metadata: refused as a test of a tensor's value."""
-
-
 def decide(condition: fx.Node, tracer: Any, graph_arg: str, widths: Mapping[str, tuple[int, ...]]) -> bool | None:
     """The branch forward takes at `condition`, recorded on the tracer (`static_decisions`) with
     what it assumes of forward's inputs; None when the condition reads a tensor's values."""
+    value = concrete(condition, tracer, graph_arg, widths, bool)
+    return None if value is None else bool(value)
+
+
+def concrete(condition: fx.Node, tracer: Any, graph_arg: str, widths: Mapping[str, tuple[int, ...]],
+             kind: type) -> Any:
+    """The value Python needs of a traced value (a test's bool, `len(h.shape)`, `int(h.shape[1])`),
+    as `kind`, recorded like a test; None when it reads a tensor's values."""
     queries = _queries(condition)
     if not queries:
         return None
@@ -107,7 +122,7 @@ def decide(condition: fx.Node, tracer: Any, graph_arg: str, widths: Mapping[str,
                 f"width with --feat-dims {key}=WIDTH (e.g. --feat-dims {key}=128), and the module is "
                 "generated for that width."
             )
-    answers = {bool(values[condition]) for values in runs}
+    answers = {kind(values[condition]) for values in runs}
     if len(answers) != 1:  # it did not run, or it tests the graph's size
         return None
     taken = answers.pop()
@@ -345,7 +360,7 @@ def _run(node: fx.Node, values: Mapping[fx.Node, Any], root: torch.nn.Module, gr
         return getattr(args[0], str(node.target))(*args[1:], **kwargs)
     if node.op == "call_module":
         return root.get_submodule(str(node.target))(*args, **kwargs)
-    raise Undecided
+    raise ValueError(f"cannot run {node.op} {node.target} on example values")
 
 
 def _relative(where: str) -> str:
@@ -375,3 +390,30 @@ def graph_data_named(decisions: tuple[StaticDecision, ...],
         return replace(assumption, input=lifted_as.get(data, assumption.input)) if data else assumption
 
     return tuple(replace(d, assumptions=tuple(named(a) for a in d.assumptions)) for d in decisions)
+
+
+class MetadataProxy(fx.Proxy):
+    """fx's Proxy, but `len(h.shape)`, `int(h.shape[1])` and `range(h.shape[1])` are worked out
+    like a test (concrete): fx itself has no value to give."""
+
+    def __len__(self) -> int:
+        size = self.tracer.create_proxy("call_function", len, (self,), {})
+        value = self.tracer.concrete(size.node, int)  # type: ignore[attr-defined]
+        if value is None:  # fx's own refusal, with its message
+            return super().__len__()
+        return int(value)
+
+    def __int__(self) -> int:
+        value = self.tracer.concrete(self.node, int)  # type: ignore[attr-defined]
+        if value is None:
+            raise TypeError(f"int() of a traced value that is no shape: {self.node.format_node()}")
+        return int(value)
+
+    __index__ = __int__
+
+    def __getattr__(self, name: str) -> Any:
+        return _MetadataAttribute(self, name)  # `h.shape`, whose len() is asked
+
+
+class _MetadataAttribute(fx.proxy.Attribute, MetadataProxy):
+    """An attribute of a traced value (`h.shape`), with MetadataProxy's len() and int()."""

@@ -26,7 +26,7 @@ from gnn_codegen.derived_graphs import traced_derived_graphs
 from gnn_codegen.edge_weight_norm import is_edge_weight_norm, traced_edge_weight_norms
 from gnn_codegen.eval_flags import defaults_as_traced, eval_flags
 from gnn_codegen.sized_tensors import traced_factories
-from gnn_codegen.static_decisions import decide, graph_data_named
+from gnn_codegen.static_decisions import MetadataProxy, concrete, decide, graph_data_named
 from gnn_codegen.static_shapes import decided
 from gnn_codegen.errors import (
     DataDependentControlFlowError, FeatDimsError, GraphUseError, SignatureError, TraceFailedError, UnsupportedOperationError,
@@ -157,6 +157,18 @@ class _Tracer(fx.Tracer):
             return taken
         return super().to_bool(obj)
 
+    def iter(self, obj: fx.Proxy) -> Any:
+        """`for d in h.shape:` (fx itself follows `n, d = h.shape`): item by item, as many as
+        len() works out (MetadataProxy)."""
+        try:
+            return iter([obj[i] for i in range(len(obj))])
+        except RuntimeError:  # no shape: fx's refusal
+            return super().iter(obj)
+
+    def concrete(self, node: fx.Node, kind: type) -> Any:
+        """`len(h.shape)`, `int(h.shape[1])` (MetadataProxy): worked out like a test."""
+        return concrete(node, self, self.graph_arg, self.widths, kind)
+
     def call_module(self, m: torch.nn.Module, forward: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if type(m) in self.through:  # its inside is traced: remember the width it declares
             features = args[1] if len(args) > 1 else None
@@ -274,7 +286,7 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
     tracer.declared_data = declared  # type: ignore[attr-defined]  # graph data --feat-dims names
     tracer.proxy = lambda node: (  # type: ignore[method-assign]
         proxy_cls(node, tracer) if node.op == "placeholder" and node.target == graph_arg
-        else fx.Proxy(node, tracer)
+        else MetadataProxy(node, tracer)
     )
     name = type(model).__name__
     # Parameters with defaults (`edge_weight=None`, `return_attention=False`) are traced at their

@@ -1,6 +1,6 @@
 """Python decisions on what a value is (issue 35, item 1; tests/models/static_decisions.py):
 `if x.size(1) != self.hidden:`, `if h.shape == h_in.shape:`, `if feat.dtype == torch.long:`,
-`if h.dim() == 3:` are decided while tracing, the generated inference equals forward, and it
+`if h.dim() == 3:`, `len(h.shape)`, `int(h.shape[1])` are decided while tracing, the generated inference equals forward, and it
 refuses inputs of another width, number of dimensions or dtype with a ValueError instead of
 computing the other branch with this one's code. Tests of values stay refused."""
 
@@ -31,12 +31,13 @@ CASES = {
     "GCNOnGraphFeatures": GenerateOptions(feat_dims="feat=16"),
     "EntityEmbeddingGCN": GenerateOptions(),
     "WeightedRelationGCN": GenerateOptions(),
+    "FlattenWhateverTheHeads": GenerateOptions(),
 }
 
 # the entry check each generated method must start with (as black writes it, spaces collapsed)
 CHECKS = {
-    "SAGEWithInputProjection": 'if x.shape[1:] != (16,): raise ValueError( "x: generated for rows of shape (16,), '
-                               'as forward decides at static_decisions.py:22; " f"got {tuple(x.shape[1:])}: '
+    "SAGEWithInputProjection": 'if x.shape[1:] != (16,): raise ValueError( "x: generated for width 16, as forward '
+                               'decides at static_decisions.py:22; " f"got rows of shape {tuple(x.shape[1:])}: '
                                'regenerate with --feat-dims x=WIDTH" )',
     "ResidualGCN": "if h.shape[1:] != (6,):",
     "AtomOrFeatureEncoder": 'if feat.dtype != torch.float32: raise ValueError( "feat: generated for torch.float32, '
@@ -47,8 +48,10 @@ CHECKS = {
                           "inputs are: generated for inputs like these if feat.shape[1:] != (16,):",
     # the table is the model's own: nothing to check; edge weights and types change no shape
     "EntityEmbeddingGCN": "emb = self.emb.weight # a row per node of g, as forward reads it batches.check_rows(",
-    "WeightedRelationGCN": 'if x.shape[1:] != (5,): raise ValueError( "x: generated for rows of shape (5,), as '
-                           'forward decides at static_decisions.py:178; "',
+    "WeightedRelationGCN": 'if x.shape[1:] != (5,): raise ValueError( "x: generated for width 5, as forward '
+                           'decides at static_decisions.py:178; "',
+    # len(h.shape), a loop over it and int() of each: worked out while tracing, the width written
+    "FlattenWhateverTheHeads": "h = h.reshape(-1, 8)",
 }
 
 NOTES = {
@@ -108,8 +111,9 @@ def test_another_width_is_refused_where_forward_would_take_the_other_branch(monk
     for width 16, must not run its projection on it (nor fail somewhere inside)."""
     model = _model(_generate("SAGEWithInputProjection", monkeypatch))
     g = dgl.rand_graph(20, 60)
-    with pytest.raises(ValueError, match=r"^x: generated for rows of shape \(16,\), as forward decides at "
-                                         r"static_decisions.py:22; got \(8,\): regenerate with --feat-dims x=WIDTH$"):
+    with pytest.raises(ValueError, match=r"^x: generated for width 16, as forward decides at "
+                                         r"static_decisions.py:22; got rows of shape \(8,\): regenerate with "
+                                         r"--feat-dims x=WIDTH$"):
         model.inference(g, torch.randn(20, 8), batch_size=8, device="cpu")
 
 
@@ -125,7 +129,7 @@ def test_another_dtype_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_another_number_of_dimensions_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     model = _model(_generate("GATFlattenHeads", monkeypatch))
     g = dgl.rand_graph(20, 60)
-    with pytest.raises(ValueError, match=r"^x: generated for rows of shape \(5,\).*got \(2, 5\)"):
+    with pytest.raises(ValueError, match=r"^x: generated for width 5,.*got rows of shape \(2, 5\)"):
         model.inference(g, torch.randn(20, 2, 5), batch_size=8, device="cpu")
 
 
@@ -133,7 +137,7 @@ def test_graph_data_of_another_width_is_refused(monkeypatch: pytest.MonkeyPatch)
     model = _model(_generate("GCNOnGraphFeatures", monkeypatch))
     g = dgl.rand_graph(20, 60)
     g.ndata["feat"] = torch.randn(20, 8)
-    with pytest.raises(ValueError, match=r"^feat: generated for rows of shape \(16,\).*--feat-dims feat=WIDTH$"):
+    with pytest.raises(ValueError, match=r"^feat: generated for width 16,.*--feat-dims feat=WIDTH$"):
         model.inference(g, batch_size=8, device="cpu")
 
 

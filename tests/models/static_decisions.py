@@ -178,3 +178,21 @@ class WeightedRelationGCN(nn.Module):
         if h2.shape == h.shape:
             h2 = h2 + h
         return self.out(h2)
+
+
+class FlattenWhateverTheHeads(nn.Module):
+    """Per-head outputs reshaped from their shape, read with len(), int() and a loop over it."""
+
+    def __init__(self, in_feats=5, hidden=4, heads=2, out_feats=3):
+        super().__init__()
+        self.gat = dglnn.GATConv(in_feats, hidden, heads, allow_zero_in_degree=True)
+        self.out = nn.Linear(hidden * heads, out_feats)
+
+    def forward(self, g, x):
+        h = self.gat(g, x)
+        if len(h.shape) > 2:
+            width = 1
+            for d in h.shape[1:]:
+                width = width * int(d)
+            h = h.reshape(-1, width)
+        return self.out(h)

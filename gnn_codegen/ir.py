@@ -105,6 +105,29 @@ class Op:
 
 
 @dataclass(frozen=True)
+class Assumption:
+    """What one of forward's inputs must be for a decision forward takes in Python to hold
+    (static_decisions.py): its shape past the row axis, its number of dimensions, or its dtype."""
+
+    input: str  # forward's parameter
+    what: Literal["shape", "ndim", "dtype"]
+    value: Any  # a tuple of ints, an int, or a dtype as torch spells it ("torch.float32")
+
+
+@dataclass(frozen=True)
+class StaticDecision:
+    """A test forward makes in Python on what a value is (`if h.shape[-1] == self.out_dim:`),
+    decided while tracing: the generated code is the branch taken, for inputs as assumed."""
+
+    source: str  # the user's line
+    where: str  # its file and line number
+    taken: Any  # the test's bool, or the number Python needed (`len(h.shape)`)
+    assumptions: tuple[Assumption, ...]
+    # it tests a value forward computes from its inputs, which follows from theirs and the weights
+    intermediate: bool = False
+
+
+@dataclass(frozen=True)
 class Program:
     ops: tuple[Op, ...]
     graph: str  # name of the graph op
@@ -126,6 +149,8 @@ class Program:
     decisions: tuple[tuple[str, str, bool], ...] = ()
     # graphs (op names) that inference checks for nodes without in-edges, as forward would
     in_degree_checks: tuple[str, ...] = ()
+    # forward's tests of its values' shapes and dtypes, decided while tracing: trace.Traced
+    static_decisions: tuple[StaticDecision, ...] = ()
     # forward's training flags and the value eval passes (`training=False`): trace.Traced.flags
     flags: tuple[tuple[str, bool], ...] = ()
     # forward converts its blocks (dgl.block_to_graph): trace.Traced.converts_blocks

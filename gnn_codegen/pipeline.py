@@ -34,6 +34,7 @@ from gnn_codegen.method_name import DEFAULT_METHOD_NAME, check_method_name
 from gnn_codegen.plan import Plan, build_plan
 from gnn_codegen.probe import prove_message_passing
 from gnn_codegen.render import render
+from gnn_codegen.render_assumptions import decision_notes
 from gnn_codegen.simplify import simplify
 from gnn_codegen.splice import ends_with_helpers, splice
 from gnn_codegen.trace import Traced, trace
@@ -195,7 +196,8 @@ def _generate_all(target: str, options: GenerateOptions) -> Generated:
     generated = Generated(formatted, loaded, program, attrs, plan, warnings, target, rendered.buffers,
                           rendered.origins, method_name=options.method_name)
     generated = replace(generated, notes=_stand_in_notes(loaded) + _decision_notes(program) + proof_notes
-                        + _width_notes(generated) + as_graph_notes(program))
+                        + decision_notes(program.static_decisions) + _width_notes(generated)
+                        + as_graph_notes(program))
     if not options.verify:
         return generated
     result = verify(generated)
@@ -260,7 +262,8 @@ def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], 
     refusal: UnsupportedModuleError | None = None
     while True:
         try:
-            traced = trace(loaded.model, loaded.path, leaves, forced_mp, through, frozenset(feat_dims), blocks)
+            traced = trace(loaded.model, loaded.path, leaves, forced_mp, through, frozenset(feat_dims), blocks,
+                           feat_dims)
             traced = give_graph_data(traced, fields_of)
             _check_feat_dims(traced, feat_dims)
             write_out(traced.graph_module, traced.graph_arg, out_degrees_of_graph)

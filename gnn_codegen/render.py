@@ -29,6 +29,7 @@ from gnn_codegen.metapaths import metapath_of
 from gnn_codegen.names import NameAllocator
 from gnn_codegen.node_reductions import node_reduction, pass_expression
 from gnn_codegen.plan import Plan, Stage, inline_ops
+from gnn_codegen.render_assumptions import entry_checks
 from gnn_codegen.render_code import comment
 from gnn_codegen.render_layer import LayerFunction, LayerWriter
 from gnn_codegen.templating import render_template
@@ -310,6 +311,9 @@ class Renderer:
                 lines.append(f"{self.buffer[name]} = {table}.detach()  # a row per node of {g}, as forward reads it")
             elif table:
                 lines.append(f"{self.buffer[name]} = {table}  # a row per node of {g}, as forward reads it")
+        # forward's `if x.size(1) != self.hidden:` (static_decisions.py), with the data read from g
+        lines += entry_checks(self.program.static_decisions,
+                              {self.program.op(n).target: self.buffer[n] for n in self.program.inputs})
         specs = {spec.name: spec for spec in self.attrs.inputs}
         # an input nothing reads (edge features a layer hands through unused) has the rows the
         # caller gives forward, which accepts any: checking the ones gnn-codegen assumed would

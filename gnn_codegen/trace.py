@@ -29,14 +29,17 @@ from gnn_codegen.eval_flags import defaults_as_traced, eval_flags
 from gnn_codegen.plain_containers import is_unregistered_module_error, unregistered_module_message
 from gnn_codegen.sized_tensors import traced_factories
 from gnn_codegen.traced_len import traced_len
+from gnn_codegen.static_decisions import MetadataProxy, concrete, decide, graph_data_named
 from gnn_codegen.static_shapes import decided
 from gnn_codegen.errors import (
-    DataDependentControlFlowError, GnnCodegenError, GraphUseError, SignatureError, TraceFailedError, UnsupportedOperationError,
+    DataDependentControlFlowError, FeatDimsError, GnnCodegenError, GraphUseError, SignatureError, TraceFailedError,
+    UnsupportedOperationError,
 )
 from gnn_codegen.graph_data import graph_data_read, lift_graph_data
 from gnn_codegen.graph_proxy import BlockListProxy, BlockProxy
 from gnn_codegen.inline_mp import update_all
 from gnn_codegen.input_specs import declared_width
+from gnn_codegen.ir import StaticDecision
 from gnn_codegen.kept_graph import forward_taking_the_graph, graphs_on_the_model, kept_graph
 from gnn_codegen.known_modules import is_message_passing
 from gnn_codegen.node_counts import lift_node_counts
@@ -92,6 +95,9 @@ class Traced:
     # dgl.node_type_subgraph): the function's name and its arguments by keyword (homogenized.py);
     # None where it does not
     homogenized: tuple[str, tuple[tuple[str, Any], ...]] | None = None
+    # forward's tests of what its values are (`if h.shape[-1] == self.out_dim:`), decided while
+    # tracing, with what each assumes of the inputs (static_decisions.py)
+    static_decisions: tuple[StaticDecision, ...] = ()
 
 
 # elementwise functions and methods of one tensor that keep its shape (and so its width), and
@@ -120,9 +126,10 @@ def _through_shape_keeping(node: fx.Node, root: torch.nn.Module) -> fx.Node:
 
 class _Tracer(fx.Tracer):
     def __init__(self, graph_arg: str, forced_leaves: frozenset[str], forced_mp: frozenset[str],
-                 through: frozenset[type] = frozenset()):
+                 through: frozenset[type] = frozenset(), widths: dict[str, tuple[int, ...]] | None = None):
         super().__init__()
         self.graph_arg = graph_arg
+        self.widths = widths or {}  # --feat-dims, for the examples static decisions are taken on
         self.forced_leaves = forced_leaves
         self.forced_mp = forced_mp
         self.through = through
@@ -154,7 +161,22 @@ class _Tracer(fx.Tracer):
         known = decided(obj.node, self.root)  # ChebConv's `if lambda_max.dim() == 1:`
         if known is not None:
             return known
+        taken = decide(obj.node, self, self.graph_arg, self.widths)  # `if h.shape[-1] == self.out_dim:`
+        if taken is not None:
+            return taken
         return super().to_bool(obj)
+
+    def iter(self, obj: fx.Proxy) -> Any:
+        """`for d in h.shape:` (fx itself follows `n, d = h.shape`): item by item, as many as
+        len() works out (MetadataProxy)."""
+        try:
+            return iter([obj[i] for i in range(len(obj))])
+        except RuntimeError:  # no shape: fx's refusal
+            return super().iter(obj)
+
+    def concrete(self, node: fx.Node, kind: type) -> Any:
+        """`len(h.shape)`, `int(h.shape[1])` (MetadataProxy): worked out like a test."""
+        return concrete(node, self, self.graph_arg, self.widths, kind)
 
     def call_module(self, m: torch.nn.Module, forward: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if type(m) in self.through:  # its inside is traced: remember the width it declares
@@ -266,14 +288,14 @@ _MORE_BLOCKS = 8
 def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: Path,
                 leaves: frozenset[str], forced_mp: frozenset[str],
                 kept: tuple[str, ...] = (), through: frozenset[type] = frozenset(),
-                declared: frozenset[str] = frozenset(),
+                declared: frozenset[str] = frozenset(), widths: dict[str, tuple[int, ...]] | None = None,
                 ) -> tuple[fx.GraphModule, bool, tuple[tuple[tuple[str, str, bool], ...], tuple[str, ...]]]:
     proxy_cls = type("_Blocks", (BlockListProxy,), {"num_blocks": num_blocks, "used_as_list": False})
-    tracer = _Tracer(graph_arg, leaves, forced_mp, through)
+    tracer = _Tracer(graph_arg, leaves, forced_mp, through, widths)
     tracer.declared_data = declared  # type: ignore[attr-defined]  # graph data --feat-dims names
     tracer.proxy = lambda node: (  # type: ignore[method-assign]
         proxy_cls(node, tracer) if node.op == "placeholder" and node.target == graph_arg
-        else fx.Proxy(node, tracer)
+        else MetadataProxy(node, tracer)
     )
     name = type(model).__name__
     # Parameters with defaults (`edge_weight=None`, `return_attention=False`) are traced at their
@@ -297,6 +319,8 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
             warnings.simplefilter("ignore", DGLWarning)
             graph = tracer.trace(model, concrete_args=defaults or None)
             defaults_as_traced(graph, defaults)
+    except FeatDimsError:
+        raise  # a test of an input's width before anything tells it: names its line already
     except (GraphUseError, UnsupportedOperationError) as exc:
         where = _user_location(exc.__traceback__, path) or f"{name}.forward"
         raise type(exc)(f"{where}: {exc}") from None
@@ -340,6 +364,7 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
         getattr(tracer, "converts_blocks", False),
         getattr(tracer, "homogenized", None),
         proxy_cls.measures,  # where forward measured its blocks (block_count.py)
+        tuple(getattr(tracer, "static_decisions", ())),
     )
     # tensors fx made from numbers while tracing (ChebConv's th.Tensor([2.0])): kept by the
     # GraphModule, not by the model (lower.py writes them out as numbers)
@@ -419,7 +444,8 @@ def _graph_parameter(model: torch.nn.Module, params: list[inspect.Parameter]) ->
 
 def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset(),
           forced_mp: frozenset[str] = frozenset(), through: frozenset[type] = frozenset(),
-          declared: frozenset[str] = frozenset(), blocks: int | None = None) -> Traced:
+          declared: frozenset[str] = frozenset(), blocks: int | None = None,
+          widths: dict[str, tuple[int, ...]] | None = None) -> Traced:
     """`through`: message-passing modules of the user's to trace into (their update_all calls
     become ops of their own) instead of keeping them as leaves. `blocks`: how many blocks a
     blocks-style forward is called with (--blocks), instead of the count its layers fix."""
@@ -442,7 +468,7 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
     signature = tuple((p.name, "keyword" if p.kind == p.KEYWORD_ONLY else "positional") for p in taken)
     num_blocks = blocks or _count_mp_modules(model, forced_mp)
     try:
-        gm, blocks_style, decisions = _trace_once(model, graph_arg, num_blocks, path, leaves, forced_mp, kept, through, declared)
+        gm, blocks_style, decisions = _trace_once(model, graph_arg, num_blocks, path, leaves, forced_mp, kept, through, declared, widths)
     except TraceFailedError as first_error:
         if blocks is not None:
             raise
@@ -455,7 +481,7 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
         # has blocks is the model's own.
         for other in reversed(range(1, num_blocks + _MORE_BLOCKS + 1)):
             try:
-                gm, blocks_style, decisions = _trace_once(model, graph_arg, other, path, leaves, forced_mp, kept, through, declared)
+                gm, blocks_style, decisions = _trace_once(model, graph_arg, other, path, leaves, forced_mp, kept, through, declared, widths)
             except TraceFailedError:
                 continue
             if _mp_depth(gm, forced_mp) == other:
@@ -469,13 +495,13 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
         # Two convolutions at one depth (or one conv called per block): the forward consumes
         # `depth` blocks, not one per module, so trace again with that many.
         num_blocks = depth
-        gm, blocks_style, decisions = _trace_once(model, graph_arg, num_blocks, path, leaves, forced_mp, kept, through, declared)
+        gm, blocks_style, decisions = _trace_once(model, graph_arg, num_blocks, path, leaves, forced_mp, kept, through, declared, widths)
     if blocks is None and blocks_style and depth > 0:
 
         def trace_with(count: int) -> tuple[int, tuple[tuple[str, int], ...]] | None:
             try:
                 more, _, more_decisions = _trace_once(model, graph_arg, count, path, leaves, forced_mp, kept,
-                                                      through, declared)
+                                                      through, declared, widths)
             except GnnCodegenError:
                 return None
             return _mp_depth(more, forced_mp), more_decisions[6]
@@ -497,4 +523,4 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
     return Traced(model, gm, graph_arg, inputs, blocks_style, num_blocks if blocks_style else 1, signature,
                   kept, graph_data, tables, *decisions[:2], widths, decisions[3],
                   flags=tuple(eval_flags(model).items()), converts_blocks=decisions[4],
-                  homogenized=decisions[5])
+                  homogenized=decisions[5], static_decisions=graph_data_named(decisions[7], lifted_as))

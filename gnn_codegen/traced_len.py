@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import operator
 from typing import Any, Iterator
 
 import torch.fx as fx
@@ -16,10 +17,24 @@ from gnn_codegen.graph_proxy import BlockListProxy, BlockProxy
 
 
 def _len(obj: Any) -> int | fx.Proxy:
-    # a list of blocks has its own length; a graph has none (len(g) fails as in Python)
-    if isinstance(obj, fx.Proxy) and not isinstance(obj, (BlockListProxy, BlockProxy)):
+    # a list of blocks has its own length; a graph has none (len(g) fails as in Python); a
+    # shape's length (`len(h.shape)`) is its tensor's dimensions, which the trace decides
+    # (static_decisions.MetadataProxy)
+    if isinstance(obj, fx.Proxy) and not isinstance(obj, (BlockListProxy, BlockProxy)) \
+            and not _is_shape(obj.node):
         return obj.shape[0]
     return builtins.len(obj)
+
+
+def _is_shape(node: fx.Node) -> bool:
+    """`h.shape`, `h.size()`, or a slice of either (`h.shape[1:]`)."""
+    if node.op == "call_function" and node.target is getattr and node.args[1:] == ("shape",):
+        return True
+    if node.op == "call_method" and node.target == "size" and len(node.args) == 1 and not node.kwargs:
+        return True
+    if node.op == "call_function" and node.target is operator.getitem and isinstance(node.args[1], slice):
+        return isinstance(node.args[0], fx.Node) and _is_shape(node.args[0])
+    return False
 
 
 @contextlib.contextmanager

@@ -20,6 +20,9 @@ gnn-codegen is meant to support:
 * in-place operations between layers (`h.mul_(1.5).add_(0.25)`, `F.relu(h, inplace=True)`,
   `h.clamp_(-2, 2)`), also on a value that dropout returned unchanged and that later lines read
   again, so the generated code must see the write through every alias;
+* Python tests of a value's shape or dtype after a depth's layers (`if h.shape[-1] == K: h =
+  self.linN(h)`, K sometimes the width; `if h.dtype == torch.float32:`; `if h.dim() == 3:`),
+  decided while tracing (static_decisions.py);
 * `MeanConv`, a one-hop message-passing module of the user's own (`update_all` with a mean, then
   a Linear), which gnn-codegen must prove exact on blocks rather than assume, and (full style)
   `TwoRoundMeanConv`, `dglnn.SGConv(k=2)`, `dglnn.APPNPConv(k=2)`,
@@ -341,6 +344,8 @@ def model_specs(draw: st.DrawFn) -> ModelSpec:
             h = b.add(Step("add", _ordered(draw, h, skip), b.width(h)))
         for _ in range(draw(st.integers(0, 3))):
             h = _draw_between(draw, b, h)
+        if draw(st.booleans()):
+            h = _draw_static_condition(draw, b, h)
         depth_outputs.append(h)
     if len(depth_outputs) >= 2 and draw(st.booleans()):  # jumping knowledge
         chosen = [v for v in depth_outputs[:-1] if draw(st.booleans())] or depth_outputs[:1]
@@ -365,6 +370,48 @@ def model_specs(draw: st.DrawFn) -> ModelSpec:
     derived_graph, graph_value = _draw_derived(draw, style, edge_weights or kept_edges, table)
     return ModelSpec(style, b.in_width, tuple(b.steps), outputs, edge_weights, tuple(b.constants), kept_graph,
                      home == "graph", table, derived_graph, graph_value)
+
+
+# --- static conditions (issue 35, item 1): Python tests of a value's shape or dtype --------------
+
+STATIC_CONDITIONS = ("shape", "dtype", "ndim")
+
+
+def _draw_static_condition(draw: st.DrawFn, b: _Builder, value: int) -> int:
+    """`if h.shape[-1] == K: h = self.linN(h)` with K sometimes h's width (the Linear runs, to a
+    width of its own) and sometimes not (it never runs); `if h.dtype == torch.float32: h =
+    torch.tanh(h)` (taken); `if h.dim() == 3: h = h.flatten(1)` (not taken). Decided while
+    tracing; rendered by _render_static_condition."""
+    kind = draw(st.sampled_from(STATIC_CONDITIONS))
+    width = b.width(value)
+    if kind != "shape":
+        index = b.add(Step("static", (value,), width, kind))
+    else:
+        k = draw(st.sampled_from((width, width, width + 1, MAX_WIDTH + 1)))
+        index = b.add(Step("static", (value,), draw(widths) if k == width else width, kind, str(k)))
+    b.is_input[index] = b.is_input[value]  # untaken, the value is its input itself
+    return index
+
+
+def _static_condition_module(spec: ModelSpec, step: Step) -> str | None:
+    """The Linear a shape condition guards: from the width it tests (never run when that is not
+    the value's width)."""
+    if step.kind != "shape":
+        return None
+    k, w_in = int(step.option), spec.width(step.inputs[0])
+    return f"nn.Linear({k}, {step.width if k == w_in else k})"
+
+
+def _render_static_condition(step: Step, module: str, source: str, target: str) -> list[str]:
+    lines = [] if target == source else [f"        {target} = {source}"]
+    if step.kind == "shape":
+        return lines + [f"        if {target}.shape[-1] == {step.option}:", f"            {target} = {module}({target})"]
+    if step.kind == "dtype":
+        return lines + [f"        if {target}.dtype == torch.float32:", f"            {target} = torch.tanh({target})"]
+    return lines + [f"        if {target}.dim() == 3:", f"            {target} = {target}.flatten(1)"]
+
+
+# --- end of static conditions -------------------------------------------------------------------
 
 
 def _convolution_reads_input_alone(steps: list[Step]) -> bool:
@@ -586,12 +633,14 @@ class RandomModel(nn.Module):
 
 
 def _module_name(step: Step, index: int) -> str:
-    prefix = {"conv": "conv", "linear": "lin", "batchnorm": "bn", "layernorm": "ln", "dropout": "drop"}
+    prefix = {"conv": "conv", "linear": "lin", "batchnorm": "bn", "layernorm": "ln", "dropout": "drop", "static": "lin"}
     return f"{prefix[step.op]}{index}"
 
 
 def _constructor(spec: ModelSpec, step: Step) -> str | None:
     w_in = spec.width(step.inputs[0])
+    if step.op == "static":
+        return _static_condition_module(spec, step)
     if step.op == "conv":
         if step.kind == "SAGEConv":
             return f'dglnn.SAGEConv({w_in}, {step.width}, "{step.option}")'
@@ -714,6 +763,9 @@ def render_model_source(spec: ModelSpec) -> str:
                 f'            {block}.update_all(fn.copy_u("h", "m"), fn.{step.option}("m", "h"))',
                 f'            {name(index)} = {block}.dstdata["h"]',
             ]
+            continue
+        if step.op == "static":
+            lines += _render_static_condition(step, module, name(args[0]), name(index))
             continue
         if step.op == "conv":
             source = name(args[0])

@@ -127,6 +127,13 @@ class Program:
     flags: tuple[tuple[str, bool], ...] = ()
     # forward converts its blocks (dgl.block_to_graph): trace.Traced.converts_blocks
     converts_blocks: bool = False
+    # forward's graph is a list of this many graphs side by side: trace.Traced.graphs
+    graphs: int = 0
+    # forward's graph parameters when it takes several, the items of its graph: trace.Traced
+    graph_params: tuple[str, ...] = ()
+    # forward's None defaults that stand for a table it reads otherwise: (parameter, the table
+    # input's op), trace.Traced.optional
+    optional: tuple[tuple[str, str], ...] = ()
     by_name: dict[str, Op] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

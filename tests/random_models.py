@@ -110,6 +110,9 @@ class Step:
     # full style, a second convolution at its depth: on the reversed graph, `conv(dgl.reverse(g),
     # h)` (a loop of its own after the first's, cut.mp_depths)
     reversed_graph: bool = False
+    # a second convolution at its depth on forward's second graph, `conv(gs[1], h)`: see
+    # _several_graphs
+    second_graph: bool = False
     # a second convolution at its depth on the edges of one type, `dgl.edge_subgraph(g,
     # g.edata["etype"] == k, relabel_nodes=False)` (blocks style: of dgl.block_to_graph(block),
     # as DGL's MAG240M RGAT writes it); -1: not
@@ -134,6 +137,8 @@ class ModelSpec:
     table: bool = False
     # full style, no edge weights: forward adds self-loops first (`g = dgl.add_self_loop(g)`)
     self_loops: bool = False
+    # forward(self, gs, x) over two graphs of the same nodes side by side: see _several_graphs
+    several_graphs: bool = False
 
     def width(self, value: int) -> int:
         return self.in_width if value == 0 else self.steps[value - 1].width
@@ -333,8 +338,44 @@ def model_specs(draw: st.DrawFn) -> ModelSpec:
     # edge data of a graph forward derives is not its graph's (refused): no edge types to pick
     kept_edges = any(step.kept_edges >= 0 for step in b.steps)
     self_loops = style == "full" and not edge_weights and not kept_edges and draw(st.booleans())
-    return ModelSpec(style, b.in_width, tuple(b.steps), outputs, edge_weights, tuple(b.constants), kept_graph,
+    spec = ModelSpec(style, b.in_width, tuple(b.steps), outputs, edge_weights, tuple(b.constants), kept_graph,
                      home == "graph", table, self_loops)
+    return _several_graphs(draw, spec)
+
+
+# --- several graphs side by side (issue 35, item 4) ---------------------------------------------
+
+
+def _several_graphs(draw: st.DrawFn, spec: ModelSpec) -> ModelSpec:
+    """Sometimes, a full-graph model whose forward takes two graphs over the same nodes,
+    `forward(self, gs, x)`: every first convolution of a depth runs on gs[0], every second one
+    on gs[1] (the two summed or concatenated, as drawn), as HAN's GAT per metapath graph. Only
+    where a depth has a second convolution (else the list is one block), and without what
+    belongs to one graph: edge weights, derived graphs, a kept graph, data on the graph."""
+    seconds = [i for i, step in enumerate(spec.steps) if step.op == "conv" and _is_second(spec, i)]
+    if spec.style != "full" or spec.edge_weights or not seconds or not draw(st.booleans()):
+        return spec
+    if any(spec.steps[i].kind == "inline" or spec.steps[i].kept_edges >= 0 for i in seconds):
+        return spec
+    steps = list(spec.steps)
+    for i in seconds:
+        steps[i] = replace(steps[i], second_graph=True, reversed_graph=False)
+    return replace(spec, steps=tuple(steps), several_graphs=True, kept_graph=False, inputs_on_graph=False,
+                   self_loops=False)
+
+
+def _is_second(spec: ModelSpec, index: int) -> bool:
+    """Whether convolution `index` (of spec.steps) is the second of its depth: an add or cat
+    of two convolutions reads it after another convolution of its depth."""
+    for step in spec.steps:
+        if step.op in ("add", "cat") and len(step.inputs) == 2:
+            convs = [v for v in step.inputs if spec.steps[v - 1].op == "conv"]
+            if len(convs) == 2 and max(convs) == index + 1:
+                return True
+    return False
+
+
+# --- end of several graphs ----------------------------------------------------------------------
 
 
 def _convolution_reads_input_alone(steps: list[Step]) -> bool:
@@ -517,7 +558,7 @@ def render_model_source(spec: ModelSpec) -> str:
         ctor = _constructor(spec, step)
         if ctor is not None:
             lines.append(f"        self.{_module_name(step, index)} = {ctor}")
-    graph = "blocks" if blocks else "self.g" if spec.kept_graph else "g"
+    graph = "blocks" if blocks else "self.g" if spec.kept_graph else "gs" if spec.several_graphs else "g"
     if spec.kept_graph:  # as DGL's model zoo keeps it
         lines.append("        self.g = g")
     if spec.table:
@@ -537,6 +578,8 @@ def render_model_source(spec: ModelSpec) -> str:
     if spec.self_loops:
         lines.append(f"        g = dgl.add_self_loop({graph})")
         graph = "g"
+    if spec.several_graphs:  # _several_graphs
+        graph = "gs[0]"
 
     names = _variable_names(spec)
 
@@ -564,6 +607,7 @@ def render_model_source(spec: ModelSpec) -> str:
         if step.op == "conv":
             source = name(args[0])
             block = f"blocks[{depth[args[0]]}]" if blocks else f"dgl.reverse({graph})" if step.reversed_graph else graph
+            block = "gs[1]" if step.second_graph else block
             feats = f"({source}, {source}[: {block}.num_dst_nodes()])" if step.pair else source
             if step.kept_edges >= 0:
                 whole = f"dgl.block_to_graph({block})" if blocks else block

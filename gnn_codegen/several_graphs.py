@@ -7,9 +7,10 @@ traced program, which layer-wise inference treats as a graph the user derives an
 derived_graphs.py's graphs are ones forward derives): each gets full-neighbour batches of its
 own over the same nodes. Which it is comes from the traced program, never from names: a list
 is blocks where each item's message passing reads what message passing on the item before it
-made (a chain: layer i's output feeds block i+1); it is several graphs where no message passing
-on one item reads what message passing on another made (side by side). Anything between is
-neither, and stays the blocks it was taken for until now."""
+made, and nothing of later items (a chain: layer i's output feeds block i+1); it is several
+graphs where, besides, message passing on two items reads the same values (side by side: the
+same h, or every graph's results of the layer before). Anything else stays the blocks it was
+taken for until now."""
 
 from __future__ import annotations
 
@@ -123,7 +124,3 @@ def first_graph(g: Any) -> Any:
 def int_ids(g: Any) -> Any:
     """g with int32 IDs (g.int()), each graph of several."""
     return [one.int() for one in g] if isinstance(g, list) else g.int()
-
-
-def as_device(g: Any, device: torch.device | str) -> Any:
-    return [one.to(device) for one in g] if isinstance(g, list) else g.to(device)

@@ -10,6 +10,7 @@ import operator
 import torch.fx as fx
 
 from gnn_codegen.derived_graphs import keeps_nodes
+from gnn_codegen.forward_defaults import required_first
 from gnn_codegen.names import NameAllocator
 
 # A graph's data views, by what their rows are. For a block, srcdata and dstdata are the rows of
@@ -79,5 +80,6 @@ def lift_graph_data(gm: fx.GraphModule, graph_arg: str, taken: set[str],
     for node in list(graph.nodes):  # the `g.ndata` attribute reads, unused now
         if node.op == "call_function" and node.target is getattr and not node.users:
             graph.erase_node(node)
+    required_first(graph)  # after forward's parameters traced at a default
     gm.recompile()
     return tuple(name for name, _, _ in reads), tuple(reads)

@@ -17,6 +17,7 @@ import torch.fx as fx
 from gnn_codegen.derived_graphs import CONVERTS, DERIVED, converted
 from gnn_codegen.errors import GraphUseError
 from gnn_codegen.inline_mp import ROLE, VIEW, message_fields, message_spec, reduce_spec, update_all
+from gnn_codegen.several_graphs import graph_item, is_graph_item
 
 _TYPE_LISTS = frozenset({"ntypes", "etypes", "canonical_etypes", "srctypes", "dsttypes"})
 _DATA_VIEWS = frozenset({"ndata", "edata", "srcdata", "dstdata", "nodes", "edges", "srcnodes", "dstnodes"})
@@ -204,6 +205,8 @@ def _attribute_of(graph: fx.Proxy, name: str) -> Any:
 
 
 def _graph_name(proxy: fx.Proxy) -> str:
+    if is_graph_item(proxy.node):  # gs[1]
+        return f"{proxy.node.args[0].target}[{proxy.node.args[1]}]"  # type: ignore[union-attr]
     return str(proxy.node.target) if proxy.node.op == "placeholder" else proxy.node.name
 
 
@@ -226,11 +229,17 @@ class BlockListProxy(fx.Proxy):
         while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
             frame = frame.f_back
         type(self).measures = (*type(self).measures, (frame.f_code.co_filename, frame.f_lineno))
+    # each item a graph of its own (several_graphs.py), to tell blocks from graphs side by side
+    distinct_items = False
 
     def _as_list(self) -> list[fx.Proxy]:
         type(self).used_as_list = True
         if "_items" not in self.__dict__:
-            self.__dict__["_items"] = [BlockProxy(self.node, self.tracer) for _ in range(type(self).num_blocks)]
+            self.__dict__["_items"] = [
+                BlockProxy(self.tracer.create_node("call_function", graph_item, (self.node, i), {}), self.tracer)
+                if type(self).distinct_items else BlockProxy(self.node, self.tracer)
+                for i in range(type(self).num_blocks)
+            ]
         return list(self.__dict__["_items"])
 
     def __iter__(self) -> Any:

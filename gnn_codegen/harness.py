@@ -27,6 +27,7 @@ from gnn_codegen.homogenized import (
 from gnn_codegen.node_counts import MADE
 from gnn_codegen.metapaths import metapaths, random_metapath_graph
 from gnn_codegen.node_tables import tables_set_on
+from gnn_codegen.several_graphs import random_graphs
 
 if TYPE_CHECKING:
     from gnn_codegen.ir import Program
@@ -61,6 +62,9 @@ def random_graph_for(generated: Generated, num_nodes: int, seed: int = 0, zero_i
     if generated.program.homogenized is not None:  # forward converts a heterograph (homogenized.py)
         return random_graph_converted(generated.program.homogenized, num_nodes, *_type_counts(generated), seed,
                                       zero_in_degree)
+    if generated.program.graphs:  # several graphs side by side over the same nodes (several_graphs.py)
+        return random_graphs(generated.program.graphs, num_nodes, lambda i: with_parent_ids(random_graph(
+            num_nodes, avg_degree, seed + 1000 * i, zero_in_degree), seed + i))
     if paths:
         return random_metapath_graph(paths, num_nodes, seed, zero_in_degree)
     return with_parent_ids(random_graph(num_nodes, avg_degree, seed, zero_in_degree), seed)
@@ -128,7 +132,9 @@ def full_graph_forward(model: torch.nn.Module, generated: Generated, g: dgl.DGLG
     program = generated.program
     g, arguments = with_graph_data(generated, g, inputs, for_inference=False)
     # distinct graph objects over the same structure: `block is blocks[-1]` must mean what it says
-    if program.converts_blocks:  # dgl.block_to_graph takes a block: the whole graph's, every node a destination
+    if not program.blocks_style:  # one graph, or several side by side (a list: several_graphs.py)
+        blocks = []
+    elif program.converts_blocks:  # dgl.block_to_graph takes a block: the whole graph's, every node a destination
         blocks = [dgl.to_block(g, torch.arange(g.num_nodes(), device=g.device)) for _ in range(program.num_blocks)]
     else:
         blocks = [g.local_var() for _ in range(program.num_blocks)]
@@ -136,6 +142,7 @@ def full_graph_forward(model: torch.nn.Module, generated: Generated, g: dgl.DGLG
                       if name not in _read_from_graph(program) and name not in _tables(program)]
     values = dict(zip(forward_inputs, arguments))
     values[program.op(program.graph).target] = blocks if program.blocks_style else g
+    values.update(zip(program.graph_params, g))  # forward(self, g1, g2, x): the graphs side by side
     positional = [values[name] for name, kind in program.signature if kind == "positional"]
     keywords = {name: values[name] for name, kind in program.signature if kind == "keyword"}
     keywords.update(program.flags)  # training=False: forward as eval runs it
@@ -213,7 +220,7 @@ def inference_arguments(generated: Generated, g: dgl.DGLGraph, inputs: list[torc
     """The generated method's positional arguments for g and `inputs`: the graph (carrying the
     inputs forward reads from it), then the other inputs."""
     g, arguments = with_graph_data(generated, g, inputs)
-    return [g, *arguments]
+    return [*(g if generated.program.graph_params else [g]), *arguments]
 
 
 def make_inputs(generated: Generated, num_nodes: int, seed: int, num_edges: int | None = None) -> list[torch.Tensor]:

@@ -157,6 +157,13 @@ class Program:
     converts_blocks: bool = False
     # forward first makes its heterograph one graph of one type: trace.Traced.homogenized
     homogenized: tuple[str, tuple[tuple[str, Any], ...]] | None = None
+    # forward's graph is a list of this many graphs side by side: trace.Traced.graphs
+    graphs: int = 0
+    # forward's graph parameters when it takes several, the items of its graph: trace.Traced
+    graph_params: tuple[str, ...] = ()
+    # forward's None defaults that stand for a table it reads otherwise: (parameter, the table
+    # input's op), trace.Traced.optional
+    optional: tuple[tuple[str, str], ...] = ()
     by_name: dict[str, Op] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -28,6 +28,7 @@ from gnn_codegen.inline_mp import ROLE, message_fields, update_all
 from gnn_codegen.ir import MessagePassing, Op, Program, Ref
 from gnn_codegen.known_modules import MULTI_HOP, facts_for, is_dgl_module, is_message_passing, refusal_reason
 from gnn_codegen.rowwise import EVAL_IDENTITY_MODULES, qualified_name
+from gnn_codegen.several_graphs import GRAPH_ITEM, is_graph_item
 from gnn_codegen.trace import Traced
 from gnn_codegen.write_out import MESSAGE_PASSING, PROVEN_ON_BLOCKS, helper_name
 
@@ -297,6 +298,8 @@ def is_graph_node(node: Any, graph_arg: str) -> bool:
         return False
     if node.op == "placeholder":
         return node.target == graph_arg
+    if is_graph_item(node):  # gs[1]: one of forward's graphs side by side (several_graphs.py)
+        return is_graph_node(node.args[0], graph_arg)
     return node.op == "call_function" and derived_name(node.target) is not None and bool(node.args) \
         and is_graph_node(node.args[0], graph_arg)
 
@@ -433,7 +436,8 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
         elif node.op == "call_function" and getattr(node.target, "__module__", "").startswith("torch.fx"):
             continue  # fx's own guards for arguments traced at their default value
         elif node.op == "call_function" and is_graph_node(node, traced.graph_arg):  # dgl.add_self_loop(g)
-            spelled = _spelled(node.target, namespace) or f"dgl.{derived_name(node.target)}"  # g.add_self_loop()
+            spelled = GRAPH_ITEM if is_graph_item(node) else (
+                _spelled(node.target, namespace) or f"dgl.{derived_name(node.target)}")  # g.add_self_loop()
             ops.append(Op(node.name, "graph", spelled, args, kwargs, location))
         elif node.op == "call_function" and node.target is normalized_edge_weight:
             ops.append(_edge_weight_norm(node, traced, args, kwargs, location))
@@ -489,6 +493,9 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
         flags=traced.flags,
         converts_blocks=traced.converts_blocks,
         homogenized=traced.homogenized,
+        graphs=traced.graphs,
+        graph_params=traced.graph_params,
+        optional=traced.optional,
     )
 
 

@@ -12,12 +12,13 @@ from typing import Any, Iterator
 import torch
 import torch.fx as fx
 
+from gnn_codegen.forward_defaults import required_first
 from gnn_codegen.inline_mp import update_all
 from gnn_codegen.known_modules import is_message_passing
 from gnn_codegen.names import NameAllocator
 
 
-def _features(node: fx.Node, modules: dict[str, torch.nn.Module], forced_mp: frozenset[str]) -> list[Any]:
+def node_features(node: fx.Node, modules: dict[str, torch.nn.Module], forced_mp: frozenset[str]) -> list[Any]:
     """The node-feature arguments of a message-passing call (nothing for other nodes)."""
     if node.op == "call_module" and is_message_passing(modules[str(node.target)], forced_mp):
         return [_first_operand(a) for a in node.args[1:2]]
@@ -62,7 +63,7 @@ def lift_node_tables(gm: fx.GraphModule, model: torch.nn.Module, taken: set[str]
     modules = dict(gm.named_modules())
     tables: dict[str, fx.Node] = {}
     for node in list(graph.nodes):
-        for feature in _features(node, modules, forced_mp):
+        for feature in node_features(node, modules, forced_mp):
             origin = _origin(feature)
             if origin is not None and str(origin.target) not in tables and is_table(model, str(origin.target)):
                 tables[str(origin.target)] = origin
@@ -79,6 +80,7 @@ def lift_node_tables(gm: fx.GraphModule, model: torch.nn.Module, taken: set[str]
             graph.erase_node(other)
         lifted.append((str(placeholder.target), target))
         last = placeholder
+    required_first(graph)  # after forward's parameters traced at a default
     gm.recompile()
     return tuple(lifted)
 

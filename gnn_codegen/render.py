@@ -26,6 +26,7 @@ from gnn_codegen.graph_proxy import BATCH_SIZE
 from gnn_codegen.errors import internal
 from gnn_codegen.ir import Op, Program, Ref, iter_refs
 from gnn_codegen.metapaths import metapath_of
+from gnn_codegen.several_graphs import GRAPH_ITEM
 from gnn_codegen.names import NameAllocator
 from gnn_codegen.node_reductions import node_reduction, pass_expression
 from gnn_codegen.plan import Plan, Stage, inline_ops
@@ -81,10 +82,16 @@ class Renderer:
         self.from_graph = {target: (view, key) for target, view, key in program.graph_data}
         # tables of the model read as node features (`self.emb.weight`): target -> how to read it
         self.from_model = {target: spelled for target, _, spelled in program.tables}
-        self.params = [self.names.take("g")]
+        # forward's graphs side by side (several_graphs.py) keep forward's name for their list
+        self.params = [self.names.take(program.op(program.graph).target if program.graphs else "g")]
+        if program.graph_params:  # forward(self, g1, g2, x): inference(self, g1, g2, x, ...)
+            self.params = [self.names.take(name) for name in program.graph_params]
         self.buffer = {n: self.names.take(program.op(n).target) for n in program.inputs}
         self.params += [self.buffer[n] for n in program.inputs
                         if program.op(n).target not in self.from_graph and program.op(n).target not in self.from_model]
+        # forward's None defaults that stand for a table (`h=None`: self.node_emb.weight), kept
+        # as parameters of the same name (forward_defaults.py): table input -> parameter
+        self.optional = {table: self.names.take(param) for param, table in program.optional}
         self.batch_size, self.device = self.names.take("batch_size"), self.names.take("device")
         self.max_memory, self.progress = self.names.take("max_memory"), self.names.take("progress")
         self.nodes, self.storage = self.names.take("nodes"), self.names.take("storage")
@@ -107,16 +114,25 @@ class Renderer:
         self.metapaths = [op for op in self.derived if metapath_of(op)]
         self.over_metapaths = bool(self.metapaths) and all(
             metapath_of(program.op(u)) for u in self.users[program.graph])
+        # likewise forward's graphs side by side (several_graphs.py): the first one's batches
+        self.items = [op for op in self.derived if op.target == GRAPH_ITEM]
+        if self.items and all(program.op(u).target == GRAPH_ITEM for u in self.users[program.graph]):
+            self.metapaths, self.over_metapaths = self.items, True
         # a name the user's line gives the one graph it derives (`sg = ...`), not a line that
         # makes several (`graphs = [dgl.edge_subgraph(g, etype == r) for r in ...]`)
         lines_made = Counter(op.location for op in self.derived)
         for op in self.derived:
             path = metapath_of(op)
             suffix = "_".join(path) if path else DERIVED.get(op.target.rsplit(".", 1)[-1], "derived")
+            if op.target == GRAPH_ITEM:  # gs_0, gs_1
+                suffix = str(op.args[1])
             if is_edge_subgraph(op):
                 suffix = edge_subgraph_suffix(op, self.buffer)
             own = op.var if op.var and op.var not in self.params and not path and lines_made[op.location] == 1 else ""
-            self.graph_name[op.name] = self.names.take(own or f"{self.params[0]}_{suffix}")
+            if op.target == GRAPH_ITEM and program.graph_params:  # one of forward's graph parameters
+                self.graph_name[op.name] = self.params[op.args[1]]
+            else:
+                self.graph_name[op.name] = self.names.take(own or f"{self.params[0]}_{suffix}")
             if self.over_metapaths and op is self.metapaths[0]:
                 self.runtimes[op.name] = self.batches
             elif op.name in iterated:
@@ -249,7 +265,7 @@ class Renderer:
         return render_template(
             "inference.py.j2",
             params=[*self.params, self.batch_size, self.device, f"{self.max_memory}=2**30", f"{self.progress}=False",
-                    f"{self.nodes}=None", f"{self.storage}=None"],
+                    f"{self.nodes}=None", f"{self.storage}=None", *(f"{p}=None" for p in self.optional.values())],
             docstring=self._docstring(),
             preamble=self._preamble(),
             stages=stages,
@@ -276,6 +292,10 @@ class Renderer:
         else:
             lines += [f"{self.batches} = {self.runtime}(self, {g}, {self.batch_size}, {self.device}, "
                      f"{self.max_memory}, {self.progress}, {self.storage})"]
+        if self.items and self.program.decisions:  # graphs side by side: each must agree
+            graphs = f"({', '.join(self.params[:self.program.graphs])})" if self.program.graph_params else g
+            g = self.names.take("graph")
+            lines.append(f"for {g} in {graphs}:  # what forward decided on its graphs, on each")
         for view, key, present in self.program.decisions:  # forward's `"w" in g.edata`
             spelled = f"{g}.{view}[{_spell_key(view, key)}]"
             if view == BATCH_SIZE:  # `graph.batch_size` read as one graph (graph_proxy.py)
@@ -289,6 +309,10 @@ class Renderer:
                 lines += [f"if {_spell_key(view, key)} in {g}.{view}:  # forward would read it",
                           f"    raise ValueError(\"generated for graphs without {_plain(spelled)}: "
                           f"regenerate with --feat-dims {key}=WIDTH\")"]
+        if self.items and self.program.decisions:
+            at = lines.index(next(line for line in lines if line.startswith(f"for {g} in ")))
+            lines[at + 1:] = [f"    {line}" for line in lines[at + 1:]]
+            g = self.params[0]
         for table, rows in self.attrs.node_tables:  # forward indexes it by node ID (node_count.py)
             lines += [f"if {g}.num_nodes() != {rows}:",
                       f"    raise ValueError(\"forward indexes self.{table} ({rows} rows) by node ID: {g} must \"",
@@ -309,6 +333,9 @@ class Renderer:
                 # returned as it is: its values, never the parameter itself (which would carry
                 # requires_grad to the caller and change with the model)
                 lines.append(f"{self.buffer[name]} = {table}.detach()  # a row per node of {g}, as forward reads it")
+            elif table and name in self.optional:  # `if h is None: h = self.node_emb.weight`
+                given = self.optional[name]
+                lines.append(f"{self.buffer[name]} = {table} if {given} is None else {given}  # as forward reads it")
             elif table:
                 lines.append(f"{self.buffer[name]} = {table}  # a row per node of {g}, as forward reads it")
         # forward's `if x.size(1) != self.hidden:` (static_decisions.py), with the data read from g
@@ -346,12 +373,29 @@ class Renderer:
         lines = []
         for op in self.derived:
             name = self.graph_name[op.name]
-            lines.append("# as forward derives it from its graph, once for the whole graph")
-            lines.append(f"{name} = {self._graph_expression(op)}")
+            if op.target == GRAPH_ITEM and not self.program.graph_params:
+                lines.append(f"# forward's graph {op.args[1]} of {self.params[0]}, with batches of its own")
+                lines.append(f"{name} = {self._graph_expression(op)}")
+            elif op.target != GRAPH_ITEM:
+                lines.append("# as forward derives it from its graph, once for the whole graph")
+                lines.append(f"{name} = {self._graph_expression(op)}")
             if op.name in self.runtimes:
                 lines.append(f"{self.runtimes[op.name]} = {self.runtime}(self, {name}, {self.batch_size}, "
                              f"{self.device}, {self.max_memory}, {self.progress}, {self.storage})")
-        if self.over_metapaths:
+        if self.items and self.over_metapaths:
+            gs, first = self.params[0], self.graph_name[self.items[0].name]
+            count = self.program.graphs
+            lines += comment(f"forward uses {count} graphs side by side, each over the same nodes: forward's rows")
+            if self.program.graph_params:
+                gs = f"({', '.join(self.params[:count])})"
+            else:
+                lines += [f"if len({gs}) != {count}:",
+                          f"    raise ValueError(f\"generated for forward over {count} graphs side by side; "
+                          f"{gs} holds {{len({gs})}}\")"]
+            lines += [f"if any(graph.num_nodes() != {first}.num_nodes() for graph in {gs}):",
+                      f"    raise ValueError(\"the graphs side by side must have the same nodes: \"",
+                      f"                     f\"{{[graph.num_nodes() for graph in {gs}]}} nodes\")"]
+        elif self.over_metapaths:
             graphs = [self.graph_name[op.name] for op in self.metapaths]
             spelled = f"({graphs[0]},)" if len(graphs) == 1 else f"({', '.join(graphs)})"
             lines += comment("forward's rows are the nodes of the type where its metapaths start and end")
@@ -381,6 +425,8 @@ class Renderer:
         """`dgl.add_self_loop(g)`: a derived graph's call, on its receiver's name or call."""
         receiver = self.program.op(op.args[0].name)
         spelled = self._graph_expression(receiver) if receiver.name in self.nested_graphs else self.graph_name[receiver.name]
+        if op.target == GRAPH_ITEM:  # gs[0], one of forward's graphs side by side
+            return f"{spelled}[{op.args[1]}]"
         extra = graph_arguments(op, self.buffer.__getitem__)  # on the inputs' names here
         return f"{op.target}({', '.join([spelled, *extra])})"
 
@@ -504,6 +550,7 @@ class Renderer:
         g = self.params[0]
         names = {p.op(n).target: self.buffer[n] for n in p.inputs}
         names[p.op(p.graph).target] = f"[{g}] * {p.num_blocks}" if p.blocks_style else g
+        names.update(zip(p.graph_params, self.params))  # forward(self, g1, g2, x)
         call = ", ".join(names[name] if kind == "positional" else f"{name}={names[name]}"
                          for name, kind in p.signature if name not in self.from_graph and name not in self.from_model)
         call = ", ".join([call, *(f"{name}={value}" for name, value in p.flags)])
@@ -546,6 +593,10 @@ class Renderer:
                     f"as forward does (dgl.to_homogeneous), so {self.nodes}= and the rows returned are "
                     f"those of the homogeneous graph: every type's nodes by type offsets, in the order of "
                     f"{g}.ntypes."))
+        optional = [f"{param}: as forward's {param} (None: {self.from_model[self.program.op(table).target]}, as forward)."
+                    for table, param in self.optional.items()]
+        if optional:
+            paragraphs.append(" ".join(optional))
         return [line for i, text in enumerate(paragraphs) for line in ([""] if i else []) + textwrap.wrap(text, 88)]
 
     def default_helper_names(self) -> bool:

@@ -52,7 +52,7 @@ from gnn_codegen.edge_weight_norm import normalized_edge_weight
 from gnn_codegen.graph_data import graph_data_read
 from gnn_codegen.input_specs import GUESSED_WIDTH, declared_width, model_float_dtype
 from gnn_codegen.ir import Assumption, StaticDecision
-from gnn_codegen.node_tables import _features, _origin
+from gnn_codegen.node_tables import _origin, node_features
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -291,7 +291,7 @@ def _evaluate(condition: fx.Node, tracer: Any, graph_arg: str, inputs: Mapping[s
     # every graph forward is given: both graphs have that many (node_tables.py)
     modules = dict(tracer.root.named_modules())
     with _untraced_modules():  # the table itself, not fx's proxy of it
-        tables = [_get_attr(origin, tracer.root) for node in cone for feature in _features(node, modules, frozenset())
+        tables = [_get_attr(origin, tracer.root) for node in cone for feature in node_features(node, modules, frozenset())
                   if (origin := _origin(feature)) is not None]
     rows = tables[0].shape[0] if tables and isinstance(tables[0], torch.Tensor) else _PROBE_NODES[seed]
     graph = _probe_graph(rows, generator)

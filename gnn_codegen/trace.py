@@ -27,6 +27,10 @@ from gnn_codegen.derived_graphs import traced_derived_graphs
 from gnn_codegen.edge_weight_norm import is_edge_weight_norm, traced_edge_weight_norms
 from gnn_codegen.eval_flags import defaults_as_traced, eval_flags
 from gnn_codegen.plain_containers import is_unregistered_module_error, unregistered_module_message
+from gnn_codegen.forward_defaults import (
+    callable_defaults, callables_bound, none_fed_as_features, required_first, same_program_but,
+)
+from gnn_codegen.several_graphs import drop_unused_items, forward_taking_graphs, side_by_side
 from gnn_codegen.sized_tensors import traced_factories
 from gnn_codegen.traced_len import traced_len
 from gnn_codegen.static_decisions import MetadataProxy, concrete, decide, graph_data_named
@@ -43,15 +47,15 @@ from gnn_codegen.ir import StaticDecision
 from gnn_codegen.kept_graph import forward_taking_the_graph, graphs_on_the_model, kept_graph
 from gnn_codegen.known_modules import is_message_passing
 from gnn_codegen.node_counts import lift_node_counts
-from gnn_codegen.node_tables import lift_node_tables
+from gnn_codegen.node_tables import lift_node_tables, node_features
 from gnn_codegen.rows_first import lstm_states_rows_first, stacks_reduced_along_rows
 from gnn_codegen.rowwise import is_rowwise_module
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 
 # What people call forward's graph (or list of blocks): g, graph, blocks, mfgs, g1, pos_graph,
-# subgraphs, block_list, hg, G, ...
-_GRAPH_NAME = re.compile(r"(?:pos_|neg_|sub)?(?:g|graph|block|mfg|hg|bg|G)(?:s|\d+|_list)?")
+# subgraphs, block_list, hg, G, and graphs side by side: g_cites, graph_coauthor, ...
+_GRAPH_NAME = re.compile(r"(?:pos_|neg_|sub)?(?:g|graph|block|mfg|hg|bg|G)(?:s|\d+|_list)?|(?:g|graph)_[a-z]+")
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,16 @@ class Traced:
     # forward's tests of what its values are (`if h.shape[-1] == self.out_dim:`), decided while
     # tracing, with what each assumes of the inputs (static_decisions.py)
     static_decisions: tuple[StaticDecision, ...] = ()
+    # forward's graph argument is a list of this many graphs used side by side over the same
+    # nodes (several_graphs.py), each item a `graph_item` node of the program; 0: one graph
+    # (or a list of its blocks)
+    graphs: int = 0
+    # forward's graph parameters when it takes several (`forward(self, g1, g2, x)`): the items of
+    # graph_arg (a name gnn-codegen chose), in order
+    graph_params: tuple[str, ...] = ()
+    # forward's parameters with a None default that stand for a table it reads otherwise
+    # (`if h is None: h = self.emb.weight`): (parameter, the table's input), forward_defaults.py
+    optional: tuple[tuple[str, str], ...] = ()
 
 
 # elementwise functions and methods of one tensor that keep its shape (and so its width), and
@@ -289,8 +303,13 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
                 leaves: frozenset[str], forced_mp: frozenset[str],
                 kept: tuple[str, ...] = (), through: frozenset[type] = frozenset(),
                 declared: frozenset[str] = frozenset(), widths: dict[str, tuple[int, ...]] | None = None,
+                as_inputs: frozenset[str] = frozenset(), distinct: bool = False, graph_params: tuple[str, ...] = (),
                 ) -> tuple[fx.GraphModule, bool, tuple[tuple[tuple[str, str, bool], ...], tuple[str, ...]]]:
-    proxy_cls = type("_Blocks", (BlockListProxy,), {"num_blocks": num_blocks, "used_as_list": False})
+    """as_inputs: None defaults traced as inputs (forward_defaults.py); distinct: each item of a
+    list forward takes is a graph of its own; graph_params: forward's several graph parameters,
+    traced as graph_arg's items (several_graphs.py)."""
+    proxy_cls = type("_Blocks", (BlockListProxy,), {"num_blocks": num_blocks, "used_as_list": False,
+                                                    "distinct_items": distinct})
     tracer = _Tracer(graph_arg, leaves, forced_mp, through, widths)
     tracer.declared_data = declared  # type: ignore[attr-defined]  # graph data --feat-dims names
     tracer.proxy = lambda node: (  # type: ignore[method-assign]
@@ -300,17 +319,22 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
     name = type(model).__name__
     # Parameters with defaults (`edge_weight=None`, `return_attention=False`) are traced at their
     # default value, like Python would call forward(g, x); a training flag at eval's (EVAL_FLAGS).
+    # A callable default is applied as Python applies it, and a None default that is forward's
+    # features (`as_inputs`) is an input (forward_defaults.py).
+    applied = callable_defaults(model)
+    user_globals = type(model).forward.__globals__  # the user's, before forward is wrapped
     defaults = {
         p.name: p.default
         for p in inspect.signature(type(model).forward).parameters.values()
-        if p.default is not inspect.Parameter.empty
+        if p.default is not inspect.Parameter.empty and p.name not in applied and p.name not in as_inputs
     }
     defaults.update(eval_flags(model))
     try:
-        with warnings.catch_warnings(), \
+        with warnings.catch_warnings(), forward_taking_graphs(model, graph_arg, graph_params), \
+                callables_bound(model, applied), \
                 forward_taking_the_graph(model, graph_arg, kept) if kept else contextlib.nullcontext(), \
-                traced_derived_graphs(tracer, type(model).forward.__globals__, BlockProxy), \
-                traced_factories(tracer, type(model).forward.__globals__), \
+                traced_derived_graphs(tracer, user_globals, BlockProxy), \
+                traced_factories(tracer, user_globals), \
                 traced_len(_user_globals(model)), \
                 traced_edge_weight_norms(tracer), \
                 _attributes_kept(model):
@@ -319,6 +343,7 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
             warnings.simplefilter("ignore", DGLWarning)
             graph = tracer.trace(model, concrete_args=defaults or None)
             defaults_as_traced(graph, defaults)
+            required_first(graph)
     except FeatDimsError:
         raise  # a test of an input's width before anything tells it: names its line already
     except (GraphUseError, UnsupportedOperationError) as exc:
@@ -423,13 +448,19 @@ def _known_trace_failure(exc: BaseException) -> str:
     return ""
 
 
+def _graph_parameters(params: list[inspect.Parameter]) -> list[inspect.Parameter]:
+    """forward's parameters named like a graph (or list of blocks), or annotated with DGLGraph."""
+    return [p for p in params if _GRAPH_NAME.fullmatch(p.name) or "DGLGraph" in str(p.annotation)
+            or "DGLBlock" in str(p.annotation)]
+
+
 def _graph_parameter(model: torch.nn.Module, params: list[inspect.Parameter]) -> inspect.Parameter | None:
     """Forward's graph (or list of blocks): the parameter named like one (or annotated with
     DGLGraph), else the first one; None when forward takes none and the model keeps its graph
-    (kept_graph.py). A forward of several graphs is refused with what to change."""
+    (kept_graph.py). A forward of several graphs is refused with what to change (on a
+    heterogeneous graph; trace() takes them as several_graphs.py says)."""
     name = type(model).__name__
-    graphs = [p for p in params if _GRAPH_NAME.fullmatch(p.name) or "DGLGraph" in str(p.annotation)
-              or "DGLBlock" in str(p.annotation)]
+    graphs = _graph_parameters(params)
     if len(graphs) > 1:
         raise SignatureError(
             f"{name}.forward takes {len(graphs)} graphs ({', '.join(p.name for p in graphs)}). "
@@ -440,6 +471,52 @@ def _graph_parameter(model: torch.nn.Module, params: list[inspect.Parameter]) ->
     if not graphs and graphs_on_the_model(model):
         return None
     return graphs[0] if graphs else params[0]
+
+
+def _free_name(name: str, taken: set[str]) -> str:
+    while name in taken:
+        name += "_"
+    return name
+
+
+def _side_by_side(gm: fx.GraphModule, forced_mp: frozenset[str]) -> int:
+    """How many graphs forward's list holds when they are used side by side (several_graphs.py)."""
+    modules = dict(gm.named_modules())
+
+    def graph_of(node: fx.Node) -> Any:
+        if node.op == "call_module" and is_message_passing(modules[str(node.target)], forced_mp) \
+                or node.op == "call_function" and node.target is update_all:
+            return node.args[0] if node.args else None
+        return None
+
+    return side_by_side(gm.graph, graph_of)
+
+
+def _feeds_none(model: torch.nn.Module, gm: fx.GraphModule, graph_arg: str, forced_mp: frozenset[str]) -> bool:
+    """Whether the program hands a None default of forward's to message passing as features."""
+    modules = dict(gm.named_modules())
+    none_defaults = [p.name for p in inspect.signature(type(model).forward).parameters.values()
+                     if p.default is None and p.name != graph_arg]
+    return none_fed_as_features(gm.graph, none_defaults, lambda node: node_features(node, modules, forced_mp))
+
+
+def _none_defaults_as_inputs(model: torch.nn.Module, graph_arg: str, forced_mp: frozenset[str],
+                             retrace: Any) -> tuple[frozenset[str], Any]:
+    """forward's parameters with a None default that it hands to message passing as features
+    when traced at None (`def forward(self, g, inference=False, feat=None)`, called as
+    `model(g, feat=x)`): forward cannot run so, so its callers always give them. Each is tried
+    as an input in the order of forward's signature, then all together: the first choice whose
+    trace (`retrace(names)`) feeds no None, with that trace; nothing where none does."""
+    names = [p.name for p in inspect.signature(type(model).forward).parameters.values()
+             if p.default is None and p.name != graph_arg]
+    for choice in [*(frozenset({n}) for n in names), *([frozenset(names)] if len(names) > 1 else [])]:
+        try:
+            traced = retrace(choice)
+        except TraceFailedError:
+            continue
+        if not _feeds_none(model, traced[0], graph_arg, forced_mp):
+            return choice, traced
+    return frozenset(), None
 
 
 def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset(),
@@ -457,20 +534,30 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
             f"{type(model).__name__}.forward takes *{variadic[0]}; name every input instead "
             "(e.g. `def forward(self, g, x)`) so the generated inference can take the same ones."
         )
-    graph_param = _graph_parameter(model, params)
+    graph_params = tuple(p.name for p in _graph_parameters(params))
+    if len(graph_params) < 2:
+        graph_params = ()
+    graph_param = None if graph_params else _graph_parameter(model, params)
     kept: tuple[str, ...] = ()
-    if graph_param is None:  # forward(self, features) on self.g
+    if graph_params:  # forward(self, g1, g2, x): traced as a list of them (several_graphs.py)
+        graph_arg = _free_name("graphs", {p.name for p in params})
+    elif graph_param is None:  # forward(self, features) on self.g
         graph_arg, kept = kept_graph(model, {p.name for p in params})
     else:
         graph_arg = graph_param.name
-    taken = [p for p in params if p.name == graph_arg or p.default is inspect.Parameter.empty]
-    inputs = tuple(p.name for p in taken if p.name != graph_arg)
+    taken = [p for p in params if p.name in (graph_arg, *graph_params) or p.default is inspect.Parameter.empty]
+    inputs = tuple(p.name for p in taken if p.name not in (graph_arg, *graph_params))
     signature = tuple((p.name, "keyword" if p.kind == p.KEYWORD_ONLY else "positional") for p in taken)
-    num_blocks = blocks or _count_mp_modules(model, forced_mp)
+
+    def attempt(count: int, as_inputs: frozenset[str] = frozenset(), distinct: bool = False) -> Any:
+        return _trace_once(model, graph_arg, count, path, leaves, forced_mp, kept, through, declared, widths,
+                           as_inputs, distinct or bool(graph_params), graph_params)
+
+    num_blocks = blocks or len(graph_params) or _count_mp_modules(model, forced_mp)
     try:
-        gm, blocks_style, decisions = _trace_once(model, graph_arg, num_blocks, path, leaves, forced_mp, kept, through, declared, widths)
+        gm, blocks_style, decisions = attempt(num_blocks)
     except TraceFailedError as first_error:
-        if blocks is not None:
+        if blocks is not None or graph_params:
             raise
         # A blocks-style forward may consume fewer blocks than there are message-passing modules
         # (one is unused, or two share a depth), or more (message passing written inline, or
@@ -481,7 +568,7 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
         # has blocks is the model's own.
         for other in reversed(range(1, num_blocks + _MORE_BLOCKS + 1)):
             try:
-                gm, blocks_style, decisions = _trace_once(model, graph_arg, other, path, leaves, forced_mp, kept, through, declared, widths)
+                gm, blocks_style, decisions = attempt(other)
             except TraceFailedError:
                 continue
             if _mp_depth(gm, forced_mp) == other:
@@ -489,38 +576,82 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
                 break
         else:
             raise first_error
+    # graphs side by side: forward's graph parameters, or the items of its list that are not a
+    # chain of blocks (traced once more with each item a graph of its own: the program tells)
+    graphs = len(graph_params)
+    if blocks_style and num_blocks > 1 and not graphs:
+        try:
+            distinct = attempt(num_blocks, distinct=True)
+        except TraceFailedError:
+            distinct = None
+        graphs = _side_by_side(distinct[0], forced_mp) if distinct is not None else 0
+        if graphs:
+            gm, _, decisions = distinct
+    if graphs:
+        blocks_style = False
+        drop_unused_items(gm)
     depth = _mp_depth(gm, forced_mp)
     check_blocks_option(blocks, blocks_style, graph_arg)
     if blocks is None and blocks_style and depth != num_blocks and depth > 0:
         # Two convolutions at one depth (or one conv called per block): the forward consumes
         # `depth` blocks, not one per module, so trace again with that many.
         num_blocks = depth
-        gm, blocks_style, decisions = _trace_once(model, graph_arg, num_blocks, path, leaves, forced_mp, kept, through, declared, widths)
+        gm, blocks_style, decisions = attempt(num_blocks)
     if blocks is None and blocks_style and depth > 0:
 
         def trace_with(count: int) -> tuple[int, tuple[tuple[str, int], ...]] | None:
             try:
-                more, _, more_decisions = _trace_once(model, graph_arg, count, path, leaves, forced_mp, kept,
-                                                      through, declared, widths)
+                more, _, more_decisions = attempt(count)
             except GnnCodegenError:
                 return None
             return _mp_depth(more, forced_mp), more_decisions[6]
 
         check_depth_is_the_models(trace_with, num_blocks, _mp_depth(gm, forced_mp), path, graph_arg)
-    stacks_reduced_along_rows(gm)
-    lstm_states_rows_first(gm)
+    fed: frozenset[str] = frozenset()
+    if _feeds_none(model, gm, graph_arg, forced_mp):  # `def forward(self, g, inference=False, feat=None)`
+        fed, retraced = _none_defaults_as_inputs(model, graph_arg, forced_mp,
+                                                 lambda names: attempt(num_blocks, names, distinct=bool(graphs)))
+        if fed:
+            gm, blocks_style, decisions = retraced
+            blocks_style = blocks_style and not graphs
+            if graphs:
+                drop_unused_items(gm)
+            # in forward's order, taken by keyword: as forward's callers give them
+            fed_in_order = tuple(p.name for p in params if p.name in fed)
+            inputs += fed_in_order
+            signature += tuple((name, "keyword") for name in fed_in_order)
     taken = {p.name for p in params} | {graph_arg}
-    lifted, graph_data = lift_graph_data(gm, graph_arg, taken, blocks=blocks_style)
-    if not blocks_style:  # torch.ones(g.num_nodes(), 1); a block's count is its own
-        made, made_data = lift_node_counts(gm, graph_arg, taken | set(lifted))
-        lifted, graph_data = lifted + made, graph_data + made_data
-    tables = lift_node_tables(gm, model, taken | set(lifted), forced_mp)
+
+    def lifted_from(gm: fx.GraphModule) -> tuple[Any, Any, Any]:
+        stacks_reduced_along_rows(gm)
+        lstm_states_rows_first(gm)
+        lifted, graph_data = lift_graph_data(gm, graph_arg, taken, blocks=blocks_style)
+        if not blocks_style:  # torch.ones(g.num_nodes(), 1); a block's count is its own
+            made, made_data = lift_node_counts(gm, graph_arg, taken | set(lifted))
+            lifted, graph_data = lifted + made, graph_data + made_data
+        return lifted, graph_data, lift_node_tables(gm, model, taken | set(lifted), forced_mp)
+
+    lifted, graph_data, tables = lifted_from(gm)
     inputs += lifted + tuple(name for name, _ in tables)
+    # `forward(self, g, h=None)` with `if h is None: h = self.emb.weight`: inference takes h=None
+    # too, where forward given h is forward at its default with h read for the table
+    optional = []
+    for p in params:
+        if p.default is not None or p.name in inputs or p.name == graph_arg or not tables:
+            continue
+        try:
+            given, _, _ = attempt(num_blocks, fed | {p.name}, distinct=bool(graphs))
+        except TraceFailedError:
+            continue
+        lifted_from(given)
+        optional += [(p.name, table) for table, _ in tables
+                     if same_program_but(gm.graph, given.graph, table, p.name)][:1]
     # widths declared for graph data, by the inputs that now stand for it
     lifted_as = {(view, key): name for name, view, key in graph_data}
-    widths = tuple((lifted_as.get(which, which), width) for which, width in decisions[2]
-                   if lifted_as.get(which, which) in inputs)
+    declared_widths = tuple((lifted_as.get(which, which), width) for which, width in decisions[2]
+                            if lifted_as.get(which, which) in inputs)
     return Traced(model, gm, graph_arg, inputs, blocks_style, num_blocks if blocks_style else 1, signature,
-                  kept, graph_data, tables, *decisions[:2], widths, decisions[3],
-                  flags=tuple(eval_flags(model).items()), converts_blocks=decisions[4],
-                  homogenized=decisions[5], static_decisions=graph_data_named(decisions[7], lifted_as))
+                  kept, graph_data, tables, *decisions[:2], declared_widths, decisions[3],
+                  flags=tuple(eval_flags(model).items()), converts_blocks=decisions[4], graphs=graphs,
+                  graph_params=graph_params, optional=tuple(optional), homogenized=decisions[5],
+                  static_decisions=graph_data_named(decisions[7], lifted_as))

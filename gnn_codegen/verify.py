@@ -31,6 +31,7 @@ import torch
 from gnn_codegen.errors import CheckFailedError
 from gnn_codegen.metapaths import rows_graph
 from gnn_codegen.node_count import fixed_node_count
+from gnn_codegen.several_graphs import first_graph, int_ids
 from gnn_codegen.harness import (
     allclose, flatten, full_graph_forward, gather_sources_always, generated_model, import_source,
     make_inputs, max_difference, nan_count, random_graph_for, returns_edge_rows, rows_for, run_inference, some_nodes,
@@ -107,7 +108,8 @@ def check(generated: Generated, num_nodes: int = 1000, seed: int = 0,
     }
     g, inputs, notes = _graph_the_model_accepts(generated, reference, num_nodes, seed)
     notes = fixed_note + notes
-    rows = rows_graph(generated.program, g)  # g, or the graph of its first metapath
+    # g, the graph of its first metapath, or the first of several graphs side by side
+    rows = first_graph(rows_graph(generated.program, g) if not generated.program.graphs else g)
     started = time.perf_counter()
     expected = full_graph_forward(reference, generated, g, inputs)
     forward_seconds = time.perf_counter() - started
@@ -130,7 +132,7 @@ def check(generated: Generated, num_nodes: int = 1000, seed: int = 0,
         started = time.perf_counter()
         try:
             # int32 IDs (g.int(), common at scale) in one run: no run more
-            graph = g.int() if sources == STORAGE_SUBSET else g
+            graph = int_ids(g) if sources == STORAGE_SUBSET else g
             actual = _run(model, generated, graph, inputs, batch_size, sources, nodes)
             expected_here = expected if nodes is None else rows_for(generated, expected, nodes)
             actual = actual if nodes is None else flatten(actual)
@@ -151,7 +153,7 @@ def check(generated: Generated, num_nodes: int = 1000, seed: int = 0,
     if nans and int((rows.in_degrees() == 0).sum()):
         # NaN proves little where it stands: once more on a graph where every node has a self-loop
         loops = random_graph_for(generated, num_nodes, seed, zero_in_degree=False)
-        loop_inputs = make_inputs(generated, num_nodes, seed, _edges(generated, loops))
+        loop_inputs = make_inputs(generated, num_nodes, seed, _edges(generated, first_graph(loops)))
         loop_expected = full_graph_forward(reference, generated, loops, loop_inputs)
         loop_actual = _run(models["in place"][0], generated, loops, loop_inputs, sizes[0], "in place")
         results.append(BatchResult(sizes[0], "in place, a graph of self-loops",
@@ -242,7 +244,7 @@ def _graph_the_model_accepts(generated: Generated, reference: torch.nn.Module, n
     failure = None
     for zero_in_degree in (True, False):
         g = random_graph_for(generated, num_nodes, seed, zero_in_degree)
-        inputs = make_inputs(generated, num_nodes, seed, _edges(generated, g))
+        inputs = make_inputs(generated, num_nodes, seed, _edges(generated, first_graph(g)))
         try:
             full_graph_forward(reference, generated, g, inputs)
         except Exception as exc:
@@ -294,7 +296,7 @@ def _inference_failed(generated: Generated, module: ModuleType, exc: BaseExcepti
             where += f", which computes {origin}"
     return (
         f"the generated inference raised {type(exc).__name__} ({_first_line(exc)}){where}, on a "
-        f"random graph of {rows_graph(generated.program, g).num_nodes()} nodes with batches of {batch_size} nodes and source rows "
+        f"random graph of {first_graph(rows_graph(generated.program, g) if not generated.program.graphs else g).num_nodes()} nodes with batches of {batch_size} nodes and source rows "
         f"{sources}. {_REPORT}"
     )
 

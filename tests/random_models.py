@@ -123,6 +123,9 @@ class Step:
     # full style, a second convolution at its depth: on the reversed graph, `conv(dgl.reverse(g),
     # h)` (a loop of its own after the first's, cut.mp_depths)
     reversed_graph: bool = False
+    # a second convolution at its depth on forward's second graph, `conv(gs[1], h)`: see
+    # _several_graphs
+    second_graph: bool = False
     # a second convolution at its depth on the edges of one type, `dgl.edge_subgraph(g,
     # g.edata["etype"] == k, relabel_nodes=False)` (blocks style: of dgl.block_to_graph(block),
     # as DGL's MAG240M RGAT writes it); -1: not
@@ -151,6 +154,8 @@ class ModelSpec:
     # ...and then computes a value from that graph outside message passing, applied to x (a
     # degree norm written by hand, ones per node): a key of GRAPH_VALUES, or ""
     graph_value: str = ""
+    # forward(self, gs, x) over two graphs of the same nodes side by side: see _several_graphs
+    several_graphs: bool = False
 
     def width(self, value: int) -> int:
         return self.in_width if value == 0 else self.steps[value - 1].width
@@ -368,8 +373,9 @@ def model_specs(draw: st.DrawFn) -> ModelSpec:
     # edge data of a graph forward derives is not its graph's (refused): no edge types to pick
     kept_edges = any(step.kept_edges >= 0 for step in b.steps)
     derived_graph, graph_value = _draw_derived(draw, style, edge_weights or kept_edges, table)
-    return ModelSpec(style, b.in_width, tuple(b.steps), outputs, edge_weights, tuple(b.constants), kept_graph,
+    spec = ModelSpec(style, b.in_width, tuple(b.steps), outputs, edge_weights, tuple(b.constants), kept_graph,
                      home == "graph", table, derived_graph, graph_value)
+    return _several_graphs(draw, spec)
 
 
 # --- static conditions (issue 35, item 1): Python tests of a value's shape or dtype --------------
@@ -412,6 +418,41 @@ def _render_static_condition(step: Step, module: str, source: str, target: str) 
 
 
 # --- end of static conditions -------------------------------------------------------------------
+
+
+# --- several graphs side by side (issue 35, item 4) ---------------------------------------------
+
+
+def _several_graphs(draw: st.DrawFn, spec: ModelSpec) -> ModelSpec:
+    """Sometimes, a full-graph model whose forward takes two graphs over the same nodes,
+    `forward(self, gs, x)`: every first convolution of a depth runs on gs[0], every second one
+    on gs[1] (the two summed or concatenated, as drawn), as HAN's GAT per metapath graph. Only
+    where a depth has a second convolution (else the list is one block), and without what
+    belongs to one graph: edge weights, derived graphs, a kept graph, data on the graph."""
+    seconds = [i for i, step in enumerate(spec.steps) if step.op == "conv" and _is_second(spec, i)]
+    if spec.style != "full" or spec.edge_weights or not seconds or not draw(st.booleans()):
+        return spec
+    if any(spec.steps[i].kind == "inline" or spec.steps[i].kept_edges >= 0 for i in seconds):
+        return spec
+    steps = list(spec.steps)
+    for i in seconds:
+        steps[i] = replace(steps[i], second_graph=True, reversed_graph=False)
+    return replace(spec, steps=tuple(steps), several_graphs=True, kept_graph=False, inputs_on_graph=False,
+                   derived_graph="", graph_value="")
+
+
+def _is_second(spec: ModelSpec, index: int) -> bool:
+    """Whether convolution `index` (of spec.steps) is the second of its depth: an add or cat
+    of two convolutions reads it after another convolution of its depth."""
+    for step in spec.steps:
+        if step.op in ("add", "cat") and len(step.inputs) == 2:
+            convs = [v for v in step.inputs if spec.steps[v - 1].op == "conv"]
+            if len(convs) == 2 and max(convs) == index + 1:
+                return True
+    return False
+
+
+# --- end of several graphs ----------------------------------------------------------------------
 
 
 def _convolution_reads_input_alone(steps: list[Step]) -> bool:
@@ -721,7 +762,7 @@ def render_model_source(spec: ModelSpec) -> str:
         ctor = _constructor(spec, step)
         if ctor is not None:
             lines.append(f"        self.{_module_name(step, index)} = {ctor}")
-    graph = "blocks" if blocks else "self.g" if spec.kept_graph else "g"
+    graph = "blocks" if blocks else "self.g" if spec.kept_graph else "gs" if spec.several_graphs else "g"
     if spec.kept_graph:  # as DGL's model zoo keeps it
         lines.append("        self.g = g")
     if spec.table:
@@ -740,6 +781,8 @@ def render_model_source(spec: ModelSpec) -> str:
         lines.append(f'        w = {graph}.edata["w"]')
     derived, graph = _derived_lines(spec, graph)
     lines += derived
+    if spec.several_graphs:  # _several_graphs
+        graph = "gs[0]"
 
     names = _variable_names(spec)
 
@@ -770,6 +813,7 @@ def render_model_source(spec: ModelSpec) -> str:
         if step.op == "conv":
             source = name(args[0])
             block = f"blocks[{depth[args[0]]}]" if blocks else f"dgl.reverse({graph})" if step.reversed_graph else graph
+            block = "gs[1]" if step.second_graph else block
             feats = f"({source}, {source}[: {block}.num_dst_nodes()])" if step.pair else source
             if step.kept_edges >= 0:
                 whole = f"dgl.block_to_graph({block})" if blocks else block

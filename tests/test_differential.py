@@ -36,8 +36,9 @@ from gnn_codegen.errors import CheckFailedError, GnnCodegenError
 from gnn_codegen.pipeline import GenerateOptions, generate_all
 from gnn_codegen.harness import (
     allclose, full_graph_forward, generated_model, import_source, inference_arguments, make_inputs,
-    max_difference, random_graph, run_inference, with_tables,
+    max_difference, random_graph, random_graph_for, run_inference, with_tables,
 )
+from gnn_codegen.several_graphs import first_graph
 from gnn_codegen.perturb import perturb
 from tests.deletion_watch import views_kept_alive
 from tests.random_models import (
@@ -91,9 +92,11 @@ def check_spec(spec: ModelSpec, seed: int) -> None:
         reference.eval()
         model = generated_model(generated, module)
         num_nodes, batch_sizes = graph_and_batch_sizes(seed)
-        g = random_graph(num_nodes, seed=seed, zero_in_degree=True)
-        inputs = make_inputs(generated, num_nodes, seed, g.num_edges())
-        assert int((g.in_degrees() == 0).sum()) > 0
+        # forward(self, gs, x): two random graphs over the same nodes (random_models._several_graphs)
+        g = random_graph_for(generated, num_nodes, seed) if spec.several_graphs else \
+            random_graph(num_nodes, seed=seed, zero_in_degree=True)
+        inputs = make_inputs(generated, num_nodes, seed, first_graph(g).num_edges())
+        assert int((first_graph(g).in_degrees() == 0).sum()) > 0
         expected = full_graph_forward(reference, generated, g, inputs)
         for batch_size in batch_sizes:
             actual = run_inference(model, generated, g, inputs, batch_size=batch_size, device="cpu")
@@ -147,6 +150,18 @@ def test_generated_inference_equals_full_graph_forward(spec: ModelSpec, seed: in
 def test_user_propagation_loops_and_out_degree_norms_equal_forward(spec: ModelSpec, seed: int) -> None:
     """A user's rounds with a post-step after each, and a user's layer normalised by its graph's
     out-degrees (tests/random_models.py: USER_PROPAGATION), among the drawn models' layers."""
+    check_spec(spec, seed)
+
+
+@given(model_specs().filter(lambda spec: spec.several_graphs), st.integers(0, 2**16))
+@settings(
+    max_examples=int(os.environ.get("GNN_CODEGEN_DIFF_GRAPHS", "20")),
+    deadline=None,
+    derandomize=os.environ.get("CI") == "true",
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+def test_graphs_side_by_side_equal_forward(spec: ModelSpec, seed: int) -> None:
+    """forward(self, gs, x), a convolution on each of two graphs at a depth (issue 35, item 4)."""
     check_spec(spec, seed)
 
 

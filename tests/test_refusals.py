@@ -86,13 +86,6 @@ EXPECTED = {
         'type, stored as node data the conversion carries), or evaluate this model with its '
         'full-graph forward.'
     ),
-    "TwoGraphs": (
-        errors.SignatureError,
-        "TwoGraphs.forward takes 2 graphs (g1, g2). gnn-codegen writes inference over one graph's"
-        ' blocks and does not know which graph the node outputs come from; generate it for a '
-        'module whose forward takes one graph (the encoder of a link-prediction model, say) and '
-        'apply the rest to its output.'
-    ),
     "AssignsIntoATensor": (
         errors.TraceFailedError,
         'tests/models/refused.py:106 (`h[:, 0] = 0.0`): forward assigns into part of a tensor '

@@ -86,7 +86,7 @@ class LoopsOverNodeTypes(nn.Module):
         return x
 
 
-class TwoGraphs(nn.Module):
+class TwoGraphs(nn.Module):  # exact since issue 35 (several graphs): test_defaults_and_graphs.py
     def __init__(self):
         super().__init__()
         self.conv1 = dglnn.SAGEConv(8, 6, "mean")

@@ -220,7 +220,15 @@ def inference_arguments(generated: Generated, g: dgl.DGLGraph, inputs: list[torc
     """The generated method's positional arguments for g and `inputs`: the graph (carrying the
     inputs forward reads from it), then the other inputs."""
     g, arguments = with_graph_data(generated, g, inputs)
-    return [*(g if generated.program.graph_params else [g]), *arguments]
+    program = generated.program
+    if not program.graph_params:
+        return [g, *arguments]
+    # forward(self, graph1, feat1, graph2, feat2): in forward's order, as render.forwards_order
+    from_graph, tables = _read_from_graph(program), _tables(program)
+    taken = [program.op(n).target for n in program.inputs if n not in from_graph and n not in tables]
+    order = {name: i for i, (name, _) in enumerate(program.signature)}
+    named = [*zip(program.graph_params, g), *zip(taken, arguments)]
+    return [value for _, value in sorted(named, key=lambda item: order.get(item[0], len(order)))]
 
 
 def make_inputs(generated: Generated, num_nodes: int, seed: int, num_edges: int | None = None) -> list[torch.Tensor]:

@@ -173,8 +173,11 @@ def _generate_all(target: str, options: GenerateOptions) -> Generated:
         )
     if options.metagraph:
         raise OptionsError(
-            "--metagraph gives a heterogeneous graph's edge types, and the model has no HeteroGraphConv: "
-            "leave it out for a model of one node and edge type."
+            "--metagraph gives the edge types of a heterogeneous graph for models whose layers are "
+            "HeteroGraphConv, and this model has none. Leave it out: a model of one node and edge type "
+            "needs none, and where forward converts its heterograph first (dgl.to_homogeneous, "
+            "dgl.node_type_subgraph) gnn-codegen follows the conversion and checks it on heterographs "
+            "of its own making."
         )
     namespace = vars(loaded.module)
     traced, program, attrs, proof_notes = _proven_program(loaded, feat_dims, leaves, forced_mp, options.blocks)

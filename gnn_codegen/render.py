@@ -57,6 +57,16 @@ class Rendered:
 _BLOCK_IDS = {BLOCK_NODE_IDS: ("num_nodes", "srcdata[dgl.NID]"), BLOCK_EDGE_IDS: ("num_edges", "edata[dgl.EID]")}
 
 
+def forwards_order(program: Program, named: list[tuple[str, str]]) -> list[str]:
+    """The method's parameters, (forward's name, the parameter) in the order of Program.inputs
+    after the graphs, in the order of forward's signature where forward takes several graphs
+    (forward(self, graph1, feat1, graph2, feat2)); else as they come (the graph first)."""
+    if not program.graph_params:
+        return [param for _, param in named]
+    order = {name: i for i, (name, _) in enumerate(program.signature)}
+    return [param for _, param in sorted(named, key=lambda item: order.get(item[0], len(order)))]
+
+
 class Renderer:
     def __init__(self, program: Program, attrs: Attributes, plan: Plan, module_names: set[str]):
         self.program, self.attrs, self.plan = program, attrs, plan
@@ -89,6 +99,12 @@ class Renderer:
         self.buffer = {n: self.names.take(program.op(n).target) for n in program.inputs}
         self.params += [self.buffer[n] for n in program.inputs
                         if program.op(n).target not in self.from_graph and program.op(n).target not in self.from_model]
+        # the method's parameters in forward's order (forward(self, graph1, feat1, graph2, feat2)),
+        # where it takes several graphs; else the graph first, as here
+        taken = [program.op(n).target for n in program.inputs
+                 if program.op(n).target not in self.from_graph and program.op(n).target not in self.from_model]
+        graphs = list(program.graph_params) or ["g"]
+        self.in_forwards_order = forwards_order(program, list(zip([*graphs, *taken], self.params)))
         # forward's None defaults that stand for a table (`h=None`: self.node_emb.weight), kept
         # as parameters of the same name (forward_defaults.py): table input -> parameter
         self.optional = {table: self.names.take(param) for param, table in program.optional}
@@ -264,7 +280,7 @@ class Renderer:
             stages.append({"comment": comment, "function": function, "after": lines, "before": before})
         return render_template(
             "inference.py.j2",
-            params=[*self.params, self.batch_size, self.device, f"{self.max_memory}=2**30", f"{self.progress}=False",
+            params=[*self.in_forwards_order, self.batch_size, self.device, f"{self.max_memory}=2**30", f"{self.progress}=False",
                     f"{self.nodes}=None", f"{self.storage}=None", *(f"{p}=None" for p in self.optional.values())],
             docstring=self._docstring(),
             preamble=self._preamble(),

@@ -32,6 +32,7 @@ EXACT = {
     "HANOverGraphList": GenerateOptions(),
     "RelationGraphsZipped": GenerateOptions(),
     "CitesAndCoauthor": GenerateOptions(),
+    "TwoViewsEncoder": GenerateOptions(),
 }
 
 
@@ -89,6 +90,8 @@ def test_a_flag_before_a_parameter_is_never_exit_3(name: str, tmp_path) -> None:
     ("RelationGraphsZipped", "def inference(self, rel_graphs, x, batch_size"),
     ("CitesAndCoauthor", "def inference(self, g_cites, g_coauthor, x, batch_size"),
     ("SAGEOnBlocks", "def inference(self, g, x, batch_size"),  # a chain of blocks: over one graph
+    # in forward's order, graphs and features interleaved: called as forward is
+    ("TwoViewsEncoder", "def inference(self, graph1, feat1, graph2, feat2, batch_size"),
 ])
 def test_inference_takes_the_graphs_as_forward_does(name: str, signature: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(REPO)

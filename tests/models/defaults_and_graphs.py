@@ -175,6 +175,19 @@ class CitesAndCoauthor(nn.Module):
         return self.out(F.relu(h))
 
 
+class TwoViewsEncoder(nn.Module):
+    """Two augmented views, each a graph with its own features, encoded by one shared GCN
+    (as contrastive methods such as CCA-SSG write it): forward(self, graph1, feat1, graph2,
+    feat2), the graphs and features interleaved."""
+
+    def __init__(self, in_dim=8, out_dim=4):
+        super().__init__()
+        self.conv = dglnn.GraphConv(in_dim, out_dim, allow_zero_in_degree=True)
+
+    def forward(self, graph1, feat1, graph2, feat2):
+        return self.conv(graph1, feat1), self.conv(graph2, feat2)
+
+
 class SAGEOnBlocks(nn.Module):
     """A list of blocks, each layer on the next: still blocks (a chain)."""
 

@@ -330,9 +330,9 @@ class Renderer:
             lines[at + 1:] = [f"    {line}" for line in lines[at + 1:]]
             g = self.params[0]
         for table, rows in self.attrs.node_tables:  # forward indexes it by node ID (node_count.py)
-            lines += [f"if {g}.num_nodes() != {rows}:",
+            lines += [f"if {g}.num_nodes() > {rows}:",
                       f"    raise ValueError(\"forward indexes self.{table} ({rows} rows) by node ID: {g} must \"",
-                      f"                     f\"have {rows} nodes, one per row, not {{{g}.num_nodes()}}\")"]
+                      f"                     f\"have at most {rows} nodes, one per row, not {{{g}.num_nodes()}}\")"]
         for name in self.program.inputs:
             read = self.from_graph.get(self.program.op(name).target)
             table = self.from_model.get(self.program.op(name).target)

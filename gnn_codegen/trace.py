@@ -512,7 +512,7 @@ def _none_defaults_as_inputs(model: torch.nn.Module, graph_arg: str, forced_mp: 
     for choice in [*(frozenset({n}) for n in names), *([frozenset(names)] if len(names) > 1 else [])]:
         try:
             traced = retrace(choice)
-        except TraceFailedError:
+        except GnnCodegenError:  # a speculative trace: any refusal means no
             continue
         if not _feeds_none(model, traced[0], graph_arg, forced_mp):
             return choice, traced
@@ -582,7 +582,7 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
     if blocks_style and num_blocks > 1 and not graphs:
         try:
             distinct = attempt(num_blocks, distinct=True)
-        except TraceFailedError:
+        except GnnCodegenError:  # a speculative trace: any refusal means no
             distinct = None
         graphs = _side_by_side(distinct[0], forced_mp) if distinct is not None else 0
         if graphs:
@@ -641,7 +641,7 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
             continue
         try:
             given, _, _ = attempt(num_blocks, fed | {p.name}, distinct=bool(graphs))
-        except TraceFailedError:
+        except GnnCodegenError:  # a speculative trace: any refusal means no
             continue
         lifted_from(given)
         optional += [(p.name, table) for table, _ in tables

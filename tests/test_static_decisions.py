@@ -25,6 +25,7 @@ MODEL = "tests/models/static_decisions.py"
 CASES = {
     "SAGEWithInputProjection": GenerateOptions(feat_dims="x=16"),
     "ResidualGCN": GenerateOptions(),
+    "NormalisedThenTested": GenerateOptions(),
     "AtomOrFeatureEncoder": GenerateOptions(),
     "GATFlattenHeads": GenerateOptions(),
     "ClassifierOnFloats": GenerateOptions(),
@@ -40,6 +41,8 @@ CHECKS = {
                                'decides at static_decisions.py:22; " f"got rows of shape {tuple(x.shape[1:])}: '
                                'regenerate with --feat-dims x=WIDTH" )',
     "ResidualGCN": "if h.shape[1:] != (6,):",
+    # the width followed through `x * norm` to the first convolution's
+    "NormalisedThenTested": "if x.shape[1:] != (4,):",
     "AtomOrFeatureEncoder": 'if feat.dtype != torch.float32: raise ValueError( "feat: generated for torch.float32, '
                             'as forward decides at static_decisions.py:62; " f"got {feat.dtype}" )',
     "GATFlattenHeads": "if x.shape[1:] != (5,):",

@@ -196,3 +196,24 @@ class FlattenWhateverTheHeads(nn.Module):
                 width = width * int(d)
             h = h.reshape(-1, width)
         return self.out(h)
+
+
+class NormalisedThenTested(nn.Module):
+    """The input scaled by a degree norm written by hand before the first convolution, then tests
+    of a hidden value's width and dtype (found by the differential test: the input's width was
+    not followed through `x * norm`, so both tests were refused)."""
+
+    def __init__(self, in_feats=4, hidden=4, out_feats=5):
+        super().__init__()
+        self.conv1 = dglnn.SAGEConv(in_feats, hidden, "mean")
+        self.conv2 = dglnn.SAGEConv(hidden, hidden, "mean")
+        self.proj = nn.Linear(out_feats, out_feats)
+
+    def forward(self, g, x):
+        x = x * torch.pow(g.in_degrees().float().clamp(min=1), -0.5).unsqueeze(1)
+        h = self.conv2(g, self.conv1(g, x))
+        if h.shape[-1] == self.proj.in_features:
+            h = self.proj(h)
+        if h.dtype == torch.float32:
+            h = torch.tanh(h)
+        return h

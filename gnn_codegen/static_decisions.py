@@ -53,6 +53,7 @@ from gnn_codegen.graph_data import graph_data_read
 from gnn_codegen.input_specs import GUESSED_WIDTH, declared_width, model_float_dtype
 from gnn_codegen.ir import Assumption, StaticDecision
 from gnn_codegen.node_tables import _origin, node_features
+from gnn_codegen.several_graphs import graph_item
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -357,6 +358,10 @@ def _run(node: fx.Node, values: Mapping[fx.Node, Any], root: torch.nn.Module, gr
     load: Callable[[Any], Any] = lambda a: fx.node.map_arg(a, lambda n: values[n])  # noqa: E731
     args, kwargs = load(node.args), load(node.kwargs)
     if node.op == "placeholder":  # the graph: the inputs are examples already
+        indices = [user.args[1] for user in node.users  # gs[1], or its item node (several_graphs.py)
+                   if user.target in (operator.getitem, graph_item) and isinstance(user.args[1], int)]
+        if indices:  # a list of blocks, or of graphs side by side: the probe graph at each place
+            return [graph] * (max(indices) + 1)
         return graph
     if node.op == "get_attr":
         return constants[str(node.target)] if node.target in constants else _get_attr(node, root)

@@ -33,6 +33,7 @@ EXACT = {
     "RelationGraphsZipped": GenerateOptions(),
     "CitesAndCoauthor": GenerateOptions(),
     "TwoViewsEncoder": GenerateOptions(),
+    "ViewsThenTested": GenerateOptions(),
 }
 
 

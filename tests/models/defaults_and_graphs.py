@@ -188,6 +188,24 @@ class TwoViewsEncoder(nn.Module):
         return self.conv(graph1, feat1), self.conv(graph2, feat2)
 
 
+class ViewsThenTested(nn.Module):
+    """Two graphs side by side on the model's own embeddings, then a test of the result's dtype
+    (found by the differential test: the test was refused while the list was told from blocks)."""
+
+    def __init__(self, num_nodes=50, dim=4):
+        super().__init__()
+        self.emb = nn.Embedding(num_nodes, dim)
+        self.conv_a = dglnn.SAGEConv(dim, dim, "mean")
+        self.conv_b = dglnn.SAGEConv(dim, dim, "mean")
+
+    def forward(self, gs):
+        x = self.emb.weight
+        h = self.conv_a(gs[0], x) + self.conv_b(gs[1], x)
+        if h.dtype == torch.float32:
+            h = torch.tanh(h)
+        return h
+
+
 class SAGEOnBlocks(nn.Module):
     """A list of blocks, each layer on the next: still blocks (a chain)."""
 

@@ -260,11 +260,17 @@ def _known_input(name: str, tracer: Any, graph_arg: str, widths: Mapping[str, tu
                 width = declared_width(module)
                 if width:
                     return _Input((width,), floats)
+                if isinstance(module, _SHAPE_KEEPING_MODULES) and user.args[:1] == (node,):
+                    frontier.append(user)  # `self.dropout(x)` before the layer that says its width
             elif user.op in ("call_function", "call_method") and user.args[:1] == (node,) and \
                     getattr(user.target, "__name__", user.target) in (*_SHAPE_KEEPING, *_SCALED):
                 frontier.append(user)
     return _Input(None, floats)
 
+
+# modules that keep a row's width: what reads their result says the input's
+_SHAPE_KEEPING_MODULES = (torch.nn.Dropout, torch.nn.Identity, torch.nn.ReLU, torch.nn.ELU, torch.nn.LeakyReLU,
+                          torch.nn.GELU, torch.nn.SiLU, torch.nn.Tanh, torch.nn.Sigmoid, torch.nn.PReLU)
 
 # `x * norm`, `x / deg`: scaled rows keep their width where the other operand is a column or a
 # number (a hand-written degree norm), which the example run then shows: a width found through

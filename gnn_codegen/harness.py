@@ -27,7 +27,7 @@ from gnn_codegen.homogenized import (
 from gnn_codegen.node_counts import MADE
 from gnn_codegen.metapaths import metapaths, random_metapath_graph
 from gnn_codegen.node_tables import tables_set_on
-from gnn_codegen.several_graphs import random_graphs
+from gnn_codegen.several_graphs import in_forwards_order, random_graphs
 
 if TYPE_CHECKING:
     from gnn_codegen.ir import Program
@@ -223,12 +223,10 @@ def inference_arguments(generated: Generated, g: dgl.DGLGraph, inputs: list[torc
     program = generated.program
     if not program.graph_params:
         return [g, *arguments]
-    # forward(self, graph1, feat1, graph2, feat2): in forward's order, as render.forwards_order
+    # forward(self, graph1, feat1, graph2, feat2): in forward's order, as the generated method takes them
     from_graph, tables = _read_from_graph(program), _tables(program)
     taken = [program.op(n).target for n in program.inputs if n not in from_graph and n not in tables]
-    order = {name: i for i, (name, _) in enumerate(program.signature)}
-    named = [*zip(program.graph_params, g), *zip(taken, arguments)]
-    return [value for _, value in sorted(named, key=lambda item: order.get(item[0], len(order)))]
+    return in_forwards_order(program, [*zip(program.graph_params, g), *zip(taken, arguments)])
 
 
 def make_inputs(generated: Generated, num_nodes: int, seed: int, num_edges: int | None = None) -> list[torch.Tensor]:

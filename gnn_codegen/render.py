@@ -26,7 +26,7 @@ from gnn_codegen.graph_proxy import BATCH_SIZE
 from gnn_codegen.errors import internal
 from gnn_codegen.ir import Op, Program, Ref, iter_refs
 from gnn_codegen.metapaths import metapath_of
-from gnn_codegen.several_graphs import GRAPH_ITEM
+from gnn_codegen.several_graphs import GRAPH_ITEM, in_forwards_order
 from gnn_codegen.names import NameAllocator
 from gnn_codegen.node_reductions import node_reduction, pass_expression
 from gnn_codegen.plan import Plan, Stage, inline_ops
@@ -55,16 +55,6 @@ class Rendered:
 
 # a block's IDs (graph_data.BLOCK_NODE_IDS): what counts them in g, and how forward reads them
 _BLOCK_IDS = {BLOCK_NODE_IDS: ("num_nodes", "srcdata[dgl.NID]"), BLOCK_EDGE_IDS: ("num_edges", "edata[dgl.EID]")}
-
-
-def forwards_order(program: Program, named: list[tuple[str, str]]) -> list[str]:
-    """The method's parameters, (forward's name, the parameter) in the order of Program.inputs
-    after the graphs, in the order of forward's signature where forward takes several graphs
-    (forward(self, graph1, feat1, graph2, feat2)); else as they come (the graph first)."""
-    if not program.graph_params:
-        return [param for _, param in named]
-    order = {name: i for i, (name, _) in enumerate(program.signature)}
-    return [param for _, param in sorted(named, key=lambda item: order.get(item[0], len(order)))]
 
 
 class Renderer:
@@ -104,7 +94,7 @@ class Renderer:
         taken = [program.op(n).target for n in program.inputs
                  if program.op(n).target not in self.from_graph and program.op(n).target not in self.from_model]
         graphs = list(program.graph_params) or ["g"]
-        self.in_forwards_order = forwards_order(program, list(zip([*graphs, *taken], self.params)))
+        self.in_forwards_order = in_forwards_order(program, list(zip([*graphs, *taken], self.params)))
         # forward's None defaults that stand for a table (`h=None`: self.node_emb.weight), kept
         # as parameters of the same name (forward_defaults.py): table input -> parameter
         self.optional = {table: self.names.take(param) for param, table in program.optional}

@@ -124,3 +124,14 @@ def first_graph(g: Any) -> Any:
 def int_ids(g: Any) -> Any:
     """g with int32 IDs (g.int()), each graph of several."""
     return [one.int() for one in g] if isinstance(g, list) else g.int()
+
+
+def in_forwards_order(program: Any, named: list[tuple[str, Any]]) -> list[Any]:
+    """The values of `named` ((forward's parameter name, value): forward's graphs, then its other
+    inputs taken as parameters) in the order of forward's signature where forward takes several
+    graphs (forward(self, graph1, feat1, graph2, feat2)); else as they come, the graph first.
+    The generated method's parameters (render.py) and the check's arguments (harness.py)."""
+    if not program.graph_params:
+        return [value for _, value in named]
+    order = {name: i for i, (name, _) in enumerate(program.signature)}
+    return [value for _, value in sorted(named, key=lambda item: order.get(item[0], len(order)))]

@@ -5,13 +5,14 @@ PyTorch does not register such modules: torch.fx finds no name for them (NameErr
 not installed as a submodule), model.eval() does not reach them, and their parameters are in
 neither model.parameters() nor the state_dict. Forward still calls them, and the generated
 `inference` is a method of the user's own class, so it can call them as forward does
-(`self.conv[0]`, `self.heads["a"]`). While tracing, each such container is put in the model's
-registry as an nn.ModuleList or nn.ModuleDict under its own attribute name, so fx names its
-modules by their path through the container (`conv.0`, found by identity as any submodule), and
-every pass after it sees them as submodules; lower.accessor spells that path as Python indexing
-of the plain container the user's instance keeps. The modules keep the training flag they have
-(model.eval() is called before they are registered): forward runs them so when the user
-evaluates, and the generated inference too."""
+(`self.conv[0]`, `self.heads["a"]`). While gnn-codegen traces, lowers and proves the model
+(pipeline.py), each such container stands in the model's registry as an nn.ModuleList or
+nn.ModuleDict under its own attribute name, so fx names its modules by their path through the
+container (`conv.0`, found by identity as any submodule), and every pass sees them as
+submodules; lower.accessor spells that path as Python indexing of the plain container the
+user's instance keeps again after. The stand-ins pass no train()/eval() on: the modules keep
+the flag they have, as forward runs them when the user evaluates, and the generated inference
+too; where that flag changes their result, check_modes refuses."""
 
 from __future__ import annotations
 
@@ -153,7 +154,7 @@ def held_parameters_note(model: torch.nn.Module) -> tuple[str, ...]:
     )
 
 
-def unregistered_module_message(model: torch.nn.Module) -> str:
+def unregistered_module_message() -> str:
     """For a module fx still finds no name for: one in a container that cannot stand as a
     ModuleList or ModuleDict (modules mixed with other values, keys that are not names), or one
     held elsewhere (an attribute of a plain object, a module made in forward)."""

@@ -369,7 +369,7 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
     except Exception as exc:
         where = _user_location(exc.__traceback__, path) or f"{name}.forward"
         if is_unregistered_module_error(exc):
-            raise TraceFailedError(f"{where}: {unregistered_module_message(model)}") from None
+            raise TraceFailedError(f"{where}: {unregistered_module_message()}") from None
         known = _known_trace_failure(exc)
         if known:
             raise TraceFailedError(f"{where}: {known}") from None

@@ -108,6 +108,18 @@ def test_a_dropout_left_in_training_mode_in_a_plain_list_is_refused(monkeypatch:
     )
 
 
+def test_a_list_mixing_modules_with_other_values_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(errors.TraceFailedError) as caught:
+        _generate("ModulesMixedWithNames", monkeypatch)
+    assert str(caught.value) == (
+        "tests/models/plain_containers.py:124 (`return self.post[0](self.conv(g, x))`): forward calls a module "
+        "that the model does not register and that gnn-codegen cannot name by a path through the model's "
+        "attributes (a list or dict mixing modules with other values, keys that are not strings, a module "
+        "held by a plain object or made in forward). Keep such modules in an nn.ModuleList, an "
+        "nn.ModuleDict, or a plain list or dict of modules alone on the model."
+    )
+
+
 def test_the_command_writes_the_note_on_stderr(tmp_path) -> None:
     out = tmp_path / "out.py"
     result = subprocess.run(

@@ -110,3 +110,15 @@ class PerViewHeads(nn.Module):
             h = torch.stack([conv(graphs[v], x) for conv in self.filters], dim=1).sum(1)
             views.append(self.heads[v](F.relu(h)))
         return torch.cat((views[0], views[1]), dim=1)
+
+
+class ModulesMixedWithNames(nn.Module):
+    """A plain list that holds a module and a string: no ModuleList can stand for it."""
+
+    def __init__(self, in_feats=8, hidden=8):
+        super().__init__()
+        self.conv = dglnn.GraphConv(in_feats, hidden, allow_zero_in_degree=True)
+        self.post = [nn.Linear(hidden, hidden), "relu"]
+
+    def forward(self, g, x):
+        return self.post[0](self.conv(g, x))

@@ -141,9 +141,10 @@ def check_modes(model: torch.nn.Module) -> None:
 def held_parameters_note(model: torch.nn.Module) -> tuple[str, ...]:
     """One line for the notes where modules in plain containers hold parameters or buffers:
     exact for the instance gnn-codegen built, but the user's load_state_dict leaves them out."""
+    registered_too = {id(m) for m in model.modules()}  # `self.order = [self.convs[1], ...]`: saved there
     weighted = sorted(f"self.{path + '.' if path else ''}{key}" for path, _, key, value in _containers(model)
-                if any(next(itertools.chain(m.parameters(), m.buffers()), None) is not None
-                       for m in (value.values() if isinstance(value, dict) else value)))
+                      if any(id(m) not in registered_too and next(itertools.chain(m.parameters(), m.buffers()), None)
+                             is not None for m in (value.values() if isinstance(value, dict) else value)))
     if not weighted:
         return ()
     return (

@@ -122,3 +122,17 @@ class ModulesMixedWithNames(nn.Module):
 
     def forward(self, g, x):
         return self.post[0](self.conv(g, x))
+
+
+class RegisteredInAnotherOrder(nn.Module):
+    """A plain list of modules the model also registers: their weights are in the state_dict."""
+
+    def __init__(self, in_feats=8, hidden=8):
+        super().__init__()
+        self.convs = nn.ModuleList([dglnn.SAGEConv(in_feats, hidden, "mean"), dglnn.SAGEConv(hidden, hidden, "mean")])
+        self.order = [self.convs[0], self.convs[1]]
+
+    def forward(self, g, x):
+        for conv in self.order:
+            x = F.relu(conv(g, x))
+        return x

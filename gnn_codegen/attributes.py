@@ -288,6 +288,14 @@ def _describe(op: Op) -> str:
     return f"{op.target}(...)"
 
 
+def _no_rows(op: Op) -> UnsupportedOperationError:
+    return UnsupportedOperationError(
+        f"{op.location or 'forward'}: what forward returns has no row per node or edge: "
+        "it follows from the model's weights or the graph's sizes alone, not from any node's features, "
+        "so there is nothing to compute per node. Use forward's value itself; gnn-codegen writes "
+        "inference for outputs with a row per node (or per edge).")
+
+
 def _refuse(op: Op, why: str) -> UnsupportedOperationError:
     where = op.location or "forward"
     return UnsupportedOperationError(
@@ -398,6 +406,8 @@ def infer_attributes(traced: Traced, program: Program, model: torch.nn.Module,
                 f"{op.location or 'forward'}: forward returns {_describe(op)}, one value for all nodes "
                 "(a graph-level readout), not a row per node. Generate inference for the per-node "
                 "part and apply the readout to its result.")
+        if info[name].rows in ("inline", "none"):  # forward does nothing per node
+            raise _no_rows(program.op(name))
         if info[name].rows not in ("node", "edge"):
             raise internal(f"forward's output {name} is not indexed by nodes or edges")
     return Attributes(tuple(info.items()), inputs, tables_by_node_id(program, model, inputs)), values

@@ -20,6 +20,7 @@ import torch
 from gnn_codegen.errors import internal
 from gnn_codegen.graph_data import BLOCK_EDGE_IDS, BLOCK_NODE_IDS
 from gnn_codegen.ir import iter_refs
+from gnn_codegen.plain_containers import with_held_state
 from gnn_codegen.kept_graph import graph_set_on
 from gnn_codegen.homogenized import (
     MADE_BY_CONVERSION, kept_fields, random_graph_converted, set_by_type, set_on_kept_type, subgraph_types,
@@ -261,6 +262,7 @@ def generated_model(generated: Generated, module: ModuleType,
     if len(floats) == 1:
         model = model.to(floats.pop())
     model.load_state_dict(reference.state_dict())
+    with_held_state(model, reference)  # modules in plain lists: not in the state_dict
     return model.eval()
 
 

@@ -31,6 +31,7 @@ from gnn_codegen.left_out import forward_effects, top_level_report
 from gnn_codegen.load import LoadedModel, load, parse_init
 from gnn_codegen.lower import lower
 from gnn_codegen.method_name import DEFAULT_METHOD_NAME, check_method_name
+from gnn_codegen.plain_containers import held_parameters_note, registered
 from gnn_codegen.plan import Plan, build_plan
 from gnn_codegen.probe import prove_message_passing
 from gnn_codegen.render import render
@@ -180,7 +181,8 @@ def _generate_all(target: str, options: GenerateOptions) -> Generated:
             "of its own making."
         )
     namespace = vars(loaded.module)
-    traced, program, attrs, proof_notes = _proven_program(loaded, feat_dims, leaves, forced_mp, options.blocks)
+    with registered(loaded.model):  # modules kept in plain lists and dicts, as submodules (plain_containers.py)
+        traced, program, attrs, proof_notes = _proven_program(loaded, feat_dims, leaves, forced_mp, options.blocks)
     plan = build_plan(program, attrs, options.fanout, options.optimize)
     if options.optimize and not plan.cut.placement.optimal:
         warnings += (
@@ -200,7 +202,7 @@ def _generate_all(target: str, options: GenerateOptions) -> Generated:
                           rendered.origins, method_name=options.method_name)
     generated = replace(generated, notes=_stand_in_notes(loaded) + _decision_notes(program) + proof_notes
                         + decision_notes(program.static_decisions) + _width_notes(generated)
-                        + as_graph_notes(program))
+                        + as_graph_notes(program) + held_parameters_note(loaded.model))
     if not options.verify:
         return generated
     result = verify(generated)

@@ -222,12 +222,8 @@ def build_plan(program: Program, attrs: Attributes, fanout: float = DEFAULT_FANO
     every stage's loads, stores and frees from the placement."""
     inline = inline_ops(program, attrs)
     nodes = cut_graph(program, inline, attrs)
-    if not any(n.is_mp for n in nodes):
-        raise UnsupportedOperationError(
-            "forward calls no message-passing module on its graph, so there is nothing to run "
-            "layer-wise. gnn-codegen expects dgl.nn convolutions (or modules that call "
-            "update_all/apply_edges) applied to the graph argument."
-        )
+    # forward without message passing (an MLP backbone, `forward(self, g, x)` reading at most
+    # g's node count) is all input-only work: stage 0 alone, run over batches of nodes
     _check_every_op_placeable(nodes, program)
     simple = place_asap(nodes)
     placement = place_optimal(nodes, fanout) if optimize else simple

@@ -545,7 +545,8 @@ class Renderer:
             return comment("After the last layer, once per node, from what the layers stored.")
         if stage.index == 0:
             what = ", ".join(f"{op.accessor} ({op.class_name})" for op in ops if op.kind == "module" or op.helper)
-            return comment(f"Before the first layer, once per node: {what or 'work on the inputs'}.")
+            when = "Before the first layer, once" if self.plan.num_layers else "Once"  # none: an MLP's forward
+            return comment(f"{when} per node: {what or 'work on the inputs'}.")
         convs = ", ".join(f"{op.accessor} ({op.class_name})" for op in ops if op.kind == "mp")
         # on a graph forward derives (dgl.add_self_loop, an edge subgraph): say which
         on = f", on {self.graph_name[stage.graph]}" if stage.graph and stage.graph != self.program.graph else ""
@@ -564,6 +565,8 @@ class Renderer:
         on_graph = f" on {g} (the graph forward reads as {kept})" if kept else ""
         first = (f"self.forward({call}){on_graph} in eval mode, computed one layer at a time over batches of "
                  f"{self.batch_size} destination nodes, each with the block of all its in-edges.")
+        if not self.plan.num_layers:  # forward passes no messages: each node's rows are its own
+            first = f"self.forward({call}){on_graph} in eval mode, computed over batches of {self.batch_size} nodes."
         second = (
             f"The model must be on `{self.device}` (model.to(device)), where every layer runs; {g} and the "
             f"inputs may be on the host or on `{self.device}`: one batch's block and rows at a time are "

@@ -69,6 +69,26 @@ def side_by_side(graph: fx.Graph, is_message_passing: Callable[[fx.Node], Any]) 
     return max(items) + 1
 
 
+def count_fixed_by_forward(attempt: Callable[[int], Any], side_by_side_in: Callable[[Any], int],
+                           most: int) -> tuple[int, Any] | None:
+    """The number of graphs forward takes side by side where forward's own Python fixes it
+    (`for r in range(len(graphs)): conv(graphs[r], x_in[r])` with three x_in, mlcg-fd's BWGNN),
+    for a list no count of blocks explains: the count at which the trace (`attempt(count)`, each
+    item a graph of its own) uses that many graphs side by side, where one more graph makes
+    forward fail. With the trace, or None."""
+    one_more_fails = False
+    for count in reversed(range(2, most + 2)):
+        try:
+            traced = attempt(count)
+        except Exception:  # a speculative trace: any failure means not this count
+            one_more_fails = True
+            continue
+        if one_more_fails and side_by_side_in(traced) == count:
+            return count, traced
+        one_more_fails = False
+    return None
+
+
 def drop_unused_items(gm: fx.GraphModule) -> None:
     """Remove the items of forward's list that nothing reads (the tracer makes one per position
     as soon as forward touches the list; forward's list may be shorter than those positions)."""

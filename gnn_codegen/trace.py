@@ -26,11 +26,11 @@ from gnn_codegen.block_count import check_blocks_option, check_depth_is_the_mode
 from gnn_codegen.derived_graphs import traced_derived_graphs
 from gnn_codegen.edge_weight_norm import is_edge_weight_norm, traced_edge_weight_norms
 from gnn_codegen.eval_flags import defaults_as_traced, eval_flags
-from gnn_codegen.plain_containers import is_unregistered_module_error, unregistered_module_message
+from gnn_codegen.plain_containers import check_modes, is_unregistered_module_error, unregistered_module_message
 from gnn_codegen.forward_defaults import (
     callable_defaults, callables_bound, none_fed_as_features, required_first, same_program_but,
 )
-from gnn_codegen.several_graphs import drop_unused_items, forward_taking_graphs, side_by_side
+from gnn_codegen.several_graphs import count_fixed_by_forward, drop_unused_items, forward_taking_graphs, side_by_side
 from gnn_codegen.sized_tensors import traced_factories
 from gnn_codegen.traced_len import traced_len
 from gnn_codegen.static_decisions import MetadataProxy, concrete, decide, graph_data_named
@@ -369,7 +369,7 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
     except Exception as exc:
         where = _user_location(exc.__traceback__, path) or f"{name}.forward"
         if is_unregistered_module_error(exc):
-            raise TraceFailedError(f"{where}: {unregistered_module_message(model)}") from None
+            raise TraceFailedError(f"{where}: {unregistered_module_message()}") from None
         known = _known_trace_failure(exc)
         if known:
             raise TraceFailedError(f"{where}: {known}") from None
@@ -527,6 +527,7 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
     become ops of their own) instead of keeping them as leaves. `blocks`: how many blocks a
     blocks-style forward is called with (--blocks), instead of the count its layers fix."""
     model.eval()  # `self.training` and Dropout must read as inference while tracing
+    check_modes(model)  # modules in plain lists, which model.eval() does not reach (plain_containers.py)
     params = _forward_params(model)
     variadic = [p.name for p in params if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     if variadic:
@@ -574,8 +575,12 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
             if _mp_depth(gm, forced_mp) == other:
                 num_blocks = other
                 break
-        else:
-            raise first_error
+        else:  # graphs side by side, as many as forward indexes (several_graphs.py)
+            found = count_fixed_by_forward(lambda count: attempt(count, distinct=True),
+                                           lambda traced: _side_by_side(traced[0], forced_mp), num_blocks + _MORE_BLOCKS)
+            if found is None:
+                raise first_error
+            num_blocks, (gm, blocks_style, decisions) = found
     # graphs side by side: forward's graph parameters, or the items of its list that are not a
     # chain of blocks (traced once more with each item a graph of its own: the program tells)
     graphs = len(graph_params)

@@ -23,6 +23,8 @@ gnn-codegen is meant to support:
 * Python tests of a value's shape or dtype after a depth's layers (`if h.shape[-1] == K: h =
   self.linN(h)`, K sometimes the width; `if h.dtype == torch.float32:`; `if h.dim() == 3:`),
   decided while tracing (static_decisions.py);
+* the convolutions kept in a plain Python list (`self.conv = []`, `.append(...)`, called as
+  `self.conv[i]`), as BWGNN keeps them: not registered, called as forward calls them;
 * `MeanConv`, a one-hop message-passing module of the user's own (`update_all` with a mean, then
   a Linear), which gnn-codegen must prove exact on blocks rather than assume, and (full style)
   `TwoRoundMeanConv`, `dglnn.SGConv(k=2)`, `dglnn.APPNPConv(k=2)`,
@@ -156,6 +158,9 @@ class ModelSpec:
     graph_value: str = ""
     # forward(self, gs, x) over two graphs of the same nodes side by side: see _several_graphs
     several_graphs: bool = False
+    # the convolutions kept in a plain Python list, BWGNN's `self.conv = []` and `.append(...)`,
+    # called as `self.conv[i]` (plain_containers.py)
+    plain_list: bool = False
 
     def width(self, value: int) -> int:
         return self.in_width if value == 0 else self.steps[value - 1].width
@@ -379,7 +384,8 @@ def model_specs(draw: st.DrawFn) -> ModelSpec:
     derived_graph, graph_value = _draw_derived(draw, style, edge_weights or kept_edges, table)
     spec = ModelSpec(style, b.in_width, tuple(b.steps), outputs, edge_weights, tuple(b.constants), kept_graph,
                      home == "graph", table, derived_graph, graph_value)
-    return _several_graphs(draw, spec)
+    # drawn last, so that the draws before it give the models they gave before
+    return replace(_several_graphs(draw, spec), plain_list=draw(st.booleans()))
 
 
 # --- static conditions (issue 35, item 1): Python tests of a value's shape or dtype --------------
@@ -755,6 +761,14 @@ def _variable_names(spec: ModelSpec) -> list[str]:
     return names
 
 
+def _held_in_plain_list(spec: ModelSpec) -> dict[int, int]:
+    """With spec.plain_list, each convolution module's step -> its place in the plain list."""
+    if not spec.plain_list:
+        return {}
+    convs = [i for i, step in enumerate(spec.steps, start=1) if step.op == "conv" and _constructor(spec, step)]
+    return {index: k for k, index in enumerate(convs)}
+
+
 def render_model_source(spec: ModelSpec) -> str:
     blocks = spec.style == "blocks"
     depth = _value_depths(spec)
@@ -764,9 +778,14 @@ def render_model_source(spec: ModelSpec) -> str:
     kinds = {step.kind for step in spec.steps if step.op == "conv"}
     lines += [source for kind, source in USER_MODULES.items() if kind in kinds]
     lines.append((_CLASS.replace("__init__(self)", "__init__(self, g)") if spec.kept_graph else _CLASS).rstrip("\n"))
+    held = _held_in_plain_list(spec)
+    if held:
+        lines.append("        self.conv = []")
     for index, step in enumerate(spec.steps, start=1):
         ctor = _constructor(spec, step)
-        if ctor is not None:
+        if index in held:
+            lines.append(f"        self.conv.append({ctor})")
+        elif ctor is not None:
             lines.append(f"        self.{_module_name(step, index)} = {ctor}")
     graph = "blocks" if blocks else "self.g" if spec.kept_graph else "gs" if spec.several_graphs else "g"
     if spec.kept_graph:  # as DGL's model zoo keeps it
@@ -803,7 +822,8 @@ def render_model_source(spec: ModelSpec) -> str:
 
     for index, step in enumerate(spec.steps, start=1):
         args = step.inputs
-        module = f"self.{_module_name(step, index)}" if _constructor(spec, step) else ""
+        module = f"self.conv[{held[index]}]" if index in held else \
+            f"self.{_module_name(step, index)}" if _constructor(spec, step) else ""
         if step.op == "conv" and step.kind == "inline":  # as DGL's JKNet example writes it
             block = f"blocks[{depth[args[0]]}]" if blocks else graph
             lines += [

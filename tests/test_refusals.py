@@ -47,11 +47,13 @@ EXPECTED = {
         "computation into a message-passing module, or, if it does treat rows independently, mark "
         "its module with --leaf NAME."
     ),
-    "NoMessagePassing": (
+    "NothingPerNode": (
         errors.UnsupportedOperationError,
-        'forward calls no message-passing module on its graph, so there is nothing to run layer-'
-        'wise. gnn-codegen expects dgl.nn convolutions (or modules that call '
-        'update_all/apply_edges) applied to the graph argument.'
+        "tests/models/refused.py:47 (`return self.lin.weight * 2.0`): what forward returns has no row per "
+        "node or edge: "
+        "it follows from the model's weights or the graph's sizes alone, not from any node's features, so "
+        "there is nothing to compute per node. Use forward's value itself; gnn-codegen writes inference for "
+        "outputs with a row per node (or per edge)."
     ),
     "Readout": (
         errors.UnsupportedModuleError,

@@ -38,13 +38,13 @@ class MixesRows(nn.Module):
         return torch.cumsum(h, dim=0)
 
 
-class NoMessagePassing(nn.Module):
+class NothingPerNode(nn.Module):
     def __init__(self):
         super().__init__()
         self.lin = nn.Linear(8, 4)
 
     def forward(self, g, x):
-        return self.lin(x)
+        return self.lin.weight * 2.0  # whatever the graph and x: nothing per node (an MLP is generated)
 
 
 class Readout(nn.Module):

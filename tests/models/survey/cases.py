@@ -153,7 +153,9 @@ CASES: tuple[SurveyCase, ...] = (
                graph="hetero", metagraph=YELP, feat_dims="review=8"),
     SurveyCase("MultiGraphBWGNN", "fraud_style", "Ling-Fei-Ren/mlcg-fd BWGNN.py (BWGNN_Hetero)",
                {"in_feats_voc": 4, "in_feats_sms": 4, "in_feats_personal": 5, "h_feats": 8, "num_classes": 2},
-               ("graphs:3", "seq:5:4", "seq:5:4", "x:5"), True, (4, 7)),
+               ("graphs:3", "seq:5:4", "seq:5:4", "x:5"), True, (4, 7),
+               # a sequence of 5 steps per node: the LSTMs' width alone does not tell the rows' shape
+               feat_dims="voc_features=5x4,sms_features=5x4"),
     SurveyCase("HeteroRGCN", "fraud_style", "awslabs/sagemaker-graph-fraud-detection source/sagemaker/dgl-fraud-detection/model.py",
                {"num_nodes": {"card": 50, "addr": 50}, "in_size": 8, "hidden_size": 8, "out_size": 2, "n_layers": 2,
                 "embedding_size": 8, "etypes": SAGEMAKER_ETYPES},

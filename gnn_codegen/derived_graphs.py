@@ -22,6 +22,7 @@ import torch.fx as fx
 from gnn_codegen.errors import GraphUseError
 from gnn_codegen.homogenized import CONVERSIONS, conversion_arguments
 from gnn_codegen.patching import replaced
+from gnn_codegen.type_offsets import written_inputs
 
 # function name -> what the generated code calls its result, after the graph's own name
 DERIVED = {
@@ -70,8 +71,14 @@ def converted(tracer: fx.Tracer, g: fx.Proxy, name: str, args: tuple[Any, ...], 
             "converts it twice: gnn-codegen follows one conversion of forward's graph, made before "
             "anything else reads it. Convert the graph before calling the model, or evaluate this "
             "model with its full-graph forward.")
-    tracer.homogenized = conversion_arguments(name, args, kwargs)  # type: ignore[attr-defined]
-    return graph_proxy(g.node, tracer)
+    options = dict(zip(("ndata", "edata", "store_type", "return_count"), args)) if name == "to_homogeneous" else {}
+    options, fields = written_inputs(tracer, {**options, **kwargs}) if name == "to_homogeneous" else (kwargs, {})
+    tracer.homogenized = conversion_arguments(name, () if name == "to_homogeneous" else args,  # type: ignore[attr-defined]
+                                              options)
+    result = graph_proxy(g.node, tracer)
+    # its types are no longer hg's, and it keeps the fields forward wrote on hg (type_offsets.py)
+    result.__dict__.update(converted=True, fields=fields)
+    return result
 
 
 def _modules() -> list[ModuleType]:

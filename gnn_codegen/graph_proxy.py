@@ -18,6 +18,7 @@ from gnn_codegen.derived_graphs import CONVERTS, DERIVED, converted
 from gnn_codegen.errors import GraphUseError
 from gnn_codegen.inline_mp import ROLE, VIEW, message_fields, message_spec, reduce_spec, update_all
 from gnn_codegen.several_graphs import graph_item, is_graph_item
+from gnn_codegen.type_offsets import TYPE_LISTS, type_list
 
 _TYPE_LISTS = frozenset({"ntypes", "etypes", "canonical_etypes", "srctypes", "dsttypes"})
 _DATA_VIEWS = frozenset({"ndata", "edata", "srcdata", "dstdata", "nodes", "edges", "srcnodes", "dstnodes"})
@@ -29,9 +30,10 @@ _INLINE = frozenset({
 _HETERO = (
     "gnn-codegen follows a heterogeneous graph through HeteroGraphConv layers, or through a "
     "forward whose first step makes it homogeneous (g = dgl.to_homogeneous(hg, ndata=[...])) and "
-    "that reads nothing else of the heterograph after. Compute what forward reads of the types "
-    "beforehand (features or embeddings per type, stored as node data the conversion carries), "
-    "or evaluate this model with its full-graph forward."
+    "that reads nothing else of the heterograph after but its type lists, which it then takes from "
+    "--metagraph (give the graph's relations: --metagraph SRC:REL:DST,...). Compute what else "
+    "forward reads of the types beforehand (features or embeddings per type, stored as node data "
+    "the conversion carries), or evaluate this model with its full-graph forward."
 )
 _INLINE_WAY_OUT = (
     "gnn-codegen follows message passing written inline in forward only through graph data "
@@ -116,6 +118,8 @@ class GraphAttribute(fx.proxy.Attribute):
             for rows in _READS[self.attr]:
                 if key in self._frames()[rows]:
                     return self._frames()[rows][key]
+        if self.attr in _READS and key in self.root.__dict__.get("fields", {}):  # type_offsets.py
+            return self.root.__dict__["fields"][key]  # forward's input, carried by the conversion
         return super().__getitem__(key)  # the graph's own data: an input (graph_data.py)
 
     def _pop(self, key: Any, *default: Any) -> Any:
@@ -197,6 +201,10 @@ def _attribute_of(graph: fx.Proxy, name: str) -> Any:
     `graph.batch_size` (ChebConv without lambda_max: `[2] * graph.batch_size`) is decided as one
     graph, which layer-wise inference runs over (a batch of graphs is one graph to its blocks),
     and checked when inference is called (a decision, as for `"w" in g.edata`)."""
+    if name in TYPE_LISTS and not graph.__dict__.get("converted"):  # hg.ntypes, from --metagraph
+        types = type_list(graph.tracer, name)
+        if types is not None:
+            return types
     if name != "batch_size":
         return GraphAttribute(graph, name)
     decisions = getattr(graph.tracer, "graph_decisions", {})

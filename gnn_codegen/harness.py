@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import dgl
 import torch
 
+from gnn_codegen.type_offsets import random_typed_heterograph, split_by_type
 from gnn_codegen.errors import internal
 from gnn_codegen.graph_data import BLOCK_EDGE_IDS, BLOCK_NODE_IDS
 from gnn_codegen.ir import iter_refs
@@ -60,6 +61,9 @@ def random_graph_for(generated: Generated, num_nodes: int, seed: int = 0, zero_i
     """random_graph, or for a model over metapaths a heterograph whose metapath graphs have
     num_nodes nodes (metapaths.py)."""
     paths = metapaths(generated.program)
+    typed = generated.program.type_offsets
+    if typed is not None and typed.relations:  # of --metagraph's types (type_offsets.py)
+        return random_typed_heterograph(typed, num_nodes, seed)
     if generated.program.homogenized is not None:  # forward converts a heterograph (homogenized.py)
         return random_graph_converted(generated.program.homogenized, num_nodes, *_type_counts(generated), seed,
                                       zero_in_degree)
@@ -126,10 +130,11 @@ def _never_in_place(self: Any, original: Any, layer: Any, *args: Any, **kwargs: 
 
 
 def full_graph_forward(model: torch.nn.Module, generated: Generated, g: dgl.DGLGraph,
-                       inputs: list[torch.Tensor]) -> Any:
+                       inputs: list[torch.Tensor], one_object: bool = False) -> Any:
     """forward(...) with the graph (a list of blocks in the blocks style, or where the model
     keeps it) and `inputs` (in the order of Program.inputs) in forward's own parameter
-    positions, or on the graph where forward reads them there."""
+    positions, or on the graph where forward reads them there. one_object: blocks that are one
+    graph object, as `[g] * L` (graph_state.py)."""
     program = generated.program
     g, arguments = with_graph_data(generated, g, inputs, for_inference=False)
     # distinct graph objects over the same structure: `block is blocks[-1]` must mean what it says
@@ -138,7 +143,7 @@ def full_graph_forward(model: torch.nn.Module, generated: Generated, g: dgl.DGLG
     elif program.converts_blocks:  # dgl.block_to_graph takes a block: the whole graph's, every node a destination
         blocks = [dgl.to_block(g, torch.arange(g.num_nodes(), device=g.device)) for _ in range(program.num_blocks)]
     else:
-        blocks = [g.local_var() for _ in range(program.num_blocks)]
+        blocks = [g.local_var()] * program.num_blocks if one_object else [g.local_var() for _ in range(program.num_blocks)]
     forward_inputs = [program.op(name).target for name in program.inputs
                       if name not in _read_from_graph(program) and name not in _tables(program)]
     values = dict(zip(forward_inputs, arguments))
@@ -203,6 +208,8 @@ def with_graph_data(generated: Generated, g: dgl.DGLGraph, inputs: list[torch.Te
                 view = "ndata" if view == BLOCK_NODE_IDS else "edata"
                 value = value.flip(0) if for_inference else value
             getattr(g, view)[key] = value
+        elif program.type_offsets and program.op(name).target in program.type_offsets.inputs:
+            arguments.append(split_by_type(g, value))  # a dict by node type (type_offsets.py)
         elif name not in tables:
             arguments.append(value)
     return g, arguments

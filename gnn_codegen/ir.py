@@ -157,6 +157,8 @@ class Program:
     converts_blocks: bool = False
     # forward first makes its heterograph one graph of one type: trace.Traced.homogenized
     homogenized: tuple[str, tuple[tuple[str, Any], ...]] | None = None
+    # what forward does by node type around it: trace.Traced.type_offsets (type_offsets.py)
+    type_offsets: Any = None
     # forward's graph is a list of this many graphs side by side: trace.Traced.graphs
     graphs: int = 0
     # forward's graph parameters when it takes several, the items of its graph: trace.Traced

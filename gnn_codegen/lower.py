@@ -425,8 +425,13 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
                     raise error
                 facts = facts_for(module)
                 kwargs, note = _unsorted_on_blocks(module, kwargs)
+                # a user's module given the graph's node data (`layer(g, h, g.ndata[dgl.NTYPE])`): per
+                # node, as source rows, and proven so (probe.py) where it is per edge elsewhere
+                node_data = {name for name, view, _ in traced.graph_data if view == "ndata"}
+                node_args = facts.node_args or (() if is_dgl_module(module) else tuple(
+                    i for i, a in enumerate(node.args) if i >= 2 and getattr(a, "name", None) in node_data))
                 mp = MessagePassing(cls, facts.source_out_degree_power, facts.verified, facts.needs_pair,
-                                    facts.pair_collapses, facts.sources_in_place, node_args=facts.node_args,
+                                    facts.pair_collapses, facts.sources_in_place, node_args=node_args,
                                     sorted_types=bool(note))
                 ops.append(Op(node.name, "mp", str(node.target), args, kwargs, location, mp, cls,
                               accessor(traced.model, str(node.target)),
@@ -497,6 +502,7 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
         flags=traced.flags,
         converts_blocks=traced.converts_blocks,
         homogenized=traced.homogenized,
+        type_offsets=traced.type_offsets,
         graphs=traced.graphs,
         graph_params=traced.graph_params,
         optional=traced.optional,

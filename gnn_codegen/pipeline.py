@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from gnn_codegen.type_offsets import known_types
 from gnn_codegen.attributes import Attributes, infer_attributes
 from gnn_codegen.block_as_graph import as_graph_notes
 from gnn_codegen.cut import DEFAULT_FANOUT
@@ -172,17 +173,18 @@ def _generate_all(target: str, options: GenerateOptions) -> Generated:
             "--forward-args gives values for a heterogeneous model's forward parameters (out_key); for "
             "this model give such a parameter a default in forward's signature instead."
         )
-    if options.metagraph:
+    namespace = vars(loaded.module)
+    # a heterograph made homogeneous in forward (type_offsets.py); modules kept in plain lists
+    # and dicts, as submodules (plain_containers.py)
+    with known_types(options.metagraph), registered(loaded.model):
+        traced, program, attrs, proof_notes = _proven_program(loaded, feat_dims, leaves, forced_mp, options.blocks)
+    if options.metagraph and program.homogenized is None:
         raise OptionsError(
             "--metagraph gives the edge types of a heterogeneous graph for models whose layers are "
-            "HeteroGraphConv, and this model has none. Leave it out: a model of one node and edge type "
-            "needs none, and where forward converts its heterograph first (dgl.to_homogeneous, "
-            "dgl.node_type_subgraph) gnn-codegen follows the conversion and checks it on heterographs "
-            "of its own making."
+            "HeteroGraphConv, or whose forward makes its heterograph homogeneous (dgl.to_homogeneous, "
+            "dgl.node_type_subgraph), and this model is neither. Leave it out: a model of one node and "
+            "edge type needs none."
         )
-    namespace = vars(loaded.module)
-    with registered(loaded.model):  # modules kept in plain lists and dicts, as submodules (plain_containers.py)
-        traced, program, attrs, proof_notes = _proven_program(loaded, feat_dims, leaves, forced_mp, options.blocks)
     plan = build_plan(program, attrs, options.fanout, options.optimize)
     if options.optimize and not plan.cut.placement.optimal:
         warnings += (
@@ -361,6 +363,13 @@ def _check_feat_dims(traced: Traced, dims: dict[str, tuple[int, ...]]) -> None:
             # trace passes only the parameters without a default
             optional = name in parameters and parameters[name].default is not inspect.Parameter.empty
             left_out = f"; {name} has a default, so it is left out" if optional else ""
+            typed = traced.type_offsets
+            if typed is not None and typed.inputs and (name in typed.ntypes or not typed.relations):  # by type
+                raise FeatDimsError(
+                    f"--feat-dims {name}=...: forward writes {', '.join(typed.inputs)} (a tensor per node "
+                    "type) on its heterograph and makes it homogeneous, which puts every type's rows in one "
+                    f"tensor of one width: give that width by the parameter's name (--feat-dims "
+                    f"{typed.inputs[0]}={dims[name][0] if dims[name] else 'WIDTH'}).")
             raise FeatDimsError(
                 f"--feat-dims {name}=...: {type(traced.model).__name__}.forward has no tensor input "
                 f"named {name} (its tensor inputs: {has}; its graph: {traced.graph_arg}{left_out}). Give "

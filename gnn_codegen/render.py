@@ -33,6 +33,7 @@ from gnn_codegen.plan import Plan, Stage, inline_ops
 from gnn_codegen.render_assumptions import entry_checks
 from gnn_codegen.render_code import comment
 from gnn_codegen.render_layer import LayerFunction, LayerWriter
+from gnn_codegen import render_type_offsets as by_type
 from gnn_codegen.templating import render_template
 from gnn_codegen.write_out import SECTIONS, sections_needed
 
@@ -268,19 +269,23 @@ class Renderer:
             if position in freed_after_reductions:
                 before.append(f"del {', '.join(freed_after_reductions[position])}")
             stages.append({"comment": comment, "function": function, "after": lines, "before": before})
+        preamble = self._preamble()  # before the result, which the names it takes may split by type
+        before_return, returned = by_type.result(self.program, self._returned(self.program.output), self.type_counts,
+                                                 self.names.take)
         return render_template(
             "inference.py.j2",
             params=[*self.in_forwards_order, self.batch_size, self.device, f"{self.max_memory}=2**30", f"{self.progress}=False",
                     f"{self.nodes}=None", f"{self.storage}=None", *(f"{p}=None" for p in self.optional.values())],
             docstring=self._docstring(),
-            preamble=self._preamble(),
+            preamble=preamble,
             stages=stages,
-            result=self._returned(self.program.output),
+            before_return=before_return,
+            result=returned,
         )
 
     def _preamble(self) -> list[str]:
         g = self.params[0]
-        lines = []
+        lines, self.type_counts = by_type.preamble(self.program, self.buffer, g, self.nodes, self.names.take)
         if self.program.homogenized is not None:  # homogenized.py
             if subgraph_types(self.program.homogenized):
                 lines += comment(f"the subgraph of one type that forward takes of its heterograph, once: from "
@@ -602,6 +607,7 @@ class Renderer:
                     f"as forward does (dgl.to_homogeneous), so {self.nodes}= and the rows returned are "
                     f"those of the homogeneous graph: every type's nodes by type offsets, in the order of "
                     f"{g}.ntypes."))
+            paragraphs[1] = by_type.docstring(p, self.buffer, g, self.nodes) or paragraphs[1]  # dict inputs
         optional = [f"{param}: as forward's {param} (None: {self.from_model[self.program.op(table).target]}, as forward)."
                     for table, param in self.optional.items()]
         if optional:

@@ -22,6 +22,7 @@ from dgl.base import DGLWarning
 import torch
 import torch.fx as fx
 
+from gnn_codegen.type_offsets import TypeOffsets, split_outputs
 from gnn_codegen.block_count import check_blocks_option, check_depth_is_the_models
 from gnn_codegen.derived_graphs import traced_derived_graphs
 from gnn_codegen.edge_weight_norm import is_edge_weight_norm, traced_edge_weight_norms
@@ -99,6 +100,8 @@ class Traced:
     # dgl.node_type_subgraph): the function's name and its arguments by keyword (homogenized.py);
     # None where it does not
     homogenized: tuple[str, tuple[tuple[str, Any], ...]] | None = None
+    # what forward does by node type around that conversion (type_offsets.py)
+    type_offsets: TypeOffsets | None = None
     # forward's tests of what its values are (`if h.shape[-1] == self.out_dim:`), decided while
     # tracing, with what each assumes of the inputs (static_decisions.py)
     static_decisions: tuple[StaticDecision, ...] = ()
@@ -390,6 +393,7 @@ def _trace_once(model: torch.nn.Module, graph_arg: str, num_blocks: int, path: P
         getattr(tracer, "homogenized", None),
         proxy_cls.measures,  # where forward measured its blocks (block_count.py)
         tuple(getattr(tracer, "static_decisions", ())),
+        getattr(tracer, "type_offsets", None),
     )
     # tensors fx made from numbers while tracing (ChebConv's th.Tensor([2.0])): kept by the
     # GraphModule, not by the model (lower.py writes them out as numbers)
@@ -636,6 +640,7 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
             lifted, graph_data = lifted + made, graph_data + made_data
         return lifted, graph_data, lift_node_tables(gm, model, taken | set(lifted), forced_mp)
 
+    type_offsets = split_outputs(gm, graph_arg, decisions[8], decisions[5])  # h[g.ndata[dgl.NTYPE] == k]
     lifted, graph_data, tables = lifted_from(gm)
     inputs += lifted + tuple(name for name, _ in tables)
     # `forward(self, g, h=None)` with `if h is None: h = self.emb.weight`: inference takes h=None
@@ -659,4 +664,4 @@ def trace(model: torch.nn.Module, path: Path, leaves: frozenset[str] = frozenset
                   kept, graph_data, tables, *decisions[:2], declared_widths, decisions[3],
                   flags=tuple(eval_flags(model).items()), converts_blocks=decisions[4], graphs=graphs,
                   graph_params=graph_params, optional=tuple(optional), homogenized=decisions[5],
-                  static_decisions=graph_data_named(decisions[7], lifted_as))
+                  static_decisions=graph_data_named(decisions[7], lifted_as), type_offsets=type_offsets)

@@ -28,7 +28,9 @@ from typing import TYPE_CHECKING, Any
 import dgl
 import torch
 
-from gnn_codegen.errors import CheckFailedError
+from gnn_codegen.graph_state import state_between_layers
+from gnn_codegen.type_offsets import picked_nodes
+from gnn_codegen.errors import CheckFailedError, UnsupportedModuleError
 from gnn_codegen.metapaths import rows_graph
 from gnn_codegen.node_count import fixed_node_count
 from gnn_codegen.several_graphs import first_graph, int_ids
@@ -129,12 +131,15 @@ def check(generated: Generated, num_nodes: int = 1000, seed: int = 0,
     for batch_size, sources in runs:
         model, module = models["gathered" if sources in ("gathered", SIMULATED, STORAGE, STORAGE_SUBSET) else "in place"]
         nodes = some_nodes(rows.num_nodes(), SUBSET_SIZE, seed) if sources in (SUBSET, STORAGE_SUBSET) else None
+        typed = generated.program.type_offsets  # a result picked by node type: IDs by type (type_offsets.py)
+        picked = picked_nodes(typed, g, expected, SUBSET_SIZE, seed) if nodes is not None and typed and typed.picked else None
+        nodes = picked[0] if picked else nodes
         started = time.perf_counter()
         try:
             # int32 IDs (g.int(), common at scale) in one run: no run more
             graph = int_ids(g) if sources == STORAGE_SUBSET else g
             actual = _run(model, generated, graph, inputs, batch_size, sources, nodes)
-            expected_here = expected if nodes is None else rows_for(generated, expected, nodes)
+            expected_here = expected if nodes is None else picked[1] if picked else rows_for(generated, expected, nodes)
             actual = actual if nodes is None else flatten(actual)
         except Exception as exc:
             raise CheckFailedError(_inference_failed(generated, module, exc, g, batch_size, sources)) from None
@@ -159,6 +164,15 @@ def check(generated: Generated, num_nodes: int = 1000, seed: int = 0,
         results.append(BatchResult(sizes[0], "in place, a graph of self-loops",
                                    max_difference(loop_actual, loop_expected), 0.0))
         ok = ok and allclose(loop_actual, loop_expected, atol, rtol)
+    # a layer's state left on forward's graph for the next (graph_state.py): refused, named. Blocks
+    # that are one object, as the docstring's forward([g] * L), carry it where distinct ones do not
+    one_object = generated.program.blocks_style and not generated.program.converts_blocks
+    shared = (lambda: full_graph_forward(reference, generated, g, inputs, one_object=True)) if one_object else None
+    for run in ([lambda: full_graph_forward(reference, generated, g, inputs)] if not ok else []) + (
+            [shared] if shared is not None and not allclose(shared(), expected, atol, rtol) else []):
+        refusal = state_between_layers(reference, generated.program, run)
+        if refusal:
+            raise UnsupportedModuleError(refusal)
     zero_in = int((rows.in_degrees() == 0).sum())
     return CheckResult(rows.num_nodes(), rows.num_edges(), zero_in, forward_seconds, tuple(results), atol, rtol, ok,
                        tuple(notes))

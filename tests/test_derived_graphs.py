@@ -119,3 +119,108 @@ def test_the_checks_graph_carries_a_parents_ids(monkeypatch: pytest.MonkeyPatch)
     assert misread != generated.source
     wrong = type(generated)(**{**generated.__dict__, "source": misread})
     assert not check(wrong, num_nodes=97, seed=1, batch_sizes=(13,)).ok
+
+
+# --- a tensor per node type written on the heterograph, then dgl.to_homogeneous (type_offsets.py)
+
+METAGRAPH = "author:writes:paper,paper:cites:paper,paper:written-by:author,paper:has:term"
+# model, --metagraph -> lines the generated method must hold
+TYPED = {
+    # no type list read: the check's own heterograph; one category's rows, picked by a mask
+    ("TypedFeatsRGCN", ""): ["feats = torch.cat([feats[ntype] for ntype in g.ntypes])",
+                             "g = dgl.to_homogeneous(g)", "nodes_by_type = {g.ntypes[1]: nodes}",
+                             "return rows_by_type[1]"],
+    ("TypedFeatsRGCN", METAGRAPH): ["g = dgl.to_homogeneous(g)", "return rows_by_type[1]"],
+    # hg.ntypes read in a loop: answered from --metagraph, checked at entry
+    ("TypedFeatsGAT", METAGRAPH): ['if g.ntypes != ["author", "paper", "term"]:',
+                                   "x_dict = torch.cat([x_dict[ntype_2] for ntype_2 in g.ntypes])",
+                                   "g = dgl.to_homogeneous(g)", '"paper": rows_by_type[1]'],
+}
+
+
+def _typed(name: str, metagraph: str, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(REPO)
+    return generate_all(f"{MODEL}:{name}", GenerateOptions(metagraph=metagraph or None))
+
+
+@pytest.mark.parametrize("name, metagraph", sorted(TYPED))
+def test_a_tensor_per_type_made_homogeneous_is_followed_and_exact(name: str, metagraph: str,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """check() runs all nodes, nodes= (IDs by type) and storage= against forward."""
+    generated = _typed(name, metagraph, monkeypatch)
+    method = generated.source.split("    @torch.no_grad()\n")[1].split("# --- gnn-codegen runtime")[0]
+    for line in TYPED[(name, metagraph)]:
+        assert _flat(line) in _flat(method), line
+    for seed in (1, 2):
+        result = check(generated, num_nodes=97, seed=seed, batch_sizes=(1, 13, 97))
+        assert result.ok, f"{name}: max |difference| {result.max_abs_diff}"
+
+
+def _user_graph() -> dgl.DGLHeteroGraph:
+    gen = torch.Generator().manual_seed(5)
+    counts = {"author": 30, "paper": 40, "term": 7}
+    relations = {}
+    for src, rel, dst in (r.split(":") for r in METAGRAPH.split(",")):
+        edges = 3 * counts[dst]
+        relations[(src, rel, dst)] = (torch.randint(0, counts[src], (edges,), generator=gen),
+                                      torch.randint(0, counts[dst], (edges,), generator=gen))
+    return dgl.heterograph(relations, num_nodes_dict=counts)
+
+
+def test_inference_takes_the_dict_and_ids_by_type_as_forward_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As a user calls it: a dict of features by type, `nodes=` a dict of IDs by type; a graph
+    of other node types than --metagraph's is refused where inference starts."""
+    generated = _typed("TypedFeatsGAT", METAGRAPH, monkeypatch)
+    from gnn_codegen.harness import generated_model, import_source
+
+    model = generated_model(generated, import_source(generated.source, REPO / "tests" / "models"))
+    hg = _user_graph()
+    feats = {t: torch.randn(hg.num_nodes(t), 8) for t in hg.ntypes}
+    expected = model(hg, dict(feats))
+    actual = model.inference(hg, feats, 11, "cpu")
+    assert set(actual) == set(expected)
+    for t in expected:
+        assert torch.allclose(actual[t], expected[t], atol=1e-5), t
+    nodes = {"paper": torch.tensor([39, 0, 7, 7]), "term": torch.tensor([6])}
+    some = model.inference(hg, feats, 11, "cpu", nodes=nodes)
+    for t, ids in nodes.items():
+        assert torch.allclose(some[t], expected[t][ids], atol=1e-5), t
+    assert len(some["author"]) == 0
+    other = dgl.heterograph({("a", "r", "b"): ([0, 1], [1, 0])})
+    with pytest.raises(ValueError, match=r"generated for a heterograph of ntypes \[author, paper, term\]"):
+        model.inference(other, {"a": torch.randn(2, 8), "b": torch.randn(2, 8)}, 11, "cpu")
+
+
+def test_a_type_list_read_without_metagraph_asks_for_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(errors.GraphUseError) as info:
+        _typed("TypedFeatsGAT", "", monkeypatch)
+    assert str(info.value).startswith(
+        "tests/models/derived_graphs.py:316 (`for i, name in enumerate(hg.ntypes):`): forward loops over "
+        "hg.ntypes (the graph's types) in Python")
+    assert "which it then takes from --metagraph (give the graph's relations: --metagraph SRC:REL:DST,...)" \
+        in str(info.value)
+
+
+def test_widths_by_node_type_for_a_dict_made_one_tensor_ask_for_its_one_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    with pytest.raises(errors.FeatDimsError) as info:
+        generate_all(f"{MODEL}:TypedFeatsRGCN", GenerateOptions(feat_dims="author=8,paper=8,term=8"))
+    assert str(info.value) == (
+        "--feat-dims author=...: forward writes feats (a tensor per node type) on its heterograph and makes "
+        "it homogeneous, which puts every type's rows in one tensor of one width: give that width by the "
+        "parameter's name (--feat-dims feats=8).")
+
+
+def test_state_a_layer_leaves_on_the_graph_for_the_next_is_refused_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its check failed as "a bug in gnn-codegen" (exit 1); now the cause is named (exit 2)."""
+    with pytest.raises(errors.UnsupportedModuleError) as info:
+        _generate("ResidualAttentionNet", monkeypatch)
+    assert str(info.value) == (
+        "tests/models/derived_graphs.py:354 (`return self.layer2(g, F.relu(self.layer1(g, x)))`): self.layer1 "
+        "(ResidualAttentionLayer) leaves g.edata['a'] on the graph forward gives it, and self.layer2 finds it "
+        "there, on the same graph: state kept on forward's graph between layers, which layer-wise inference "
+        "cannot carry (each layer runs on blocks of its own, which hold nothing an earlier layer left), so the "
+        "generated code would give other numbers; nor does it follow a layer's per-edge result handed to the "
+        "next as an argument. Evaluate this model with its full-graph forward, or use a variant whose layers "
+        "write on their graph only inside `with g.local_scope():` (and so keep nothing between layers)."
+    )

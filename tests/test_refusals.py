@@ -84,9 +84,10 @@ EXPECTED = {
         "graph's types) in Python: gnn-codegen follows a heterogeneous graph through "
         'HeteroGraphConv layers, or through a forward whose first step makes it homogeneous (g = '
         'dgl.to_homogeneous(hg, ndata=[...])) and that reads nothing else of the heterograph '
-        'after. Compute what forward reads of the types beforehand (features or embeddings per '
-        'type, stored as node data the conversion carries), or evaluate this model with its '
-        'full-graph forward.'
+        'after but its type lists, which it then takes from --metagraph (give the graph\'s '
+        'relations: --metagraph SRC:REL:DST,...). Compute what else forward reads of the types '
+        'beforehand (features or embeddings per type, stored as node data the conversion carries), '
+        'or evaluate this model with its full-graph forward.'
     ),
     "AssignsIntoATensor": (
         errors.TraceFailedError,

@@ -263,3 +263,37 @@ def test_modules_in_a_plain_list_are_called_as_forward_calls_them(name: str, tmp
         assert "self.W_f[2](h_filters)" in generated.source and "self.linear5[1](res)" in generated.source
         assert any(n.startswith("self.W_f, self.conv, self.conv_hf, self.conv_lf, self.linear5 keep modules")
                    for n in generated.notes)
+
+
+# --- 8 with 3 and 5: a tensor per node type written on the heterograph, then dgl.to_homogeneous
+
+OHG = "tests/models/survey/openhgnn_style.py"
+ACM = "paper:pa:author,author:ap:paper,paper:ps:subject,subject:sp:paper"
+
+
+def test_openhgnns_hgt_takes_its_dict_and_returns_rows_by_type(tmp_path: Path) -> None:
+    """`hg.ndata['h'] = h_dict`, to_homogeneous, HGTConv by the `_TYPE` fields, split back by
+    `torch.where` over hg.ntypes: refused before for --metagraph ("this model has none")."""
+    options = GenerateOptions(init=json.dumps({"in_dim": 8, "out_dim": 3, "num_heads": 2, "num_etypes": 4,
+                                               "num_ntypes": 3, "num_layers": 2}), metagraph=ACM)
+    generated = generate_all(f"{OHG}:HGT", options)
+    assert 'if g.ntypes != ["author", "paper", "subject"]:' in generated.source
+    assert _written_and_checked("HGT", f"{OHG}:HGT", options, tmp_path)["outcome"] == "exact"
+
+
+@pytest.mark.parametrize("name, init, feat_dims, line", [
+    ("SimpleHGN", {"edge_dim": 4, "num_etypes": 4, "in_dim": [6], "hidden_dim": 4, "num_classes": 3,
+                   "num_layers": 2, "heads": [2, 1], "negative_slope": 0.2, "residual": True, "beta": 0.05,
+                   "ntypes": ["author", "paper", "subject"]}, "h_dict=6", 354),
+    # its check failed on a table of the wrong rows; given its node types per node, forward([g] * 2)
+    # carries the attention from block to block, which the check now sees
+    ("SimpleHGNOnBlocks", {"edge_dim": 4, "num_etypes": 4, "in_dim": 6, "hidden_dim": 4, "num_classes": 3,
+                           "heads": [2, 1], "beta": 0.05}, "h=6", 623),
+])
+def test_simplehgns_attention_kept_on_the_graph_is_refused_naming_it(name: str, init: dict, feat_dims: str,
+                                                                     line: int) -> None:
+    options = GenerateOptions(init=json.dumps(init), feat_dims=feat_dims, metagraph=ACM if name == "SimpleHGN" else None)
+    with pytest.raises(errors.UnsupportedModuleError) as info:
+        generate_all(f"{OHG}:{name}", options)
+    assert str(info.value).startswith(f"{OHG}:{line} ")
+    assert "self.hgn_layers.0 (SimpleHGNConv) leaves g.edata['alpha'] on the graph forward gives it" in str(info.value)

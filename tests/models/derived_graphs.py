@@ -270,3 +270,85 @@ class AuthorPaperSubgraph(nn.Module):
     def forward(self, hg, x):
         g = hg.edge_type_subgraph([("author", "writes", "paper")])
         return self.conv(g, x)
+
+
+class TypedFeatsRGCN(nn.Module):
+    """A tensor per node type set on the heterograph inside a local scope, made homogeneous with
+    that field, an RGCN over dgl.ETYPE after the scope, and the rows of one category picked
+    back with a boolean mask on dgl.NTYPE (issue 35, mechanism 8 with 3)."""
+
+    def __init__(self, in_size=8, hid_size=6, out_size=3, num_rels=4, category=1):
+        super().__init__()
+        self.category = category
+        self.conv1 = dglnn.RelGraphConv(in_size, hid_size, num_rels, self_loop=True)
+        self.conv2 = dglnn.RelGraphConv(hid_size, out_size, num_rels, self_loop=True)
+
+    def forward(self, hg, feats):
+        with hg.local_scope():
+            hg.ndata["x"] = feats
+            g = dgl.to_homogeneous(hg, ndata=["x"])
+        etype = g.edata[dgl.ETYPE]
+        h = F.relu(self.conv1(g, g.ndata["x"], etype))
+        h = self.conv2(g, h, etype)
+        return h[g.ndata[dgl.NTYPE] == self.category]
+
+
+class TypedFeatsGAT(nn.Module):
+    """Features by type set on the heterograph, made homogeneous, self-loops added, a learnt
+    embedding of each node's type added, two GAT layers, and a dict by type built in a loop over
+    hg.ntypes with `torch.where(...)[0]`."""
+
+    def __init__(self, in_size=8, hid_size=6, out_size=3, num_ntypes=3):
+        super().__init__()
+        self.type_emb = nn.Embedding(num_ntypes, in_size)
+        self.gat1 = dglnn.GATConv(in_size, hid_size, 2)
+        self.gat2 = dglnn.GATConv(hid_size * 2, out_size, 1)
+
+    def forward(self, hg, x_dict):
+        hg.ndata["feat"] = x_dict
+        g = dgl.to_homogeneous(hg, ndata=["feat"])
+        g = dgl.add_self_loop(g)
+        ntype = g.ndata[dgl.NTYPE]
+        h = g.ndata["feat"] + self.type_emb(ntype)
+        h = F.elu(self.gat1(g, h).flatten(1))
+        h = self.gat2(g, h).mean(1)
+        out = {}
+        for i, name in enumerate(hg.ntypes):
+            out[name] = h[torch.where(ntype == i)[0]]
+        return out
+
+
+class ResidualAttentionLayer(nn.Module):
+    """Attention whose scores mix in the previous layer's, which it keeps on the graph as
+    g.edata["a"] (residual attention, in the style of OpenHGNN's SimpleHGNConv)."""
+
+    def __init__(self, in_size, out_size, beta=0.1):
+        super().__init__()
+        self.fc = nn.Linear(in_size, out_size)
+        self.attn = nn.Linear(2 * out_size, 1)
+        self.beta = beta
+
+    def forward(self, g, h):
+        z = self.fc(h)
+        g.ndata["z"] = z
+        g.apply_edges(lambda edges: {"e": self.attn(torch.cat([edges.src["z"], edges.dst["z"]], 1))})
+        a = dgl.ops.edge_softmax(g, g.edata.pop("e"))
+        if "a" in g.edata:
+            a = a * (1 - self.beta) + g.edata["a"] * self.beta
+        g.edata["a"] = a
+        g.update_all(dgl.function.u_mul_e("z", "a", "m"), dgl.function.sum("m", "out"))
+        return g.ndata.pop("out")
+
+
+class ResidualAttentionNet(nn.Module):
+    """Refused naming the field: two ResidualAttentionLayers on one graph, the second reading
+    the scores the first left on it."""
+
+    def __init__(self, in_size=8, hid_size=6, out_size=3):
+        super().__init__()
+        self.layer1 = ResidualAttentionLayer(in_size, hid_size)
+        self.layer2 = ResidualAttentionLayer(hid_size, out_size)
+
+    def forward(self, g, x):
+        g = dgl.add_self_loop(g)
+        return self.layer2(g, F.relu(self.layer1(g, x)))

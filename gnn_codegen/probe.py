@@ -100,18 +100,6 @@ _NDATA = (
     "it uses graph.ndata, which a block, with its source and destination nodes, does not have",
     "Write graph.srcdata / graph.dstdata, as DGL's own modules do, " + _WAY_OUT,
 )
-_NO_EDGES = (
-    "where DGL runs no Python reduce function, so the field it would make is missing (the whole "
-    "graph has zeros there)",
-    "Reduce with DGL's built-in functions (fn.sum, fn.mean, fn.max, ...), which make the field on "
-    "any graph, " + _WAY_OUT,
-)
-
-
-class _FailsWithoutEdges(Exception):
-    """The module failed on a block as a graph that has no edges (its cause: what it raised)."""
-
-
 _NOT_ON_BLOCKS = ("", "It must run on a block (dgl.create_block) as on a graph, " + _WAY_OUT)
 
 
@@ -225,13 +213,6 @@ def _prove(call: _Call, values: dict[str, Any]) -> list[str]:
         for batch_size in _BATCH_SIZES:
             try:
                 result = _run_layer_wise(call, g, args, batch_size, expected)
-            except _FailsWithoutEdges as failure:
-                exc = failure.__cause__ or failure
-                error = _refuse(call, f"fails on a 1-hop block given as a graph over its source nodes (it "
-                                f"fails on a block) with {type(exc).__name__} ({_first_line(exc)}) in a batch "
-                                f"whose nodes have no in-edges, {_NO_EDGES[0]}", _NO_EDGES[1])
-                error.fails_on_block = error.without_edges = True  # type: ignore[attr-defined]
-                raise error from None
             except Exception as exc:
                 why, way_out = _diagnosis(module, failed_on_block=True)
                 error = _refuse(call, f"fails on a 1-hop block with {type(exc).__name__} "
@@ -300,13 +281,9 @@ def _run_layer_wise(call: _Call, g: dgl.DGLGraph, args: dict[str, Any], batch_si
     per_edge = tuple(i for i, t in enumerate(_flatten(expected))
                      if t.dim() and len(t) == g.num_edges() != g.num_nodes())
 
+    # (the runtime hands no block without edges where g has some: _with_companion)
     def layer(block: Any, *tensors: torch.Tensor) -> Any:
-        try:
-            result = _run_on_block(call, block, dict(zip(keys, tensors)))
-        except Exception as exc:
-            if call.as_graph and block.num_edges() == 0:
-                raise _FailsWithoutEdges() from exc
-            raise
+        result = _run_on_block(call, block, dict(zip(keys, tensors)))
         flat = _flatten(result)
         if call.as_graph:  # the graph's first rows are the block's destinations
             flat = destination_rows(flat, block.num_dst_nodes(), per_edge)
@@ -381,8 +358,7 @@ def _prove_all(program: Program, model: torch.nn.Module, values: dict[str, Any],
                 notes += _prove(replace(call, as_graph=True), values)
             except UnsupportedModuleError as exc:
                 # it runs as a graph but differs (rounds, out-degrees): that says more
-                fails = getattr(exc, "fails_on_block", False) and not getattr(exc, "without_edges", False)
-                raise (refusal if fails else exc) from None
+                raise (refusal if getattr(exc, "fails_on_block", False) else exc) from None
             if type(module) not in as_graph:
                 refusal.exact_as_graph = True  # type: ignore[attr-defined]
                 raise refusal from None

@@ -78,15 +78,60 @@ def test_a_layer_not_exact_as_a_graph_stays_refused(name: str, why: str, monkeyp
     assert why in message
 
 
-def test_a_python_reduce_that_makes_no_field_without_edges_is_refused_saying_so(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(errors.UnsupportedModuleError) as caught:
-        _generate("MailboxSoftmaxNet", GenerateOptions(init='{"dim": 6}', feat_dims="x=6"), monkeypatch)
-    message = str(caught.value)
-    assert ("fails on a 1-hop block given as a graph over its source nodes (it fails on a block) with "
-            "KeyError ('h') in a batch whose nodes have no in-edges, where DGL runs no Python reduce "
-            "function") in message
-    assert "Reduce with DGL's built-in functions" in message
+# reduces over an empty mailbox: a Python reduce (no field on a block without edges), a min read
+# by an apply function (-inf on g, 0 on a block without edges); as a graph and on blocks
+EMPTY_MAILBOXES = {
+    "MailboxSoftmaxNet": GenerateOptions(init='{"dim": 6}', feat_dims="x=6"),
+    "MedianBlockNet": GenerateOptions(init='{"dim": 6, "n_classes": 3}', feat_dims="x=6"),
+    "MinApplyNet": GenerateOptions(init='{"dim": 6}', feat_dims="x=6"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EMPTY_MAILBOXES))
+def test_a_reduce_over_an_empty_mailbox_gives_forwards_rows(name: str, monkeypatch: pytest.MonkeyPatch,
+                                                            tmp_path) -> None:
+    """A batch whose nodes have no in-edges gets a node with in-edges along (the runtime's
+    _with_companion), so the module never sees a block without edges, which g never is: DGL then
+    makes the Python reduce's field, zeros for nodes without in-edges, and gives an apply function
+    -inf from min, as on g. Equal to forward for all nodes, for some (nodes=) and in files."""
+    import copy
+
+    from gnn_codegen.harness import (allclose, flatten, full_graph_forward, generated_model, import_source,
+                                     make_inputs, random_graph_for, rows_for, run_inference, some_nodes)
+    from gnn_codegen.perturb import perturb
+
+    generated = _generate(name, EMPTY_MAILBOXES[name], monkeypatch)
+    reference = copy.deepcopy(generated.loaded.model)
+    perturb(reference, 3)
+    model = generated_model(generated, import_source(generated.source, generated.loaded.path.parent),
+                            reference.eval())
+    g = random_graph_for(generated, 61, seed=3, zero_in_degree=True)  # a fifth without in-edges
+    assert int((g.in_degrees() == 0).sum()) > 5
+    inputs = make_inputs(generated, 61, 3, g.num_edges())
+    expected = full_graph_forward(reference, generated, g, inputs)
+    for batch_size in (1, 4, 61):
+        actual = run_inference(model, generated, g, inputs, batch_size=batch_size, device="cpu")
+        assert allclose(flatten(actual), flatten(expected), atol=1e-5, rtol=1e-5), batch_size
+    nodes = some_nodes(61, 9, seed=4)
+    actual = run_inference(model, generated, g, inputs, batch_size=2, device="cpu", nodes=nodes,
+                           storage=str(tmp_path))
+    assert allclose(flatten(actual), rows_for(generated, expected, nodes), atol=1e-5, rtol=1e-5)
+
+
+def test_a_batch_without_in_edges_takes_one_node_with_some_along() -> None:
+    """_with_companion: every batch of a graph with edges has one (of `nodes` where one has)."""
+    import dgl
+
+    from gnn_codegen.runtime import runtime_class
+
+    g = dgl.graph((torch.tensor([0, 1, 2]), torch.tensor([7, 7, 8])), num_nodes=10)
+    batches = runtime_class()(torch.nn.Linear(1, 1), g, 3, "cpu", 2**30, False)
+    assert [b if isinstance(b, slice) else b.tolist()
+            for b in batches._with_companion([slice(0, 3), slice(6, 9)], None)] == [[0, 1, 2, 7], slice(6, 9)]
+    assert [b.tolist() for b in batches._with_companion([torch.tensor([1, 2])], torch.tensor([1, 2, 8]))] == [
+        [1, 2, 8]]
+    empty = runtime_class()(torch.nn.Linear(1, 1), dgl.graph(([], []), num_nodes=4), 3, "cpu", 2**30, False)
+    assert list(empty._with_companion([slice(0, 3)], None)) == [slice(0, 3)]  # as forward: no edge anywhere
 
 
 def test_the_runtime_lists_a_blocks_destinations_first() -> None:

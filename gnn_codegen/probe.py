@@ -80,6 +80,12 @@ _ROUNDS = (
     "Make each round its own single-hop module call in forward (what happens between rounds "
     "in forward too), " + _WAY_OUT,
 )
+_SOURCE_NORM = (
+    "it normalises over each source node's out-edges with edge_softmax(norm_by='src'), of which a "
+    "block holds only those into its batch",
+    "A module runs layer-wise only when what it computes for a node reads that node's in-edges "
+    "alone (edge_softmax by destination, one hop per module call); change it so, " + _WAY_OUT,
+)
 _OUT_DEGREES = (
     "it reads out-degrees, which a block counts only inside the block",
     "Compute what it reads of the whole graph (out-degrees, norms) outside the module and pass "
@@ -115,6 +121,10 @@ def _diagnosis(module: torch.nn.Module, failed_on_block: bool = False) -> tuple[
     # (`dgl.ops.copy_u_sum(g, y)`)
     in_a_loop = re.search(r"^(\s*)for\b.*:\n(?:\1\s+.*\n)*?\1\s+.*(?:\.(?:update_all|send_and_recv|pull|push)\("
                           r"|dgl\.ops\.[a-z_]+\()", source, re.MULTILINE)
+    # an edge softmax over each source's out-edges (AGDN's attention): a block holds only some
+    if re.search(r"norm_by\s*=\s*['\"]src['\"]", source):
+        rounds = _ROUNDS[0] + ", and " if len(calls) > 1 or in_a_loop else ""
+        return rounds + _SOURCE_NORM[0], _SOURCE_NORM[1]
     if len(calls) > 1 or in_a_loop:
         return _ROUNDS
     if "out_degrees" in source:
@@ -124,6 +134,13 @@ def _diagnosis(module: torch.nn.Module, failed_on_block: bool = False) -> tuple[
     if re.search(r"\b(?:num_nodes|number_of_nodes|num_edges|number_of_edges)\(", source):
         return _COUNTS
     return _UNKNOWN
+
+
+def _reads_out_degrees(module: torch.nn.Module) -> bool:
+    try:
+        return "out_degrees" in inspect.getsource(type(module).forward)
+    except (OSError, TypeError):
+        return False
 
 
 def _refuse(call: _Call, observed: str, way_out: str, differs: bool = False) -> UnsupportedModuleError:
@@ -234,7 +251,8 @@ def _prove(call: _Call, values: dict[str, Any]) -> list[str]:
                 way_out, differs=True,
             )
             # pipeline.py may give it the whole graph's out-degrees instead (write_out.py)
-            error.reads_out_degrees = (why, way_out) == _OUT_DEGREES  # type: ignore[attr-defined]
+            # (two update_all calls need not be rounds: NGCF's both read its input; proven then)
+            error.reads_out_degrees = _reads_out_degrees(module)  # type: ignore[attr-defined]
             raise error
     return notes
 
@@ -260,8 +278,9 @@ def _run_on_block(call: _Call, block: Any, local: dict[tuple[str, str], Any]) ->
     if op.helper:  # its arguments after the graph at the rows of their roles
         values = [rows(value, role) if role in ("src", "dst", "edge") else value
                   for value, role in zip(op.args[2:], op.mp.roles[1:] if op.mp else ())]
+        graph = block_as_graph(block) if call.as_graph else block  # (can_run_as_graph)
         with torch.no_grad():
-            return HELPERS[op.helper](call.module, block, *values)
+            return HELPERS[op.helper](call.module, graph, *values)
     features = [rows(value, space) for value, space in mp_features(op)]
     feats = features[0] if len(features) == 1 else tuple(features)
     extra, by_keyword = mp_extra_arguments(op)

@@ -1,8 +1,8 @@
 """A user's layer that writes g.ndata (tests/models/block_as_graph.py) runs on each batch's block
 as a graph over the block's source nodes (gnn_codegen/block_as_graph.py): generated, equal to
 forward on random graphs with nodes without in-edges, for batch sizes that do and do not divide
-the node count; its edge output kept by the block's edge IDs; a layer that reads out-degrees or
-runs two rounds stays refused."""
+the node count; its edge output kept by the block's edge IDs; a layer that reads out-degrees is
+given the whole graph's; one that runs two rounds stays refused."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ CASES = {
                                     feat_dims="w=2"),
     "EdgeScoresNet": GenerateOptions(init='{"in_dim": 6, "edge_dim": 2, "hidden_dim": 8}', feat_dims="w=2"),
     "SumAggregatorNet": GenerateOptions(init='{"in_dim": 6, "hidden_dim": 8, "n_classes": 3}', feat_dims="x=6"),
+    "OutDegreeNormNet": GenerateOptions(init='{"dim": 6}', feat_dims="x=6"),
 }
 # what the generated layers must say
 READS = {
@@ -30,6 +31,9 @@ READS = {
     "EdgeScoresNet": ["h, e = self.layer(graph, embed_h, embed_e)", "h = h[: block.num_dst_nodes()]",
                       "return h, e.sum(-1)"],
     "SumAggregatorNet": ["torch.relu(self.conv1(graph, x)[: block.num_dst_nodes()])"],
+    # the whole graph's out-degrees, of the graph's nodes (the block's sources)
+    "OutDegreeNormNet": ["out_degrees = g.out_degrees()",
+                         "return _with_graph_out_degrees(self.conv, graph, x, out_degrees)[: block.num_dst_nodes()]"],
 }
 
 
@@ -65,7 +69,6 @@ def test_a_layer_written_with_builtins_is_still_traced_into(monkeypatch: pytest.
 
 
 @pytest.mark.parametrize("name, why", [
-    ("OutDegreeNormNet", "it reads out-degrees, which a block counts only inside the block"),
     ("TwoRoundsNet", "it runs several rounds of message passing, each one hop further"),
 ])
 def test_a_layer_not_exact_as_a_graph_stays_refused(name: str, why: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -116,6 +119,20 @@ def test_a_reduce_over_an_empty_mailbox_gives_forwards_rows(name: str, monkeypat
     actual = run_inference(model, generated, g, inputs, batch_size=2, device="cpu", nodes=nodes,
                            storage=str(tmp_path))
     assert allclose(flatten(actual), rows_for(generated, expected, nodes), atol=1e-5, rtol=1e-5)
+
+
+def test_two_update_alls_of_one_hop_reading_out_degrees_get_the_whole_graphs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two update_all calls that both read the layer's input are one hop, not two rounds: a layer
+    that also reads its graph's out-degrees is given the whole graph's on each block and proven
+    so, where it was refused as rounds."""
+    options = GenerateOptions(init='{"dim": 6, "n_classes": 3}', feat_dims="x=6")
+    generated = _generate("TwoAggregatesNet", options, monkeypatch)
+    method = "".join(_method(generated.source).split())
+    assert "".join("_with_graph_out_degrees(self.conv1, block, x, out_degrees)".split()) in method
+    for seed in (1, 2):
+        result = check(generated, num_nodes=97, seed=seed, batch_sizes=(1, 13, 97))
+        assert result.ok, f"max |difference| {result.max_abs_diff}"
 
 
 def test_a_batch_without_in_edges_takes_one_node_with_some_along() -> None:

@@ -137,7 +137,8 @@ class SumAggregatorNet(nn.Module):
 
 class OutDegreeNormLayer(nn.Module):
     """Reads its graph's out-degrees (a symmetric norm), which a block, given as a graph or not,
-    counts only inside the block: stays refused."""
+    counts only inside the block: given the whole graph's while it runs on each block as a graph
+    (write_out.py's with_graph_out_degrees)."""
 
     def __init__(self, dim):
         super().__init__()
@@ -284,3 +285,33 @@ class MinApplyNet(nn.Module):
 
     def forward(self, g, x):
         return self.conv(g, torch.tanh(self.inp(x)))
+
+
+class TwoAggregatesLayer(nn.Module):
+    """Written for blocks (srcdata / dstdata): a source norm by the graph's out-degrees, then two
+    update_all calls that both read the layer's input (a sum, and a max in a Python reduce,
+    PNA-like): one hop, not two rounds."""
+
+    def __init__(self, dim):
+        super().__init__()
+        self.lin = nn.Linear(2 * dim, dim)
+
+    def forward(self, graph, feat):
+        with graph.local_scope():
+            norm = graph.out_degrees().float().clamp(min=1).rsqrt().unsqueeze(-1)
+            graph.srcdata["h"] = feat * norm
+            graph.update_all(fn.copy_u("h", "m"), fn.sum("m", "s"))
+            graph.update_all(fn.copy_u("h", "m"), lambda nodes: {"x": nodes.mailbox["m"].amax(1)})
+            return self.lin(torch.cat([graph.dstdata["s"], graph.dstdata["x"]], dim=-1))
+
+
+class TwoAggregatesNet(nn.Module):
+    def __init__(self, dim, n_classes):
+        super().__init__()
+        self.conv1 = TwoAggregatesLayer(dim)
+        self.conv2 = TwoAggregatesLayer(dim)
+        self.out = nn.Linear(dim, n_classes)
+
+    def forward(self, g, x):
+        h = F.relu(self.conv1(g, x))
+        return self.out(F.relu(self.conv2(g, h)) + h)

@@ -169,7 +169,9 @@ class LayerWriter:
                 args.append(text if by_position else f"{names[i]}={text}")
             args += [f"{k}={self.arg(v, 'edge' if op.kind == 'mp' else need).text}" for k, v in op.kwargs]
             call = f"{self.r.helper_names[op.helper]}({', '.join(args)})"
-            return Code(f"{call}[: block.num_dst_nodes()]" if as_graph and self.r.attrs[op.name].rows == "node" else call)
+            if as_graph and self.r.attrs[op.name].rows == "node":
+                return Code(f"{call}[: block.num_dst_nodes()]")  # the graph's first rows
+            return Code(call)
         if op.kind == "module":
             return Code(f"{op.accessor}({self.call_args(op, need)})")
         if op.kind == "mp":

@@ -30,8 +30,10 @@ def can_run_as_graph(op: Op) -> bool:
     graph's nodes are the block's sources, whose first rows are the destinations), and its other
     arguments per node or per edge. DGL's own modules, written out or verified, never need it."""
     mp = op.mp
-    if mp is None or mp.verified or mp.inline or mp.helper or mp.needs_pair:
+    if mp is None or mp.verified or mp.inline or mp.needs_pair:
         return False
+    if mp.helper:  # a module given the whole graph's out-degrees, of the graph's nodes (write_out.py)
+        return mp.helper == "with_graph_out_degrees"
     if [space for _, space in mp_features(op)] != ["src"]:
         return False
     positional, keywords = mp_extra_arguments(op)

@@ -292,6 +292,8 @@ def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], 
                 refusal = None if getattr(exc, "traced_into_explains", False) else exc
                 through = through | {module_class}
                 continue
+            if module_class in out_degrees_of_graph and _exact_as_graph(exc):
+                refusal = exc  # given g's out-degrees, it is exact on each block as a graph: run so
             if not _exact_as_graph(refusal):
                 raise (refusal or exc) from None
         except (FeatDimsError, GraphValueError):

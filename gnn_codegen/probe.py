@@ -80,6 +80,12 @@ _ROUNDS = (
     "Make each round its own single-hop module call in forward (what happens between rounds "
     "in forward too), " + _WAY_OUT,
 )
+_SOURCE_NORM = (
+    "it normalises over each source node's out-edges with edge_softmax(norm_by='src'), of which a "
+    "block holds only those into its batch",
+    "A module runs layer-wise only when what it computes for a node reads that node's in-edges "
+    "alone (edge_softmax by destination, one hop per module call); change it so, " + _WAY_OUT,
+)
 _OUT_DEGREES = (
     "it reads out-degrees, which a block counts only inside the block",
     "Compute what it reads of the whole graph (out-degrees, norms) outside the module and pass "
@@ -100,18 +106,6 @@ _NDATA = (
     "it uses graph.ndata, which a block, with its source and destination nodes, does not have",
     "Write graph.srcdata / graph.dstdata, as DGL's own modules do, " + _WAY_OUT,
 )
-_NO_EDGES = (
-    "where DGL runs no Python reduce function, so the field it would make is missing (the whole "
-    "graph has zeros there)",
-    "Reduce with DGL's built-in functions (fn.sum, fn.mean, fn.max, ...), which make the field on "
-    "any graph, " + _WAY_OUT,
-)
-
-
-class _FailsWithoutEdges(Exception):
-    """The module failed on a block as a graph that has no edges (its cause: what it raised)."""
-
-
 _NOT_ON_BLOCKS = ("", "It must run on a block (dgl.create_block) as on a graph, " + _WAY_OUT)
 
 
@@ -127,6 +121,10 @@ def _diagnosis(module: torch.nn.Module, failed_on_block: bool = False) -> tuple[
     # (`dgl.ops.copy_u_sum(g, y)`)
     in_a_loop = re.search(r"^(\s*)for\b.*:\n(?:\1\s+.*\n)*?\1\s+.*(?:\.(?:update_all|send_and_recv|pull|push)\("
                           r"|dgl\.ops\.[a-z_]+\()", source, re.MULTILINE)
+    # an edge softmax over each source's out-edges (AGDN's attention): a block holds only some
+    if re.search(r"norm_by\s*=\s*['\"]src['\"]", source):
+        rounds = _ROUNDS[0] + ", and " if len(calls) > 1 or in_a_loop else ""
+        return rounds + _SOURCE_NORM[0], _SOURCE_NORM[1]
     if len(calls) > 1 or in_a_loop:
         return _ROUNDS
     if "out_degrees" in source:
@@ -136,6 +134,13 @@ def _diagnosis(module: torch.nn.Module, failed_on_block: bool = False) -> tuple[
     if re.search(r"\b(?:num_nodes|number_of_nodes|num_edges|number_of_edges)\(", source):
         return _COUNTS
     return _UNKNOWN
+
+
+def _reads_out_degrees(module: torch.nn.Module) -> bool:
+    try:
+        return "out_degrees" in inspect.getsource(type(module).forward)
+    except (OSError, TypeError):
+        return False
 
 
 def _refuse(call: _Call, observed: str, way_out: str, differs: bool = False) -> UnsupportedModuleError:
@@ -225,13 +230,6 @@ def _prove(call: _Call, values: dict[str, Any]) -> list[str]:
         for batch_size in _BATCH_SIZES:
             try:
                 result = _run_layer_wise(call, g, args, batch_size, expected)
-            except _FailsWithoutEdges as failure:
-                exc = failure.__cause__ or failure
-                error = _refuse(call, f"fails on a 1-hop block given as a graph over its source nodes (it "
-                                f"fails on a block) with {type(exc).__name__} ({_first_line(exc)}) in a batch "
-                                f"whose nodes have no in-edges, {_NO_EDGES[0]}", _NO_EDGES[1])
-                error.fails_on_block = error.without_edges = True  # type: ignore[attr-defined]
-                raise error from None
             except Exception as exc:
                 why, way_out = _diagnosis(module, failed_on_block=True)
                 error = _refuse(call, f"fails on a 1-hop block with {type(exc).__name__} "
@@ -253,7 +251,8 @@ def _prove(call: _Call, values: dict[str, Any]) -> list[str]:
                 way_out, differs=True,
             )
             # pipeline.py may give it the whole graph's out-degrees instead (write_out.py)
-            error.reads_out_degrees = (why, way_out) == _OUT_DEGREES  # type: ignore[attr-defined]
+            # (two update_all calls need not be rounds: NGCF's both read its input; proven then)
+            error.reads_out_degrees = _reads_out_degrees(module)  # type: ignore[attr-defined]
             raise error
     return notes
 
@@ -279,8 +278,9 @@ def _run_on_block(call: _Call, block: Any, local: dict[tuple[str, str], Any]) ->
     if op.helper:  # its arguments after the graph at the rows of their roles
         values = [rows(value, role) if role in ("src", "dst", "edge") else value
                   for value, role in zip(op.args[2:], op.mp.roles[1:] if op.mp else ())]
+        graph = block_as_graph(block) if call.as_graph else block  # (can_run_as_graph)
         with torch.no_grad():
-            return HELPERS[op.helper](call.module, block, *values)
+            return HELPERS[op.helper](call.module, graph, *values)
     features = [rows(value, space) for value, space in mp_features(op)]
     feats = features[0] if len(features) == 1 else tuple(features)
     extra, by_keyword = mp_extra_arguments(op)
@@ -300,13 +300,9 @@ def _run_layer_wise(call: _Call, g: dgl.DGLGraph, args: dict[str, Any], batch_si
     per_edge = tuple(i for i, t in enumerate(_flatten(expected))
                      if t.dim() and len(t) == g.num_edges() != g.num_nodes())
 
+    # (the runtime hands no block without edges where g has some: _with_companion)
     def layer(block: Any, *tensors: torch.Tensor) -> Any:
-        try:
-            result = _run_on_block(call, block, dict(zip(keys, tensors)))
-        except Exception as exc:
-            if call.as_graph and block.num_edges() == 0:
-                raise _FailsWithoutEdges() from exc
-            raise
+        result = _run_on_block(call, block, dict(zip(keys, tensors)))
         flat = _flatten(result)
         if call.as_graph:  # the graph's first rows are the block's destinations
             flat = destination_rows(flat, block.num_dst_nodes(), per_edge)
@@ -381,8 +377,7 @@ def _prove_all(program: Program, model: torch.nn.Module, values: dict[str, Any],
                 notes += _prove(replace(call, as_graph=True), values)
             except UnsupportedModuleError as exc:
                 # it runs as a graph but differs (rounds, out-degrees): that says more
-                fails = getattr(exc, "fails_on_block", False) and not getattr(exc, "without_edges", False)
-                raise (refusal if fails else exc) from None
+                raise (refusal if getattr(exc, "fails_on_block", False) else exc) from None
             if type(module) not in as_graph:
                 refusal.exact_as_graph = True  # type: ignore[attr-defined]
                 raise refusal from None

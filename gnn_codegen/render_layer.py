@@ -160,13 +160,18 @@ class LayerWriter:
                 rest.pop()
             names = helper_parameters(op.helper)[1:]
             args = [op.accessor]
+            as_graph = self.as_graph(op.name)  # the graph it takes: the block as a graph
             for i, a in enumerate(rest):  # constants by name: `weighted=True` says what it is
-                text = self.arg(a, self._role(op, i, need)).text
+                graph = as_graph and op.mp is not None and op.mp.roles[i] == "graph"
+                text = self.graph if graph else self.arg(a, self._role(op, i, need)).text
                 # but by position before values (with_graph_data's fields, then *values)
                 by_position = any(True for _ in iter_refs(a)) or any(True for _ in iter_refs(rest[i + 1:]))
                 args.append(text if by_position else f"{names[i]}={text}")
             args += [f"{k}={self.arg(v, 'edge' if op.kind == 'mp' else need).text}" for k, v in op.kwargs]
-            return Code(f"{self.r.helper_names[op.helper]}({', '.join(args)})")
+            call = f"{self.r.helper_names[op.helper]}({', '.join(args)})"
+            if as_graph and self.r.attrs[op.name].rows == "node":
+                return Code(f"{call}[: block.num_dst_nodes()]")  # the graph's first rows
+            return Code(call)
         if op.kind == "module":
             return Code(f"{op.accessor}({self.call_args(op, need)})")
         if op.kind == "mp":

@@ -33,7 +33,8 @@ gnn-codegen is meant to support:
   (APPNPConv, SGConv and TAGConv may take w, which DGL's EdgeWeightNorm normalises on the whole
   graph);
 * `NdataConv` (full style, _draw_ndata_conv), a user layer as benchmarking-gnns writes one:
-  `g.ndata` written, `update_all` with a Python message and a drawn reducer, `g.ndata` read;
+  `g.ndata` written, `update_all` with a Python message and a drawn reducer (a Python one
+  too), `g.ndata` read;
   it fails on a block and runs on each block as a graph over its source nodes;
 * message passing written inline in forward (`with g.local_scope(): g.srcdata["h"] = h;
   g.update_all(fn.copy_u("h", "m"), fn.sum / mean / max("m", "h")); h = g.dstdata["h"]`);
@@ -247,7 +248,9 @@ def _draw_conv(draw: st.DrawFn, b: _Builder, source: int, style: str, target: in
 
 
 # --- a user layer that writes g.ndata (gnn_codegen/block_as_graph.py) --------------------------
-NDATA_REDUCERS = ("sum", "mean", "max")
+# "median": a Python reduce (median_of_mailbox), which DGL runs only for nodes with in-edges and
+# not at all on a block without edges (the runtime's _with_companion)
+NDATA_REDUCERS = ("sum", "mean", "max", "median")
 
 
 def _draw_ndata_conv(draw: st.DrawFn, b: _Builder, source: int, style: str, target: int | None) -> int:
@@ -595,12 +598,16 @@ class TwoRoundUDFConv(nn.Module):
             return self.linear(graph.ndata["h"])
 ''',
     "NdataConv": '''
+def median_of_mailbox(nodes):
+    return {"neigh": nodes.mailbox["m"].median(dim=1).values}
+
+
 class NdataConv(nn.Module):
     """g.ndata written and read without a local scope, a Python message: fails on a block."""
 
     def __init__(self, in_feats, out_feats, reducer):
         super().__init__()
-        self.reduce = getattr(fn, reducer)("m", "neigh")
+        self.reduce = median_of_mailbox if reducer == "median" else getattr(fn, reducer)("m", "neigh")
         self.linear = nn.Linear(in_feats, out_feats)
         self.self_linear = nn.Linear(in_feats, out_feats)
 

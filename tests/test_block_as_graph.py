@@ -1,8 +1,8 @@
 """A user's layer that writes g.ndata (tests/models/block_as_graph.py) runs on each batch's block
 as a graph over the block's source nodes (gnn_codegen/block_as_graph.py): generated, equal to
 forward on random graphs with nodes without in-edges, for batch sizes that do and do not divide
-the node count; its edge output kept by the block's edge IDs; a layer that reads out-degrees or
-runs two rounds stays refused."""
+the node count; its edge output kept by the block's edge IDs; a layer that reads out-degrees is
+given the whole graph's; one that runs two rounds stays refused."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ CASES = {
                                     feat_dims="w=2"),
     "EdgeScoresNet": GenerateOptions(init='{"in_dim": 6, "edge_dim": 2, "hidden_dim": 8}', feat_dims="w=2"),
     "SumAggregatorNet": GenerateOptions(init='{"in_dim": 6, "hidden_dim": 8, "n_classes": 3}', feat_dims="x=6"),
+    "OutDegreeNormNet": GenerateOptions(init='{"dim": 6}', feat_dims="x=6"),
 }
 # what the generated layers must say
 READS = {
@@ -30,6 +31,9 @@ READS = {
     "EdgeScoresNet": ["h, e = self.layer(graph, embed_h, embed_e)", "h = h[: block.num_dst_nodes()]",
                       "return h, e.sum(-1)"],
     "SumAggregatorNet": ["torch.relu(self.conv1(graph, x)[: block.num_dst_nodes()])"],
+    # the whole graph's out-degrees, of the graph's nodes (the block's sources)
+    "OutDegreeNormNet": ["out_degrees = g.out_degrees()",
+                         "return _with_graph_out_degrees(self.conv, graph, x, out_degrees)[: block.num_dst_nodes()]"],
 }
 
 
@@ -65,7 +69,6 @@ def test_a_layer_written_with_builtins_is_still_traced_into(monkeypatch: pytest.
 
 
 @pytest.mark.parametrize("name, why", [
-    ("OutDegreeNormNet", "it reads out-degrees, which a block counts only inside the block"),
     ("TwoRoundsNet", "it runs several rounds of message passing, each one hop further"),
 ])
 def test_a_layer_not_exact_as_a_graph_stays_refused(name: str, why: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -78,15 +81,74 @@ def test_a_layer_not_exact_as_a_graph_stays_refused(name: str, why: str, monkeyp
     assert why in message
 
 
-def test_a_python_reduce_that_makes_no_field_without_edges_is_refused_saying_so(
+# reduces over an empty mailbox: a Python reduce (no field on a block without edges), a min read
+# by an apply function (-inf on g, 0 on a block without edges); as a graph and on blocks
+EMPTY_MAILBOXES = {
+    "MailboxSoftmaxNet": GenerateOptions(init='{"dim": 6}', feat_dims="x=6"),
+    "MedianBlockNet": GenerateOptions(init='{"dim": 6, "n_classes": 3}', feat_dims="x=6"),
+    "MinApplyNet": GenerateOptions(init='{"dim": 6}', feat_dims="x=6"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EMPTY_MAILBOXES))
+def test_a_reduce_over_an_empty_mailbox_gives_forwards_rows(name: str, monkeypatch: pytest.MonkeyPatch,
+                                                            tmp_path) -> None:
+    """A batch whose nodes have no in-edges gets a node with in-edges along (the runtime's
+    _with_companion), so the module never sees a block without edges, which g never is: DGL then
+    makes the Python reduce's field, zeros for nodes without in-edges, and gives an apply function
+    -inf from min, as on g. Equal to forward for all nodes, for some (nodes=) and in files."""
+    import copy
+
+    from gnn_codegen.harness import (allclose, flatten, full_graph_forward, generated_model, import_source,
+                                     make_inputs, random_graph_for, rows_for, run_inference, some_nodes)
+    from gnn_codegen.perturb import perturb
+
+    generated = _generate(name, EMPTY_MAILBOXES[name], monkeypatch)
+    reference = copy.deepcopy(generated.loaded.model)
+    perturb(reference, 3)
+    model = generated_model(generated, import_source(generated.source, generated.loaded.path.parent),
+                            reference.eval())
+    g = random_graph_for(generated, 61, seed=3, zero_in_degree=True)  # a fifth without in-edges
+    assert int((g.in_degrees() == 0).sum()) > 5
+    inputs = make_inputs(generated, 61, 3, g.num_edges())
+    expected = full_graph_forward(reference, generated, g, inputs)
+    for batch_size in (1, 4, 61):
+        actual = run_inference(model, generated, g, inputs, batch_size=batch_size, device="cpu")
+        assert allclose(flatten(actual), flatten(expected), atol=1e-5, rtol=1e-5), batch_size
+    nodes = some_nodes(61, 9, seed=4)
+    actual = run_inference(model, generated, g, inputs, batch_size=2, device="cpu", nodes=nodes,
+                           storage=str(tmp_path))
+    assert allclose(flatten(actual), rows_for(generated, expected, nodes), atol=1e-5, rtol=1e-5)
+
+
+def test_two_update_alls_of_one_hop_reading_out_degrees_get_the_whole_graphs(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(errors.UnsupportedModuleError) as caught:
-        _generate("MailboxSoftmaxNet", GenerateOptions(init='{"dim": 6}', feat_dims="x=6"), monkeypatch)
-    message = str(caught.value)
-    assert ("fails on a 1-hop block given as a graph over its source nodes (it fails on a block) with "
-            "KeyError ('h') in a batch whose nodes have no in-edges, where DGL runs no Python reduce "
-            "function") in message
-    assert "Reduce with DGL's built-in functions" in message
+    """Two update_all calls that both read the layer's input are one hop, not two rounds: a layer
+    that also reads its graph's out-degrees is given the whole graph's on each block and proven
+    so, where it was refused as rounds."""
+    options = GenerateOptions(init='{"dim": 6, "n_classes": 3}', feat_dims="x=6")
+    generated = _generate("TwoAggregatesNet", options, monkeypatch)
+    method = "".join(_method(generated.source).split())
+    assert "".join("_with_graph_out_degrees(self.conv1, block, x, out_degrees)".split()) in method
+    for seed in (1, 2):
+        result = check(generated, num_nodes=97, seed=seed, batch_sizes=(1, 13, 97))
+        assert result.ok, f"max |difference| {result.max_abs_diff}"
+
+
+def test_a_batch_without_in_edges_takes_one_node_with_some_along() -> None:
+    """_with_companion: every batch of a graph with edges has one (of `nodes` where one has)."""
+    import dgl
+
+    from gnn_codegen.runtime import runtime_class
+
+    g = dgl.graph((torch.tensor([0, 1, 2]), torch.tensor([7, 7, 8])), num_nodes=10)
+    batches = runtime_class()(torch.nn.Linear(1, 1), g, 3, "cpu", 2**30, False)
+    assert [b if isinstance(b, slice) else b.tolist()
+            for b in batches._with_companion([slice(0, 3), slice(6, 9)], None)] == [[0, 1, 2, 7], slice(6, 9)]
+    assert [b.tolist() for b in batches._with_companion([torch.tensor([1, 2])], torch.tensor([1, 2, 8]))] == [
+        [1, 2, 8]]
+    empty = runtime_class()(torch.nn.Linear(1, 1), dgl.graph(([], []), num_nodes=4), 3, "cpu", 2**30, False)
+    assert list(empty._with_companion([slice(0, 3)], None)) == [slice(0, 3)]  # as forward: no edge anywhere
 
 
 def test_the_runtime_lists_a_blocks_destinations_first() -> None:

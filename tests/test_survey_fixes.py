@@ -297,3 +297,40 @@ def test_simplehgns_attention_kept_on_the_graph_is_refused_naming_it(name: str, 
         generate_all(f"{OHG}:{name}", options)
     assert str(info.value).startswith(f"{OHG}:{line} ")
     assert "self.hgn_layers.0 (SimpleHGNConv) leaves g.edata['alpha'] on the graph forward gives it" in str(info.value)
+
+
+# --- 6. user message-passing modules: empty mailboxes, out-degrees with two update_alls ------------
+
+BENCHMARKING = "tests/models/survey/benchmarking_gnns_style.py"
+
+
+@pytest.mark.parametrize("name, target, options", [
+    # a Python mailbox reduce: no field on a block without edges (the runtime's _with_companion)
+    ("GATNet", f"{BENCHMARKING}:GATNet", GenerateOptions(
+        init='{"in_dim": 5, "hidden_dim": 4, "out_dim": 8, "n_classes": 3, "num_heads": 2, "n_layers": 2}',
+        feat_dims="e=1")),
+    # max + an apply node module: -inf (NaN after it) on g's nodes without in-edges, 0 on an empty block
+    ("GraphSageNet", f"{BENCHMARKING}:GraphSageNet", GenerateOptions(
+        init='{"in_dim": 5, "hidden_dim": 8, "n_classes": 3, "n_layers": 2}', feat_dims="e=1")),
+    # out-degrees and two update_alls of one hop, a Python message reading both ends (as a graph)
+    ("NGCF", f"{RECSYS}:NGCF", GenerateOptions(init='{"in_feats": 8, "hidden_size": 8, "out_feats": 4}',
+                                               feat_dims="inputs=8")),
+])
+def test_user_modules_once_refused_equal_forward(name: str, target: str, options: GenerateOptions,
+                                                 tmp_path: Path) -> None:
+    assert _written_and_checked(name, target, options, tmp_path)["outcome"] == "exact"
+
+
+def test_agdn_is_refused_naming_its_rounds_and_its_attention_over_out_edges() -> None:
+    """AGDNConv's K rounds and its edge_softmax(norm_by='src') read beyond a block's in-edges:
+    the refusal names both (not the rounds alone, whose way out would still not be exact)."""
+    ogb = "tests/models/survey/ogb_style.py"
+    with pytest.raises(errors.UnsupportedModuleError) as info:
+        generate_all(f"{ogb}:AGDN", GenerateOptions(
+            init='{"node_feats": 8, "n_classes": 3, "n_layers": 2, "n_heads": 2, "n_hidden": 4, "K": 2}'))
+    message = str(info.value)
+    assert message.startswith(f"{ogb}:356 (`h = self.convs[i](subgraphs[i], h).flatten(1, -1)`): self.convs[0] "
+                              "(AGDNConv")
+    assert ("it runs several rounds of message passing, each one hop further, and it normalises over each "
+            "source node's out-edges with edge_softmax(norm_by='src')") in message
+    assert "or evaluate this model with its full-graph forward." in message

@@ -517,6 +517,8 @@ class _FullNeighbourBatches:
             except ImportError:
                 pass
         batches = self._paced(batches, lambda nodes: self._work(nodes, blocks))
+        if blocks:  # no block without edges (_with_companion)
+            batches = self._with_companion(batches, nodes)
         if self.device.type != "cuda":
             for dst_nodes in batches:
                 yield self._prepare(dst_nodes, src, dst, edges, in_place, blocks)
@@ -574,6 +576,40 @@ class _FullNeighbourBatches:
             )
         rows += [self._rows(t, edge_ids) for t in edges]
         return dst_nodes, block, rows
+
+    def _with_companion(self, batches, nodes):
+        """The batches, where one's nodes have no in-edge while g has some, with one node
+        that has in-edges added (of `nodes` where one of them has, so that its inputs are
+        computed), its rows computed as in its own batch. A block without edges is a graph
+        that forward never sees: on it DGL calls no Python reduce function, so the field
+        that makes is missing, and its max and min give 0 where they give an apply
+        function -inf on g. With one edge in the block, DGL does what it does on g."""
+        companion = None
+        for dst_nodes in batches:
+            without_edges = self._work(dst_nodes, True) == self._work(dst_nodes, False)
+            if self.num_edges and without_edges:
+                if companion is None:
+                    companion = self._companion(nodes)
+                if isinstance(dst_nodes, slice):
+                    dst_nodes = torch.arange(
+                        dst_nodes.start,
+                        dst_nodes.stop,
+                        dtype=companion.dtype,
+                        device=companion.device,
+                    )
+                dst_nodes = torch.cat([dst_nodes, companion.to(dst_nodes)])
+            yield dst_nodes
+
+    def _companion(self, nodes):
+        """A node with in-edges, of `nodes` where one has: one ID in a tensor."""
+        if nodes is not None:
+            ids = nodes.to(self.indptr.device)
+            some = (self.indptr[ids + 1] > self.indptr[ids]).nonzero()
+            if len(some):
+                return ids[some[0]]
+        # indptr does not decrease: the first node with in-edges ends its first run of 0
+        first = torch.searchsorted(self.indptr, self.indptr[:1], right=True) - 1
+        return first.to(self.indices.dtype)
 
     def _work(self, nodes, blocks):
         """A batch's destination nodes, and with blocks their in-edges (_paced)."""

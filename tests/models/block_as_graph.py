@@ -137,7 +137,8 @@ class SumAggregatorNet(nn.Module):
 
 class OutDegreeNormLayer(nn.Module):
     """Reads its graph's out-degrees (a symmetric norm), which a block, given as a graph or not,
-    counts only inside the block: stays refused."""
+    counts only inside the block: given the whole graph's while it runs on each block as a graph
+    (write_out.py's with_graph_out_degrees)."""
 
     def __init__(self, dim):
         super().__init__()
@@ -198,7 +199,7 @@ class UnusedEdgeInputNet(nn.Module):
 class MailboxSoftmaxLayer(nn.Module):
     """GAT as benchmarking-gnns writes a head: Python attention on edges, a Python reduce with a
     softmax over the mailbox. On a batch whose nodes have no in-edges DGL runs no Python reduce,
-    so g.ndata["h"] is missing: refused, saying so."""
+    so g.ndata["h"] would be missing: the runtime adds a node with in-edges to such a batch."""
 
     def __init__(self, dim):
         super().__init__()
@@ -220,3 +221,97 @@ class MailboxSoftmaxNet(nn.Module):
 
     def forward(self, g, x):
         return self.conv(g, x)
+
+
+def median_reduce(nodes):
+    """A reduce function at module level, as DGL's tutorials write one: the median of the mailbox."""
+    return {"agg": nodes.mailbox["m"].median(dim=1).values}
+
+
+class MedianBlockLayer(nn.Module):
+    """A layer written for blocks (srcdata / dstdata, a destination slice), reducing with a Python
+    function: no field for nodes without in-edges on g (zeros there, DGL's frame), and none at all
+    on a block without edges."""
+
+    def __init__(self, dim):
+        super().__init__()
+        self.lin = nn.Linear(2 * dim, dim)
+
+    def forward(self, block, h):
+        with block.local_scope():
+            h_dst = h[: block.num_dst_nodes()]
+            block.srcdata["h"] = h
+            block.update_all(fn.copy_u("h", "m"), median_reduce)
+            return self.lin(torch.cat([h_dst, block.dstdata["agg"]], dim=1))
+
+
+class MedianBlockNet(nn.Module):
+    def __init__(self, dim, n_classes):
+        super().__init__()
+        self.layers = nn.ModuleList([MedianBlockLayer(dim), MedianBlockLayer(dim)])
+        self.out = nn.Linear(dim, n_classes)
+
+    def forward(self, blocks, x):
+        h = x
+        for layer, block in zip(self.layers, blocks):
+            h = torch.relu(layer(block, h))
+        return self.out(h)
+
+
+class MinApplyLayer(nn.Module):
+    """A min reduce with an apply function that reads it, as a user writes a 'soft floor': on g
+    the apply function sees -inf where a node has no in-edges (DGL sets 0 only after it ran), on a
+    block without edges it would see 0."""
+
+    def __init__(self, dim):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(dim))
+
+    def apply(self, nodes):
+        return {"out": torch.exp(nodes.data["low"] * self.scale) + nodes.data["h"]}
+
+    def forward(self, g, h):
+        with g.local_scope():
+            g.srcdata["h"] = h
+            g.update_all(fn.copy_u("h", "m"), fn.min("m", "low"), self.apply)
+            return g.dstdata["out"]
+
+
+class MinApplyNet(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.inp = nn.Linear(dim, dim)
+        self.conv = MinApplyLayer(dim)
+
+    def forward(self, g, x):
+        return self.conv(g, torch.tanh(self.inp(x)))
+
+
+class TwoAggregatesLayer(nn.Module):
+    """Written for blocks (srcdata / dstdata): a source norm by the graph's out-degrees, then two
+    update_all calls that both read the layer's input (a sum, and a max in a Python reduce,
+    PNA-like): one hop, not two rounds."""
+
+    def __init__(self, dim):
+        super().__init__()
+        self.lin = nn.Linear(2 * dim, dim)
+
+    def forward(self, graph, feat):
+        with graph.local_scope():
+            norm = graph.out_degrees().float().clamp(min=1).rsqrt().unsqueeze(-1)
+            graph.srcdata["h"] = feat * norm
+            graph.update_all(fn.copy_u("h", "m"), fn.sum("m", "s"))
+            graph.update_all(fn.copy_u("h", "m"), lambda nodes: {"x": nodes.mailbox["m"].amax(1)})
+            return self.lin(torch.cat([graph.dstdata["s"], graph.dstdata["x"]], dim=-1))
+
+
+class TwoAggregatesNet(nn.Module):
+    def __init__(self, dim, n_classes):
+        super().__init__()
+        self.conv1 = TwoAggregatesLayer(dim)
+        self.conv2 = TwoAggregatesLayer(dim)
+        self.out = nn.Linear(dim, n_classes)
+
+    def forward(self, g, x):
+        h = F.relu(self.conv1(g, x))
+        return self.out(F.relu(self.conv2(g, h)) + h)

@@ -42,15 +42,20 @@ def _carried(before: Stage, function: LayerFunction, buffer: dict[str, str], pri
     stores is such a parameter; before the loop's first layer, the stage before (the prologue,
     say) may also store what others read."""
     by_name = {buffer[v]: v for v in before.stores}
-    carried = {i: by_name[p] for i, p in enumerate(function.params)
-               if p in by_name and by_name[p] in private and readers.get(p) == 1}
-    if whole and len(carried) != len(before.stores):
+    # a layer function's parameters after `block` are its src, dst and edge tensors, in order
+    # (render_layer.py); one tensor may be two parameters (`h` on sources, `h_dst`)
+    arguments = ["block", *function.src, *function.dst, *function.edges]
+    carried = {i: by_name[a] for i, a in enumerate(arguments)
+               if a in by_name and by_name[a] in private and readers.get(a) == 1}
+    if whole and set(carried.values()) != set(before.stores):
         return None
     return carried
 
 
-def _shape(function: LayerFunction, positions: set[int]) -> tuple:
+def _shape(function: LayerFunction, positions: set[int]) -> tuple | None:
     """The function with the parameters at `positions` made anonymous, to compare with another."""
+    if any(i >= len(function.params) for i in positions):
+        return None
     names = {function.params[i]: f"\0{i}" for i in positions}
     pattern = re.compile(r"\b(" + "|".join(re.escape(n) for n in names) + r")\b") if names else None
 
@@ -76,9 +81,8 @@ def find_loops(stages: list[Stage], functions: list[LayerFunction], buffer: dict
                 and stages[i].graph == stages[i + 1].graph):
             links[i] = _carried(stages[i], functions[i + 1], buffer, private, readers)
 
-    def order(link: dict[int, str], stage: Stage) -> tuple[int, ...]:  # store j -> its position
-        position = {v: i for i, v in link.items()}
-        return tuple(position[v] for v in stage.stores)
+    def order(link: dict[int, str], stage: Stage) -> tuple[int, ...]:  # store j -> its positions
+        return tuple(tuple(i for i, v in link.items() if v == store) for store in stage.stores)
 
     loops: list[LayerLoop] = []
     position = 0
@@ -90,20 +94,18 @@ def find_loops(stages: list[Stage], functions: list[LayerFunction], buffer: dict
                     == _shape(functions[end + 1], set(links[end])))):
             end += 1
         start = position
-        if end > start:
-            # the first layer's inputs are renamed too: they must be what the stage before it
-            # stores for it alone, in the same places; else the loop starts a layer later
-            first = _carried(stages[start - 1], functions[start], buffer, private, readers, whole=False) \
-                if start else None
-            if (first is None or set(first) != set(links[start])
-                    or _shape(functions[start], set(first)) != _shape(functions[start + 1], set(links[start]))):
-                start += 1
+        # the first layer reads, in the carried places, what any stage before stored or the
+        # caller's tensor: the loop's variables start from it (renamed, or `h = x` before it)
+        if end > start and (not _is_layer(stages[start], functions[start])
+                            or _shape(functions[start], set(links[start]))
+                            != _shape(functions[start + 1], set(links[start]))):
+            start += 1
         if end - start + 1 >= MIN_RUN:
-            first = _carried(stages[start - 1], functions[start], buffer, private, readers, whole=False)
-            positions = order(links[start], stages[start])
+            arguments = ["block", *functions[start].src, *functions[start].dst, *functions[start].edges]
+            value_of = {name: value for value, name in buffer.items()}
             chained = tuple(
-                (first[p], *(stages[i].stores[j] for i in range(start, end + 1)))
-                for j, p in enumerate(positions)
+                (value_of[arguments[p[0]]], *(stages[i].stores[j] for i in range(start, end + 1)))
+                for j, p in enumerate(order(links[start], stages[start]))
             )
             loops.append(LayerLoop(start, end, chained))
         position = end + 1
@@ -129,12 +131,16 @@ def fold(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, 
         for values in loop.chained:
             last = values[-1]  # forward's result keeps its name; else the running state's
             name = take_name(loop_variable(buffer[last])) if last in private else buffer[last]
-            for value in values:
+            # the first input too, where a stage before stored it for the loop alone; else (the
+            # caller's x, a tensor read later) the loop's variable starts as a copy of it
+            first = values[0]
+            entry = first in private and readers.get(buffer[first]) == 1
+            for value in values if entry else values[1:]:
                 buffer[value] = name
     written = rewrite()
-    for loop in loops:
+    for loop in loops:  # the first may read the caller's x where the others read h
         bodies = {(tuple(f.params), tuple(f.body), tuple(f.src), tuple(f.dst), tuple(f.edges), f.in_place, f.per_edge)
-                  for f in written[loop.start:loop.end + 1]}
+                  for f in written[loop.start + 1:loop.end + 1]}
         if len(bodies) != 1:  # not expected (the functions compared equal before): no loops
             buffer.clear()
             buffer.update(before)

@@ -265,8 +265,8 @@ class Renderer:
             end = loop.end if loop else position
             last = end == len(functions) - 1
             which = None if position < all_nodes_before else f"{self.needed}[{stage.layer}]"
-            if loop:
-                function, which, lines = self._loop_lines(loop, runs, function, which)
+            if loop:  # the loop's last layer's function: the first may name its input otherwise
+                function, which, lines = self._loop_lines(loop, runs, functions[loop.end], which)
             else:
                 call = self._call(function, self.runtimes.get(stage.graph, self.batches), which)
                 targets = [self.buffer[n] for n in stage.stores]
@@ -319,7 +319,10 @@ class Renderer:
             counter = "_"
         call = self._call(function, self.runtimes.get(runs[loop.start][0].graph, self.batches), which)
         targets = ", ".join(self.buffer[v] for v in runs[loop.end][0].stores)
-        return function, which, [f"for {counter} in range({first}, {last + 1}):", f"    {targets} = {call}"]
+        # a loop variable that starts from a tensor of another name (the caller's x)
+        starts = [f"{self.buffer[values[-1]]} = {self.buffer[values[0]]}" for values in loop.chained
+                  if self.buffer[values[0]] != self.buffer[values[-1]]]
+        return function, which, [*starts, f"for {counter} in range({first}, {last + 1}):", f"    {targets} = {call}"]
 
     def _preamble(self) -> list[str]:
         g = self.params[0]

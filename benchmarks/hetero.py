@@ -1,9 +1,11 @@
 """Heterogeneous inference on a synthetic graph shaped like ogbn-mag (issue 19): the
 generated `inference` against the model's full-graph forward and against the layer-wise loop
 DGL's rgcn-hetero example writes by hand (a DataLoader of MultiLayerFullNeighborSampler(1)
-over every type's nodes, the layer called on each block), for RGCN, RGAT and DGL's
-rgcn-hetero EntityClassify (ENTITY, from learnt embeddings alone; its result compared on papers)
-(hetero_models.py). Times and peak RssAnon rises, as ratios against forward in the same run.
+over every type's nodes, the layer called on each block), for RGCN, RGAT and DGL's example
+forms (hetero_models.py): rgcn-hetero's EntityClassify (entity, from learnt embeddings alone; its
+result compared on papers), the rgat example's HeteroGAT on blocks (heterogat), and the rgcn
+example's RelGraphConv on the homogeneous graph of edge types (relgraph: dgl.to_homogeneous of the
+same heterograph, a norm per edge, compared on every node). Times and peak RssAnon rises, as ratios against forward in the same run.
 
     python benchmarks/hetero.py --papers 200000 --json benchmarks/results/hetero.json
 """
@@ -69,6 +71,8 @@ def handwritten(model, name, g, x, batch_size):
     import torch.nn.functional as F
 
     sampler = dgl.dataloading.MultiLayerFullNeighborSampler(1)
+    if name == "relgraph":
+        return handwritten_relgraph(model, g, batch_size)
     h = dict(x)
     h.update({t: e for t, e in model.embeds.items()})
     layers = [model.conv1, model.conv2] if name == "rgcn" else list(model.layers)
@@ -90,6 +94,9 @@ def handwritten(model, name, g, x, batch_size):
                         rows = rows if last else F.relu(rows)
                     elif name == "rgat":
                         rows = F.elu(rows.flatten(1))
+                    elif name == "heterogat":
+                        rows = rows.view(rows.shape[0], -1)
+                        rows = rows if last else F.relu(rows)
                     if t not in y:
                         y[t] = torch.empty(g.num_nodes(t), *rows.shape[1:])
                     y[t][output_nodes[t]] = rows
@@ -99,10 +106,54 @@ def handwritten(model, name, g, x, batch_size):
         return h["paper"] if name == "rgcn" else model.linear(h["paper"])
 
 
+def handwritten_relgraph(model, g, batch_size):
+    """The rgcn example's model, layer by layer as DGL's examples write it on a homogeneous
+    graph: one-hop blocks over all nodes, each edge's type and norm looked up by its ID."""
+    import dgl
+    import torch
+    import torch.nn.functional as F
+
+    sampler = dgl.dataloading.MultiLayerFullNeighborSampler(1)
+    loader = dgl.dataloading.DataLoader(g, torch.arange(g.num_nodes()), sampler, batch_size=batch_size,
+                                        shuffle=False)
+    etype, norm = g.edata[dgl.ETYPE], g.edata["norm"]
+    h = model.emb.weight
+    with torch.no_grad():
+        for i, conv in enumerate([model.conv1, model.conv2]):
+            y = None
+            for input_nodes, output_nodes, blocks in loader:
+                block = blocks[0]
+                eids = block.edata[dgl.EID]
+                rows = conv(block, h[input_nodes], etype[eids], norm[eids])
+                if y is None:
+                    y = torch.empty(g.num_nodes(), rows.shape[1])
+                y[output_nodes] = F.relu(rows) if i == 0 else rows
+            h = y
+    return h
+
+
+def homogeneous_of(g):
+    """What the rgcn example does to its heterograph: a norm per edge (1 / the destination's
+    in-degree in the edge's relation), then one graph with dgl.ETYPE per edge."""
+    import dgl
+
+    for etype in g.canonical_etypes:
+        g.edges[etype].data["norm"] = dgl.norm_by_dst(g, etype).unsqueeze(1)
+    homogeneous = dgl.to_homogeneous(g, edata=["norm"])
+    homogeneous.create_formats_()
+    return homogeneous
+
+
 def generated(name, counts, work: Path, shape: str = "mag"):
     from gnn_codegen import GenerateOptions, generate
 
     relations = SHAPES[shape][0]
+    if name == "relgraph":
+        init = {"num_nodes": sum(counts.values()), "num_rels": 2 * len(relations)}
+        source = generate(f"{HERE / 'hetero_models.py'}:RELGRAPH", GenerateOptions(init=json.dumps(init)))
+        (work / f"generated_{name}.py").write_text(source)
+        module = load_module(work / f"generated_{name}.py", f"generated_hetero_{name}")
+        return module.RELGRAPH, init
     metagraph = ",".join(f"{s}:{r}:{d},{d}:rev_{r}:{s}" for s, r, d in relations)
     entity = name == "entity"  # every type from an embedding: no features
     init = {"num_nodes": {t: n for t, n in counts.items() if entity or t != "paper"},
@@ -129,12 +180,14 @@ def one(name: str, method: str, args, folder: Path) -> dict:
     with torch.no_grad():  # weights off their initial values, biases off zero
         for p in model.parameters():
             p.add_(0.05 * torch.randn_like(p))
-    if name == "entity":  # forward(g) and inference(g, ...): the inputs are the embeddings
+    if name == "relgraph":
+        g = homogeneous_of(g)
+    if name in ("entity", "relgraph"):  # forward(g) and inference(g, ...): the inputs are embeddings
         inputs: tuple = ()
     else:
         inputs = (x,)
     runs = {
-        "full": lambda: model(g, *inputs),
+        "full": lambda: model([g] * 3 if name == "heterogat" else g, *inputs),
         "handwritten": lambda: handwritten(model, name, g, x, args.batch_size),
         "generated": lambda: model.inference(g, *inputs, batch_size=args.batch_size, device="cpu"),
         # every layer's results in memory-mapped files (page cache, not anonymous memory)
@@ -155,7 +208,7 @@ def one(name: str, method: str, args, folder: Path) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--papers", type=int, default=200_000)
-    parser.add_argument("--models", default="rgcn,rgat,entity")
+    parser.add_argument("--models", default="rgcn,rgat,entity,heterogat,relgraph")
     parser.add_argument("--methods", default="full,handwritten,generated",
                         help="of full, handwritten, generated, generated_storage (storage=), generated_auto "
                         "(batch_size='auto'); without full, errors are not measured")
@@ -163,6 +216,9 @@ def main(argv=None) -> int:
                         help="mag: ogbn-mag's shape; sparse: issue 40's graph, 8 edges per paper")
     parser.add_argument("--batch-size", type=int, default=4096)
     parser.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: torch's default)")
+    parser.add_argument("--neighbour", choices=["quiet", "busy", "torch"], default="quiet",
+                        help="what else runs beside each method's process (threads.py's conditions): nothing, a "
+                        "Python spin loop on a core, a 2-thread torch job")
     parser.add_argument("--json")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # MODEL:METHOD:FOLDER, run by main itself
     args = parser.parse_args(argv)
@@ -181,7 +237,16 @@ def main(argv=None) -> int:
             for method in methods:
                 command = [sys.executable, __file__, "--papers", str(args.papers), "--graph", args.graph, "--batch-size",
                            str(args.batch_size), "--threads", str(args.threads), "--one", f"{name}:{method}:{folder}"]
-                done = subprocess.run(command, capture_output=True, text=True, check=True)
+                from threads import CONDITIONS
+
+                other = CONDITIONS[args.neighbour]
+                neighbour = subprocess.Popen(other) if other else None
+                try:
+                    done = subprocess.run(command, capture_output=True, text=True, check=True)
+                finally:
+                    if neighbour is not None:
+                        neighbour.kill()
+                        neighbour.wait()
                 row = json.loads(done.stdout.strip().splitlines()[-1])
                 rows.append(row)
                 print(f"{name:5s} {method:12s} {row['seconds']:8.2f} s  peak +{row['peak_anon_bytes'] / 2**20:8.0f} MiB",
@@ -212,6 +277,7 @@ def main(argv=None) -> int:
                       f"{row['peak_vs_full']:.2f}x its peak, max |error| {row['max_abs_error']:.3g}", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps({"papers": args.papers, "graph": args.graph, "batch_size": args.batch_size,
+                                               "threads": args.threads, "neighbour": args.neighbour,
                                                "rows": rows}, indent=1) + "\n")
     return 0
 

@@ -2,6 +2,8 @@
 features; authors, institutions and fields of study without, each from a learnt embedding (as
 DGL's ogbn-mag examples do). Written as those examples write them."""
 
+import dgl
+from dgl.utils import recursive_apply  # dgl.recursive_apply in DGL 2
 import dgl.nn as dglnn
 import torch
 import torch.nn as nn
@@ -146,3 +148,56 @@ class ENTITY(nn.Module):
         for layer in self.layers:
             h = layer(g, h)
         return h
+
+
+class HETEROGAT(nn.Module):
+    """DGL's rgat example (ogbn-mag): three HeteroGraphConv layers of GATConv with 4 heads on
+    blocks, the heads merged with a view over each type's rows (dgl.recursive_apply), ReLU and
+    dropout between, a Linear classifier of papers. Paper features only at the input: the
+    featureless types come from learnt embeddings here (the example averages paper features
+    into them before training)."""
+
+    def __init__(self, num_nodes, rel_names, in_size=128, hid_size=64, out_size=349, n_heads=4):
+        super().__init__()
+        self.embeds = nn.ParameterDict(
+            {ntype: nn.Parameter(torch.randn(n, in_size) * 0.1) for ntype, n in num_nodes.items()}
+        )
+        self.layers = nn.ModuleList()
+        for i in range(3):
+            size = in_size if i == 0 else hid_size
+            self.layers.append(
+                dglnn.HeteroGraphConv({rel: dglnn.GATConv(size, hid_size // n_heads, n_heads) for rel in rel_names})
+            )
+        self.dropout = nn.Dropout(0.5)
+        self.linear = nn.Linear(hid_size, out_size)
+
+    def forward(self, blocks, x):
+        h = dict(x)
+        h.update({ntype: embed for ntype, embed in self.embeds.items()})
+        for i, (layer, block) in enumerate(zip(self.layers, blocks)):
+            h = layer(block, h)
+            h = recursive_apply(h, lambda v: v.view(v.shape[0], v.shape[1] * v.shape[2]))
+            if i != len(self.layers) - 1:
+                h = recursive_apply(h, F.relu)
+                h = recursive_apply(h, self.dropout)
+        return self.linear(h["paper"])
+
+
+class RELGRAPH(nn.Module):
+    """DGL's rgcn example (entity.py): RelGraphConv with basis weights on the homogeneous graph
+    that dgl.to_homogeneous makes of the heterograph, each edge's type in g.edata[dgl.ETYPE] and
+    its norm (1 / in-degree per relation) in g.edata["norm"]; featureless, from an embedding of
+    every node."""
+
+    def __init__(self, num_nodes, num_rels, h_dim=64, out_dim=349, num_bases=2):
+        super().__init__()
+        self.emb = nn.Embedding(num_nodes, h_dim)
+        self.conv1 = dglnn.RelGraphConv(h_dim, h_dim, num_rels, regularizer="basis", num_bases=num_bases,
+                                        self_loop=False)
+        self.conv2 = dglnn.RelGraphConv(h_dim, out_dim, num_rels, regularizer="basis", num_bases=num_bases,
+                                        self_loop=False)
+
+    def forward(self, g):
+        x = self.emb.weight
+        h = F.relu(self.conv1(g, x, g.edata[dgl.ETYPE], g.edata["norm"]))
+        return self.conv2(g, h, g.edata[dgl.ETYPE], g.edata["norm"])

@@ -13,6 +13,7 @@ import torch
 from gnn_codegen.edge_masks import mask_inputs
 from gnn_codegen.edge_weight_norm import EDGE_WEIGHT_NORM
 from gnn_codegen.errors import FeatDimsError
+from gnn_codegen.shape_keeping import SHAPE_KEEPING
 from gnn_codegen.graph_data import BLOCK_EDGE_IDS, BLOCK_NODE_IDS
 from gnn_codegen.node_counts import MADE, made_value
 from gnn_codegen.ir import Op, Program, Ref, iter_refs, reads_metadata
@@ -22,12 +23,6 @@ from gnn_codegen.node_tables import table_of
 _WIDTH_ATTRIBUTES = ("_in_src_feats", "_in_feats", "in_feats", "in_feat", "in_size", "in_channels", "in_dim")
 # The width an input gets when nothing in the model fixes it (InputSpec.guessed)
 GUESSED_WIDTH = 5
-# Ops whose output is as wide as their input: a width found past them is the input's.
-_PASS_THROUGH = frozenset({
-    "relu", "elu", "leaky_relu", "gelu", "tanh", "sigmoid", "float", "contiguous", "add", "sub", "mul",
-    # elementwise too (`(h - h.mean(0)) / (h.std(0) + 0.5)`: found by the differential test)
-    "truediv", "div", "neg", "abs", "pow", "exp", "sqrt", "clamp", "silu", "selu", "softplus", "dropout",
-})
 
 
 @dataclass(frozen=True)
@@ -262,7 +257,7 @@ def _inputs(program: Program, model: torch.nn.Module, given: dict[str, tuple[int
                     frontier.append(user_name)  # an inline update_all keeps the width of its fields
                 elif user.kind == "module" or user.helper or (user.kind == "mp" and rows == "node"):
                     width = _module_width(model.get_submodule(program.module_path(user)))
-                elif user.target.rsplit(".", 1)[-1] in _PASS_THROUGH:
+                elif user.target.rsplit(".", 1)[-1] in SHAPE_KEEPING:
                     frontier.append(user_name)
                 if width is not None:
                     break

@@ -10,7 +10,7 @@ import ast
 import json
 import textwrap
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -20,6 +20,7 @@ from gnn_codegen.edge_masks import graph_arguments, is_edge_subgraph
 from gnn_codegen.edge_masks import suffix as edge_subgraph_suffix
 from gnn_codegen.edge_weight_norm import EDGE_WEIGHT_NORM
 from gnn_codegen.graph_data import BLOCK_EDGE_IDS, BLOCK_NODE_IDS
+from gnn_codegen.layer_loops import LayerLoop, fold
 from gnn_codegen.homogenized import kept_fields, spelled_conversion, subgraph_types
 from gnn_codegen.node_counts import GRAPH, MADE
 from gnn_codegen.graph_proxy import BATCH_SIZE
@@ -242,6 +243,9 @@ class Renderer:
             for position, stage in enumerate(ordered)
         ]
         functions = [writer.write() for _, writer in runs]
+        functions, loops = self._fold_loops(runs, functions)
+        loop_at = {loop.start: loop for loop in loops}
+        folded = {position for loop in loops for position in range(loop.start + 1, loop.end + 1)}
         last_use = self._last_uses(functions)
         # a tensor whose last reader is a reduction (read before its stage's loop) is deleted
         # right after it, not after an earlier stage
@@ -256,15 +260,22 @@ class Renderer:
         # for all nodes, the others for the nodes the output needs (_FullNeighbourBatches.needed)
         all_nodes_before = max((position for position, (stage, _) in enumerate(runs) if stage.reductions), default=0)
         for position, ((stage, writer), function) in enumerate(zip(runs, functions)):
-            last = position == len(functions) - 1
+            if position in folded:  # written once, with the loop at its run's first layer
+                continue
+            loop = loop_at.get(position)
+            end = loop.end if loop else position
+            last = end == len(functions) - 1
             which = None if position < all_nodes_before else f"{self.needed}[{stage.layer}]"
-            call = self._call(function, self.runtimes.get(stage.graph, self.batches), which)
-            targets = [self.buffer[n] for n in stage.stores]
-            lines = [f"{', '.join(targets)} = {call}"]
-            frees = [name for name, at in last_use.items() if at == position and not last]
+            if loop:  # the loop's last layer's function: the first may name its input otherwise
+                function, which, lines = self._loop_lines(loop, runs, functions[loop.end], which)
+            else:
+                call = self._call(function, self.runtimes.get(stage.graph, self.batches), which)
+                targets = [self.buffer[n] for n in stage.stores]
+                lines = [f"{', '.join(targets)} = {call}"]
+            frees = [name for name, at in last_use.items() if position <= at <= end and not last]
             if frees:
                 lines.append(f"del {', '.join(frees)}")
-            comment = self._describe(stage, position)
+            comment = self._describe(stage, position, runs[end][0])
             before = self._before_loop(stage, writer)
             if position in freed_after_reductions:
                 before.append(f"del {', '.join(freed_after_reductions[position])}")
@@ -282,6 +293,41 @@ class Renderer:
             before_return=before_return,
             result=returned,
         )
+
+    def _fold_loops(self, runs: list[tuple[Stage, LayerWriter]], functions: list[LayerFunction]):
+        """Consecutive layers that are one function of the layer before: their chained tensors
+        take one name and their functions are written again (layer_loops.py)."""
+        readers = Counter(t for f in functions for t in {*f.src, *f.dst, *f.edges})
+        for stage in self.plan.stages:  # values read before a stage's loop count as readers
+            for value in (*(v for _, v in stage.reductions), *(r for n in stage.once for r in self.program.op(n).refs())):
+                if value in self.buffer:
+                    readers[self.buffer[value]] += 2
+        callers = self._callers_tensors()
+        private = {value for value, name in self.buffer.items() if name not in callers}
+
+        def rewrite() -> list[LayerFunction]:
+            self.origins = []
+            return [LayerWriter(self, stage, writer.name).write() for stage, writer in runs]
+
+        return fold([stage for stage, _ in runs], functions, self.buffer, private, dict(readers), self.names.take,
+                     rewrite)
+
+    def _loop_lines(self, loop: LayerLoop, runs, function: LayerFunction, which: str | None):
+        """The loop over a run of identical layers: its function, named for any of them, and
+        `for k in range(first, last + 1): h = batches.map(layer_k, src=[h], ...)`."""
+        first, last = runs[loop.start][0].layer, runs[loop.end][0].layer
+        counter = self.names.take("k")
+        function = replace(function, name=self.names.take("layer_k"))
+        if which is not None:
+            which = f"{self.needed}[{counter}]"
+        else:
+            counter = "_"
+        call = self._call(function, self.runtimes.get(runs[loop.start][0].graph, self.batches), which)
+        targets = ", ".join(self.buffer[v] for v in runs[loop.end][0].stores)
+        # a loop variable that starts from a tensor of another name (the caller's x)
+        starts = [f"{self.buffer[values[-1]]} = {self.buffer[values[0]]}" for values in loop.chained
+                  if self.buffer[values[0]] != self.buffer[values[-1]]]
+        return function, which, [*starts, f"for {counter} in range({first}, {last + 1}):", f"    {targets} = {call}"]
 
     def _preamble(self) -> list[str]:
         g = self.params[0]
@@ -537,7 +583,7 @@ class Renderer:
             return name if which == 1 else f"{name}_pass_{which}"
         return "prologue" if stage.index == 0 else f"layer_{stage.layer}"
 
-    def _describe(self, stage: Stage, position: int) -> list[str]:
+    def _describe(self, stage: Stage, position: int, last: Stage | None = None) -> list[str]:
         ops = [self.program.op(p.name) for p in stage.ops]
         if stage.node_pass:
             which, count = self._pass_number(stage, position)
@@ -555,6 +601,9 @@ class Renderer:
         convs = ", ".join(f"{op.accessor} ({op.class_name})" for op in ops if op.kind == "mp")
         # on a graph forward derives (dgl.add_self_loop, an edge subgraph): say which
         on = f", on {self.graph_name[stage.graph]}" if stage.graph and stage.graph != self.program.graph else ""
+        if last is not None and last is not stage:  # a loop over identical layers (layer_loops.py)
+            return comment(f"Layers {stage.layer} to {last.layer} of {self.plan.num_layers}, each the same function "
+                           f"of the layer before: {convs}{on}.")
         return comment(f"Layer {stage.layer} of {self.plan.num_layers}: {convs}{on}.")
 
     def _docstring(self) -> list[str]:

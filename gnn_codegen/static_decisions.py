@@ -53,6 +53,7 @@ from gnn_codegen.graph_data import graph_data_read
 from gnn_codegen.input_specs import GUESSED_WIDTH, declared_width, model_float_dtype
 from gnn_codegen.ir import Assumption, StaticDecision
 from gnn_codegen.node_tables import _origin, node_features
+from gnn_codegen.shape_keeping import SHAPE_KEEPING_MODULES, keeps_width
 from gnn_codegen.several_graphs import graph_item
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
@@ -64,9 +65,6 @@ _METHODS = {"size": "shape", "dim": "ndim", "ndimension": "ndim", "is_floating_p
             "is_complex": "dtype"}
 # what Python computes from such answers: comparisons, arithmetic, indexing a shape, `and`/`not`
 _PYTHON = (len, isinstance)
-# ops through which an input keeps its width, for a module that consumes it after them
-_SHAPE_KEEPING = frozenset({"relu", "elu", "leaky_relu", "gelu", "silu", "tanh", "sigmoid", "dropout", "float",
-                            "contiguous"})
 # the sizes of the two example graphs: different, so a test of a row count shows itself
 _PROBE_NODES = (9, 14)
 
@@ -260,22 +258,12 @@ def _known_input(name: str, tracer: Any, graph_arg: str, widths: Mapping[str, tu
                 width = declared_width(module)
                 if width:
                     return _Input((width,), floats)
-                if isinstance(module, _SHAPE_KEEPING_MODULES) and user.args[:1] == (node,):
+                if isinstance(module, SHAPE_KEEPING_MODULES) and user.args[:1] == (node,):
                     frontier.append(user)  # `self.dropout(x)` before the layer that says its width
             elif user.op in ("call_function", "call_method") and user.args[:1] == (node,) and \
-                    getattr(user.target, "__name__", user.target) in (*_SHAPE_KEEPING, *_SCALED):
+                    keeps_width(user, tracer.root):
                 frontier.append(user)
     return _Input(None, floats)
-
-
-# modules that keep a row's width: what reads their result says the input's
-_SHAPE_KEEPING_MODULES = (torch.nn.Dropout, torch.nn.Identity, torch.nn.ReLU, torch.nn.ELU, torch.nn.LeakyReLU,
-                          torch.nn.GELU, torch.nn.SiLU, torch.nn.Tanh, torch.nn.Sigmoid, torch.nn.PReLU)
-
-# `x * norm`, `x / deg`: scaled rows keep their width where the other operand is a column or a
-# number (a hand-written degree norm), which the example run then shows: a width found through
-# one that broadcasts wider fails that run, and the test stays refused
-_SCALED = ("mul", "truediv", "add", "sub")
 
 
 def _example(known: _Input, rows: int, generator: torch.Generator) -> torch.Tensor:

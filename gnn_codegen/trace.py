@@ -34,6 +34,7 @@ from gnn_codegen.forward_defaults import (
 from gnn_codegen.several_graphs import count_fixed_by_forward, drop_unused_items, forward_taking_graphs, side_by_side
 from gnn_codegen.sized_tensors import traced_factories
 from gnn_codegen.traced_len import traced_len
+from gnn_codegen.shape_keeping import through_shape_keeping
 from gnn_codegen.static_decisions import MetadataProxy, concrete, decide, graph_data_named
 from gnn_codegen.static_shapes import decided
 from gnn_codegen.errors import (
@@ -119,28 +120,6 @@ class Traced:
 
 # elementwise functions and methods of one tensor that keep its shape (and so its width), and
 # modules that do
-_SHAPE_KEEPING = frozenset({"relu", "elu", "leaky_relu", "gelu", "silu", "selu", "celu", "tanh", "sigmoid",
-                            "dropout", "float", "contiguous"})
-_SHAPE_KEEPING_MODULES = (torch.nn.Dropout, torch.nn.Identity, torch.nn.ReLU, torch.nn.ELU, torch.nn.LeakyReLU,
-                          torch.nn.GELU, torch.nn.SiLU, torch.nn.SELU, torch.nn.CELU, torch.nn.Tanh,
-                          torch.nn.Sigmoid, torch.nn.PReLU, torch.nn.BatchNorm1d, torch.nn.LayerNorm)
-
-
-def _through_shape_keeping(node: fx.Node, root: torch.nn.Module) -> fx.Node:
-    """The node whose value reaches `node` through shape-keeping calls on it alone."""
-    while node.op in ("call_function", "call_method", "call_module") and node.args \
-            and isinstance(node.args[0], fx.Node):
-        if node.op == "call_module":
-            keeps = isinstance(root.get_submodule(str(node.target)), _SHAPE_KEEPING_MODULES)
-        else:
-            name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
-            keeps = name in _SHAPE_KEEPING
-        if not keeps:
-            break
-        node = node.args[0]
-    return node
-
-
 class _Tracer(fx.Tracer):
     def __init__(self, graph_arg: str, forced_leaves: frozenset[str], forced_mp: frozenset[str],
                  through: frozenset[type] = frozenset(), widths: dict[str, tuple[int, ...]] | None = None):
@@ -202,7 +181,7 @@ class _Tracer(fx.Tracer):
             if isinstance(features, fx.Proxy) and width:
                 # forward's parameter, or its graph's data (`g.ndata["x"]`, an input once lifted),
                 # or either through activations that keep its shape (`layer(g, F.relu(x))`)
-                node = _through_shape_keeping(features.node, self.root)
+                node = through_shape_keeping(features.node, self.root)
                 read = graph_data_read(node, self.graph_arg)
                 which = node.target if node.op == "placeholder" else read
                 if which is not None:

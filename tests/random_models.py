@@ -20,6 +20,8 @@ gnn-codegen is meant to support:
 * in-place operations between layers (`h.mul_(1.5).add_(0.25)`, `F.relu(h, inplace=True)`,
   `h.clamp_(-2, 2)`), also on a value that dropout returned unchanged and that later lines read
   again, so the generated code must see the write through every alias;
+* full style, one convolution of a depth applied 3 or 4 times with its weights tied (`for _ in
+  range(3): h = F.relu(conv(g, h))`), which the generated code writes as one loop;
 * Python tests of a value's shape or dtype after a depth's layers (`if h.shape[-1] == K: h =
   self.linN(h)`, K sometimes the width; `if h.dtype == torch.float32:`; `if h.dim() == 3:`),
   decided while tracing (static_decisions.py);
@@ -126,6 +128,10 @@ class Step:
     # full style, a second convolution at its depth: on the reversed graph, `conv(dgl.reverse(g),
     # h)` (a loop of its own after the first's, cut.mp_depths)
     reversed_graph: bool = False
+    # full style, the one convolution of its depth applied this many times with its weights
+    # tied, `for _ in range(3): h = F.relu(conv(g, h))` (its rounds are written as one loop:
+    # gnn_codegen/layer_loops.py)
+    rounds: int = 1
     # a second convolution at its depth on forward's second graph, `conv(gs[1], h)`: see
     # _several_graphs
     second_graph: bool = False
@@ -190,7 +196,7 @@ class _Builder:
         if self.draw(st.booleans()):
             step = replace(step, var=self.draw(st.sampled_from(VARIABLES)))
         self.steps.append(step)
-        self.depth.append(max(self.depth[i] for i in step.inputs) + (step.op == "conv"))
+        self.depth.append(max(self.depth[i] for i in step.inputs) + _hops(step))
         self.is_input.append(step.op in ("dropout", "inplace") and self.is_input[step.inputs[0]])
         return len(self.steps)
 
@@ -245,6 +251,10 @@ def _draw_conv(draw: st.DrawFn, b: _Builder, source: int, style: str, target: in
     learn_eps = draw(st.booleans())
     return b.add(Step("conv", (source,), width, kind, option, pair=pair, learn_eps=learn_eps,
                       edge_weight=weighted))
+
+
+# convolutions a model may apply several times with the same weights (full style)
+TIED_KINDS = ("GraphConv", "SAGEConv", "GINConv", "MeanConv", "GATConv")
 
 
 # --- a user layer that writes g.ndata (gnn_codegen/block_as_graph.py) --------------------------
@@ -319,7 +329,12 @@ def model_specs(draw: st.DrawFn) -> ModelSpec:
         source = h
         first = _draw_conv(draw, b, source, style, None, edge_weights)
         h = first
-        if draw(st.booleans()):  # a second convolution at this depth
+        conv = b.steps[first - 1]
+        if (style == "full" and conv.kind in TIED_KINDS and conv.width == b.width(source)
+                and (conv.kind != "GATConv" or conv.option == "mean") and draw(st.integers(0, 5)) == 0):
+            b.steps[first - 1] = replace(conv, rounds=draw(st.integers(3, 4)))  # weights tied over rounds
+            b.depth[first] = b.depth[source] + b.steps[first - 1].rounds
+        elif draw(st.booleans()):  # a second convolution at this depth
             # it reads the same value, or another of the same depth (say, before an activation)
             same_depth = [v for v in range(len(b.steps) + 1) if b.depth[v] == b.depth[source]]
             source2 = draw(st.sampled_from(same_depth[::-1]))
@@ -738,10 +753,14 @@ def _constructor(spec: ModelSpec, step: Step) -> str | None:
     return None
 
 
+def _hops(step: Step) -> int:
+    return step.rounds if step.op == "conv" else 0
+
+
 def _value_depths(spec: ModelSpec) -> list[int]:
     depth = [0]
     for step in spec.steps:
-        depth.append(max(depth[i] for i in step.inputs) + (step.op == "conv"))
+        depth.append(max(depth[i] for i in step.inputs) + _hops(step))
     return depth
 
 
@@ -855,6 +874,11 @@ def render_model_source(spec: ModelSpec) -> str:
             expr = f"{module}({block}, {feats}{weight})"
             if step.kind == "GATConv":
                 expr += ".flatten(1)" if step.option == "flatten" else ".mean(1)"
+            if step.rounds > 1:  # tied weights, a loop in forward
+                running = name(index)
+                lines += [f"        {running} = {source}", f"        for _ in range({step.rounds}):",
+                          f"            {running} = F.relu({expr.replace(f'({block}, {source}', f'({block}, {running}')})"]
+                continue
         elif step.op == "act":
             expr = f"{ACTIVATIONS[step.kind]}({name(args[0])})"
         elif step.op == "inplace":

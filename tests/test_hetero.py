@@ -71,6 +71,10 @@ OPTIONS = {
                                                   "rel_names": GAME_RELATIONS}), metagraph=GAMES),
     "BlockDiagonalRGCN": GenerateOptions(init=json.dumps({"size": 6, "out_size": 3, "rel_names": GAME_RELATIONS}),
                                          metagraph=GAMES),
+    # DGL's rgat example on blocks: dgl's recursive_apply over each type's rows
+    "HeteroGATRecursiveApply": GenerateOptions(init=json.dumps({"etypes": GAME_RELATIONS, "in_size": 6, "hid_size": 8,
+                                                                "out_size": 3}), metagraph=GAMES,
+                                               feat_dims="user=6,game=6"),
 }
 
 

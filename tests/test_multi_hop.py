@@ -4,6 +4,8 @@ with and without nodes lacking in-edges, for batch sizes that do and do not divi
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from gnn_codegen.explain import explain_data, explain_text
@@ -28,6 +30,8 @@ CASES = {
     "NormalisedWeightGCN": (GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'), 2),
     # DGL's default lambda_max of 2 per graph of the batch: generated for one graph
     "ChebNetDefaultLambda": (GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'), 2),
+    # one module, its weights tied across rounds: the rounds are one function in a loop
+    "TiedRoundsGCN": (GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'), 5),
 }
 
 
@@ -37,11 +41,29 @@ def test_every_round_is_a_layer_and_exact(name: str, monkeypatch: pytest.MonkeyP
     options, rounds = CASES[name]
     generated = generate_all(f"{MODEL}:{name}", options)
     assert generated.plan.cut.placement.optimal
-    assert f"# Layer {rounds} of {rounds}:" in generated.source
+    # the last round alone, or the end of a loop over identical rounds (layer_loops.py)
+    assert re.search(rf"# Layers? (\d+ to )?{rounds} of {rounds}[:,]", generated.source)
     assert f"\nLayer {rounds} of {rounds}\n" in explain_text(explain_data(generated))  # --explain shows the rounds
     for seed in (1, 2):
         result = check(generated, num_nodes=97, seed=seed, batch_sizes=(1, 13, 97))
         assert result.ok, f"{name}: max |difference| {result.max_abs_diff}"
+
+
+@pytest.mark.parametrize("name,first,last", [("TiedRoundsGCN", 1, 4), ("WeightedAPPNP", 2, 4)])
+def test_identical_rounds_are_one_function_in_a_loop(name: str, first: int, last: int,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three or more layers in a row that are the same function of the layer before are written
+    once, with a loop over them (layer_loops.py), and stay exact for every node, for nodes= and
+    out of core (the check runs all three)."""
+    monkeypatch.chdir(REPO)
+    options, rounds = CASES[name]
+    generated = generate_all(f"{MODEL}:{name}", options)
+    assert generated.source.count("def layer_k(") == 1
+    assert f"for k in range({first}, {last + 1}):" in generated.source
+    assert not any(f"def layer_{k}(" in generated.source for k in range(first, last + 1))
+    # TiedRoundsGCN's last round is not one of them: its result goes on to a Linear as it is
+    result = check(generated, num_nodes=97, seed=3, batch_sizes=(1, 13, 97))
+    assert result.ok, f"{name}: max |difference| {result.max_abs_diff}"
 
 
 def test_a_batch_of_graphs_is_refused_where_forward_reads_batch_size(monkeypatch: pytest.MonkeyPatch) -> None:

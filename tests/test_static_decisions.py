@@ -33,6 +33,7 @@ CASES = {
     "EntityEmbeddingGCN": GenerateOptions(),
     "WeightedRelationGCN": GenerateOptions(),
     "FlattenWhateverTheHeads": GenerateOptions(),
+    "NormalisedThenPropagated": GenerateOptions(),
 }
 
 # the entry check each generated method must start with (as black writes it, spaces collapsed)
@@ -43,6 +44,8 @@ CHECKS = {
     "ResidualGCN": "if h.shape[1:] != (6,):",
     # the width followed through `x * norm` to the first convolution's
     "NormalisedThenTested": "if x.shape[1:] != (4,):",
+    # ... and back from a multi-hop module traced into (SGConv's Linear)
+    "NormalisedThenPropagated": "if x.shape[1:] != (4,):",
     "AtomOrFeatureEncoder": 'if feat.dtype != torch.float32: raise ValueError( "feat: generated for torch.float32, '
                             'as forward decides at static_decisions.py:62; " f"got {feat.dtype}" )',
     "GATFlattenHeads": "if x.shape[1:] != (5,):",

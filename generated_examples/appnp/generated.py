@@ -114,15 +114,16 @@ class APPNP(nn.Module):
             feat = linear * src_norm
             return src_norm, dst_norm, feat, 0.1 * linear
 
-        src_norm, dst_norm, feat0, feat0_2 = batches.map_nodes(
+        src_norm, dst_norm, feat_2, feat0_2 = batches.map_nodes(
             prologue, in_degrees, out_degrees, features, nodes=needed[0]
         )
         del in_degrees, out_degrees
 
-        # Layer 1 of 10: g.update_all (u_mul_e, sum).
-        def layer_1(block, feat0, src_norm, feat0_2, dst_norm):
+        # Layers 1 to 9 of 10, each the same function of the layer before: g.update_all
+        # (u_mul_e, sum).
+        def layer_k(block, feat_2, src_norm, feat0_2, dst_norm):
             with block.local_scope():
-                block.srcdata["h"] = feat0
+                block.srcdata["h"] = feat_2
                 block.edata["w"] = torch.ones(block.num_edges(), 1).to(device)
                 block.update_all(
                     dgl.function.u_mul_e("h", "w", "m"), dgl.function.sum("m", "h")
@@ -133,203 +134,20 @@ class APPNP(nn.Module):
             feat = feat + feat0_2
             return feat * src_norm
 
-        feat1 = batches.map(
-            layer_1,
-            src=[feat0],
-            dst=[src_norm, feat0_2, dst_norm],
-            in_place=True,
-            nodes=needed[1],
-        )
-        del feat0
-
-        # Layer 2 of 10: g.update_all (u_mul_e, sum).
-        def layer_2(block, feat1, src_norm, feat0_2, dst_norm):
-            with block.local_scope():
-                block.srcdata["h"] = feat1
-                block.edata["w"] = torch.ones(block.num_edges(), 1).to(device)
-                block.update_all(
-                    dgl.function.u_mul_e("h", "w", "m"), dgl.function.sum("m", "h")
-                )
-                h = block.dstdata["h"]
-            h = h * dst_norm
-            feat = 0.9 * h
-            feat = feat + feat0_2
-            return feat * src_norm
-
-        feat2 = batches.map(
-            layer_2,
-            src=[feat1],
-            dst=[src_norm, feat0_2, dst_norm],
-            in_place=True,
-            nodes=needed[2],
-        )
-        del feat1
-
-        # Layer 3 of 10: g.update_all (u_mul_e, sum).
-        def layer_3(block, feat2, src_norm, feat0_2, dst_norm):
-            with block.local_scope():
-                block.srcdata["h"] = feat2
-                block.edata["w"] = torch.ones(block.num_edges(), 1).to(device)
-                block.update_all(
-                    dgl.function.u_mul_e("h", "w", "m"), dgl.function.sum("m", "h")
-                )
-                h = block.dstdata["h"]
-            h = h * dst_norm
-            feat = 0.9 * h
-            feat = feat + feat0_2
-            return feat * src_norm
-
-        feat3 = batches.map(
-            layer_3,
-            src=[feat2],
-            dst=[src_norm, feat0_2, dst_norm],
-            in_place=True,
-            nodes=needed[3],
-        )
-        del feat2
-
-        # Layer 4 of 10: g.update_all (u_mul_e, sum).
-        def layer_4(block, feat3, src_norm, feat0_2, dst_norm):
-            with block.local_scope():
-                block.srcdata["h"] = feat3
-                block.edata["w"] = torch.ones(block.num_edges(), 1).to(device)
-                block.update_all(
-                    dgl.function.u_mul_e("h", "w", "m"), dgl.function.sum("m", "h")
-                )
-                h = block.dstdata["h"]
-            h = h * dst_norm
-            feat = 0.9 * h
-            feat = feat + feat0_2
-            return feat * src_norm
-
-        feat4 = batches.map(
-            layer_4,
-            src=[feat3],
-            dst=[src_norm, feat0_2, dst_norm],
-            in_place=True,
-            nodes=needed[4],
-        )
-        del feat3
-
-        # Layer 5 of 10: g.update_all (u_mul_e, sum).
-        def layer_5(block, feat4, src_norm, feat0_2, dst_norm):
-            with block.local_scope():
-                block.srcdata["h"] = feat4
-                block.edata["w"] = torch.ones(block.num_edges(), 1).to(device)
-                block.update_all(
-                    dgl.function.u_mul_e("h", "w", "m"), dgl.function.sum("m", "h")
-                )
-                h = block.dstdata["h"]
-            h = h * dst_norm
-            feat = 0.9 * h
-            feat = feat + feat0_2
-            return feat * src_norm
-
-        feat5 = batches.map(
-            layer_5,
-            src=[feat4],
-            dst=[src_norm, feat0_2, dst_norm],
-            in_place=True,
-            nodes=needed[5],
-        )
-        del feat4
-
-        # Layer 6 of 10: g.update_all (u_mul_e, sum).
-        def layer_6(block, feat5, src_norm, feat0_2, dst_norm):
-            with block.local_scope():
-                block.srcdata["h"] = feat5
-                block.edata["w"] = torch.ones(block.num_edges(), 1).to(device)
-                block.update_all(
-                    dgl.function.u_mul_e("h", "w", "m"), dgl.function.sum("m", "h")
-                )
-                h = block.dstdata["h"]
-            h = h * dst_norm
-            feat = 0.9 * h
-            feat = feat + feat0_2
-            return feat * src_norm
-
-        feat6 = batches.map(
-            layer_6,
-            src=[feat5],
-            dst=[src_norm, feat0_2, dst_norm],
-            in_place=True,
-            nodes=needed[6],
-        )
-        del feat5
-
-        # Layer 7 of 10: g.update_all (u_mul_e, sum).
-        def layer_7(block, feat6, src_norm, feat0_2, dst_norm):
-            with block.local_scope():
-                block.srcdata["h"] = feat6
-                block.edata["w"] = torch.ones(block.num_edges(), 1).to(device)
-                block.update_all(
-                    dgl.function.u_mul_e("h", "w", "m"), dgl.function.sum("m", "h")
-                )
-                h = block.dstdata["h"]
-            h = h * dst_norm
-            feat = 0.9 * h
-            feat = feat + feat0_2
-            return feat * src_norm
-
-        feat7 = batches.map(
-            layer_7,
-            src=[feat6],
-            dst=[src_norm, feat0_2, dst_norm],
-            in_place=True,
-            nodes=needed[7],
-        )
-        del feat6
-
-        # Layer 8 of 10: g.update_all (u_mul_e, sum).
-        def layer_8(block, feat7, src_norm, feat0_2, dst_norm):
-            with block.local_scope():
-                block.srcdata["h"] = feat7
-                block.edata["w"] = torch.ones(block.num_edges(), 1).to(device)
-                block.update_all(
-                    dgl.function.u_mul_e("h", "w", "m"), dgl.function.sum("m", "h")
-                )
-                h = block.dstdata["h"]
-            h = h * dst_norm
-            feat = 0.9 * h
-            feat = feat + feat0_2
-            return feat * src_norm
-
-        feat8 = batches.map(
-            layer_8,
-            src=[feat7],
-            dst=[src_norm, feat0_2, dst_norm],
-            in_place=True,
-            nodes=needed[8],
-        )
-        del feat7
-
-        # Layer 9 of 10: g.update_all (u_mul_e, sum).
-        def layer_9(block, feat8, src_norm, feat0_2, dst_norm):
-            with block.local_scope():
-                block.srcdata["h"] = feat8
-                block.edata["w"] = torch.ones(block.num_edges(), 1).to(device)
-                block.update_all(
-                    dgl.function.u_mul_e("h", "w", "m"), dgl.function.sum("m", "h")
-                )
-                h = block.dstdata["h"]
-            h = h * dst_norm
-            feat = 0.9 * h
-            feat = feat + feat0_2
-            return feat * src_norm
-
-        feat9 = batches.map(
-            layer_9,
-            src=[feat8],
-            dst=[src_norm, feat0_2, dst_norm],
-            in_place=True,
-            nodes=needed[9],
-        )
-        del src_norm, feat8
+        for k in range(1, 10):
+            feat_2 = batches.map(
+                layer_k,
+                src=[feat_2],
+                dst=[src_norm, feat0_2, dst_norm],
+                in_place=True,
+                nodes=needed[k],
+            )
+        del src_norm
 
         # Layer 10 of 10: g.update_all (u_mul_e, sum).
-        def layer_10(block, feat9, feat0_2, dst_norm):
+        def layer_10(block, feat_2, feat0_2, dst_norm):
             with block.local_scope():
-                block.srcdata["h"] = feat9
+                block.srcdata["h"] = feat_2
                 block.edata["w"] = torch.ones(block.num_edges(), 1).to(device)
                 block.update_all(
                     dgl.function.u_mul_e("h", "w", "m"), dgl.function.sum("m", "h")
@@ -341,7 +159,7 @@ class APPNP(nn.Module):
 
         feat = batches.map(
             layer_10,
-            src=[feat9],
+            src=[feat_2],
             dst=[feat0_2, dst_norm],
             in_place=True,
             nodes=needed[10],

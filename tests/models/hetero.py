@@ -4,6 +4,7 @@ aggregate, per-type Linear projections and skips, a result of one node type. The
 tests/test_hetero.py."""
 
 import dgl.nn as dglnn
+from dgl.utils import recursive_apply  # dgl.recursive_apply from DGL 2
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -566,3 +567,29 @@ class BlockDiagonalRGCN(nn.Module):
         h = self.conv(g, x, mod_kwargs=wdict)
         h = self.conv(g, h, mod_kwargs=wdict)
         return {ntype: self.out(v) for ntype, v in h.items()}
+
+
+class HeteroGATRecursiveApply(nn.Module):
+    """DGL's rgat example's form (examples/pytorch/rgat/rgat.py): HeteroGraphConv of GATConv
+    on blocks, the heads merged per type with dgl's recursive_apply and a lambda reading the
+    rows' shape, ReLU and dropout between layers through recursive_apply too, a Linear of one
+    type's rows."""
+
+    def __init__(self, etypes, in_size, hid_size, out_size, n_heads=2):
+        super().__init__()
+        self.layers = nn.ModuleList(
+            dglnn.HeteroGraphConv({etype: dglnn.GATConv(size, hid_size // n_heads, n_heads) for etype in etypes})
+            for size in (in_size, hid_size)
+        )
+        self.dropout = nn.Dropout(0.5)
+        self.linear = nn.Linear(hid_size, out_size)
+
+    def forward(self, blocks, x):
+        h = x
+        for i, (layer, block) in enumerate(zip(self.layers, blocks)):
+            h = layer(block, h)
+            h = recursive_apply(h, lambda v: v.view(v.shape[0], v.shape[1] * v.shape[2]))
+            if i != len(self.layers) - 1:
+                h = recursive_apply(h, F.relu)
+                h = recursive_apply(h, self.dropout)
+        return self.linear(h["user"])

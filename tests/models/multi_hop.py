@@ -166,3 +166,22 @@ class ChebNetDefaultLambda(nn.Module):
             if i != len(self.layers) - 1:
                 h = F.relu(h)
         return h
+
+
+class TiedRoundsGCN(nn.Module):
+    """One GraphConv applied `rounds` times with the same weights (weight-tied message passing,
+    as in recurrent or "universal" GNNs), a residual and ReLU each round, then a Linear: the
+    rounds before the last are one function of the round before, written once in a loop."""
+
+    def __init__(self, in_size, hid_size, out_size, rounds=5):
+        super().__init__()
+        self.rounds = rounds
+        self.encode = nn.Linear(in_size, hid_size)
+        self.conv = GraphConv(hid_size, hid_size, allow_zero_in_degree=True)
+        self.out = nn.Linear(hid_size, out_size)
+
+    def forward(self, g, x):
+        h = self.encode(x)
+        for _ in range(self.rounds):
+            h = F.relu(self.conv(g, h)) + h
+        return self.out(h)

@@ -217,3 +217,24 @@ class NormalisedThenTested(nn.Module):
         if h.dtype == torch.float32:
             h = torch.tanh(h)
         return h
+
+
+class NormalisedThenPropagated(nn.Module):
+    """As NormalisedThenTested, with a multi-hop module first (SGConv, traced into rather than
+    called): the width its Linear declares is followed back through `x * norm` to the input
+    (found by the differential test: the test of h1's width was refused, asking for
+    --feat-dims)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = dglnn.SGConv(4, 4, k=2, allow_zero_in_degree=True)
+        self.lin2 = nn.Linear(5, 5)
+        self.conv3 = dglnn.SAGEConv(4, 4, "mean")
+
+    def forward(self, g, x):
+        x = x * torch.pow(g.in_degrees().float().clamp(min=1), -0.5).unsqueeze(1)
+        h1 = self.conv1(g, x)
+        h2 = h1
+        if h2.shape[-1] == 5:
+            h2 = self.lin2(h2)
+        return self.conv3(g, h2)

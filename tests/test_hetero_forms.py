@@ -3,11 +3,16 @@ generated and compared with forward on random heterographs (tests/test_hetero.py
 
 from __future__ import annotations
 
+import copy
 import json
 
+import dgl
 import pytest
+import torch
 
 from gnn_codegen import errors
+from gnn_codegen.harness import generated_model, import_source, max_difference
+from gnn_codegen.perturb import perturb
 from gnn_codegen.pipeline import GenerateOptions, generate_all
 from tests.test_hetero import GAME_RELATIONS, GAMES, _check_everywhere
 
@@ -29,3 +34,69 @@ def test_features_defaulting_to_none_after_a_flag_are_an_input() -> None:
         metagraph=GAMES))
     assert "def inference(\n        self,\n        graph,\n        feats,\n" in generated.source
     _check_everywhere(generated)
+
+
+# --- features as a dict by node type over metapath graphs (dict_inputs.py, metapath_types.py) ---
+
+def _acm_papers(paper: str = "paper", seed: int = 0):
+    from tests.test_metapaths import _acm
+
+    g = _acm(seed=seed)
+    if paper == "paper":
+        return g
+    return dgl.heterograph({(paper if s == "paper" else s, e, paper if d == "paper" else d): g.edges(etype=(s, e, d))
+                            for s, e, d in g.canonical_etypes},
+                           num_nodes_dict={paper if t == "paper" else t: g.num_nodes(t) for t in g.ntypes})
+
+
+VIEW_OPTIONS = GenerateOptions(init=json.dumps({"in_dims": {"paper": 5}, "hid_size": 4,
+                                                "metapaths": {"pap": ["pa", "ap"], "pfp": ["pf", "fp"]}}),
+                               feat_dims="paper=5")
+
+
+def _written(name: str, options: GenerateOptions):
+    generated = generate_all(f"{MODELS}:{name}", options)
+    assert generated.verification is not None and generated.verification.ok
+    reference = copy.deepcopy(generated.loaded.model)
+    perturb(reference, 1)
+    reference.eval()
+    module = import_source(generated.source, generated.loaded.path.parent)
+    return generated, reference, generated_model(generated, module, reference)
+
+
+def test_a_dict_of_features_over_metapath_graphs_keyed_by_their_types_equals_forward() -> None:
+    """`{t: f(x) for t, x in feats.items()}`, `h[mg.srctypes[0]]`, results under `mg.dsttypes[0]`:
+    decided while tracing from the dict's types; inference takes the dict as forward does."""
+    generated, reference, model = _written("MetapathViewEncoder", VIEW_OPTIONS)
+    assert "def inference(\n        self,\n        g,\n        feats,\n" in generated.source
+    g = _acm_papers()
+    feats = {"paper": torch.randn(g.num_nodes("paper"), 5, generator=torch.Generator().manual_seed(2))}
+    with torch.no_grad():
+        expected = reference(g, feats)
+    assert list(expected) == ["paper"]
+    for batch_size in (1, 13, 1000):
+        actual = model.inference(g, feats, batch_size, "cpu")
+        assert list(actual) == ["paper"] and max_difference(actual["paper"], expected["paper"]) < 1e-5
+    nodes = torch.tensor([5, 0, 77, 5])
+    actual = model.inference(g, feats, 16, "cpu", nodes=nodes)
+    assert max_difference(actual["paper"], expected["paper"][nodes]) < 1e-5
+
+
+def test_inference_refuses_another_type_set_and_metapaths_of_another_type() -> None:
+    _, _, model = _written("MetapathViewEncoder", VIEW_OPTIONS)
+    g = _acm_papers()
+    x = torch.randn(g.num_nodes("paper"), 5)
+    with pytest.raises(ValueError, match=r"generated for feats with the node types \['paper'\].*\['author', 'paper'\]"):
+        model.inference(g, {"paper": x, "author": torch.randn(80, 5)}, 16, "cpu")
+    with pytest.raises(ValueError, match="generated for metapaths of the node type paper.*at article"):
+        model.inference(_acm_papers("article"), {"paper": x}, 16, "cpu")
+
+
+def test_a_metapath_graphs_types_without_a_dict_naming_them_are_refused() -> None:
+    with pytest.raises(errors.GraphUseError) as refused:
+        generate_all(f"{MODELS}:MetapathTypesOfATensor", GenerateOptions(init=json.dumps({"size": 4}),
+                                                                         feat_dims="h=4"))
+    message = " ".join(str(refused.value).split())
+    assert message.startswith("tests/models/hetero_forms.py:")
+    assert "(`return {mg.dsttypes[0]: self.conv(mg, h)}`): forward reads the dsttypes of a metapath graph" in message
+    assert "--feat-dims paper=WIDTH" in message

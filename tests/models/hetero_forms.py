@@ -1,7 +1,9 @@
 """Heterogeneous models in forms people write beyond DGL's examples (issue 35, mechanisms 1, 2
 and 8): forward's feature dict as a default of None, and the like. Our own code, small widths."""
 
+import dgl
 import dgl.nn as dglnn
+import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -23,3 +25,40 @@ class OptionalFeaturesRGCN(nn.Module):
         if return_hidden:
             return hidden
         return self.conv2(graph, hidden)
+
+
+class MetapathViewEncoder(nn.Module):
+    """A metapath view in the style of self-supervised heterogeneous encoders (HeCo's mp
+    encoder): a projection per node type over whatever types the feature dict holds
+    (`feats.items()`), each metapath graph made in forward (not cached), its convolution's result
+    filed under the graph's destination type (`mg.dsttypes[0]`) from the source type's rows
+    (`h[mg.srctypes[0]]`), then averaged per type."""
+
+    def __init__(self, in_dims, hid_size, metapaths):
+        super().__init__()
+        self.metapaths = {name: [tuple(e) if isinstance(e, list) else e for e in path]
+                          for name, path in metapaths.items()}
+        self.proj = nn.ModuleDict({ntype: nn.Linear(dim, hid_size) for ntype, dim in in_dims.items()})
+        self.convs = nn.ModuleDict({name: dglnn.GraphConv(hid_size, hid_size, norm="right", allow_zero_in_degree=True)
+                                    for name in self.metapaths})
+
+    def forward(self, g, feats):
+        h = {ntype: F.elu(self.proj[ntype](x)) for ntype, x in feats.items()}
+        per_type = {}
+        for name, path in self.metapaths.items():
+            mg = dgl.metapath_reachable_graph(g, path)
+            per_type.setdefault(mg.dsttypes[0], []).append(self.convs[name](mg, h[mg.srctypes[0]]))
+        return {ntype: torch.stack(zs, dim=1).mean(1) for ntype, zs in per_type.items()}
+
+
+class MetapathTypesOfATensor(nn.Module):
+    """The same reading of a metapath graph's types with the features as one tensor: nothing
+    names the node type, so the result's key cannot be known."""
+
+    def __init__(self, size):
+        super().__init__()
+        self.conv = dglnn.GraphConv(size, size, allow_zero_in_degree=True)
+
+    def forward(self, g, h):
+        mg = dgl.metapath_reachable_graph(g, ["pa", "ap"])
+        return {mg.dsttypes[0]: self.conv(mg, h)}

@@ -100,3 +100,28 @@ def test_a_metapath_graphs_types_without_a_dict_naming_them_are_refused() -> Non
     assert message.startswith("tests/models/hetero_forms.py:")
     assert "(`return {mg.dsttypes[0]: self.conv(mg, h)}`): forward reads the dsttypes of a metapath graph" in message
     assert "--feat-dims paper=WIDTH" in message
+
+
+# --- refusals whose way out leads somewhere (issue 35, item 8) ---
+
+def test_squeeze_without_a_dim_is_refused_naming_the_dim_to_give_which_then_works() -> None:
+    init = {"size": 4, "rel_names": GAME_RELATIONS}
+    with pytest.raises(errors.UnsupportedOperationError) as refused:
+        generate_all(f"{MODELS}:SqueezedHeads", GenerateOptions(init=json.dumps(init), metagraph=GAMES))
+    message = " ".join(str(refused.value).split())
+    assert "h.squeeze() if self.squeeze_dim is None else h.squeeze(self.squeeze_dim)" in message
+    assert message.endswith(".squeeze() without a dim drops the node axis too on a batch of one node; name the "
+                            "dims it drops (h.squeeze(-1)), which keeps each row")
+    _check_everywhere(generate_all(f"{MODELS}:SqueezedHeads", GenerateOptions(
+        init=json.dumps({**init, "squeeze_dim": -1}), metagraph=GAMES)))
+
+
+def test_layers_on_a_subgraph_of_some_relations_are_refused_naming_the_construct() -> None:
+    pairs = [[["user", "plays", "game"], ["game", "played_by", "user"]], [["user", "follows", "user"]]]
+    with pytest.raises(errors.GraphUseError) as refused:
+        generate_all(f"{MODELS}:PerRelationTowers", GenerateOptions(
+            init=json.dumps({"size": 4, "pairs": pairs}), metagraph=GAMES))
+    message = " ".join(str(refused.value).split())
+    assert "(`out.update(tower(dgl.edge_type_subgraph(g, pair), h_dict))`): forward makes a subgraph of some of " \
+           "its graph's types (dgl.edge_type_subgraph, dgl.node_type_subgraph)" in message
+    assert "Make the subgraph before calling the model" in message and "get_etype_id" not in message

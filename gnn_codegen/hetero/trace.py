@@ -26,7 +26,8 @@ from torch.fx._symbolic_trace import _assert_is_none
 from torch.utils import _pytree as pytree
 
 from gnn_codegen.errors import GraphUseError, OptionsError, SignatureError, TraceFailedError
-from gnn_codegen.hetero.schema import Schema, hetero_convs, hetero_layers, is_hetero_layer
+from gnn_codegen.hetero.schema import (TYPE_SUBGRAPH_REFUSAL, TYPE_SUBGRAPHS, Schema, hetero_convs, hetero_layers,
+                                       is_hetero_layer)
 from gnn_codegen.kept_graph import forward_taking_the_graph, graphs_on_the_model, kept_graph
 from gnn_codegen.trace import _graph_parameter, _Tracer, _user_location
 
@@ -107,6 +108,8 @@ class _GraphProxy(fx.Proxy):
             return _EdgeViews(self)
         if name == "edata":  # g.edata["w"]: a dict by canonical edge type
             return _EdgeData(self, "edata", None)
+        if name in TYPE_SUBGRAPHS:  # also DGL's own reads of the graph in dgl.edge_type_subgraph(g, ...)
+            raise GraphUseError(TYPE_SUBGRAPH_REFUSAL)
         raise GraphUseError(
             f"forward reads graph.{name} of a heterogeneous graph, which gnn-codegen does not follow "
             "yet: it follows HeteroGraphConv calls on the graph, its type lists, features read from "

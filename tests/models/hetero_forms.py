@@ -62,3 +62,38 @@ class MetapathTypesOfATensor(nn.Module):
     def forward(self, g, h):
         mg = dgl.metapath_reachable_graph(g, ["pa", "ap"])
         return {mg.dsttypes[0]: self.conv(mg, h)}
+
+
+class SqueezedHeads(nn.Module):
+    """Single-head GAT per relation whose head axis is dropped with `h.squeeze()` (no dim), as
+    OpenHGNN's RGAT writes it; `squeeze_dim=-1` is the way out the refusal names."""
+
+    def __init__(self, size, rel_names, squeeze_dim=None):
+        super().__init__()
+        self.squeeze_dim = squeeze_dim
+        self.conv = dglnn.HeteroGraphConv({rel: dglnn.GATConv(size, size, 1, allow_zero_in_degree=True)
+                                           for rel in rel_names})
+
+    def forward(self, g, h_dict):
+        out = {}
+        for ntype, h in self.conv(g, h_dict).items():
+            out[ntype] = h.squeeze() if self.squeeze_dim is None else h.squeeze(self.squeeze_dim)
+        return out
+
+
+class PerRelationTowers(nn.Module):
+    """A tower of HeteroGraphConv per relation pair, each run on the subgraph of its relations
+    (`dgl.edge_type_subgraph(g, [...])`), as recommendation libraries write it."""
+
+    def __init__(self, size, pairs):
+        super().__init__()
+        self.pairs = [[tuple(r) for r in pair] for pair in pairs]
+        self.towers = nn.ModuleList(
+            dglnn.HeteroGraphConv({rel[1]: dglnn.GraphConv(size, size, allow_zero_in_degree=True) for rel in pair})
+            for pair in self.pairs)
+
+    def forward(self, g, h_dict):
+        out = {}
+        for pair, tower in zip(self.pairs, self.towers):
+            out.update(tower(dgl.edge_type_subgraph(g, pair), h_dict))
+        return out

@@ -167,7 +167,7 @@ def unpacking_lines(packed: tuple[DictInput, ...], spelled: dict[str, str], para
         types = sorted(t for t, _ in items)
         lines += [
             f"if sorted({given}) != {types!r}:  # forward's Python decided on these keys",
-            f"    raise ValueError(\"generated for {given} with the node types {types} (--feat-dims): \"",
+            f"    raise ValueError(\"generated for {given} with the keys {types} (--feat-dims): \"",
             f"                     f\"{given} has {{sorted({given})}}; regenerate with --feat-dims naming each\")",
         ]
         lines += [f"{spelled[name]} = {given}[{ntype!r}]" for ntype, name in items]

@@ -86,7 +86,7 @@ def test_inference_refuses_another_type_set_and_metapaths_of_another_type() -> N
     _, _, model = _written("MetapathViewEncoder", VIEW_OPTIONS)
     g = _acm_papers()
     x = torch.randn(g.num_nodes("paper"), 5)
-    with pytest.raises(ValueError, match=r"generated for feats with the node types \['paper'\].*\['author', 'paper'\]"):
+    with pytest.raises(ValueError, match=r"generated for feats with the keys \['paper'\].*\['author', 'paper'\]"):
         model.inference(g, {"paper": x, "author": torch.randn(80, 5)}, 16, "cpu")
     with pytest.raises(ValueError, match="generated for metapaths of the node type paper.*at article"):
         model.inference(_acm_papers("article"), {"paper": x}, 16, "cpu")
@@ -125,3 +125,23 @@ def test_layers_on_a_subgraph_of_some_relations_are_refused_naming_the_construct
     assert "(`out.update(tower(dgl.edge_type_subgraph(g, pair), h_dict))`): forward makes a subgraph of some of " \
            "its graph's types (dgl.edge_type_subgraph, dgl.node_type_subgraph)" in message
     assert "Make the subgraph before calling the model" in message and "get_etype_id" not in message
+
+
+@pytest.mark.parametrize("keys", ["feat=6", "feat=6,pe=3"])
+def test_a_collated_dict_and_a_test_of_its_keys_on_a_homogeneous_graph(keys: str) -> None:
+    """`"pe" in batch` decided by the keys --feat-dims names; inference refuses another key set."""
+    from gnn_codegen.harness import random_graph
+
+    generated, reference, model = _written("CollatedBatchGCN", GenerateOptions(
+        init=json.dumps({"in_size": 6, "pe_size": 3, "hid_size": 5, "out_size": 2}), feat_dims=keys))
+    g = random_graph(90, seed=4)
+    gen = torch.Generator().manual_seed(1)
+    batch = {"feat": torch.randn(90, 6, generator=gen)}
+    if "pe" in keys:
+        batch["pe"] = torch.randn(90, 3, generator=gen)
+    with torch.no_grad():
+        expected = reference(g, batch)
+    assert max_difference(model.inference(g, batch, 7, "cpu"), expected) < 1e-5
+    other = {"feat": batch["feat"]} if "pe" in keys else {**batch, "pe": torch.randn(90, 3)}
+    with pytest.raises(ValueError, match="generated for batch with the keys"):
+        model.inference(g, other, 7, "cpu")

@@ -419,7 +419,7 @@ class _HeteroTracer(_Tracer):
         node (the check proves the layer exact on each batch's subgraph, and these types)."""
         path = self.path_of_module(m)
         if kwargs or len(args) != 2 or not isinstance(args[0], _GraphProxy) or not isinstance(args[1], dict):
-            raise GraphUseError(
+            raise (NoneFeaturesError if len(args) == 2 and args[1] is None else GraphUseError)(
                 f"self.{path} ({type(m).__name__}) is called as other than self.{path}(graph, "
                 "features per node type), which is how gnn-codegen follows a heterogeneous layer of "
                 "your own"

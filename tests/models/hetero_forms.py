@@ -97,3 +97,22 @@ class PerRelationTowers(nn.Module):
         for pair, tower in zip(self.pairs, self.towers):
             out.update(tower(dgl.edge_type_subgraph(g, pair), h_dict))
         return out
+
+
+class CollatedBatchGCN(nn.Module):
+    """A homogeneous model fed a collated dict as benchmark pipelines write it
+    (`forward(self, g, batch)`, `batch["feat"]`, an optional positional encoding tested with
+    `"pe" in batch`): the dict's keys are decided while tracing, as node types are."""
+
+    def __init__(self, in_size, pe_size, hid_size, out_size):
+        super().__init__()
+        self.pe = nn.Linear(pe_size, in_size)
+        self.conv1 = dglnn.GraphConv(in_size, hid_size, allow_zero_in_degree=True)
+        self.conv2 = dglnn.GraphConv(hid_size, out_size, allow_zero_in_degree=True)
+
+    def forward(self, g, batch):
+        h = batch["feat"]
+        if "pe" in batch:
+            h = h + self.pe(batch["pe"])
+        h = F.relu(self.conv1(g, h))
+        return self.conv2(g, h)

@@ -15,14 +15,15 @@ and reads each type's tensor from it."""
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import inspect
+import textwrap
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, TypeVar
 
 import torch
 
-from gnn_codegen.errors import FeatDimsError, GnnCodegenError
 from gnn_codegen.metapath_types import rows_type_named, rows_type_of
 
 T = TypeVar("T")
@@ -81,25 +82,50 @@ def dict_inputs(model: torch.nn.Module, feat_dims: dict[str, tuple[int, ...]], g
 
 def proven_with_dicts(model: torch.nn.Module, feat_dims: dict[str, tuple[int, ...]],
                       prove: Callable[[dict[str, tuple[int, ...]]], T]) -> tuple[T, DictInputs | None]:
-    """prove(widths) with forward's parameters as they are; where that is refused and --feat-dims
-    names what is no parameter of forward's (node types, or fields forward reads from its graph:
-    `--feat-dims w=1`, which the first way takes), again with forward's one open parameter a dict
-    of those types (and the rows of metapath graphs of the one type, metapath_types.py). The
-    first refusal stands unless it was that --feat-dims names no input."""
+    """prove(widths) with forward's parameters as they are, or, where --feat-dims names what is
+    no parameter of forward's and forward uses its one open parameter as a dict (used_as_dict),
+    with that parameter a dict of those names (and the rows of metapath graphs of its one type,
+    metapath_types.py). Names that forward reads from its graph (`--feat-dims w=1`) or a typo
+    (`--feat-dims xx=5` for a tensor x) keep the first way and its messages."""
     packed = dict_inputs(model, feat_dims, None)
-    try:
+    if packed is None or not all(used_as_dict(type(model).forward, param) for param, _ in packed.dicts):
         return prove(feat_dims), None
-    except GnnCodegenError as exc:
-        if packed is None:
-            raise
-        first = exc
     with taking_tensors(model, packed), rows_type_named(rows_type_of(packed.dicts)):
-        try:
-            return prove(packed.widths(feat_dims)), packed
-        except GnnCodegenError:
-            if isinstance(first, FeatDimsError):
-                raise
-            raise first from None
+        return prove(packed.widths(feat_dims)), packed
+
+
+def used_as_dict(forward: Any, param: str) -> bool:
+    """Whether forward's source uses `param` as a dict: read by a string or attribute key
+    (`h_dict["paper"]`, `h_dict[self.category]`) or a loop's key (`for t in self.category:
+    h_dict[t]`), its keys or items asked for, iterated, or tested for membership. A tensor is
+    indexed by other things (`x[mask]`, `x[:, 0]`, `x[i]` for i in range(...))."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(forward)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+
+    def named(node: ast.AST) -> bool:
+        return isinstance(node, ast.Name) and node.id == param
+
+    # names a loop binds from something other than range(...): keys (`for t in self.category`)
+    keys = {target.id for loop in ast.walk(tree) if isinstance(loop, (ast.For, ast.comprehension))
+            and not (isinstance(loop.iter, ast.Call) and isinstance(loop.iter.func, ast.Name)
+                     and loop.iter.func.id in ("range", "enumerate", "zip"))
+            for target in ast.walk(loop.target) if isinstance(target, ast.Name)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and named(node.value) and (
+                isinstance(node.slice, ast.Attribute)
+                or isinstance(node.slice, ast.Name) and node.slice.id in keys
+                or isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str)):
+            return True
+        if isinstance(node, ast.Attribute) and named(node.value) and node.attr in ("items", "keys", "values", "get"):
+            return True
+        if isinstance(node, (ast.For, ast.comprehension)) and named(node.iter):
+            return True
+        if isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops) \
+                and any(named(c) for c in node.comparators):
+            return True
+    return False
 
 
 @contextlib.contextmanager

@@ -145,3 +145,24 @@ def test_a_collated_dict_and_a_test_of_its_keys_on_a_homogeneous_graph(keys: str
     other = {"feat": batch["feat"]} if "pe" in keys else {**batch, "pe": torch.randn(90, 3)}
     with pytest.raises(ValueError, match="generated for batch with the keys"):
         model.inference(g, other, 7, "cpu")
+
+
+def test_a_parameter_is_taken_as_a_dict_only_where_forward_uses_it_so() -> None:
+    """--feat-dims naming what is no parameter packs forward's open parameter into a dict only
+    where forward reads it as one: a typo for a tensor keeps the message naming forward's inputs."""
+    from gnn_codegen.dict_inputs import used_as_dict
+
+    def by_key(self, g, h_dict):
+        return self.fc(h_dict[self.category])
+
+    def by_loop_key(self, g, h):
+        return {t: h[t] for t in self.types}
+
+    def membership(self, g, batch):
+        return batch.get("x") if "pe" in batch else None
+
+    def tensor(self, g, x):
+        return self.conv(g, x[:, 0]) + sum(x[i] for i in range(2))
+
+    assert used_as_dict(by_key, "h_dict") and used_as_dict(by_loop_key, "h") and used_as_dict(membership, "batch")
+    assert not used_as_dict(tensor, "x")

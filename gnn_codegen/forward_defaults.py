@@ -77,6 +77,14 @@ def required_first(graph: fx.Graph) -> None:
             first.prepend(node)
 
 
+def none_default_choices(model: torch.nn.Module, graph_arg: str) -> list[frozenset[str]]:
+    """The ways to take forward's None defaults as inputs, in the order to try them: each alone
+    in the order of forward's signature, then all together."""
+    names = [p.name for p in inspect.signature(type(model).forward).parameters.values()
+             if p.default is None and p.name != graph_arg]
+    return [*(frozenset({n}) for n in names), *([frozenset(names)] if len(names) > 1 else [])]
+
+
 def none_fed_as_features(graph: fx.Graph, none_defaults: list[str], feature_calls: Any) -> bool:
     """Whether the program traced at its defaults hands None as the features of a
     message-passing call (`self.conv(g, None)`): forward cannot run so, so one of the None

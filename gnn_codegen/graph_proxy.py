@@ -16,6 +16,7 @@ import torch.fx as fx
 
 from gnn_codegen.derived_graphs import CONVERTS, DERIVED, converted
 from gnn_codegen.errors import GraphUseError
+from gnn_codegen.metapath_types import type_list as metapath_type_list
 from gnn_codegen.inline_mp import ROLE, VIEW, message_fields, message_spec, reduce_spec, update_all
 from gnn_codegen.several_graphs import graph_item, is_graph_item
 from gnn_codegen.type_offsets import TYPE_LISTS, type_list
@@ -205,6 +206,9 @@ def _attribute_of(graph: fx.Proxy, name: str) -> Any:
         types = type_list(graph.tracer, name)
         if types is not None:
             return types
+    known = metapath_type_list(graph, name)  # a metapath graph's types: fixed by the schema (metapath_types.py)
+    if known is not None:
+        return known
     if name != "batch_size":
         return GraphAttribute(graph, name)
     decisions = getattr(graph.tracer, "graph_decisions", {})

@@ -29,6 +29,8 @@ from gnn_codegen.homogenized import (
 from gnn_codegen.node_counts import MADE
 from gnn_codegen.metapaths import metapaths, random_metapath_graph
 from gnn_codegen.node_tables import tables_set_on
+from gnn_codegen.dict_inputs import packed_arguments
+from gnn_codegen.metapath_types import rows_type_named, rows_type_of
 from gnn_codegen.several_graphs import in_forwards_order, random_graphs
 
 if TYPE_CHECKING:
@@ -70,8 +72,9 @@ def random_graph_for(generated: Generated, num_nodes: int, seed: int = 0, zero_i
     if generated.program.graphs:  # several graphs side by side over the same nodes (several_graphs.py)
         return random_graphs(generated.program.graphs, num_nodes, lambda i: with_parent_ids(random_graph(
             num_nodes, avg_degree, seed + 1000 * i, zero_in_degree), seed + i))
-    if paths:
-        return random_metapath_graph(paths, num_nodes, seed, zero_in_degree)
+    if paths:  # its rows type named as forward's dict of features names it (metapath_types.py)
+        with rows_type_named(rows_type_of(generated.program.dict_inputs)):
+            return random_metapath_graph(paths, num_nodes, seed, zero_in_degree)
     return with_parent_ids(random_graph(num_nodes, avg_degree, seed, zero_in_degree), seed)
 
 
@@ -146,7 +149,8 @@ def full_graph_forward(model: torch.nn.Module, generated: Generated, g: dgl.DGLG
         blocks = [g.local_var()] * program.num_blocks if one_object else [g.local_var() for _ in range(program.num_blocks)]
     forward_inputs = [program.op(name).target for name in program.inputs
                       if name not in _read_from_graph(program) and name not in _tables(program)]
-    values = dict(zip(forward_inputs, arguments))
+    # forward's dicts of features by node type (dict_inputs.py): each given whole
+    values = dict(packed_arguments(list(zip(forward_inputs, arguments)), program.dict_inputs))
     values[program.op(program.graph).target] = blocks if program.blocks_style else g
     values.update(zip(program.graph_params, g))  # forward(self, g1, g2, x): the graphs side by side
     positional = [values[name] for name, kind in program.signature if kind == "positional"]
@@ -229,12 +233,14 @@ def inference_arguments(generated: Generated, g: dgl.DGLGraph, inputs: list[torc
     inputs forward reads from it), then the other inputs."""
     g, arguments = with_graph_data(generated, g, inputs)
     program = generated.program
-    if not program.graph_params:
-        return [g, *arguments]
-    # forward(self, graph1, feat1, graph2, feat2): in forward's order, as the generated method takes them
     from_graph, tables = _read_from_graph(program), _tables(program)
     taken = [program.op(n).target for n in program.inputs if n not in from_graph and n not in tables]
-    return in_forwards_order(program, [*zip(program.graph_params, g), *zip(taken, arguments)])
+    # forward's dicts of features by node type (dict_inputs.py): the method takes each whole
+    named = packed_arguments(list(zip(taken, arguments)), program.dict_inputs)
+    if not program.graph_params:
+        return [g, *(value for _, value in named)]
+    # forward(self, graph1, feat1, graph2, feat2): in forward's order, as the generated method takes them
+    return in_forwards_order(program, [*zip(program.graph_params, g), *named])
 
 
 def make_inputs(generated: Generated, num_nodes: int, seed: int, num_edges: int | None = None) -> list[torch.Tensor]:

@@ -166,6 +166,8 @@ class Program:
     # forward's None defaults that stand for a table it reads otherwise: (parameter, the table
     # input's op), trace.Traced.optional
     optional: tuple[tuple[str, str], ...] = ()
+    # forward's dicts of features by node type, each type an input (dict_inputs.DictInput)
+    dict_inputs: tuple[Any, ...] = ()
     by_name: dict[str, Op] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -17,6 +17,7 @@ import torch
 from gnn_codegen.homogenized import apply
 from gnn_codegen.derived_graphs import METAPATH
 from gnn_codegen.ir import Op, Program
+from gnn_codegen.metapath_types import named_rows_type
 
 Relation = tuple[str, str, str]
 # the node type of forward's rows in the inferred schema
@@ -62,7 +63,7 @@ def metapath_schema(paths: tuple[tuple[str, ...], ...]) -> tuple[Relation, ...]:
         for before, after in zip(path, path[1:]):
             union(("dst", before), ("src", after))
     relations = sorted({rel for path in paths for rel in path})
-    names = {find(rows): ROWS_TYPE}
+    names = {find(rows): named_rows_type() or ROWS_TYPE}  # the user's name for it (metapath_types.py)
     for rel in relations:
         for end in (("src", rel), ("dst", rel)):
             names.setdefault(find(end), f"type{len(names)}")

@@ -24,6 +24,7 @@ from gnn_codegen.edge_masks import fold_edge_masks
 from gnn_codegen.functionalize import functionalize
 from gnn_codegen.graph_fields import field_view, give_graph_data
 from gnn_codegen.graph_proxy import BATCH_SIZE
+from gnn_codegen.dict_inputs import proven_with_dicts
 from gnn_codegen.hetero.generate import generate_hetero
 from gnn_codegen.hetero.schema import is_heterogeneous
 from gnn_codegen.ir import Program
@@ -175,9 +176,11 @@ def _generate_all(target: str, options: GenerateOptions) -> Generated:
         )
     namespace = vars(loaded.module)
     # a heterograph made homogeneous in forward (type_offsets.py); modules kept in plain lists
-    # and dicts, as submodules (plain_containers.py)
+    # and dicts, as submodules (plain_containers.py); forward(self, g, h_dict) with --feat-dims by
+    # node type (dict_inputs.py)
     with known_types(options.metagraph), registered(loaded.model):
-        traced, program, attrs, proof_notes = _proven_program(loaded, feat_dims, leaves, forced_mp, options.blocks)
+        (traced, program, attrs, proof_notes), packed = proven_with_dicts(
+            loaded.model, feat_dims, lambda widths: _proven_program(loaded, widths, leaves, forced_mp, options.blocks))
     if options.metagraph and program.homogenized is None:
         raise OptionsError(
             "--metagraph gives the edge types of a heterogeneous graph for models whose layers are "
@@ -185,6 +188,8 @@ def _generate_all(target: str, options: GenerateOptions) -> Generated:
             "dgl.node_type_subgraph), and this model is neither. Leave it out: a model of one node and "
             "edge type needs none."
         )
+    if packed:
+        program = replace(program, dict_inputs=packed.dicts, signature=packed.signature(program.signature))
     plan = build_plan(program, attrs, options.fanout, options.optimize)
     if options.optimize and not plan.cut.placement.optimal:
         warnings += (

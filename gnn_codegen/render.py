@@ -27,6 +27,8 @@ from gnn_codegen.graph_proxy import BATCH_SIZE
 from gnn_codegen.errors import internal
 from gnn_codegen.ir import Op, Program, Ref, iter_refs
 from gnn_codegen.metapaths import metapath_of
+from gnn_codegen.dict_inputs import packed_arguments, unpacking_lines
+from gnn_codegen.metapath_types import rows_type_of
 from gnn_codegen.several_graphs import GRAPH_ITEM, in_forwards_order
 from gnn_codegen.names import NameAllocator
 from gnn_codegen.node_reductions import node_reduction, pass_expression
@@ -96,7 +98,11 @@ class Renderer:
         taken = [program.op(n).target for n in program.inputs
                  if program.op(n).target not in self.from_graph and program.op(n).target not in self.from_model]
         graphs = list(program.graph_params) or ["g"]
-        self.in_forwards_order = in_forwards_order(program, list(zip([*graphs, *taken], self.params)))
+        named = list(zip([*graphs, *taken], self.params))
+        # forward's dict of features by node type (dict_inputs.py): one parameter, as forward's
+        self.dicts = {param: self.names.take(param) for param, _ in program.dict_inputs}
+        named = [(n, self.dicts[n] if isinstance(v, dict) else v) for n, v in packed_arguments(named, program.dict_inputs)]
+        self.in_forwards_order = in_forwards_order(program, named)
         # forward's None defaults that stand for a table (`h=None`: self.node_emb.weight), kept
         # as parameters of the same name (forward_defaults.py): table input -> parameter
         self.optional = {table: self.names.take(param) for param, table in program.optional}
@@ -331,7 +337,10 @@ class Renderer:
 
     def _preamble(self) -> list[str]:
         g = self.params[0]
-        lines, self.type_counts = by_type.preamble(self.program, self.buffer, g, self.nodes, self.names.take)
+        lines = unpacking_lines(self.program.dict_inputs, {self.program.op(n).target: self.buffer[n]
+                                                           for n in self.program.inputs}, self.dicts)
+        by_type_lines, self.type_counts = by_type.preamble(self.program, self.buffer, g, self.nodes, self.names.take)
+        lines += by_type_lines
         if self.program.homogenized is not None:  # homogenized.py
             if subgraph_types(self.program.homogenized):
                 lines += comment(f"the subgraph of one type that forward takes of its heterograph, once: from "
@@ -458,6 +467,10 @@ class Renderer:
             lines += comment("forward's rows are the nodes of the type where its metapaths start and end")
             lines += [f"if {{t for mg in {spelled} for t in mg.ntypes}} != {{{graphs[0]}.ntypes[0]}}:",
                       "    raise ValueError(\"the metapaths must start and end at one node type, the same for all\")"]
+            named = rows_type_of(self.program.dict_inputs)  # forward keyed its features by it (metapath_types.py)
+            lines += [f"if {graphs[0]}.ntypes != [{named!r}]:",
+                      f"    raise ValueError(\"generated for metapaths of the node type {named}, the key of forward's \"",
+                      f"                     f\"features: they start and end at {{{graphs[0]}.ntypes[0]}}\")"] if named else []
         return lines
 
     def _needed_nodes(self) -> list[str]:
@@ -609,7 +622,7 @@ class Renderer:
     def _docstring(self) -> list[str]:
         p = self.program
         g = self.params[0]
-        names = {p.op(n).target: self.buffer[n] for n in p.inputs}
+        names = {p.op(n).target: self.buffer[n] for n in p.inputs} | self.dicts
         names[p.op(p.graph).target] = f"[{g}] * {p.num_blocks}" if p.blocks_style else g
         names.update(zip(p.graph_params, self.params))  # forward(self, g1, g2, x)
         call = ", ".join(names[name] if kind == "positional" else f"{name}={names[name]}"

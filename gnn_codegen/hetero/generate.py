@@ -12,7 +12,8 @@ from gnn_codegen.format import format_source
 from gnn_codegen.hetero.plan import build_hetero_plan
 from gnn_codegen.hetero.render import HETERO_CONV, HETERO_CONV_SOURCES, RUNTIME, HeteroRenderer
 from gnn_codegen.hetero.schema import Schema, model_schema
-from gnn_codegen.hetero.trace import parse_forward_args, trace_hetero
+from gnn_codegen.hetero.forward_defaults import trace_with_defaults
+from gnn_codegen.hetero.trace import parse_forward_args
 from gnn_codegen.load import LoadedModel
 from gnn_codegen.splice import ends_with_helpers, splice
 from gnn_codegen.templating import render_template
@@ -57,8 +58,8 @@ def generate_hetero(loaded: LoadedModel, options: GenerateOptions, feat_dims: di
     from gnn_codegen.pipeline import Generated
 
     schema = model_schema(loaded.model, options.metagraph)
-    traced = trace_hetero(loaded.model, schema, feature_types(schema, feat_dims), loaded.path,
-                          parse_forward_args(loaded.model, options.forward_args))
+    traced = trace_with_defaults(loaded.model, schema, feature_types(schema, feat_dims), loaded.path,
+                                 parse_forward_args(loaded.model, options.forward_args))
     plan = build_hetero_plan(traced)
     namespace = vars(loaded.module)
     reserved = {n for n in namespace if not n.startswith("__")} | {"torch", "dgl"}

@@ -198,7 +198,7 @@ def build_hetero_plan(traced: HeteroTraced) -> HeteroPlan:
         if not is_rowwise(op, 2) and not _keeps_rows_by_size(node, sizes, res):
             _refuse(node, traced, f"{_describe(node)} is not known to keep each node's row independent of the "
                     "others, which a layer-wise loop over batches of nodes needs between HeteroGraphConv calls "
-                    "(element-wise functions, nn.Linear, products with weights and such do)")
+                    "(element-wise functions, nn.Linear, products with weights and such do)" + _way_out(node))
         ntype[node] = types.pop()
         stage[node] = max(stage[a] for a in args if a in stage)
     counts = _counts(nodes, res, traced)
@@ -270,6 +270,14 @@ def nodes_in(value: Any) -> list[fx.Node]:
     found: list[fx.Node] = []
     fx.node.map_aggregate(value, lambda v: found.append(v) if isinstance(v, fx.Node) else None)
     return list(dict.fromkeys(found))
+
+
+def _way_out(node: fx.Node) -> str:
+    """What to write instead, where a row-wise spelling says the same on forward's graph."""
+    if node.op == "call_method" and node.target == "squeeze" and len(node.args) == 1 and not node.kwargs:
+        return (": .squeeze() without a dim drops the node axis too on a batch of one node; name the "
+                "dims it drops (h.squeeze(-1)), which keeps each row")
+    return ""
 
 
 def _describe(node: fx.Node) -> str:

@@ -29,6 +29,18 @@ class Schema:
         return tuple(r for r in self.relations if r[2] == ntype)
 
 
+# a heterograph's subgraph of some of its types, and what DGL's functions for it read of the graph
+TYPE_SUBGRAPHS = frozenset({"edge_type_subgraph", "node_type_subgraph", "get_etype_id", "get_ntype_id"})
+TYPE_SUBGRAPH_REFUSAL = (
+    "forward makes a subgraph of some of its graph's types (dgl.edge_type_subgraph, "
+    "dgl.node_type_subgraph) and runs layers on it, which gnn-codegen does not follow on a graph "
+    "with HeteroGraphConv layers yet: it runs each HeteroGraphConv over every relation of forward's "
+    "graph, from the types that have features. Make the subgraph before calling the model, and call "
+    "the model and its inference on it (a model per subgraph), or evaluate this model with its "
+    "full-graph forward."
+)
+
+
 def hetero_convs(model: torch.nn.Module) -> list[dglnn.HeteroGraphConv]:
     return [m for m in model.modules() if isinstance(m, dglnn.HeteroGraphConv)]
 

@@ -22,10 +22,12 @@ from typing import Any
 import dgl.nn as dglnn
 import torch
 import torch.fx as fx
+from torch.fx._symbolic_trace import _assert_is_none
 from torch.utils import _pytree as pytree
 
 from gnn_codegen.errors import GraphUseError, OptionsError, SignatureError, TraceFailedError
-from gnn_codegen.hetero.schema import Schema, hetero_convs, hetero_layers, is_hetero_layer
+from gnn_codegen.hetero.schema import (TYPE_SUBGRAPH_REFUSAL, TYPE_SUBGRAPHS, Schema, hetero_convs, hetero_layers,
+                                       is_hetero_layer)
 from gnn_codegen.kept_graph import forward_taking_the_graph, graphs_on_the_model, kept_graph
 from gnn_codegen.trace import _graph_parameter, _Tracer, _user_location
 
@@ -106,6 +108,8 @@ class _GraphProxy(fx.Proxy):
             return _EdgeViews(self)
         if name == "edata":  # g.edata["w"]: a dict by canonical edge type
             return _EdgeData(self, "edata", None)
+        if name in TYPE_SUBGRAPHS:  # also DGL's own reads of the graph in dgl.edge_type_subgraph(g, ...)
+            raise GraphUseError(TYPE_SUBGRAPH_REFUSAL)
         raise GraphUseError(
             f"forward reads graph.{name} of a heterogeneous graph, which gnn-codegen does not follow "
             "yet: it follows HeteroGraphConv calls on the graph, its type lists, features read from "
@@ -386,7 +390,7 @@ class _HeteroTracer(_Tracer):
         elif isinstance(inputs, dict):
             destinations = None
         else:
-            raise GraphUseError(
+            raise (NoneFeaturesError if inputs is None else GraphUseError)(
                 f"self.{path} is called with {type(inputs).__name__} inputs; gnn-codegen follows a "
                 "HeteroGraphConv called on the graph with a dict of features per node type (or the "
                 "pair of it and its destination rows)"
@@ -415,7 +419,7 @@ class _HeteroTracer(_Tracer):
         node (the check proves the layer exact on each batch's subgraph, and these types)."""
         path = self.path_of_module(m)
         if kwargs or len(args) != 2 or not isinstance(args[0], _GraphProxy) or not isinstance(args[1], dict):
-            raise GraphUseError(
+            raise (NoneFeaturesError if len(args) == 2 and args[1] is None else GraphUseError)(
                 f"self.{path} ({type(m).__name__}) is called as other than self.{path}(graph, "
                 "features per node type), which is how gnn-codegen follows a heterogeneous layer of "
                 "your own"
@@ -435,7 +439,7 @@ def _nested_features(graph: fx.Graph) -> bool:
 
 _UNKNOWN = object()
 # what fx checks a concrete argument with
-_GUARDS = (operator.eq, torch._assert)
+_GUARDS = (operator.eq, torch._assert, _assert_is_none)
 
 
 def _whole(node: fx.Node) -> fx.Node:
@@ -491,7 +495,13 @@ def parse_forward_args(model: torch.nn.Module, text: str | None) -> dict[str, An
     return values
 
 
-def _signature(model: torch.nn.Module, given: dict[str, Any]) -> tuple[str, list[str], tuple[str, ...]]:
+class NoneFeaturesError(GraphUseError):
+    """A HeteroGraphConv given None as its features: a None default of forward's traced as it is
+    (hetero/forward_defaults.py tries it as an input)."""
+
+
+def _signature(model: torch.nn.Module, given: dict[str, Any],
+               as_features: frozenset[str] = frozenset()) -> tuple[str, list[str], tuple[str, ...]]:
     """forward's graph parameter (named like one, else the first), its feature parameters
     (those without a default), and where the model keeps its graph when forward takes none
     (inference's name for it is then the attribute's: `g` for self.g). A graph parameter with a
@@ -514,18 +524,21 @@ def _signature(model: torch.nn.Module, given: dict[str, Any]) -> tuple[str, list
     if graph_name in given:
         raise OptionsError(f"--forward-args gives {graph_name}, forward's graph: give values only for "
                            "parameters that are not the graph or features, such as out_key.")
-    features = [p.name for p in params if p.name != graph_name and p.default is inspect.Parameter.empty
-                and p.name not in given]
+    features = [p.name for p in params if p.name != graph_name and p.name not in given
+                and (p.default is inspect.Parameter.empty or p.name in as_features)
+                and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     return graph_name, features, kept
 
 
 def trace_hetero(model: torch.nn.Module, schema: Schema, feature_types: tuple[str, ...], path: Path,
-                 forward_args: dict[str, Any] | None = None) -> HeteroTraced:
+                 forward_args: dict[str, Any] | None = None, as_features: frozenset[str] = frozenset(),
+                 ) -> HeteroTraced:
     """feature_types: the node types forward's feature dicts hold (every type unless --feat-dims
-    names some); forward_args: values of forward's parameters it is traced for (--forward-args)."""
+    names some); forward_args: values of forward's parameters it is traced for (--forward-args);
+    as_features: parameters with a None default traced as feature inputs."""
     model.eval()
     given = dict(forward_args or {})
-    graph_arg, features, kept = _signature(model, given)
+    graph_arg, features, kept = _signature(model, given, as_features)
     blocks = blocks_style(model, graph_arg)
     taken = set(inspect.signature(type(model).forward).parameters) | {graph_arg}
 
@@ -536,8 +549,10 @@ def trace_hetero(model: torch.nn.Module, schema: Schema, feature_types: tuple[st
         concrete: dict[str, Any] = {p: fx.PH if as_tensors else {t: fx.PH for t in feature_types} for p in features}
         # parameters with defaults are traced at their default, as Python would call forward(g, x)
         for p in list(inspect.signature(type(model).forward).parameters.values())[1:]:
-            if p.default is not inspect.Parameter.empty and p.name != graph_arg:
+            if p.default is not inspect.Parameter.empty and p.name != graph_arg and p.name not in as_features:
                 concrete[p.name] = p.default
+            elif p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):  # as forward is called: without more
+                concrete[("*" if p.kind == p.VAR_POSITIONAL else "**") + p.name] = () if p.kind == p.VAR_POSITIONAL else {}
         concrete.update(given)
         # a kept graph: forward, while traced, takes it first and sets it where the model keeps it
         with forward_taking_the_graph(model, graph_arg, kept) if kept else contextlib.nullcontext():
@@ -590,8 +605,11 @@ def trace_hetero(model: torch.nn.Module, schema: Schema, feature_types: tuple[st
             f"operations on each node type's features.{hint}"
         ) from None
     defaults = {p.name for p in list(inspect.signature(type(model).forward).parameters.values())[1:]
-                if (p.default is not inspect.Parameter.empty or p.name in given) and p.name != graph_arg}
+                if (p.default is not inspect.Parameter.empty or p.name in given) and p.name != graph_arg
+                and p.name not in as_features}
     # (fx names a flattened argument's placeholder after it: out_key_1)
+    for node in [n for n in graph.nodes if re.sub(r"_\d+$", "", str(n.target)) in as_features]:
+        node.args = ()  # an input: its None default is not what inference is called with
     for node in [n for n in graph.nodes if n.op == "placeholder" and re.sub(r"_\d+$", "", str(n.target)) in defaults]:
         # a parameter traced at its default (`out_key="paper"`): its value is in the graph, and
         # fx writes the placeholder of a str default as a syntax error; its only readers are

@@ -16,6 +16,7 @@ from typing import Any
 
 from gnn_codegen.attributes import Attributes
 from gnn_codegen.derived_graphs import DERIVED
+from gnn_codegen.distributed import not_distributed, paragraph, refusal
 from gnn_codegen.edge_masks import graph_arguments, is_edge_subgraph
 from gnn_codegen.edge_masks import suffix as edge_subgraph_suffix
 from gnn_codegen.edge_weight_norm import EDGE_WEIGHT_NORM
@@ -41,6 +42,7 @@ from gnn_codegen.templating import render_template
 from gnn_codegen.write_out import SECTIONS, sections_needed
 
 RUNTIME = "_FullNeighbourBatches"
+DIST_RUNTIME = "_DistributedBatches"  # its variant on a DistGraph (templates/dist_batches.py.j2)
 BLOCK_AS_GRAPH = "_block_as_graph"
 
 
@@ -72,14 +74,14 @@ class Renderer:
         used = {op.helper for op in program.ops if op.helper}
         self.sections = sections_needed(used)
         top = NameAllocator(module_names)
-        self.runtime = top.take(RUNTIME)
+        self.runtime, self.dist_runtime = top.take(RUNTIME), top.take(DIST_RUNTIME)
         self.helper_names = {section: top.take(f"_{section}") for section in SECTIONS}
         # the runtime's helper that gives a block as a graph over its sources (block_as_graph.py)
         self.block_as_graph = top.take(BLOCK_AS_GRAPH)
         self.uses_block_as_graph = any(op.mp is not None and op.mp.as_graph for op in program.ops)
         # what the method reads from the module: its locals never take these names, and
         # nothing else is reserved (a top-level `g` in the user's file is no concern of ours)
-        self.reserved = _globals_read(program) | {self.runtime, self.block_as_graph, *self.helper_names.values()}
+        self.reserved = _globals_read(program) | {self.runtime, self.dist_runtime, self.block_as_graph, *self.helper_names.values()}
         self.names = NameAllocator(self.reserved)
         # inputs forward reads from the graph (`g.ndata["feat"]`): read from g at the top, not
         # parameters; target -> (view, key)
@@ -337,8 +339,10 @@ class Renderer:
 
     def _preamble(self) -> list[str]:
         g = self.params[0]
-        lines = unpacking_lines(self.program.dict_inputs, {self.program.op(n).target: self.buffer[n]
-                                                           for n in self.program.inputs}, self.dicts)
+        reason = not_distributed(self.program, self.derived)  # DistDGL: distributed.py
+        lines = refusal(g, reason) if reason else []
+        lines += unpacking_lines(self.program.dict_inputs, {self.program.op(n).target: self.buffer[n]
+                                                            for n in self.program.inputs}, self.dicts)
         by_type_lines, self.type_counts = by_type.preamble(self.program, self.buffer, g, self.nodes, self.names.take)
         lines += by_type_lines
         if self.program.homogenized is not None:  # homogenized.py
@@ -654,6 +658,8 @@ class Renderer:
             "are deleted once read."
         )
         paragraphs = [first, second, third]
+        if not not_distributed(p, self.derived):
+            paragraphs.append(paragraph(g, [self.buffer[n] for n in p.inputs], self.nodes, self.storage))
         if p.homogenized is not None:  # homogenized.py
             fields = kept_fields(p.homogenized, "ndata") + kept_fields(p.homogenized, "edata")
             carried = f", with {', '.join(repr(f) for f in fields)} on its types as the conversion reads them" if fields else ""
@@ -678,7 +684,7 @@ class Renderer:
 
     def default_helper_names(self) -> bool:
         """The runtime and the helpers have the names the templates are formatted for."""
-        return (self.runtime == RUNTIME and self.block_as_graph == BLOCK_AS_GRAPH
+        return (self.runtime == RUNTIME and self.dist_runtime == DIST_RUNTIME and self.block_as_graph == BLOCK_AS_GRAPH
                 and all(name == f"_{section}" for section, name in self.helper_names.items()))
 
     def helpers(self) -> str:
@@ -691,18 +697,20 @@ class Renderer:
         if "var_nodes" in reduces:  # its mean is a sum
             reduces.add("sum_nodes")
         block_as_graph = self.block_as_graph if self.uses_block_as_graph else ""
-        return render_helpers(self.runtime, self.sections, self.helper_names, frozenset(reduces), block_as_graph)
+        return render_helpers(self.runtime, self.sections, self.helper_names, frozenset(reduces), block_as_graph,
+                              self.dist_runtime)
 
 
 def render_helpers(runtime: str, sections: set[str], names: dict[str, str],
-                   reduces: frozenset[str] = frozenset(), block_as_graph: str = "") -> str:
+                   reduces: frozenset[str] = frozenset(), block_as_graph: str = "",
+                   dist_runtime: str = DIST_RUNTIME) -> str:
     """The runtime class and the written-out convolutions' sections, after the banner.
     reduces: the runtime's methods that reduce over all nodes that the code calls
     (`sum_nodes`, node_reductions.py). block_as_graph: the name of the runtime's function that
     gives a block as a graph over its sources, where the code calls it (block_as_graph.py)."""
     # one line break between the two: each convolution's section starts with its blank lines
     runtime_source = render_template("batches.py.j2", runtime=runtime, reduces=reduces,
-                                     block_as_graph=block_as_graph).rstrip("\n")
+                                     block_as_graph=block_as_graph, dist_runtime=dist_runtime).rstrip("\n")
     convs = render_template("convs.py.j2", used=sections, names=SimpleNamespace(**names)) if sections else ""
     return render_template("helpers.py.j2", runtime=runtime_source, convs=convs)
 

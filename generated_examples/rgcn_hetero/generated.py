@@ -159,6 +159,11 @@ class _HeteroBatches:
     def __init__(
         self, model, g, batch_size, device, max_memory, progress, storage=None
     ):
+        if isinstance(g, dgl.distributed.DistGraph):  # DistDGL: dist_batches.py.j2
+            raise ValueError(
+                "inference on a dgl.distributed.DistGraph is not done yet for a "
+                "heterogeneous model: call it with a dgl.DGLGraph"
+            )
         if batch_size != "auto" and (type(batch_size) is not int or batch_size < 1):
             raise ValueError(
                 f"batch_size must be a positive int or 'auto', not {batch_size!r}"

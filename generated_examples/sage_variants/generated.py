@@ -69,6 +69,16 @@ class SAGEVariants(nn.Module):
         returned with a row per node are kept in .npy files (memory-mapped), not in memory,
         which then holds about a batch's rows; the files returned (result.npy) stay there, the
         others are deleted once read.
+
+        On DistDGL: g may be a dgl.distributed.DistGraph and the inputs DistTensors (such as
+        g.ndata["feat"] for x). Every trainer calls inference, with the same arguments, after
+        dgl.distributed.initialize(), and every process, the servers too, imports this module
+        before initialize() (it registers a request the servers answer). Each trainer computes
+        its partition's rows; each layer's result is a new DistTensor. Returned: a DistTensor
+        whose row i is the DistGraph's node i (node orig_nid[i] of the graph partitioned, with
+        the orig_nid that dgl.distributed.partition_graph(..., return_mapping=True) returns),
+        freed when every trainer drops it; for nodes (DistGraph IDs), their rows, in every
+        trainer. storage does not apply.
         """
         self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode
         batches = _FullNeighbourBatches(
@@ -130,25 +140,17 @@ class _FullNeighbourBatches:
     memory; source rows are then gathered in node-ID order unless the page cache holds them.
     """
 
+    def __new__(cls, model, g, *args, **kwargs):
+        # on a dgl.distributed.DistGraph, the variant for DistDGL (_DistributedBatches),
+        # behind the same calls from inference
+        if cls is _FullNeighbourBatches and isinstance(g, dgl.distributed.DistGraph):
+            cls = _DistributedBatches
+        return super().__new__(cls)
+
     def __init__(
         self, model, g, batch_size, device, max_memory, progress, storage=None
     ):
-        if batch_size != "auto" and (type(batch_size) is not int or batch_size < 1):
-            raise ValueError(
-                f"batch_size must be a positive int or 'auto', not {batch_size!r}"
-            )
-        if not max_memory > 0:
-            raise ValueError(
-                f"max_memory must be a positive number of bytes, not {max_memory!r}"
-            )
-        self.device = torch.device(device)
-        if self.device.type == "cuda" and self.device.index is None:
-            self.device = torch.device("cuda", torch.cuda.current_device())
-        where = next((p.device for p in model.parameters()), self.device)
-        if where != self.device:
-            raise ValueError(
-                f"the model is on {where}, not on device={device}: call model.to(device)"
-            )
+        self._check_arguments(model, batch_size, device, max_memory)
         self.g, self.batch_size = g, batch_size
         self.max_memory, self.progress = max_memory, progress
         self.num_nodes, self.num_edges = g.num_nodes(), g.num_edges()
@@ -196,6 +198,24 @@ class _FullNeighbourBatches:
         # between two tries of another count (_paced)
         self.threads = torch.get_num_threads()
         self.fastest, self.gap, self.tries = self.threads, 8, 0
+
+    def _check_arguments(self, model, batch_size, device, max_memory):
+        if batch_size != "auto" and (type(batch_size) is not int or batch_size < 1):
+            raise ValueError(
+                f"batch_size must be a positive int or 'auto', not {batch_size!r}"
+            )
+        if not max_memory > 0:
+            raise ValueError(
+                f"max_memory must be a positive number of bytes, not {max_memory!r}"
+            )
+        self.device = torch.device(device)
+        if self.device.type == "cuda" and self.device.index is None:
+            self.device = torch.device("cuda", torch.cuda.current_device())
+        where = next((p.device for p in model.parameters()), self.device)
+        if where != self.device:
+            raise ValueError(
+                f"the model is on {where}, not on device={device}: call model.to(device)"
+            )
 
     def check_rows(self, nodes=None, edges=None):
         """Each tensor in `nodes` has a row per node of g, each in `edges` a row per edge."""
@@ -713,6 +733,240 @@ class _FullNeighbourBatches:
         return int(
             min(max(self.max_memory // (2 * per_node + 1), 1), max(self.num_nodes, 1))
         )
+
+
+class _DistributedBatches(_FullNeighbourBatches):
+    """_FullNeighbourBatches on a dgl.distributed.DistGraph, in every trainer after
+    dgl.distributed.initialize(): a collective, where every trainer makes the same calls.
+    Each trainer computes the rows of its own nodes (node_split of a mask, by partition:
+    every node to one trainer), a batch at a time, each with the block of all its in-edges
+    (sample_neighbors with fanout -1), its rows pulled from the tensors the layer reads;
+    each result is a new DistTensor, named for the call and the layer. A layer's results are
+    read only once every trainer's writes are in every server (flush, then a barrier).
+    DistTensors are made and freed in every trainer at once (DGL's barriers), so a trainer
+    with no batch still makes them: it runs the layer on one node for their widths."""
+
+    # a request of the flush, sent to every server: an ID far from DGL's own (9012xx), one of
+    # which it would silently replace (DGL's barrier: the servers died, trainers hung)
+    FLUSH_SERVICE = 7_412_001
+    calls = 0  # inference calls in this process: the same count in every trainer
+
+    class Flush(dgl.distributed.rpc.Request):
+        def __getstate__(self):
+            return None
+
+        def __setstate__(self, state):
+            pass
+
+        def process_request(self, server_state):
+            return _DistributedBatches.Flushed()
+
+    class Flushed(dgl.distributed.rpc.Response):
+        def __getstate__(self):
+            return None
+
+        def __setstate__(self, state):
+            pass
+
+    class Rows(dgl.distributed.DistTensor):
+        """A layer's results: a DistTensor with the sizes the generated code reads of a
+        tensor (PairNorm's mean over all elements divides by numel())."""
+
+        def numel(self):
+            return int(numpy.prod(self.shape))
+
+        def dim(self):
+            return len(self.shape)
+
+    def __init__(
+        self, model, g, batch_size, device, max_memory, progress, storage=None
+    ):
+        if storage is not None:
+            raise ValueError(
+                "storage= does not apply to a DistGraph: each layer's results are "
+                "DistTensors in the servers' memory; call inference without storage"
+            )
+        for name, module in model.named_modules():
+            # reads each node's in-edges in order: partition_graph renumbers the edges, and
+            # a DistGraph's order of a node's in-edges is not the graph's
+            if getattr(module, "_aggre_type", None) == "lstm":
+                raise ValueError(
+                    f"inference on a dgl.distributed.DistGraph is not done yet for "
+                    f"self.{name} ({type(module).__name__} with an LSTM over each node's "
+                    "in-edges, in their order, which partition_graph does not keep): "
+                    "call it with a dgl.DGLGraph"
+                )
+        self._check_arguments(model, batch_size, device, max_memory)
+        self.g, self.batch_size = g, batch_size
+        self.max_memory, self.progress = max_memory, progress
+        self.num_nodes, self.num_edges = g.num_nodes(), g.num_edges()
+        self.storage = None
+        self.indices = torch.empty(0, dtype=torch.int64)  # DistGraph's IDs (needed)
+        type(self).calls += 1
+        self.name = f"gnn-codegen-{type(self).__module__}-{type(self).calls}"
+        self.made = 0  # DistTensors made in this call
+        self.own = None  # this trainer's nodes, of all
+
+    def check_rows(self, nodes=None, edges=None):
+        """Each tensor in `nodes` (a DistTensor, or a tensor in every trainer) has a row per
+        node of g, each in `edges` a row per edge."""
+        expected = ((nodes, self.num_nodes, "node"), (edges, self.num_edges, "edge"))
+        tensor = (torch.Tensor, dgl.distributed.DistTensor)
+        for tensors, rows, per in expected:
+            for name, t in (tensors or {}).items():
+                if not isinstance(t, tensor) or not len(t.shape) or len(t) != rows:
+                    found = (
+                        tuple(t.shape) if isinstance(t, tensor) else type(t).__name__
+                    )
+                    raise ValueError(
+                        f"{name} must have a row per {per} of g ({rows}), not {found}"
+                    )
+
+    def map(
+        self,
+        layer,
+        src=(),
+        dst=(),
+        edges=(),
+        in_place=False,
+        per_edge=(),
+        blocks=True,
+        nodes=None,
+    ):
+        """_FullNeighbourBatches.map over this trainer's nodes (of `nodes`, where given); its
+        results are new DistTensors, complete in every server when it returns."""
+        mine = self._own(nodes)
+        batch_size = self._batch_size(src, dst, edges)
+        batches = [mine[i : i + batch_size] for i in range(0, len(mine), batch_size)]
+        # no batch here: one node's, for the results' widths, written nowhere
+        some = torch.arange(min(self.num_nodes, 1)) if nodes is None else nodes[:1]
+        outputs = None
+        for dst_nodes in batches or [some]:
+            block, rows = self._prepare(dst_nodes, src, dst, edges, blocks)
+            results = layer(block, *rows)
+            results = results if isinstance(results, tuple) else (results,)
+            edge_ids = block.edata[dgl.EID].cpu() if per_edge else None
+            del block, rows
+            if outputs is None:  # made in every trainer at once
+                outputs = [
+                    self._empty(r, self.num_edges if i in per_edge else self.num_nodes)
+                    for i, r in enumerate(results)
+                ]
+            if not batches:
+                break
+            for i, (out, r) in enumerate(zip(outputs, results)):
+                out[edge_ids if i in per_edge else dst_nodes] = r.cpu()
+            del results, r
+        self._flush()
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def map_nodes(self, fn, *tensors, nodes=None):
+        return self.map(
+            lambda block, *rows: fn(*rows), dst=tensors, blocks=False, nodes=nodes
+        )
+
+    def result(self, tensor, nodes=None, name="result"):
+        """A tensor inference returns: the DistTensor, or for `nodes` its rows (in that
+        order), pulled into every trainer."""
+        return tensor if nodes is None else tensor[nodes]
+
+    def _own(self, nodes):
+        """This trainer's nodes of `nodes` (sorted IDs; None: all): those of its partition,
+        split among the partition's trainers as DGL does (a mask: DGL's example gives it
+        IDs, and node 0 is nobody's), each trainer's where it has fewer."""
+        if nodes is None and self.own is not None:
+            return self.own
+        mask = torch.zeros(self.num_nodes, dtype=torch.bool)
+        mask[slice(None) if nodes is None else nodes] = True
+        book = self.g.get_partition_book()
+        mine = dgl.distributed.node_split(mask, book, force_even=False)
+        if nodes is None:
+            self.own = mine
+        return mine
+
+    def _with_in_neighbours(self, nodes):
+        """nodes (sorted IDs) and the sources of their in-edges, sorted."""
+        sources, _ = dgl.distributed.sample_neighbors(self.g, nodes, -1).edges()
+        return torch.unique(torch.cat([nodes, sources]))
+
+    def _prepare(self, dst_nodes, src, dst, edges, blocks):
+        """A batch's block (all in-edges of dst_nodes, as a block whose sources start with
+        its destinations, in DistGraph IDs) and the rows it reads, on `device`."""
+        if not blocks:  # node ranges only
+            return None, [self._rows(t, dst_nodes) for t in dst]
+        frontier = dgl.distributed.sample_neighbors(self.g, dst_nodes, -1)
+        # each node's in-edges in edge-ID order, as in a DGLGraph's CSC: the same every run
+        edge_ids, order = torch.sort(frontier.edata[dgl.EID])
+        sources, destinations = frontier.edges()
+        frontier = dgl.graph(
+            (sources[order], destinations[order]), num_nodes=self.num_nodes
+        )
+        frontier.edata[dgl.EID] = edge_ids
+        block = dgl.to_block(frontier, dst_nodes)
+        input_nodes, edge_ids = block.srcdata[dgl.NID], block.edata[dgl.EID]
+        block = block.to(self.device)
+        rows = [self._rows(t, input_nodes) for t in src]
+        for t in dst:
+            i = next((i for i, s in enumerate(src) if s is t), None)
+            rows.append(
+                rows[i][: len(dst_nodes)] if i is not None else self._rows(t, dst_nodes)
+            )
+        rows += [self._rows(t, edge_ids) for t in edges]
+        return block, rows
+
+    def _rows(self, t, index):
+        """t's rows at index: pulled from the servers for a DistTensor."""
+        if isinstance(t, torch.Tensor):
+            index = index.to(t.device)
+        return t[index].to(self.device)
+
+    def _empty(self, like, rows):
+        """A new DistTensor of rows like `like`'s, under a name that no other call or layer
+        takes (one that exists would be shared: DGL's example reuses its "h" with 3 layers,
+        read by some trainers while others write it); freed when every trainer drops it.
+        """
+        self.made += 1
+        return self.Rows(
+            (rows, *like.shape[1:]),
+            like.dtype,
+            name=f"{self.name}-{self.made}",
+            persistent=False,
+        )
+
+    def _flush(self):
+        """Every trainer's writes are in place in every server: a request to every server
+        (each handles a trainer's requests in order, so its answer comes after the writes
+        this trainer sent before it: a write returns before it is done), then a barrier.
+        """
+        if os.environ.get("DGL_DIST_MODE", "standalone") != "standalone":
+            rpc = dgl.distributed.rpc
+            for server in range(rpc.get_num_server()):
+                rpc.send_request(server, self.Flush())
+            for _ in range(rpc.get_num_server()):
+                rpc.recv_response()
+        self.g.barrier()
+
+    def _batch_size(self, src, dst, edges):
+        if self.batch_size != "auto":
+            return self.batch_size
+        degree = self.num_edges / max(self.num_nodes, 1)
+        row = sum(
+            int(numpy.prod(t.shape[1:])) * torch.empty((), dtype=t.dtype).element_size()
+            for t in (*src, *dst, *edges)
+        )
+        per_node = row * (degree + 1) + 24 * degree  # an edge's three IDs in the block
+        return int(
+            min(max(self.max_memory // (2 * per_node + 1), 1), max(self.num_nodes, 1))
+        )
+
+
+# the flush's request, known to the servers too: they import this module before
+# dgl.distributed.initialize(), as the trainers do
+dgl.distributed.rpc.register_service(
+    _DistributedBatches.FLUSH_SERVICE,
+    _DistributedBatches.Flush,
+    _DistributedBatches.Flushed,
+)
 
 
 def _sage_conv_mean(conv, block, feat_src, feat_dst, projected, edge_weight=None):

@@ -146,7 +146,9 @@ def test_standalone_one_partition(tmp_path: Path) -> None:
 
 def test_refused_on_a_dist_graph(tmp_path: Path) -> None:
     """What does not run on a DistGraph yet is refused at the entry, with a ValueError that
-    says what and where: storage=, a graph derived in forward, a heterogeneous model."""
+    says what and where: storage=, a graph derived in forward, an LSTM over in-edges in order, a
+    message-passing module of the user's (its reduce may read in-edges in order), a
+    heterogeneous model."""
     _prepare(tmp_path, 1, [])
     spec = json.loads((tmp_path / "spec.json").read_text())
     refused = [
@@ -154,6 +156,9 @@ def test_refused_on_a_dist_graph(tmp_path: Path) -> None:
         ("gat_self_loops", "GAT", MODELS[2][2], {}),
         # an LSTM over each node's in-edges, in order: partition_graph renumbers edges
         ("sage_variants", "SAGEVariants", {"in_feats": 16, "n_hidden": 16, "n_classes": 3}, {}),
+        # a message-passing module of the user's: its reduce may read a node's in-edges in order
+        ("custom_mp", "CustomNet", json.loads(
+            (ROOT / "generated_examples" / "custom_mp" / "case.json").read_text())["init"], {"extra_inputs": 2}),
         ("rgcn_hetero", "RGCN", json.loads(
             (ROOT / "generated_examples" / "rgcn_hetero" / "case.json").read_text())["init"], {}),
     ]
@@ -168,7 +173,8 @@ def test_refused_on_a_dist_graph(tmp_path: Path) -> None:
     assert "derives a graph from its graph, add_self_loop at" in messages[1]
     assert "gat_self_loops/model.py:38" in messages[1]
     assert "self.layers.2 (SAGEConv with an LSTM over each node's in-edges" in messages[2]
-    assert "not done yet for a heterogeneous model" in messages[3]
+    assert "self.conv1 (GatedMeanConv) is a message-passing module of yours at" in messages[3]
+    assert "not done yet for a heterogeneous model" in messages[4]
     assert not (tmp_path / "files").exists()
 
 
@@ -197,6 +203,8 @@ def test_two_partitions_on_loopback(tmp_path: Path) -> None:
     example = torch.from_numpy(numpy.load(tmp_path / f"out{len(ours)}.npy"))
     wrong = (example - want).abs().amax(1) > 1e-3
     assert wrong[0] and wrong.sum() > NODES // 2, int(wrong.sum())
-    for port in ports:  # released
-        with socket.socket() as s:
+    for port in ports:  # released: no server listens on it any more (a closed connection's
+        with socket.socket() as s:  # TIME_WAIT may stay a minute, which SO_REUSEADDR lets pass)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             s.bind(("127.0.0.1", port))
+            s.listen()

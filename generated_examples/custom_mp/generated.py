@@ -87,18 +87,17 @@ class CustomNet(nn.Module):
         returned with a row per node are kept in .npy files (memory-mapped), not in memory,
         which then holds about a batch's rows; the files returned (result.npy) stay there, the
         others are deleted once read.
-
-        On DistDGL: g may be a dgl.distributed.DistGraph and the inputs DistTensors (such as
-        g.ndata["feat"] for x). Every trainer calls inference, with the same arguments, after
-        dgl.distributed.initialize(), and every process, the servers too, imports this module
-        before initialize() (it registers a request the servers answer). Each trainer computes
-        its partition's rows; each layer's result is a new DistTensor. Returned: a DistTensor
-        whose row i is the DistGraph's node i (node orig_nid[i] of the graph partitioned, with
-        the orig_nid that dgl.distributed.partition_graph(..., return_mapping=True) returns),
-        freed when every trainer drops it; for nodes (DistGraph IDs), their rows, in every
-        trainer. storage does not apply.
         """
         self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode
+        if isinstance(g, dgl.distributed.DistGraph):
+            raise ValueError(
+                "inference on a dgl.distributed.DistGraph is not done yet where "
+                "self.conv1 (GatedMeanConv) is a message-passing module of yours at "
+                "generated_examples/custom_mp/model.py:38 (`h = F.relu(self.conv1(g, x "
+                "+ self.pos(pos)))`), whose reduce may read each node's in-edges in "
+                "their order, which partition_graph does not keep: call it with a "
+                "dgl.DGLGraph"
+            )
         batches = _FullNeighbourBatches(
             self, g, batch_size, device, max_memory, progress, storage
         )

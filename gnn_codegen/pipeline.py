@@ -181,6 +181,9 @@ def _generate_all(target: str, options: GenerateOptions) -> Generated:
         )
     namespace = vars(loaded.module)
     traced, program, attrs, proof_notes = _proven_program(loaded, feat_dims, leaves, forced_mp, options.blocks)
+    # on the trace followed at last: graph data a module reads inside (`fn.u_mul_e("h", "w",
+    # "m")`) is an input only once that module is traced into, which --feat-dims w=... may decide
+    _check_feat_dims(traced, feat_dims)
     plan = build_plan(program, attrs, options.fanout, options.optimize)
     if options.optimize and not plan.cut.placement.optimal:
         warnings += (
@@ -268,7 +271,6 @@ def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], 
             traced = trace(loaded.model, loaded.path, leaves, forced_mp, through, frozenset(feat_dims), blocks,
                            feat_dims)
             traced = give_graph_data(traced, fields_of)
-            _check_feat_dims(traced, feat_dims)
             write_out(traced.graph_module, traced.graph_arg, out_degrees_of_graph)
             program = lower(traced, vars(loaded.module), loaded.path, forced_mp)
             program = simplify(functionalize(fold_edge_masks(program)))
@@ -362,7 +364,8 @@ def _check_feat_dims(traced: Traced, dims: dict[str, tuple[int, ...]]) -> None:
             raise FeatDimsError(
                 f"--feat-dims {name}=...: {type(traced.model).__name__}.forward has no tensor input "
                 f"named {name} (its tensor inputs: {has}; its graph: {traced.graph_arg}{left_out}). Give "
-                "the widths of forward's tensor inputs by their parameter names."
+                "the widths of forward's tensor inputs by their parameter names, and those of the graph's "
+                "data it reads by their keys."
             )
 
 

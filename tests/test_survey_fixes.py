@@ -260,3 +260,19 @@ def test_modules_in_a_plain_list_are_refused_asking_for_a_module_list(name: str,
     message = str(info.value)
     assert message.startswith(f"{FRAUD}:{line} (`{call}`): forward calls a module kept in a plain Python list")
     assert "nn.ModuleList([...])" in message and "state_dict" in message
+
+
+# --- 6. the width of an edge field a user module reads inside ----------------------------------
+
+OGB = "tests/models/survey/ogb_style.py"
+
+
+def test_gcnha_given_the_width_of_its_edge_field_is_written_and_exact(tmp_path: Path) -> None:
+    """AGDN's GCNHAConv loops `for i in range(a.shape[-1])` over hops whose messages are scaled by
+    the graph's 'gcn_norm' (E, 1, 1): the refusal asked for --feat-dims gcn_norm=WIDTH, and the
+    option then refused gcn_norm as no input of forward. Given, the module is written and exact."""
+    case = survey_check.by_name()["GCNHA"]
+    with pytest.raises(errors.FeatDimsError, match="--feat-dims gcn_norm=WIDTH"):
+        generate_all(f"{OGB}:GCNHA", GenerateOptions(init=json.dumps(case.init), verify=False))
+    options = GenerateOptions(init=json.dumps(case.init), feat_dims="gcn_norm=1x1")
+    assert _written_and_checked("GCNHA", f"{OGB}:GCNHA", options, tmp_path)["outcome"] == "exact"

@@ -26,6 +26,7 @@ from gnn_codegen.metapaths import metapaths, random_metapath_graph
 from gnn_codegen.node_count import tables_by_node_id
 from gnn_codegen.several_graphs import random_graphs
 from gnn_codegen.node_reductions import RUNTIME_METHODS, node_reduction
+from gnn_codegen.row_ranges import range_ops
 from gnn_codegen.rowwise import RESHAPES, START_DIM_MODULES, is_rowwise, is_rowwise_module
 from gnn_codegen.simplify import DST_COUNT_METHODS
 from gnn_codegen.sized_tensors import EDGE_COUNTS, count_of, is_factory, prefix_count, row_count_of
@@ -134,14 +135,15 @@ def _graph_use(program: Program, op: Op) -> str:
 
 
 class _Recorder(fx.Interpreter):
-    def __init__(self, gm: fx.GraphModule):
+    def __init__(self, gm: fx.GraphModule, skipped: frozenset[str] = frozenset()):
         super().__init__(gm)
         self.values: dict[str, Any] = {}
         self.current: fx.Node | None = None  # the node running (where forward failed)
+        self.skipped = skipped  # ops the program left out, not to run: row ranges (row_ranges.py)
 
     def run_node(self, n: fx.Node) -> Any:
         self.current = n
-        result = super().run_node(n)
+        result = None if n.name in self.skipped else super().run_node(n)
         self.values[n.name] = result
         return result
 
@@ -180,7 +182,7 @@ def _probe_values(traced: Traced, program: Program, inputs: tuple[InputSpec, ...
             args.append(by_target[node.target].example(PROBE_NODES, PROBE_EDGES, gen))
         else:
             args.append(node.args[0] if node.args else None)  # its default (trace: as traced)
-    recorder = _Recorder(traced.graph_module)
+    recorder = _Recorder(traced.graph_module, range_ops(program.output))
     with torch.no_grad():
         try:
             recorder.run(*args)

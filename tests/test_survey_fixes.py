@@ -193,13 +193,14 @@ def test_a_user_module_reading_an_edge_field_of_the_graph_is_traced_into(tmp_pat
     assert generated.verification is not None and generated.verification.ok
 
 
-def test_lightgcn_is_refused_for_what_stops_it_not_for_the_probe_graph() -> None:
+def test_lightgcn_split_into_users_and_items_is_written_and_exact(tmp_path: Path) -> None:
     """The survey's LightGCN splits its result into users' and items' rows by a count of the
-    model's (`out_emb[: self.num_users]`): that is what the refusal names now."""
-    with pytest.raises(errors.UnsupportedOperationError) as info:
-        generate_all(f"{RECSYS}:LightGCN",
-                     GenerateOptions(init='{"num_nodes": 200, "num_users": 120, "emb_dim": 8, "num_gcn_layers": 3}'))
-    assert str(info.value).startswith(f"{RECSYS}:152 (`return out_emb[: self.num_users], out_emb[self.num_users:]`)")
+    model's (`out_emb[: self.num_users], out_emb[self.num_users:]`): refused as mixing rows, it
+    is a choice of rows of the result for all nodes (row_ranges.py), written and exact."""
+    options = GenerateOptions(init='{"num_nodes": 200, "num_users": 120, "emb_dim": 8, "num_gcn_layers": 3}')
+    generated = generate_all(f"{RECSYS}:LightGCN", options)
+    assert "batches.result_rows(X_out,None,120,nodes=nodes" in "".join(generated.source.split())
+    assert _written_and_checked("LightGCN", f"{RECSYS}:LightGCN", options, tmp_path)["outcome"] == "exact"
 
 
 # --- 4. len() of a tensor in forward --------------------------------------------------------------

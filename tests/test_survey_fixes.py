@@ -277,3 +277,19 @@ def test_gcnha_given_the_width_of_its_edge_field_is_written_and_exact(tmp_path: 
         generate_all(f"{OGB}:GCNHA", GenerateOptions(init=json.dumps(case.init), verify=False))
     options = GenerateOptions(init=json.dumps(case.init), feat_dims="gcn_norm=1x1")
     assert _written_and_checked("GCNHA", f"{OGB}:GCNHA", options, tmp_path)["outcome"] == "exact"
+
+
+# --- 7. g.apply_edges with a Python edge function, inline in forward ---------------------------
+
+BG = "tests/models/survey/benchmarking_gnns_style.py"
+
+
+def test_monet_pseudo_coordinates_by_an_edge_function_are_followed(tmp_path: Path) -> None:
+    """benchmarking-gnns' MoNet: `g.apply_edges(self.compute_pseudo)`, a Python function of both
+    ends' degrees, was refused as inline message passing gnn-codegen did not follow."""
+    case = survey_check.by_name()["MoNet"]
+    options = GenerateOptions(init=json.dumps(case.init), feat_dims=case.feat_dims)
+    generated = generate_all(f"{BG}:MoNet", options)
+    assert "srcs = in_degrees[block.edges()[0]]  # each edge's source row" in generated.source
+    assert _written_and_checked("MoNet", f"{BG}:MoNet", options, tmp_path)["outcome"] == "exact"
+

@@ -27,6 +27,7 @@ from gnn_codegen.homogenized import (
 from gnn_codegen.node_counts import MADE
 from gnn_codegen.metapaths import metapaths, random_metapath_graph
 from gnn_codegen.node_tables import tables_set_on
+from gnn_codegen.row_axis import RowAxis, rows_on_axis
 from gnn_codegen.row_ranges import RowRange, result_refs, rows_of_range
 from gnn_codegen.several_graphs import in_forwards_order, random_graphs
 
@@ -281,6 +282,7 @@ def rows_for(generated: Generated, value: Any, nodes: torch.Tensor, num_nodes: i
     if num_nodes is None and any(isinstance(ref, RowRange) for ref in refs):
         raise internal("rows of a range of nodes asked for without the graph's node count")
     return [rows_of_range(ref, t, nodes, num_nodes or 0) if isinstance(ref, RowRange)
+            else rows_on_axis(ref, t, nodes) if isinstance(ref, RowAxis) and generated.attributes[ref.name].rows == "node"
             else t[nodes] if generated.attributes[ref.name].rows == "node" else t for t, ref in zip(flat, refs)]
 
 

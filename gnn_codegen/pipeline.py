@@ -35,6 +35,7 @@ from gnn_codegen.plan import Plan, build_plan
 from gnn_codegen.probe import prove_message_passing
 from gnn_codegen.render import render
 from gnn_codegen.render_assumptions import decision_notes
+from gnn_codegen.row_axis import take_row_axes
 from gnn_codegen.row_ranges import refuse_other_rows, take_row_ranges
 from gnn_codegen.simplify import simplify
 from gnn_codegen.splice import ends_with_helpers, splice
@@ -275,7 +276,7 @@ def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], 
             traced = give_graph_data(traced, fields_of)
             write_out(traced.graph_module, traced.graph_arg, out_degrees_of_graph)
             program = lower(traced, vars(loaded.module), loaded.path, forced_mp)
-            program = take_row_ranges(simplify(functionalize(fold_edge_masks(program))))
+            program = take_row_axes(take_row_ranges(simplify(functionalize(fold_edge_masks(program)))))
             attrs, probe_values = infer_attributes(traced, program, loaded.model, feat_dims, leaves)
             program, notes = prove_message_passing(program, loaded.model, probe_values, as_graph)
             return traced, program, attrs, notes

@@ -31,6 +31,7 @@ from gnn_codegen.names import NameAllocator
 from gnn_codegen.node_reductions import node_reduction, pass_expression
 from gnn_codegen.plan import Plan, Stage, inline_ops
 from gnn_codegen.render_assumptions import entry_checks
+from gnn_codegen.row_axis import RowAxis
 from gnn_codegen.row_ranges import RowRange, range_docstring, row_ranges, spelled_result
 from gnn_codegen.row_ranges import entry_checks as row_range_checks
 from gnn_codegen.render_code import comment
@@ -514,6 +515,8 @@ class Renderer:
             name = self.buffer[value.name]
             if isinstance(value, RowRange):  # rows start:stop of the result (row_ranges.py)
                 return spelled_result(value, name, self.batches, self.nodes, f"result_{next(files)}")
+            if isinstance(value, RowAxis):  # rows moved off the first axis (row_axis.py)
+                return spell(Ref(value.name)) + value.suffix
             if value.name not in with_rows:
                 return name
             args = [name]

@@ -182,6 +182,9 @@ class LayerWriter:
                 dims = [str(i + 1) for i, n in enumerate(shape) if n == 1]
                 spelled = dims[0] if len(dims) == 1 else f"({', '.join(dims)})"
                 return Code(f"{receiver}.squeeze({spelled if dims else ''})")
+            if op.target == "squeeze" and op.args[1:] == (0,) and isinstance(op.args[0], Ref) and \
+                    self.r.attrs[op.args[0].name].rows in ("node", "edge"):
+                return Code(receiver)  # h.squeeze(0) of rows squeezes a batch of one node only (GGD)
             return Code(f"{receiver}.{op.target}({self.call_args(op, need, skip=1)})")
         if op.kind == "function":
             return self.function_expression(op, need)

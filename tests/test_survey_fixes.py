@@ -293,3 +293,17 @@ def test_monet_pseudo_coordinates_by_an_edge_function_are_followed(tmp_path: Pat
     assert "srcs = in_degrees[block.edges()[0]]  # each edge's source row" in generated.source
     assert _written_and_checked("MoNet", f"{BG}:MoNet", options, tmp_path)["outcome"] == "exact"
 
+
+# --- 8. rows on another axis -----------------------------------------------------------------
+
+SSL = "tests/models/survey/ssl_style.py"
+
+
+def test_ggd_rows_kept_as_a_batch_of_one_graph_are_followed(tmp_path: Path) -> None:
+    """GGD: `feat = h_1.clone().squeeze(0)` (a no-op on many rows) was refused as mixing rows,
+    and `h_2 = feat.unsqueeze(0)` returned puts the rows on axis 1 (row_axis.py)."""
+    case = survey_check.by_name()["GGD"]
+    options = GenerateOptions(init=json.dumps(case.init))
+    generated = generate_all(f"{SSL}:GGD", options)
+    assert ".unsqueeze(0).detach()" in generated.source
+    assert _written_and_checked("GGD", f"{SSL}:GGD", options, tmp_path)["outcome"] == "exact"

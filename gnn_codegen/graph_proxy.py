@@ -3,7 +3,8 @@ list of blocks. Message passing written inline (`g.ndata["h"] = h`, `g.update_al
 fn.sum(...))`, `g.ndata.pop("h")`, `with g.local_scope():`) is followed through a symbolic frame
 of the graph's data and becomes message-passing ops (inline_mp.py); uses in Python that a
 layer-wise loop cannot follow are refused on the spot, naming the construct (`for ntype in
-g.ntypes`, `"w" in g.edata`, `g.apply_edges(...)`) instead of surfacing as torch.fx's own errors."""
+g.ntypes`, `"w" in g.edata`, `g.apply_nodes(...)`) instead of surfacing as torch.fx's own errors.
+`g.apply_edges(...)` is followed too: a built-in, or a Python edge function (edge_functions.py)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ import torch.fx as fx
 
 from gnn_codegen.derived_graphs import CONVERTS, DERIVED, converted
 from gnn_codegen.errors import GraphUseError
+from gnn_codegen.edge_functions import EdgeFieldError, follow, gather_message
 from gnn_codegen.metapath_types import type_list as metapath_type_list
-from gnn_codegen.inline_mp import ROLE, VIEW, message_fields, message_spec, reduce_spec, update_all
+from gnn_codegen.inline_mp import APPLY_EDGES, ROLE, VIEW, message_fields, message_spec, reduce_spec, update_all
 from gnn_codegen.several_graphs import graph_item, is_graph_item
 from gnn_codegen.type_offsets import TYPE_LISTS, type_list
 
@@ -38,8 +40,10 @@ _HETERO = (
 )
 _INLINE_WAY_OUT = (
     "gnn-codegen follows message passing written inline in forward only through graph data "
-    "writes and reads (g.ndata, srcdata, dstdata, edata), `with g.local_scope():` and "
-    "g.update_all with DGL's built-in message and reduce functions (dgl.function). Move the rest "
+    "writes and reads (g.ndata, srcdata, dstdata, edata), `with g.local_scope():`, "
+    "g.update_all with DGL's built-in message and reduce functions (dgl.function), and "
+    "g.apply_edges with a built-in or a Python edge function that reads edges.src, edges.dst and "
+    "edges.data. Move the rest "
     "into an nn.Module whose forward takes (graph, features) and call that module in forward "
     "(gnn-codegen proves such a module exact on blocks), or evaluate this model with its "
     "full-graph forward."
@@ -138,6 +142,8 @@ class GraphAttribute(fx.proxy.Attribute):
             return _LocalScope(self._frames())
         if self.attr == "update_all":
             return self._update_all(*args, **kwargs)
+        if self.attr == "apply_edges":
+            return self._apply_edges(*args, **kwargs)
         if self.attr in CONVERTS and self.root.node.op == "placeholder":  # hg.node_type_subgraph([...])
             return converted(self.tracer, self.root, self.attr, args, kwargs, BlockProxy)
         if self.attr in DERIVED and hasattr(dgl, self.attr):  # g.add_self_loop(): as dgl.add_self_loop(g)
@@ -166,6 +172,44 @@ class GraphAttribute(fx.proxy.Attribute):
         # graph (which every block stands for here) source rows too
         for rows in ("dst", "src"):
             self._frames()[rows][reduce[-1]] = result
+
+    def _apply_edges(self, func: Any, edges: Any = dgl.base.ALL, etype: Any = None) -> None:
+        """`g.apply_edges(fn.u_dot_v(...))`, or with a Python edge function (edge_functions.py):
+        its fields become edge data of the frame."""
+        if edges is not dgl.base.ALL or etype is not None:
+            _refuse(f"forward calls {self._what()}(...) on some edges or an edge type", _INLINE_WAY_OUT)
+        message = message_spec(func)
+        if message is not None:
+            self._frames()["edge"][message[-1]] = self._message(message, (APPLY_EDGES, message[-1]))
+            return
+        if not callable(func):
+            _refuse(f"forward calls {self._what()}({func!r})", _INLINE_WAY_OUT)
+
+        def gathered(end: str, key: str) -> Any:
+            message = gather_message(end, key)
+            return self._message(message, (APPLY_EDGES, message[-1]))
+
+        def edge_field(key: str) -> Any:
+            written = self._frames()["edge"].get(key)
+            return written if written is not None else GraphAttribute(self.root, "edata")[key]
+
+        try:
+            fields = follow(func, gathered, edge_field)
+        except (EdgeFieldError, TypeError) as exc:
+            _refuse(f"forward calls {self._what()}(...) with a Python edge function that reads {exc}",
+                    "gnn-codegen follows an edge function that reads only edges.src[key], edges.dst[key] and "
+                    "edges.data[key] and returns a dict of fields. Compute the rest outside the edge "
+                    "function, or evaluate this model with its full-graph forward.")
+        self._frames()["edge"].update(fields)
+
+    def _message(self, message: Any, reduce: Any) -> Any:
+        """The traced inline call of `message` (and `reduce`) on the fields the frame holds."""
+        fields = []
+        for target, key in message_fields(message):
+            rows = ROLE[target]
+            written = self._frames()[rows].get(key)
+            fields.append(written if written is not None else GraphAttribute(self.root, VIEW[rows])[key])
+        return self.tracer.create_proxy("call_function", update_all, (self.root, message, reduce, *fields), {})
 
     def __getattr__(self, name: str) -> Any:
         if self.attr in _WRITES and name == "pop":

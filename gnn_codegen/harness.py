@@ -31,6 +31,8 @@ from gnn_codegen.metapaths import metapaths, random_metapath_graph
 from gnn_codegen.node_tables import tables_set_on
 from gnn_codegen.dict_inputs import packed_arguments
 from gnn_codegen.metapath_types import rows_type_named, rows_type_of
+from gnn_codegen.row_axis import RowAxis, rows_on_axis
+from gnn_codegen.row_ranges import RowRange, result_refs, rows_of_range
 from gnn_codegen.several_graphs import in_forwards_order, random_graphs
 
 if TYPE_CHECKING:
@@ -284,14 +286,19 @@ def returns_edge_rows(generated: Generated) -> bool:
     return any(generated.attributes[n].rows == "edge" for n in iter_refs(generated.program.output))
 
 
-def rows_for(generated: Generated, value: Any, nodes: torch.Tensor) -> list[torch.Tensor]:
+def rows_for(generated: Generated, value: Any, nodes: torch.Tensor, num_nodes: int | None = None) -> list[torch.Tensor]:
     """forward's results `value`, flattened, each with a row per node taken at `nodes`: what
-    inference(..., nodes=nodes) returns."""
-    kinds = [generated.attributes[n].rows for n in iter_refs(generated.program.output)]
+    inference(..., nodes=nodes) returns. num_nodes: the graph's, where forward returns a range
+    of rows (row_ranges.py: those of `nodes` in the range)."""
+    refs = result_refs(generated.program.output)
     flat = flatten(value)
-    if len(kinds) != len(flat):
-        raise internal(f"forward returns {len(flat)} tensors for {len(kinds)} results")
-    return [t[nodes] if kind == "node" else t for t, kind in zip(flat, kinds)]
+    if len(refs) != len(flat):
+        raise internal(f"forward returns {len(flat)} tensors for {len(refs)} results")
+    if num_nodes is None and any(isinstance(ref, RowRange) for ref in refs):
+        raise internal("rows of a range of nodes asked for without the graph's node count")
+    return [rows_of_range(ref, t, nodes, num_nodes or 0) if isinstance(ref, RowRange)
+            else rows_on_axis(ref, t, nodes) if isinstance(ref, RowAxis) and generated.attributes[ref.name].rows == "node"
+            else t[nodes] if generated.attributes[ref.name].rows == "node" else t for t, ref in zip(flat, refs)]
 
 
 def some_nodes(num_nodes: int, count: int, seed: int) -> torch.Tensor:

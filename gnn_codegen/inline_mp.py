@@ -59,12 +59,26 @@ def build(spec: Spec) -> Any:
     return getattr(dgl.function, spec[0])(*spec[1:])
 
 
+# the reduce spec of `graph.apply_edges(message)`: ("apply_edges", the field it makes), an edge
+# field, no reduction (edge_functions.py)
+APPLY_EDGES = "apply_edges"
+# copy_u / copy_v applied to edges: each edge's source (destination) row, by index, which DGL's
+# kernels do only for floats: (its end in graph.edges())
+GATHERS = {"copy_u": 0, "copy_v": 1}
+
+
 def update_all(graph: dgl.DGLGraph, message: Spec, reduce: Spec, *fields: Any) -> Any:
     """`graph.update_all(message, reduce)` with the fields the message reads set to `fields`
-    (message_fields order), in a local scope: the reduced field on destination rows."""
+    (message_fields order), in a local scope: the reduced field on destination rows; for a
+    reduce spec of APPLY_EDGES, `graph.apply_edges(message)`: the message per edge."""
     with graph.local_scope():
         for (target, key), value in zip(message_fields(message), fields):
             getattr(graph, VIEW[ROLE[target]])[key] = value
+        if reduce[0] == APPLY_EDGES and message[0] in GATHERS:  # any dtype, as edges.src[k] reads it
+            return fields[0][graph.edges()[GATHERS[message[0]]]]
+        if reduce[0] == APPLY_EDGES:
+            graph.apply_edges(build(message))
+            return graph.edata[reduce[-1]]
         graph.update_all(build(message), build(reduce))
         return graph.dstdata[reduce[-1]]
 

@@ -24,7 +24,7 @@ from gnn_codegen.errors import (
     GraphValueError, InternalError, UnsupportedModuleError, UnsupportedOperationError, internal,
 )
 from gnn_codegen.graph_fields import data_roles
-from gnn_codegen.inline_mp import ROLE, message_fields, update_all
+from gnn_codegen.inline_mp import APPLY_EDGES, ROLE, message_fields, update_all
 from gnn_codegen.ir import MessagePassing, Op, Program, Ref
 from gnn_codegen.known_modules import MULTI_HOP, facts_for, is_dgl_module, is_message_passing, refusal_reason
 from gnn_codegen.rowwise import EVAL_IDENTITY_MODULES, qualified_name
@@ -377,6 +377,8 @@ def _inline_update_all(node: fx.Node, args: tuple[Any, ...], location: str, name
     mp = MessagePassing("update_all", sources_in_place=True, roles=roles, inline=True, functions=functions)
     # a graph forward derives (dgl.add_self_loop(g)) has a function as its node's target
     graph_name = str(graph.target) if isinstance(graph, fx.Node) and isinstance(graph.target, str) else "g"
+    if reduce[0] == APPLY_EDGES:  # g.apply_edges(message): a value per edge (edge_functions.py)
+        return Op(node.name, "mp", "update_all", args, (), location, mp, message[0], f"{graph_name}.apply_edges")
     return Op(node.name, "mp", "update_all", args, (), location, mp, f"{message[0]}, {reduce[0]}",
               f"{graph_name}.update_all")
 

@@ -38,6 +38,8 @@ from gnn_codegen.plan import Plan, build_plan
 from gnn_codegen.probe import prove_message_passing
 from gnn_codegen.render import render
 from gnn_codegen.render_assumptions import decision_notes
+from gnn_codegen.row_axis import take_row_axes
+from gnn_codegen.row_ranges import refuse_other_rows, take_row_ranges
 from gnn_codegen.simplify import simplify
 from gnn_codegen.splice import ends_with_helpers, splice
 from gnn_codegen.trace import Traced, trace
@@ -190,6 +192,10 @@ def _generate_all(target: str, options: GenerateOptions) -> Generated:
         )
     if packed:
         program = replace(program, dict_inputs=packed.dicts, signature=packed.signature(program.signature))
+    # on the trace followed at last: graph data a module reads inside (`fn.u_mul_e("h", "w",
+    # "m")`) is an input only once that module is traced into, which --feat-dims w=... may decide
+    _check_feat_dims(traced, packed.widths(feat_dims) if packed else feat_dims)
+    refuse_other_rows(program.output, lambda name: attrs[name].rows)
     plan = build_plan(program, attrs, options.fanout, options.optimize)
     if options.optimize and not plan.cut.placement.optimal:
         warnings += (
@@ -277,10 +283,9 @@ def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], 
             traced = trace(loaded.model, loaded.path, leaves, forced_mp, through, frozenset(feat_dims), blocks,
                            feat_dims)
             traced = give_graph_data(traced, fields_of)
-            _check_feat_dims(traced, feat_dims)
             write_out(traced.graph_module, traced.graph_arg, out_degrees_of_graph)
             program = lower(traced, vars(loaded.module), loaded.path, forced_mp)
-            program = simplify(functionalize(fold_edge_masks(program)))
+            program = take_row_axes(take_row_ranges(simplify(functionalize(fold_edge_masks(program)))))
             attrs, probe_values = infer_attributes(traced, program, loaded.model, feat_dims, leaves)
             program, notes = prove_message_passing(program, loaded.model, probe_values, as_graph)
             return traced, program, attrs, notes
@@ -380,7 +385,8 @@ def _check_feat_dims(traced: Traced, dims: dict[str, tuple[int, ...]]) -> None:
             raise FeatDimsError(
                 f"--feat-dims {name}=...: {type(traced.model).__name__}.forward has no tensor input "
                 f"named {name} (its tensor inputs: {has}; its graph: {traced.graph_arg}{left_out}). Give "
-                "the widths of forward's tensor inputs by their parameter names."
+                "the widths of forward's tensor inputs by their parameter names, and those of the graph's "
+                "data it reads by their keys."
             )
 
 

@@ -246,8 +246,8 @@ def build_plan(program: Program, attrs: Attributes, fanout: float = DEFAULT_FANO
         needs: dict[str, set[Space]] = {}
         for name in reversed(members):
             op = program.op(name)
-            if op.kind == "mp":
-                space[name] = "dst"
+            if op.kind == "mp":  # a value per edge of the block: g.apply_edges (edge_functions.py)
+                space[name] = "edge" if info[name].rows == "edge" else "dst"
                 for refs, sp in mp_feature_spaces(op):
                     for d in value_deps(program, inline, refs):
                         needs.setdefault(d, set()).add(sp)

@@ -35,6 +35,9 @@ from gnn_codegen.names import NameAllocator
 from gnn_codegen.node_reductions import node_reduction, pass_expression
 from gnn_codegen.plan import Plan, Stage, inline_ops
 from gnn_codegen.render_assumptions import entry_checks
+from gnn_codegen.row_axis import RowAxis
+from gnn_codegen.row_ranges import RowRange, range_docstring, row_ranges, spelled_result
+from gnn_codegen.row_ranges import entry_checks as row_range_checks
 from gnn_codegen.render_code import comment
 from gnn_codegen.render_layer import LayerFunction, LayerWriter
 from gnn_codegen import render_type_offsets as by_type
@@ -383,6 +386,7 @@ class Renderer:
             at = lines.index(next(line for line in lines if line.startswith(f"for {g} in ")))
             lines[at + 1:] = [f"    {line}" for line in lines[at + 1:]]
             g = self.params[0]
+        lines += row_range_checks(self.program.output, g)
         for table, rows in self.attrs.node_tables:  # forward indexes it by node ID (node_count.py)
             lines += [f"if {g}.num_nodes() > {rows}:",
                       f"    raise ValueError(\"forward indexes self.{table} ({rows} rows) by node ID: {g} must \"",
@@ -577,6 +581,10 @@ class Renderer:
             if not isinstance(value, Ref):
                 raise internal(f"cannot return {value!r}")
             name = self.buffer[value.name]
+            if isinstance(value, RowRange):  # rows start:stop of the result (row_ranges.py)
+                return spelled_result(value, name, self.batches, self.nodes, f"result_{next(files)}")
+            if isinstance(value, RowAxis):  # rows moved off the first axis (row_axis.py)
+                return spell(Ref(value.name)) + value.suffix
             if value.name not in with_rows:
                 return name
             args = [name]
@@ -680,6 +688,7 @@ class Renderer:
                     for table, param in self.optional.items()]
         if optional:
             paragraphs.append(" ".join(optional))
+        paragraphs += range_docstring(self.program.output, self.nodes)
         return [line for i, text in enumerate(paragraphs) for line in ([""] if i else []) + textwrap.wrap(text, 88)]
 
     def default_helper_names(self) -> bool:
@@ -698,19 +707,20 @@ class Renderer:
             reduces.add("sum_nodes")
         block_as_graph = self.block_as_graph if self.uses_block_as_graph else ""
         return render_helpers(self.runtime, self.sections, self.helper_names, frozenset(reduces), block_as_graph,
-                              self.dist_runtime)
+                              self.dist_runtime, bool(row_ranges(self.program.output)))
 
 
 def render_helpers(runtime: str, sections: set[str], names: dict[str, str],
                    reduces: frozenset[str] = frozenset(), block_as_graph: str = "",
-                   dist_runtime: str = DIST_RUNTIME) -> str:
+                   dist_runtime: str = DIST_RUNTIME, ranges: bool = False) -> str:
     """The runtime class and the written-out convolutions' sections, after the banner.
     reduces: the runtime's methods that reduce over all nodes that the code calls
     (`sum_nodes`, node_reductions.py). block_as_graph: the name of the runtime's function that
     gives a block as a graph over its sources, where the code calls it (block_as_graph.py)."""
     # one line break between the two: each convolution's section starts with its blank lines
     runtime_source = render_template("batches.py.j2", runtime=runtime, reduces=reduces,
-                                     block_as_graph=block_as_graph, dist_runtime=dist_runtime).rstrip("\n")
+                                     block_as_graph=block_as_graph, dist_runtime=dist_runtime,
+                                     ranges=ranges).rstrip("\n")
     convs = render_template("convs.py.j2", used=sections, names=SimpleNamespace(**names)) if sections else ""
     return render_template("helpers.py.j2", runtime=runtime_source, convs=convs)
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from gnn_codegen.errors import internal
-from gnn_codegen.inline_mp import ROLE, VIEW, message_fields, spell
+from gnn_codegen.inline_mp import APPLY_EDGES, GATHERS, ROLE, VIEW, message_fields, spell
 from gnn_codegen.ir import Op, Ref, iter_refs, reads_device
 from gnn_codegen.names import NameAllocator
 from gnn_codegen.plan import Space, Stage, mp_extra_arguments, mp_feature_spaces, mp_features, value_deps
@@ -187,6 +187,9 @@ class LayerWriter:
                 dims = [str(i + 1) for i, n in enumerate(shape) if n == 1]
                 spelled = dims[0] if len(dims) == 1 else f"({', '.join(dims)})"
                 return Code(f"{receiver}.squeeze({spelled if dims else ''})")
+            if op.target == "squeeze" and op.args[1:] == (0,) and isinstance(op.args[0], Ref) and \
+                    self.r.attrs[op.args[0].name].rows in ("node", "edge"):
+                return Code(receiver)  # h.squeeze(0) of rows squeezes a batch of one node only (GGD)
             return Code(f"{receiver}.{op.target}({self.call_args(op, need, skip=1)})")
         if op.kind == "function":
             return self.function_expression(op, need)
@@ -335,11 +338,19 @@ class LayerWriter:
         the block: the fields its message reads, the call, the reduced field."""
         assert op.mp is not None
         message, reduce = op.args[1], op.args[2]
+        if reduce[0] == APPLY_EDGES and message[0] in GATHERS:  # edges.src[k]: edge_functions.py
+            end, rows = ("source", "src") if message[0] == "copy_u" else ("destination", "dst")
+            value = self.arg(op.args[3], rows).text
+            return [f"{target} = {value}[block.edges()[{GATHERS[message[0]]}]]  # each edge's {end} row"]
         lines = ["with block.local_scope():"]
         for (role_target, key), value in zip(message_fields(message), op.args[3:]):
             rows = ROLE[role_target]
             lines.append(f"    block.{VIEW[rows]}[{json.dumps(key)}] = {self.arg(value, rows).text}")
         functions = op.mp.functions
+        if reduce[0] == APPLY_EDGES:  # a value per edge of the block (edge_functions.py)
+            lines.append(f"    block.apply_edges({spell(message, functions)})")
+            lines.append(f"    {target} = block.edata[{json.dumps(reduce[-1])}]")
+            return lines
         lines.append(f"    block.update_all({spell(message, functions)}, {spell(reduce, functions)})")
         lines.append(f"    {target} = block.dstdata[{json.dumps(reduce[-1])}]")
         return lines

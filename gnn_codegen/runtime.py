@@ -15,7 +15,7 @@ from gnn_codegen.templating import exec_template
 def _runtime() -> dict[str, Any]:
     reduces = frozenset(RUNTIME_METHODS.values())
     return exec_template("batches.py.j2", __name__, runtime="FullNeighbourBatches", reduces=reduces,
-                         block_as_graph="block_as_graph", dist_runtime="DistributedBatches")
+                         block_as_graph="block_as_graph", dist_runtime="DistributedBatches", ranges=True)
 
 
 def runtime_class() -> Any:

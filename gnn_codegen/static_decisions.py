@@ -115,10 +115,12 @@ def concrete(condition: fx.Node, tracer: Any, graph_arg: str, widths: Mapping[st
             where, source = _user_line()
             data = _data_key(name)
             key, spelled = (data[1], f"{graph_arg}.{name}") if data else (name, name)
+            # an edge field is mostly a weight per edge (and head), broadcast against messages
+            example = f"{key}=1, or {key}=2x1 for rows of shape (2, 1)" if name.startswith("edata[") else f"{key}=128"
             raise FeatDimsError(
                 f"{_relative(where)} (`{source}`): forward tests the shape of its input {spelled} (or of what it "
                 f"computes from it) before any module of the model says how wide it is. Give its "
-                f"width with --feat-dims {key}=WIDTH (e.g. --feat-dims {key}=128), and the module is "
+                f"width with --feat-dims {key}=WIDTH (e.g. --feat-dims {example}), and the module is "
                 "generated for that width."
             )
     answers = {kind(values[condition]) for values in runs}

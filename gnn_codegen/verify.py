@@ -41,6 +41,7 @@ from gnn_codegen.harness import (
 )
 from gnn_codegen.lower import without_comment
 from gnn_codegen.perturb import perturb
+from gnn_codegen.row_ranges import nodes_for_check
 from gnn_codegen.simulated_device import SimulatedDevice
 
 if TYPE_CHECKING:
@@ -104,6 +105,9 @@ def check(generated: Generated, num_nodes: int = 1000, seed: int = 0,
             f"by node ID, so the check ran on a graph of {fixed} nodes"
         )
         num_nodes = fixed
+    if nodes_for_check(generated.program.output, num_nodes) != num_nodes:  # row_ranges.py
+        num_nodes = nodes_for_check(generated.program.output, num_nodes)
+        fixed_note.append(f"forward returns a range of rows that needs {num_nodes} nodes: the check ran on so many")
     models = {
         "in place": _instantiate(generated, reference, "generated_inference", gather=False),
         "gathered": _instantiate(generated, reference, "generated_gathering", gather=True),
@@ -139,7 +143,8 @@ def check(generated: Generated, num_nodes: int = 1000, seed: int = 0,
             # int32 IDs (g.int(), common at scale) in one run: no run more
             graph = int_ids(g) if sources == STORAGE_SUBSET else g
             actual = _run(model, generated, graph, inputs, batch_size, sources, nodes)
-            expected_here = expected if nodes is None else picked[1] if picked else rows_for(generated, expected, nodes)
+            expected_here = expected if nodes is None else picked[1] if picked else rows_for(
+                generated, expected, nodes, rows.num_nodes())
             actual = actual if nodes is None else flatten(actual)
         except Exception as exc:
             raise CheckFailedError(_inference_failed(generated, module, exc, g, batch_size, sources)) from None

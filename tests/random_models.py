@@ -17,6 +17,7 @@ gnn-codegen is meant to support:
 * residual adds of equal-width values of different depths (`h + conv(g, h)`), or through a
   Linear projection (`conv(g, h) + self.skipN(x)`); jumping knowledge (concatenation of several
   depths' outputs along the last dimension, then a Linear); optionally a tuple (logits, embedding);
+  optionally a fixed range of the first result's rows (`h[:17]`, `h[-9:, :]`, `h.narrow(0, 3, 20)`);
 * in-place operations between layers (`h.mul_(1.5).add_(0.25)`, `F.relu(h, inplace=True)`,
   `h.clamp_(-2, 2)`), also on a value that dropout returned unchanged and that later lines read
   again, so the generated code must see the write through every alias;
@@ -168,6 +169,9 @@ class ModelSpec:
     # the convolutions kept in a plain Python list, BWGNN's `self.conv = []` and `.append(...)`,
     # called as `self.conv[i]` (plain_containers.py)
     plain_list: bool = False
+    # forward returns a fixed range of its first result's rows (`h[:17]`, `h[-9:]`,
+    # `h.narrow(0, 3, 20)`, row_ranges.py): the suffix written after it, or ""
+    row_range: str = ""
 
     def width(self, value: int) -> int:
         return self.in_width if value == 0 else self.steps[value - 1].width
@@ -401,9 +405,21 @@ def model_specs(draw: st.DrawFn) -> ModelSpec:
     kept_edges = any(step.kept_edges >= 0 for step in b.steps)
     derived_graph, graph_value = _draw_derived(draw, style, edge_weights or kept_edges, table)
     spec = ModelSpec(style, b.in_width, tuple(b.steps), outputs, edge_weights, tuple(b.constants), kept_graph,
-                     home == "graph", table, derived_graph, graph_value)
+                     home == "graph", table, derived_graph, graph_value, row_range=draw(_row_ranges()))
     # drawn last, so that the draws before it give the models they gave before
     return replace(_several_graphs(draw, spec), plain_list=draw(st.booleans()))
+
+
+def _row_ranges() -> st.SearchStrategy[str]:
+    """A range of rows forward returns, within the fewest nodes of the differential test's
+    graphs (60), in one draw of four; else none."""
+    bound = st.integers(1, 59)
+    ranges = st.one_of(
+        bound.map(lambda k: f"[:{k}]"), bound.map(lambda k: f"[{k}:]"), bound.map(lambda k: f"[-{k}:, :]"),
+        st.tuples(bound, bound).map(lambda ab: f"[{min(ab)}:{max(ab)}]"),
+        st.tuples(bound, bound).map(lambda ab: f".narrow(0, {min(ab)}, {max(ab) - min(ab)})"),
+    )
+    return st.sampled_from((False, False, False, True)).flatmap(lambda drawn: ranges if drawn else st.just(""))
 
 
 # --- static conditions (issue 35, item 1): Python tests of a value's shape or dtype --------------
@@ -899,5 +915,7 @@ def render_model_source(spec: ModelSpec) -> str:
             raise ValueError(f"unknown step {step}")
         lines.append(f"        {name(index)} = {expr}")
     result = [rows(v, max(depth[o] for o in spec.outputs)) for v in spec.outputs]
+    if spec.row_range:
+        result[0] = f"({result[0]}){spec.row_range}" if not result[0].isidentifier() else result[0] + spec.row_range
     lines.append(f"        return {', '.join(result)}")
     return "\n".join(lines) + "\n"

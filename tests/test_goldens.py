@@ -63,6 +63,9 @@ def test_helper_templates_render_black_formatted() -> None:
         for reduces in [frozenset(), *(frozenset({m, "sum_nodes"}) for m in methods), frozenset(methods)]:
             helpers = render_helpers(RUNTIME, used, names, reduces).strip("\n") + "\n"
             assert black.format_str(helpers, mode=black.Mode()) == helpers, (sorted(used), reduces)
+    # with the method that returns a range of rows (row_ranges.py)
+    helpers = render_helpers(RUNTIME, set(), names, frozenset(), ranges=True).strip("\n") + "\n"
+    assert "def result_rows(" in helpers and black.format_str(helpers, mode=black.Mode()) == helpers
 
 
 def test_hetero_helper_templates_render_black_formatted() -> None:

@@ -95,16 +95,6 @@ EXPECTED = {
         '(`h[...] = ...`), which torch.fx cannot trace. Write it as a new tensor instead '
         '(torch.where, torch.cat, or h = h.index_put(...)).'
     ),
-    "InlineApplyEdges": (
-        errors.GraphUseError,
-        'tests/models/refused.py:120 (`g.apply_edges(fn.u_dot_v("h", "h", "s"))`): forward calls '
-        'g.apply_edges(...): gnn-codegen follows message passing written inline in forward only '
-        'through graph data writes and reads (g.ndata, srcdata, dstdata, edata), `with '
-        "g.local_scope():` and g.update_all with DGL's built-in message and reduce functions "
-        '(dgl.function). Move the rest into an nn.Module whose forward takes (graph, features) and '
-        'call that module in forward (gnn-codegen proves such a module exact on blocks), or '
-        'evaluate this model with its full-graph forward.'
-    ),
     "ChangedThroughASliceReadAgain": (
         errors.UnsupportedOperationError,
         'tests/models/refused.py:135 (`h[:, :2].mul_(2.0)`): this changes a tensor in place, which '

@@ -196,3 +196,35 @@ def test_cli_asks_for_the_width_in_one_paragraph_and_writes_nothing(tmp_path) ->
     assert result.returncode == 2
     assert "Traceback" not in result.stderr and "--feat-dims x=WIDTH" in result.stderr
     assert not out.exists()
+
+
+# --- the width of an edge field a module of the user's reads inside (issue 35, GCNHA) -----------
+
+
+def test_an_edge_field_read_inside_a_module_takes_the_width_its_refusal_asks_for(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`g.update_all(fn.u_mul_e("ft", "coef", "m"), ...)` then `range(h.shape[1])`: the count
+    follows from the edge field's shape, which only the user knows. The refusal asked for
+    --feat-dims coef=WIDTH, and the option was then refused as naming no input of forward (the
+    field becomes one only once the module is traced into): a circle. Now it is followed."""
+    monkeypatch.chdir(REPO)
+    target = f"{MODEL}:EdgeGatedHeads"
+    with pytest.raises(errors.FeatDimsError) as caught:
+        generate_all(target)
+    assert "forward tests the shape of its input g.edata['coef']" in str(caught.value)
+    assert "--feat-dims coef=1, or coef=2x1 for rows of shape (2, 1)" in str(caught.value)
+    generated = generate_all(target, GenerateOptions(feat_dims="coef=2x1"))
+    assert generated.verification is not None and generated.verification.ok
+    assert check(generated, num_nodes=40, seed=1, batch_sizes=(7,)).ok
+    model = _model(generated)
+    g = dgl.rand_graph(20, 60)
+    g.edata["coef"] = torch.rand(60, 3, 1)  # three heads' weights: another count of heads
+    with pytest.raises(ValueError, match=r"^coef: generated for rows of shape \(2, 1\),"):
+        model.inference(g, torch.randn(20, 5), batch_size=8, device="cpu")
+
+
+def test_a_width_for_a_name_nothing_reads_is_still_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    with pytest.raises(errors.FeatDimsError, match=r"^--feat-dims coeff=\.\.\.: EdgeGatedHeads.forward has no "
+                                                   r"tensor input named coeff"):
+        generate_all(f"{MODEL}:EdgeGatedHeads", GenerateOptions(feat_dims="coef=2x1,coeff=2"))

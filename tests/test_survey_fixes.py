@@ -193,13 +193,14 @@ def test_a_user_module_reading_an_edge_field_of_the_graph_is_traced_into(tmp_pat
     assert generated.verification is not None and generated.verification.ok
 
 
-def test_lightgcn_is_refused_for_what_stops_it_not_for_the_probe_graph() -> None:
+def test_lightgcn_split_into_users_and_items_is_written_and_exact(tmp_path: Path) -> None:
     """The survey's LightGCN splits its result into users' and items' rows by a count of the
-    model's (`out_emb[: self.num_users]`): that is what the refusal names now."""
-    with pytest.raises(errors.UnsupportedOperationError) as info:
-        generate_all(f"{RECSYS}:LightGCN",
-                     GenerateOptions(init='{"num_nodes": 200, "num_users": 120, "emb_dim": 8, "num_gcn_layers": 3}'))
-    assert str(info.value).startswith(f"{RECSYS}:152 (`return out_emb[: self.num_users], out_emb[self.num_users:]`)")
+    model's (`out_emb[: self.num_users], out_emb[self.num_users:]`): refused as mixing rows, it
+    is a choice of rows of the result for all nodes (row_ranges.py), written and exact."""
+    options = GenerateOptions(init='{"num_nodes": 200, "num_users": 120, "emb_dim": 8, "num_gcn_layers": 3}')
+    generated = generate_all(f"{RECSYS}:LightGCN", options)
+    assert "batches.result_rows(X_out,None,120,nodes=nodes" in "".join(generated.source.split())
+    assert _written_and_checked("LightGCN", f"{RECSYS}:LightGCN", options, tmp_path)["outcome"] == "exact"
 
 
 # --- 4. len() of a tensor in forward --------------------------------------------------------------
@@ -334,3 +335,49 @@ def test_agdn_is_refused_naming_its_rounds_and_its_attention_over_out_edges() ->
     assert ("it runs several rounds of message passing, each one hop further, and it normalises over each "
             "source node's out-edges with edge_softmax(norm_by='src')") in message
     assert "or evaluate this model with its full-graph forward." in message
+
+
+# --- 7. the width of an edge field a user module reads inside ----------------------------------
+
+OGB = "tests/models/survey/ogb_style.py"
+
+
+def test_gcnha_given_the_width_of_its_edge_field_is_written_and_exact(tmp_path: Path) -> None:
+    """AGDN's GCNHAConv loops `for i in range(a.shape[-1])` over hops whose messages are scaled by
+    the graph's 'gcn_norm' (E, 1, 1): the refusal asked for --feat-dims gcn_norm=WIDTH, and the
+    option then refused gcn_norm as no input of forward. Given, the module is written and exact."""
+    case = survey_check.by_name()["GCNHA"]
+    with pytest.raises(errors.FeatDimsError, match="--feat-dims gcn_norm=WIDTH"):
+        generate_all(f"{OGB}:GCNHA", GenerateOptions(init=json.dumps(case.init), verify=False))
+    options = GenerateOptions(init=json.dumps(case.init), feat_dims="gcn_norm=1x1")
+    assert _written_and_checked("GCNHA", f"{OGB}:GCNHA", options, tmp_path)["outcome"] == "exact"
+
+
+# --- 8. g.apply_edges with a Python edge function, inline in forward ---------------------------
+
+BG = "tests/models/survey/benchmarking_gnns_style.py"
+
+
+def test_monet_pseudo_coordinates_by_an_edge_function_are_followed(tmp_path: Path) -> None:
+    """benchmarking-gnns' MoNet: `g.apply_edges(self.compute_pseudo)`, a Python function of both
+    ends' degrees, was refused as inline message passing gnn-codegen did not follow."""
+    case = survey_check.by_name()["MoNet"]
+    options = GenerateOptions(init=json.dumps(case.init), feat_dims=case.feat_dims)
+    generated = generate_all(f"{BG}:MoNet", options)
+    assert "srcs = in_degrees[block.edges()[0]]  # each edge's source row" in generated.source
+    assert _written_and_checked("MoNet", f"{BG}:MoNet", options, tmp_path)["outcome"] == "exact"
+
+
+# --- 9. rows on another axis -----------------------------------------------------------------
+
+SSL = "tests/models/survey/ssl_style.py"
+
+
+def test_ggd_rows_kept_as_a_batch_of_one_graph_are_followed(tmp_path: Path) -> None:
+    """GGD: `feat = h_1.clone().squeeze(0)` (a no-op on many rows) was refused as mixing rows,
+    and `h_2 = feat.unsqueeze(0)` returned puts the rows on axis 1 (row_axis.py)."""
+    case = survey_check.by_name()["GGD"]
+    options = GenerateOptions(init=json.dumps(case.init))
+    generated = generate_all(f"{SSL}:GGD", options)
+    assert ".unsqueeze(0).detach()" in generated.source
+    assert _written_and_checked("GGD", f"{SSL}:GGD", options, tmp_path)["outcome"] == "exact"

@@ -204,7 +204,8 @@ CASES: tuple[SurveyCase, ...] = (
     # --- OGB leaderboard (AGDN, C&S) ------------------------------------------------------------
     SurveyCase("GCNHA", "ogb_style", f"{AGDN} ogbn-arxiv/src/models.py (GCNHAConv)",
                {"in_feats": 8, "n_hidden": 4, "n_classes": 3, "n_layers": 2, "n_heads": 2, "K": 3},
-               ("g", "x:8"), True, (1, 5, 6, 7), self_loops=True, gdata={"edata": {"gcn_norm": [1, 1]}}),
+               ("g", "x:8"), True, (1, 5, 6, 7), self_loops=True, gdata={"edata": {"gcn_norm": [1, 1]}},
+               feat_dims="gcn_norm=1x1"),  # AGDN's script sets it as (E, 1, 1): a user knows it
     SurveyCase("ProductsGAT", "ogb_style", f"{AGDN} ogbn-products/src/models.py (GAT)",
                {"node_feats": 8, "edge_feats": 4, "n_classes": 3, "n_layers": 2, "n_heads": 2, "n_hidden": 4,
                 "edge_emb": 4},

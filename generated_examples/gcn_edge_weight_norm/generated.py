@@ -149,9 +149,10 @@ class _FullNeighbourBatches:
     memory; source rows are then gathered in node-ID order unless the page cache holds them.
     """
 
-    def __new__(cls, model, g, *args, **kwargs):
+    def __new__(cls, *args, **kwargs):
         # on a dgl.distributed.DistGraph, the variant for DistDGL (_DistributedBatches),
-        # behind the same calls from inference
+        # behind the same calls from inference (model, g, ...)
+        g = args[1] if len(args) > 1 else kwargs.get("g")
         if cls is _FullNeighbourBatches and isinstance(g, dgl.distributed.DistGraph):
             cls = _DistributedBatches
         return super().__new__(cls)

@@ -11,7 +11,7 @@ shows on the CPU, in CI, that it computes what DGL computes for these examples.
 
 import torch
 
-from . import function, nn, ops, utils  # noqa: F401  (dgl.nn, dgl.ops, ... as DGL has them)
+from . import distributed, function, nn, ops, utils  # noqa: F401  (dgl.nn, dgl.ops, ... as DGL has them)
 
 EID = "_ID"
 NID = "_ID"

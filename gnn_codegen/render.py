@@ -386,7 +386,9 @@ class Renderer:
             at = lines.index(next(line for line in lines if line.startswith(f"for {g} in ")))
             lines[at + 1:] = [f"    {line}" for line in lines[at + 1:]]
             g = self.params[0]
-        lines += row_range_checks(self.program.output, g)
+        # forward's graphs side by side in a list (several_graphs.py): the rows are their nodes,
+        # which the first one has
+        lines += row_range_checks(self.program.output, f"{g}[0]" if self.items and not self.program.graph_params else g)
         for table, rows in self.attrs.node_tables:  # forward indexes it by node ID (node_count.py)
             lines += [f"if {g}.num_nodes() > {rows}:",
                       f"    raise ValueError(\"forward indexes self.{table} ({rows} rows) by node ID: {g} must \"",

@@ -6,7 +6,8 @@ import os
 os.environ.setdefault("DGLBACKEND", "pytorch")
 
 from gnn_codegen.errors import GnnCodegenError
-from gnn_codegen.pipeline import GenerateOptions, generate
+from gnn_codegen.generated import GenerateOptions
+from gnn_codegen.pipeline import generate
 
 __all__ = ["GenerateOptions", "GnnCodegenError", "generate"]
 __version__ = "0.1.0"

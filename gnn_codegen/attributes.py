@@ -22,9 +22,12 @@ from gnn_codegen.graph_fields import (
 )
 from gnn_codegen.input_specs import InputSpec, infer_inputs, unknown_width_error
 from gnn_codegen.leaf_failure import user_module_failed
+from gnn_codegen.user_classes import class_and_where
 from gnn_codegen.metapaths import metapaths, random_metapath_graph
+from gnn_codegen.mp_arguments import mp_feature_spaces
 from gnn_codegen.node_count import tables_by_node_id
 from gnn_codegen.several_graphs import random_graphs
+from gnn_codegen.random_graphs import random_edges
 from gnn_codegen.node_reductions import RUNTIME_METHODS, node_reduction
 from gnn_codegen.row_axis import axis_ops
 from gnn_codegen.row_ranges import range_ops
@@ -66,10 +69,7 @@ class Attributes:
 def probe_graph(num_nodes: int = PROBE_NODES, num_edges: int = PROBE_EDGES, seed: int = 0) -> dgl.DGLGraph:
     """A small random graph with a self-loop on every node (no zero in-degree errors)."""
     gen = torch.Generator().manual_seed(seed)
-    src = torch.randint(0, num_nodes, (num_edges - num_nodes,), generator=gen)
-    dst = torch.randint(0, num_nodes, (num_edges - num_nodes,), generator=gen)
-    loops = torch.arange(num_nodes)
-    return dgl.graph((torch.cat([src, loops]), torch.cat([dst, loops])), num_nodes=num_nodes)
+    return dgl.graph(random_edges(num_nodes, num_edges - num_nodes, gen, zero_in_degree=False), num_nodes=num_nodes)
 
 
 def _refuse_graph_access(program: Program) -> None:
@@ -155,8 +155,6 @@ def _refuse_graph_field(traced: Traced, program: Program, node: fx.Node | None, 
     key = missing_key(exc)
     if key is None or node is None or node.op != "call_module" or node.name not in program.by_name:
         return
-    from gnn_codegen.probe import class_and_where  # probe imports the plan, which reads attributes
-
     op = program.op(node.name)
     if op.kind != "mp" or op.mp is None or op.mp.verified:
         return
@@ -333,8 +331,6 @@ def infer_attributes(traced: Traced, program: Program, model: torch.nn.Module,
                      leaves: frozenset[str] = frozenset()) -> tuple[Attributes, dict[str, Any]]:
     """The attributes of every op, and the value each took in the run on the probe graph (the
     shapes and dtypes probe.py makes its own inputs from)."""
-    from gnn_codegen.plan import mp_feature_spaces  # refuses what the plan cannot place
-
     for op in program.ops:
         if op.kind == "mp":
             mp_feature_spaces(op)

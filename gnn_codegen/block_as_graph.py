@@ -22,7 +22,7 @@ from dataclasses import replace
 import torch
 
 from gnn_codegen.ir import Op, Program
-from gnn_codegen.plan import mp_extra_arguments, mp_features
+from gnn_codegen.mp_arguments import mp_extra_arguments, mp_features
 
 
 def can_run_as_graph(op: Op) -> bool:

@@ -24,7 +24,8 @@ from gnn_codegen.errors import (
 from gnn_codegen.explain import DEFAULT_NODES, explain_data, explain_dot, explain_json, explain_text, render_dot
 from gnn_codegen.import_guard import ExitCalled, exit_call, exit_raises
 from gnn_codegen.method_name import DEFAULT_METHOD_NAME
-from gnn_codegen.pipeline import VERSION, GenerateOptions, generate_all
+from gnn_codegen.generated import GenerateOptions
+from gnn_codegen.pipeline import VERSION, generate_all
 
 
 def build_parser() -> argparse.ArgumentParser:

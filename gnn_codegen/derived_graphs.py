@@ -20,46 +20,10 @@ import dgl
 import torch.fx as fx
 
 from gnn_codegen.errors import GraphUseError
-from gnn_codegen.homogenized import CONVERSIONS, conversion_arguments
+from gnn_codegen.graph_lineage import CONVERTS, DERIVED, SAME_GRAPH
+from gnn_codegen.homogenized import conversion_arguments
 from gnn_codegen.patching import replaced
 from gnn_codegen.type_offsets import written_inputs
-
-# function name -> what the generated code calls its result, after the graph's own name
-DERIVED = {
-    "add_self_loop": "with_loops", "remove_self_loop": "without_loops", "reverse": "reversed",
-    "to_bidirected": "bidirected", "to_simple": "simple", "add_reverse_edges": "with_reverse",
-    "edge_subgraph": "subgraph",
-    # a heterogeneous graph's metapath (HAN): a graph over the nodes of the metapath's type,
-    # called after the metapath (g_pa_ap); see metapaths.py
-    "metapath_reachable_graph": "metapath",
-}
-METAPATH = "metapath_reachable_graph"  # metapaths.py
-# `dgl.block_to_graph(block)`: the block as a graph of two node types, its sources and its
-# destinations (DGL's MAG240M RGAT). Message passing on it is message passing on the block, and
-# layer-wise inference runs every layer on blocks, so while traced it is the graph it is given;
-# the check before writing runs forward itself, DGL's conversion included.
-SAME_GRAPH = ("block_to_graph",)
-# `dgl.to_homogeneous(hg, ndata=[...])`, `dgl.node_type_subgraph(hg, ["paper"])` on forward's
-# heterograph, before anything else reads it: forward's graph stands for the homogeneous one
-# while traced (homogenized.py)
-CONVERTS = CONVERSIONS
-
-
-def derived_name(fn: Any) -> str | None:
-    """The name of a derived-graph function of DGL, or None."""
-    return next((name for name in DERIVED if getattr(dgl, name, None) is fn), None)
-
-
-def keeps_nodes(node: Any, graph_arg: str) -> bool:
-    """forward's graph, or a graph derived from it alone whose nodes and node data are its own
-    (every function of DERIVED but a metapath's, whose nodes are one type's)."""
-    if not isinstance(node, fx.Node):
-        return False
-    if node.op == "placeholder":
-        return node.target == graph_arg
-    name = derived_name(node.target) if node.op == "call_function" else None
-    return name is not None and name != METAPATH and bool(node.args) and keeps_nodes(node.args[0], graph_arg)
-
 
 def converted(tracer: fx.Tracer, g: fx.Proxy, name: str, args: tuple[Any, ...], kwargs: dict[str, Any],
               graph_proxy: type) -> Any:

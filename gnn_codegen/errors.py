@@ -85,3 +85,9 @@ def internal(message: str) -> InternalError:
         f"internal error: {message}. This is a bug in gnn-codegen; please report it with the "
         "model file and the command you ran."
     )
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception's message for a one-line mention inside another message."""
+    text = str(exc).strip()
+    return text.splitlines()[0].rstrip(".") if text else "no message"

@@ -30,7 +30,7 @@ from gnn_codegen.cut import Cost, transfers
 from gnn_codegen.edge_weight_norm import EDGE_WEIGHT_NORM
 from gnn_codegen.ir import Op
 from gnn_codegen.node_reductions import node_reduction
-from gnn_codegen.pipeline import Generated
+from gnn_codegen.generated import Generated
 from gnn_codegen.plan import spell_graph
 
 SCHEMA = "gnn-codegen/explain/1"

@@ -9,7 +9,7 @@ import operator
 
 import torch.fx as fx
 
-from gnn_codegen.derived_graphs import keeps_nodes
+from gnn_codegen.graph_lineage import keeps_nodes
 from gnn_codegen.forward_defaults import required_first
 from gnn_codegen.names import NameAllocator
 

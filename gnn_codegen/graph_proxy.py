@@ -15,7 +15,8 @@ from typing import Any, NoReturn
 import dgl
 import torch.fx as fx
 
-from gnn_codegen.derived_graphs import CONVERTS, DERIVED, converted
+from gnn_codegen.derived_graphs import converted
+from gnn_codegen.graph_lineage import CONVERTS, DERIVED
 from gnn_codegen.errors import GraphUseError
 from gnn_codegen.edge_functions import EdgeFieldError, follow, gather_message
 from gnn_codegen.metapath_types import type_list as metapath_type_list

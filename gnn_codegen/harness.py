@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import dgl
 import torch
 
-from gnn_codegen.type_offsets import random_typed_heterograph, split_by_type
+from gnn_codegen.type_offsets import TypeOffsets, random_typed_heterograph, split_by_type
 from gnn_codegen.errors import internal
 from gnn_codegen.graph_data import BLOCK_EDGE_IDS, BLOCK_NODE_IDS
 from gnn_codegen.ir import iter_refs
@@ -33,31 +33,12 @@ from gnn_codegen.dict_inputs import packed_arguments
 from gnn_codegen.metapath_types import rows_type_named, rows_type_of
 from gnn_codegen.row_axis import RowAxis, rows_on_axis
 from gnn_codegen.row_ranges import RowRange, result_refs, rows_of_range
+from gnn_codegen.random_graphs import random_graph
 from gnn_codegen.several_graphs import in_forwards_order, random_graphs
 
 if TYPE_CHECKING:
     from gnn_codegen.ir import Program
-    from gnn_codegen.pipeline import Generated
-
-
-def random_graph(num_nodes: int, avg_degree: int = 5, seed: int = 0, zero_in_degree: bool = True) -> dgl.DGLGraph:
-    """Edges drawn uniformly; with zero_in_degree, one node in ten receives no edge at all,
-    otherwise every node also gets a self-loop."""
-    gen = torch.Generator().manual_seed(seed)
-    return dgl.graph(random_edges(num_nodes, num_nodes * avg_degree, gen, zero_in_degree), num_nodes=num_nodes)
-
-
-def random_edges(num_nodes: int, num_edges: int, gen: torch.Generator,
-                 zero_in_degree: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """(sources, destinations) drawn uniformly among num_nodes nodes; with zero_in_degree, those
-    into one node in ten dropped, otherwise a self-loop on every node added."""
-    src = torch.randint(0, max(num_nodes, 1), (num_edges,), generator=gen)
-    dst = torch.randint(0, max(num_nodes, 1), (num_edges,), generator=gen)
-    if zero_in_degree:
-        keep = dst % 10 != 3
-        return src[keep], dst[keep]
-    loops = torch.arange(num_nodes)
-    return torch.cat([src, loops]), torch.cat([dst, loops])
+    from gnn_codegen.generated import Generated
 
 
 def random_graph_for(generated: Generated, num_nodes: int, seed: int = 0, zero_in_degree: bool = True,
@@ -338,3 +319,16 @@ def allclose(a: Any, b: Any, atol: float, rtol: float) -> bool:
 
 def nan_count(value: Any) -> int:
     return sum(int(torch.isnan(t).sum()) for t in flatten(value) if t.is_floating_point())
+
+
+def picked_nodes(found: TypeOffsets, hg: dgl.DGLHeteroGraph, expected: Any, count: int,
+                 seed: int) -> tuple[Any, list[torch.Tensor]]:
+    """The check's `nodes=` for a result picked by node type (IDs of that type; a dict of them by
+    type for a dict of picks), and forward's rows for them, flattened as inference returns them."""
+    ntypes = hg.ntypes
+    ids = {ntypes[k]: some_nodes(hg.num_nodes(ntypes[k]), max(count // len(found.picked), 1), seed + k)
+           for _, k in found.picked}
+    if found.picked[0][0] is None:
+        ((_, k),) = found.picked
+        return ids[ntypes[k]], [expected[ids[ntypes[k]]]]
+    return ids, [expected[key][ids[ntypes[k]]] for key, k in found.picked]

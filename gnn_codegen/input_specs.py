@@ -18,6 +18,7 @@ from gnn_codegen.graph_data import BLOCK_EDGE_IDS, BLOCK_NODE_IDS
 from gnn_codegen.node_counts import MADE, made_value
 from gnn_codegen.ir import Op, Program, Ref, iter_refs, reads_metadata
 from gnn_codegen.known_modules import is_dgl_module
+from gnn_codegen.mp_arguments import mp_feature_spaces
 from gnn_codegen.node_tables import table_of
 
 _WIDTH_ATTRIBUTES = ("_in_src_feats", "_in_feats", "in_feats", "in_feat", "in_size", "in_channels", "in_dim")
@@ -96,8 +97,6 @@ def declared_width(module: torch.nn.Module) -> int | None:
 def edge_values(program: Program) -> frozenset[str]:
     """Values indexed by edges: what message-passing calls take beyond their node features
     (edge weights, edge features, edge types), and what those are computed from."""
-    from gnn_codegen.plan import mp_feature_spaces
-
     edges: set[str] = set()
     for op in reversed(program.ops):
         if op.kind == "mp":

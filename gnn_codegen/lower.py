@@ -18,7 +18,8 @@ from typing import Any, Callable
 import torch
 import torch.fx as fx
 
-from gnn_codegen.derived_graphs import derived_name
+from gnn_codegen.graph_lineage import derived_name, is_graph_node
+from gnn_codegen.accessors import accessor
 from gnn_codegen.edge_weight_norm import EDGE_WEIGHT_NORM, MODULE_PATH, normalized_edge_weight
 from gnn_codegen.errors import (
     GraphValueError, InternalError, UnsupportedModuleError, UnsupportedOperationError, internal,
@@ -110,25 +111,6 @@ def function_expression(fn: Callable[..., Any], namespace: dict[str, Any]) -> st
             if getattr(module, fn_name, None) is fn:
                 return f"{qualified}.{fn_name}"
     raise internal(f"cannot spell function {fn!r} in generated code")
-
-
-def accessor(root: torch.nn.Module, target: str) -> str:
-    """How the user's code reaches a submodule or attribute: `self.layers[0]`,
-    `self.convs["in"]` (a ModuleDict key), `self.encoder.lin.weight`."""
-    out, current = "self", root
-    for part in target.split("."):
-        if isinstance(current, (list, tuple, dict)):  # a plain container of modules (plain_containers.py)
-            out += f'["{part}"]' if isinstance(current, dict) else f"[{part}]"
-            current = current[part] if isinstance(current, dict) else current[int(part)]
-            continue
-        if isinstance(current, (torch.nn.ModuleList, torch.nn.Sequential)) and part.isdigit():
-            out += f"[{part}]"
-        elif isinstance(current, torch.nn.ModuleDict) or not part.isidentifier():
-            out += f'["{part}"]'
-        else:
-            out += f".{part}"
-        current = getattr(current, part)
-    return out
 
 
 _ASSIGNMENT = re.compile(r"\(`([A-Za-z_]\w*)\s*(?:[-+*/@]?=)(?!=)")
@@ -294,18 +276,6 @@ def changes_its_input(module: torch.nn.Module) -> bool:
 def _note(traced: Traced, module: str, what: str) -> str:
     """`self.layers[2]'s fc_neigh on each source row, once per node` (write_out.py)."""
     return f"{accessor(traced.model, module)}'s {what}" if module else ""
-
-
-def is_graph_node(node: Any, graph_arg: str) -> bool:
-    """forward's graph, or a graph derived from it alone (derived_graphs.py)."""
-    if not isinstance(node, fx.Node):
-        return False
-    if node.op == "placeholder":
-        return node.target == graph_arg
-    if is_graph_item(node):  # gs[1]: one of forward's graphs side by side (several_graphs.py)
-        return is_graph_node(node.args[0], graph_arg)
-    return node.op == "call_function" and derived_name(node.target) is not None and bool(node.args) \
-        and is_graph_node(node.args[0], graph_arg)
 
 
 def _is_graph_value(node: fx.Node, traced: Traced) -> bool:

@@ -15,9 +15,10 @@ import dgl
 import torch
 
 from gnn_codegen.homogenized import apply
-from gnn_codegen.derived_graphs import METAPATH
+from gnn_codegen.graph_lineage import METAPATH
 from gnn_codegen.ir import Op, Program
 from gnn_codegen.metapath_types import named_rows_type
+from gnn_codegen.random_graphs import random_edges
 
 Relation = tuple[str, str, str]
 # the node type of forward's rows in the inferred schema
@@ -76,8 +77,6 @@ def random_metapath_graph(paths: tuple[tuple[str, ...], ...], num_nodes: int, se
     zero_in_degree, one node in ten of each type receives no edge of any relation (so no
     metapath reaches it); otherwise each relation also links every node to its namesake, so
     that every metapath graph has a self-loop on every node."""
-    from gnn_codegen.harness import random_edges  # harness reads this module
-
     gen = torch.Generator().manual_seed(seed)
     data = {rel: random_edges(num_nodes, num_nodes * avg_degree, gen, zero_in_degree)
             for rel in metapath_schema(paths)}

@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 import torch.fx as fx
 
-from gnn_codegen.derived_graphs import keeps_nodes
+from gnn_codegen.graph_lineage import keeps_nodes
 from gnn_codegen.names import NameAllocator
 from gnn_codegen.render_code import constant
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 import inspect
 import json
 import shlex
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import replace
 
 import torch
 
@@ -22,6 +21,7 @@ from gnn_codegen.errors import (
 from gnn_codegen.format import format_source
 from gnn_codegen.edge_masks import fold_edge_masks
 from gnn_codegen.functionalize import functionalize
+from gnn_codegen.generated import Generated, GenerateOptions
 from gnn_codegen.graph_fields import field_view, give_graph_data
 from gnn_codegen.graph_proxy import BATCH_SIZE
 from gnn_codegen.dict_inputs import proven_with_dicts
@@ -34,7 +34,7 @@ from gnn_codegen.load import LoadedModel, load, parse_init
 from gnn_codegen.lower import lower
 from gnn_codegen.method_name import DEFAULT_METHOD_NAME, check_method_name
 from gnn_codegen.plain_containers import held_parameters_note, registered
-from gnn_codegen.plan import Plan, build_plan
+from gnn_codegen.plan import build_plan
 from gnn_codegen.probe import prove_message_passing
 from gnn_codegen.render import render
 from gnn_codegen.render_assumptions import decision_notes
@@ -43,59 +43,11 @@ from gnn_codegen.row_ranges import refuse_other_rows, take_row_ranges
 from gnn_codegen.simplify import simplify
 from gnn_codegen.splice import ends_with_helpers, splice
 from gnn_codegen.trace import Traced, trace
-from gnn_codegen.verify import CheckResult, verify
+from gnn_codegen.verify import verify
 from gnn_codegen.write_out import write_out
 
 VERSION = "0.1.0"
 FORWARD_ARGS_EXAMPLE = "--forward-args '{\"out_key\": \"paper\"}'"
-
-
-@dataclass(frozen=True)
-class GenerateOptions:
-    init: str | None = None  # JSON object of constructor keyword arguments
-    output: str = "inference.py"  # only for the "regenerate with" line of the header
-    feat_dims: str | None = None  # "x=602,w=1"
-    leaves: tuple[str, ...] = ()  # class names to keep as row-wise leaves
-    mp_modules: tuple[str, ...] = ()  # class names to treat as message passing
-    fanout: float = DEFAULT_FANOUT  # cost model: source rows gathered per stored row (cut.py)
-    optimize: bool = True  # False: the simple rule, a cut right after each message-passing op
-    # check the module against forward on a random graph before returning it (verify.py); off
-    # only with --no-verify, and the header then says so
-    verify: bool = True
-    # the generated method's name; by default it replaces a user method of that name (method_name.py)
-    method_name: str = DEFAULT_METHOD_NAME
-    # a heterogeneous graph's canonical edge types, "SRC:REL:DST,..." (hetero/schema.py)
-    metagraph: str | None = None
-    # JSON object of values for forward's parameters that are not features (`out_key`): forward
-    # is traced, and inference computes it, for those values
-    forward_args: str | None = None
-    # how many blocks a blocks-style forward is called with in training (--blocks), where its
-    # depth is that count rather than fixed by its layers (block_count.py)
-    blocks: int | None = None
-
-
-@dataclass(frozen=True)
-class Generated:
-    source: str
-    loaded: LoadedModel
-    program: Program
-    attributes: Attributes
-    plan: Plan
-    warnings: tuple[str, ...] = field(default=())
-    target: str = ""
-    buffers: tuple[tuple[str, str], ...] = ()  # value -> its name in the generated code
-    # (generated statement, the user's line it computes): render.Rendered.origins
-    origins: tuple[tuple[str, str], ...] = ()
-    verification: CheckResult | None = None  # the check before writing (None with --no-verify)
-    notes: tuple[str, ...] = ()  # what the user should know that is no warning
-    method_name: str = DEFAULT_METHOD_NAME  # the generated method's name in the class
-    # a heterogeneous model (hetero/): its plan, the graph's schema, and --feat-dims by node
-    # type; program, attributes and plan are then None
-    hetero: Any = None
-    schema: Any = None
-    feat_dims: tuple[tuple[str, tuple[int, ...]], ...] = ()
-    # a heterogeneous model's stages as the generated code runs them (HeteroRenderer.layout)
-    hetero_layout: tuple[Any, ...] = ()
 
 
 def parse_feat_dims(spec: str | None) -> dict[str, tuple[int, ...]]:

@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from gnn_codegen.accessors import accessor
 from gnn_codegen.errors import UnsupportedOperationError
 
 Container = list[Any] | tuple[Any, ...] | dict[str, Any]
@@ -126,8 +127,6 @@ def check_modes(model: torch.nn.Module) -> None:
     """Refuse a module in a plain container left in training mode where that changes its result:
     the user's model.eval() does not reach it, so their forward runs it so (dropout, batch
     statistics), and layer-wise inference would compute something else."""
-    from gnn_codegen.lower import accessor  # lower imports trace, which imports this module
-
     for path, module in held_modules(model).items():
         if module.training and _depends_on_mode(module):
             raise UnsupportedOperationError(

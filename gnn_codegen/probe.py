@@ -20,17 +20,18 @@ import inspect
 import re
 import warnings
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import dgl
 import torch
 
 from gnn_codegen.block_as_graph import can_run_as_graph, destination_rows, run_as_graph
-from gnn_codegen.errors import UnsupportedModuleError
+from gnn_codegen.errors import UnsupportedModuleError, first_line
 from gnn_codegen.ir import Op, Program, Ref, iter_refs, map_refs
-from gnn_codegen.plan import mp_extra_arguments, mp_feature_spaces, mp_features
+from gnn_codegen.mp_arguments import mp_extra_arguments, mp_feature_spaces, mp_features
+from gnn_codegen.random_graphs import random_edges
 from gnn_codegen.runtime import block_as_graph, runtime_class
+from gnn_codegen.user_classes import class_and_where
 from gnn_codegen.write_out import HELPERS
 
 ATOL = RTOL = 1e-4
@@ -53,16 +54,9 @@ class _Call:
 
 
 def probe_graph(num_nodes: int, num_edges: int, zero_in_degree: bool, seed: int) -> dgl.DGLGraph:
+    """The proof's graphs: with zero_in_degree, a fifth of the nodes receive no edge."""
     gen = torch.Generator().manual_seed(seed)
-    src = torch.randint(0, num_nodes, (num_edges,), generator=gen)
-    dst = torch.randint(0, num_nodes, (num_edges,), generator=gen)
-    if zero_in_degree:  # a fifth of the nodes receive no edge
-        keep = dst % 5 != 2
-        src, dst = src[keep], dst[keep]
-    else:
-        loops = torch.arange(num_nodes)
-        src, dst = torch.cat([src, loops]), torch.cat([dst, loops])
-    return dgl.graph((src, dst), num_nodes=num_nodes)
+    return dgl.graph(random_edges(num_nodes, num_edges, gen, zero_in_degree, sinks=(5, 2)), num_nodes=num_nodes)
 
 
 def _example(value: torch.Tensor, rows: int, gen: torch.Generator) -> torch.Tensor:
@@ -154,24 +148,6 @@ def _refuse(call: _Call, observed: str, way_out: str, differs: bool = False) -> 
     return error
 
 
-def class_and_where(module: torch.nn.Module) -> str:
-    """`GATConv`, and for a class outside torch and DGL where it is defined: a user's own class
-    may share a name with DGL's."""
-    cls = type(module)
-    if cls.__module__.split(".")[0] in ("torch", "dgl"):
-        return cls.__name__
-    try:
-        path = Path(inspect.getsourcefile(cls) or "")
-        line = inspect.getsourcelines(cls)[1]
-    except (OSError, TypeError):
-        return cls.__name__
-    try:
-        shown = path.resolve().relative_to(Path.cwd().resolve())
-    except ValueError:
-        shown = path
-    return f"{cls.__name__}, the class at {shown}:{line}"
-
-
 def _run(call: _Call, graph: Any, args: dict[str, Any]) -> Any:
     """Call the module on the whole `graph` with the values `args` (by op name) in its slots."""
     op = call.op
@@ -222,7 +198,7 @@ def _prove(call: _Call, values: dict[str, Any]) -> list[str]:
                 notes.append(_refuses_zero_in_degree(call, exc))
                 continue
             raise _refuse(call, f"fails on a random graph of {num_nodes} nodes with "
-                          f"{type(exc).__name__}: {_first_line(exc)}", "It must run on any graph; " + _WAY_OUT) from None
+                          f"{type(exc).__name__}: {first_line(exc)}", "It must run on any graph; " + _WAY_OUT) from None
         if not _equal(_run(call, g, args), expected):
             raise _refuse(call, "gives different results in two runs on the same graph in eval mode "
                           "(random numbers in forward?)", "Make its forward deterministic when "
@@ -233,7 +209,7 @@ def _prove(call: _Call, values: dict[str, Any]) -> list[str]:
             except Exception as exc:
                 why, way_out = _diagnosis(module, failed_on_block=True)
                 error = _refuse(call, f"fails on a 1-hop block with {type(exc).__name__} "
-                                f"({_first_line(exc)}){'; ' + why if why else ''}", way_out)
+                                f"({first_line(exc)}){'; ' + why if why else ''}", way_out)
                 error.fails_on_block = True  # type: ignore[attr-defined]  # _prove_all: as a graph?
                 raise error from None
             difference = _difference(expected, result)
@@ -261,7 +237,7 @@ def _refuses_zero_in_degree(call: _Call, exc: Exception) -> str:
     op = call.op
     return (
         f"{op.location or 'forward'}: {op.accessor} ({class_and_where(call.module)}) raises on a graph "
-        f"with nodes without in-edges ({type(exc).__name__}: {_first_line(exc)}): it was proven exact "
+        f"with nodes without in-edges ({type(exc).__name__}: {first_line(exc)}): it was proven exact "
         "on the blocks of graphs where every node has an in-edge (as when forward adds self-loops), "
         "and on other graphs the generated method raises where forward does"
     )
@@ -331,11 +307,6 @@ def _equal(a: Any, b: Any) -> bool:
     return len(ta) == len(tb) and all(
         x.shape == y.shape and torch.allclose(x, y, atol=ATOL, rtol=RTOL, equal_nan=True) for x, y in zip(ta, tb)
     )
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0].rstrip(".") if text else "no message"
 
 
 def prove_message_passing(program: Program, model: torch.nn.Module, values: dict[str, Any],

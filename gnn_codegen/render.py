@@ -15,7 +15,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from gnn_codegen.attributes import Attributes
-from gnn_codegen.derived_graphs import DERIVED
+from gnn_codegen.graph_lineage import DERIVED
 from gnn_codegen.distributed import not_distributed, paragraph, refusal
 from gnn_codegen.edge_masks import graph_arguments, is_edge_subgraph
 from gnn_codegen.edge_masks import suffix as edge_subgraph_suffix

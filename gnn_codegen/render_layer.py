@@ -13,18 +13,41 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gnn_codegen.errors import internal
 from gnn_codegen.inline_mp import APPLY_EDGES, GATHERS, ROLE, VIEW, message_fields, spell
-from gnn_codegen.ir import Op, Ref, iter_refs, reads_device
+from gnn_codegen.ir import Op, Program, Ref, iter_refs, reads_device
 from gnn_codegen.names import NameAllocator
-from gnn_codegen.plan import Space, Stage, mp_extra_arguments, mp_feature_spaces, mp_features, value_deps
+from gnn_codegen.mp_arguments import Space, mp_extra_arguments, mp_feature_spaces, mp_features
+from gnn_codegen.plan import Stage, value_deps
 from gnn_codegen.render_code import BINARY, UNARY, Code, Copy, comment, constant
 from gnn_codegen.write_out import ONCE_PER_NODE, helper_parameters
 
 if TYPE_CHECKING:
-    from gnn_codegen.render import Renderer
+    from gnn_codegen.attributes import Attributes
+
+
+class Renderer(Protocol):
+    """What a layer's writer reads of the module's renderer (render.Renderer): the program and
+    its facts, the names taken module-wide, and where to note each line's origin. A protocol, so
+    that this module need not import the renderer that imports it."""
+
+    program: Program
+    attrs: Attributes
+    inline: frozenset[str]
+    buffer: dict[str, str]
+    users: dict[str, list[str]]
+    helper_names: dict[str, str]
+    generic: set[str]
+    device: str
+    block_as_graph: str
+    reserved: set[str]
+    closure_names: frozenset[str]
+
+    def note_origins(self, lines: list[str], op: Op | None) -> None: ...
+
+    def base_name(self, op: Op) -> str: ...
 
 # methods whose result is a view of their receiver, nothing else
 _RESHAPES = ("flatten", "view", "reshape", "squeeze", "unsqueeze")

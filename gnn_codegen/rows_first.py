@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import operator
+from typing import Any
 
 import torch
 import torch.fx as fx

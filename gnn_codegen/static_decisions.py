@@ -53,6 +53,7 @@ from gnn_codegen.graph_data import graph_data_read
 from gnn_codegen.input_specs import GUESSED_WIDTH, declared_width, model_float_dtype
 from gnn_codegen.ir import Assumption, StaticDecision
 from gnn_codegen.node_tables import _origin, node_features
+from gnn_codegen.random_graphs import random_edges
 from gnn_codegen.shape_keeping import SHAPE_KEEPING_MODULES, keeps_width
 from gnn_codegen.several_graphs import graph_item
 
@@ -279,10 +280,7 @@ def _example(known: _Input, rows: int, generator: torch.Generator) -> torch.Tens
 def _probe_graph(num_nodes: int, generator: torch.Generator) -> dgl.DGLGraph:
     """A small random graph with a self-loop on every node (modules that refuse nodes without
     in-edges run on it)."""
-    src = torch.randint(0, num_nodes, (3 * num_nodes,), generator=generator)
-    dst = torch.randint(0, num_nodes, (3 * num_nodes,), generator=generator)
-    loops = torch.arange(num_nodes)
-    return dgl.graph((torch.cat([src, loops]), torch.cat([dst, loops])), num_nodes=num_nodes)
+    return dgl.graph(random_edges(num_nodes, 3 * num_nodes, generator, zero_in_degree=False), num_nodes=num_nodes)
 
 
 def _evaluate(condition: fx.Node, tracer: Any, graph_arg: str, inputs: Mapping[str, _Input],

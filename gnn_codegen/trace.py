@@ -25,6 +25,7 @@ import torch.fx as fx
 from gnn_codegen.type_offsets import TypeOffsets, split_outputs
 from gnn_codegen.block_count import check_blocks_option, check_depth_is_the_models
 from gnn_codegen.derived_graphs import traced_derived_graphs
+from gnn_codegen.graph_lineage import is_graph_node
 from gnn_codegen.edge_weight_norm import is_edge_weight_norm, traced_edge_weight_norms
 from gnn_codegen.eval_flags import defaults_as_traced, eval_flags
 from gnn_codegen.plain_containers import check_modes, is_unregistered_module_error, unregistered_module_message
@@ -222,8 +223,6 @@ def _attributes_kept(model: torch.nn.Module) -> Any:
 
 def _zero_in_degree_test(node: fx.Node, graph_arg: str) -> str | None:
     """The graph's node name when `node` is `(graph.in_degrees() == 0).any()`, else None."""
-    from gnn_codegen.lower import is_graph_node
-
     if not (node.op == "call_method" and node.target == "any" and len(node.args) == 1 and not node.kwargs):
         return None
     test = node.args[0]

@@ -36,6 +36,7 @@ import torch
 import torch.fx as fx
 
 from gnn_codegen.errors import GraphUseError
+from gnn_codegen.graph_data import graph_data_read
 from gnn_codegen.hetero.schema import Schema, parse_metagraph
 
 # --metagraph, while a homogeneous model is traced: the schema of forward's heterograph
@@ -126,8 +127,6 @@ def _type_index(mask: Any, graph_arg: str) -> int | None:
     a, b = mask.args
     if isinstance(b, fx.Node):
         a, b = b, a
-    from gnn_codegen.graph_data import graph_data_read  # which imports derived_graphs, which imports this
-
     read = graph_data_read(a, graph_arg) if isinstance(a, fx.Node) else None
     if read != ("ndata", dgl.NTYPE) or not isinstance(b, int) or isinstance(b, bool):
         return None
@@ -198,16 +197,3 @@ def random_typed_heterograph(found: TypeOffsets, num_nodes: int, seed: int) -> d
     return random_heterograph(schema, counts, avg_degree=5, seed=seed)
 
 
-def picked_nodes(found: TypeOffsets, hg: dgl.DGLHeteroGraph, expected: Any, count: int,
-                 seed: int) -> tuple[Any, list[torch.Tensor]]:
-    """The check's `nodes=` for a result picked by node type (IDs of that type; a dict of them by
-    type for a dict of picks), and forward's rows for them, flattened as inference returns them."""
-    from gnn_codegen.harness import some_nodes
-
-    ntypes = hg.ntypes
-    ids = {ntypes[k]: some_nodes(hg.num_nodes(ntypes[k]), max(count // len(found.picked), 1), seed + k)
-           for _, k in found.picked}
-    if found.picked[0][0] is None:
-        ((_, k),) = found.picked
-        return ids[ntypes[k]], [expected[ids[ntypes[k]]]]
-    return ids, [expected[key][ids[ntypes[k]]] for key, k in found.picked]

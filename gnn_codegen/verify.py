@@ -20,32 +20,30 @@ import copy
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import dgl
 import torch
 
 from gnn_codegen.graph_state import state_between_layers
-from gnn_codegen.type_offsets import picked_nodes
-from gnn_codegen.errors import CheckFailedError, UnsupportedModuleError
+from gnn_codegen.errors import CheckFailedError, UnsupportedModuleError, first_line
 from gnn_codegen.metapaths import rows_graph
 from gnn_codegen.node_count import fixed_node_count
 from gnn_codegen.several_graphs import first_graph, int_ids
 from gnn_codegen.harness import (
+    picked_nodes,
     allclose, flatten, full_graph_forward, gather_sources_always, generated_model, import_source,
     make_inputs, max_difference, nan_count, random_graph_for, returns_edge_rows, rows_for, run_inference, some_nodes,
     with_tables,
 )
+from gnn_codegen.generated import BatchResult, CheckResult, Generated
 from gnn_codegen.lower import without_comment
 from gnn_codegen.perturb import perturb
 from gnn_codegen.row_ranges import nodes_for_check
 from gnn_codegen.simulated_device import SimulatedDevice
 
-if TYPE_CHECKING:
-    from gnn_codegen.pipeline import Generated
 
 # The check before writing: N does not divide by the first batch size and does by the second.
 VERIFY_NODES = 240
@@ -59,35 +57,6 @@ SUBSET_SIZE = 40
 SUBSET = f"in place, for {SUBSET_SIZE} of the nodes (nodes=)"
 STORAGE = "gathered, kept in files (storage=)"
 STORAGE_SUBSET = f"gathered, kept in files, for {SUBSET_SIZE} of the nodes, on g.int()"
-
-
-@dataclass(frozen=True)
-class BatchResult:
-    batch_size: int | str  # "auto" for batch_size="auto"
-    sources: str  # "in place" or "gathered", see harness.gather_sources_always
-    max_abs_diff: float
-    seconds: float
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    num_nodes: int
-    num_edges: int
-    zero_in_degree_nodes: int
-    forward_seconds: float
-    batches: tuple[BatchResult, ...]
-    atol: float
-    rtol: float
-    ok: bool
-    notes: tuple[str, ...] = ()  # what the check had to change, e.g. self-loops for the model
-
-    @property
-    def max_abs_diff(self) -> float:
-        return max(b.max_abs_diff for b in self.batches)
-
-    @property
-    def worst(self) -> BatchResult:
-        return max(self.batches, key=lambda b: b.max_abs_diff)
 
 
 def check(generated: Generated, num_nodes: int = 1000, seed: int = 0,
@@ -109,8 +78,8 @@ def check(generated: Generated, num_nodes: int = 1000, seed: int = 0,
         num_nodes = nodes_for_check(generated.program.output, num_nodes)
         fixed_note.append(f"forward returns a range of rows that needs {num_nodes} nodes: the check ran on so many")
     models = {
-        "in place": _instantiate(generated, reference, "generated_inference", gather=False),
-        "gathered": _instantiate(generated, reference, "generated_gathering", gather=True),
+        "in place": instantiate(generated, reference, "generated_inference", gather=False),
+        "gathered": instantiate(generated, reference, "generated_gathering", gather=True),
     }
     g, inputs, notes = _graph_the_model_accepts(generated, reference, num_nodes, seed)
     notes = fixed_note + notes
@@ -155,8 +124,8 @@ def check(generated: Generated, num_nodes: int = 1000, seed: int = 0,
         except (RuntimeError, ValueError, TypeError) as exc:  # shapes or structure differ
             raise CheckFailedError(
                 f"the generated inference returns a result of another shape or structure than "
-                f"{generated.loaded.class_name}'s forward ({_first_line(exc)}) on a random graph of "
-                f"{rows.num_nodes()} nodes. {_REPORT}"
+                f"{generated.loaded.class_name}'s forward ({first_line(exc)}) on a random graph of "
+                f"{rows.num_nodes()} nodes. {REPORT}"
             ) from None
         results.append(BatchResult(batch_size, sources, difference, seconds))
         ok = ok and same
@@ -192,7 +161,7 @@ def _run(model: torch.nn.Module, generated: Generated, g: dgl.DGLGraph, inputs: 
         with tempfile.TemporaryDirectory(prefix="gnn-codegen-check-") as storage:
             result = run_inference(model, generated, g, inputs, batch_size=batch_size, device="cpu",
                                    nodes=nodes, storage=storage)
-            return [t.clone() for t in flatten(result)] if nodes is not None else _cloned(result)
+            return [t.clone() for t in flatten(result)] if nodes is not None else cloned(result)
     if sources not in (SIMULATED, SIMULATED_WHOLE):
         return run_inference(model, generated, g, inputs, batch_size=batch_size, device="cpu", nodes=nodes)
     # the model's tables read as node features take the graph's rows before the model moves
@@ -202,15 +171,15 @@ def _run(model: torch.nn.Module, generated: Generated, g: dgl.DGLGraph, inputs: 
         return run_inference(model, generated, g, inputs, batch_size=batch_size, device=sim.device, tables_set=True)
 
 
-def _cloned(value: Any) -> Any:
+def cloned(value: Any) -> Any:
     """value's tensors copied out of their files (which go with the check's directory); a dict
     (a heterogeneous model's result by node type) too."""
     if isinstance(value, torch.Tensor):
         return value.clone()
     if isinstance(value, dict):
-        return {k: _cloned(v) for k, v in value.items()}
+        return {k: cloned(v) for k, v in value.items()}
     if isinstance(value, (tuple, list)):
-        return type(value)(_cloned(v) for v in value)
+        return type(value)(cloned(v) for v in value)
     return value
 
 
@@ -224,18 +193,18 @@ def verify(generated: Generated) -> CheckResult:
             f"the generated inference differs from {generated.loaded.class_name}'s full-graph forward "
             f"by up to {worst.max_abs_diff:.3g} (tolerance atol={result.atol}, rtol={result.rtol}) on a "
             f"random graph of {result.num_nodes} nodes and {result.num_edges} edges, with batches of "
-            f"{worst.batch_size} nodes and source rows {worst.sources}. {_REPORT}"
+            f"{worst.batch_size} nodes and source rows {worst.sources}. {REPORT}"
         )
     return result
 
 
-_REPORT = (
+REPORT = (
     "Nothing was written. This is a bug in gnn-codegen: please report it with the model file and "
     "the command you ran (--no-verify writes the module anyway, unchecked)."
 )
 
 
-def _instantiate(generated: Generated, reference: torch.nn.Module, name: str,
+def instantiate(generated: Generated, reference: torch.nn.Module, name: str,
                  gather: bool) -> tuple[torch.nn.Module, ModuleType]:
     try:
         module = import_source(generated.source, generated.loaded.path.parent, name)
@@ -245,7 +214,7 @@ def _instantiate(generated: Generated, reference: torch.nn.Module, name: str,
     except Exception as exc:
         raise CheckFailedError(
             f"the generated module does not import or build {generated.loaded.class_name} "
-            f"({type(exc).__name__}: {_first_line(exc)}). {_REPORT}"
+            f"({type(exc).__name__}: {first_line(exc)}). {REPORT}"
         ) from None
 
 
@@ -271,7 +240,7 @@ def _graph_the_model_accepts(generated: Generated, reference: torch.nn.Module, n
             if zero_in_degree:
                 notes.append(
                     f"{generated.loaded.class_name}'s forward refuses a graph with nodes without "
-                    f"in-edges ({type(exc).__name__}: {_first_line(exc)}), so the check used one where "
+                    f"in-edges ({type(exc).__name__}: {first_line(exc)}), so the check used one where "
                     "every node has a self-loop"
                 )
             continue
@@ -287,7 +256,7 @@ def _forward_failed(generated: Generated, exc: BaseException, num_nodes: int) ->
     widths = ", ".join(f"{s.param}: {' x '.join(map(str, s.shape)) or 1} per {s.rows}"
                        for s in generated.attributes.inputs)
     return (
-        f"{generated.loaded.class_name}'s forward raised {type(exc).__name__} ({_first_line(exc)}){where} "
+        f"{generated.loaded.class_name}'s forward raised {type(exc).__name__} ({first_line(exc)}){where} "
         f"on a random graph of {num_nodes} nodes, with inputs of the widths gnn-codegen traced "
         f"({widths}). Every generated module is checked against forward before it is written, so "
         "forward must run on any graph and inputs of these widths; give other widths with "
@@ -314,9 +283,9 @@ def _inference_failed(generated: Generated, module: ModuleType, exc: BaseExcepti
         if origin:
             where += f", which computes {origin}"
     return (
-        f"the generated inference raised {type(exc).__name__} ({_first_line(exc)}){where}, on a "
+        f"the generated inference raised {type(exc).__name__} ({first_line(exc)}){where}, on a "
         f"random graph of {first_graph(rows_graph(generated.program, g) if not generated.program.graphs else g).num_nodes()} nodes with batches of {batch_size} nodes and source rows "
-        f"{sources}. {_REPORT}"
+        f"{sources}. {REPORT}"
     )
 
 
@@ -369,6 +338,3 @@ def _same_file(a: str, b: Path) -> bool:
         return False
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0].rstrip(".") if text else "no message"

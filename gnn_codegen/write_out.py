@@ -29,6 +29,7 @@ import dgl.nn as dglnn
 import torch
 import torch.fx as fx
 
+from gnn_codegen.graph_lineage import is_graph_node
 from gnn_codegen.templating import exec_template
 
 # how the note of a convolution's work per source row ends where it runs once per node (the
@@ -97,8 +98,6 @@ def write_out(gm: fx.GraphModule, graph_arg: str, out_degrees_of_graph: frozense
     whole graph's out-degrees on a block."""
     modules = dict(gm.named_modules())
     graph = gm.graph
-    from gnn_codegen.lower import is_graph_node
-
     graphs = {n for n in graph.nodes if is_graph_node(n, graph_arg)}  # forward's, and derived ones
     for node in list(graph.nodes):
         if node.op != "call_module":

@@ -106,7 +106,7 @@ def test_hetero_relation_rows_that_fit_on_the_gpu_are_moved_there_whole() -> Non
     """The same for a HeteroGraphConv whose relations' source rows are computed once per node
     (RGAT's GATConvs): on the simulated GPU its blocks take every node as a source."""
     from gnn_codegen.hetero.schema import random_heterograph
-    from gnn_codegen.hetero.verify import _inputs, _run, node_counts
+    from gnn_codegen.hetero.verify import random_inputs, _run, node_counts
 
     generated = generate_case(CASES_BY_NAME["rgat"])
     module = import_source(generated.source, generated.loaded.path.parent, "hetero_moved_whole")
@@ -121,7 +121,7 @@ def test_hetero_relation_rows_that_fit_on_the_gpu_are_moved_there_whole() -> Non
     model = generated_model(generated, module)
     counts = node_counts(generated, 120)
     g = random_heterograph(generated.schema, counts, seed=0)
-    inputs = _inputs(generated, counts, 0)
+    inputs = random_inputs(generated, counts, 0)
     on_host = _run(model, generated, g, inputs, 13, "in place")
     blocks.clear()
     on_device = _run(model, generated, g, inputs, 13, SIMULATED_WHOLE)
@@ -134,14 +134,14 @@ def test_hetero_on_a_simulated_gpu_with_nodes_and_storage(name: str, tmp_path: A
     """The model on a (simulated) GPU, the heterograph and features on the host, the results in
     files, for some nodes and with batch_size="auto": no host tensor meets a device tensor."""
     from gnn_codegen.hetero.schema import random_heterograph
-    from gnn_codegen.hetero.verify import _inputs, node_counts
+    from gnn_codegen.hetero.verify import random_inputs, node_counts
 
     generated = generate_case(CASES_BY_NAME[name])
     module = import_source(generated.source, generated.loaded.path.parent, f"{name}_simulated_storage")
     model = generated_model(generated, module)
     counts = node_counts(generated, 150)
     g = random_heterograph(generated.schema, counts, seed=1)
-    (x,) = _inputs(generated, counts, 1).values()
+    (x,) = random_inputs(generated, counts, 1).values()
     ids = torch.tensor([3, 0, 3])
     nodes = ids if generated.hetero.traced.output.__class__ is not dict else {"paper": ids}
     with torch.no_grad():

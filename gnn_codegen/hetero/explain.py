@@ -24,7 +24,7 @@ from gnn_codegen.hetero.render import RUNTIME
 from gnn_codegen.hetero.schema import random_heterograph
 
 if TYPE_CHECKING:
-    from gnn_codegen.pipeline import Generated
+    from gnn_codegen.generated import Generated
 
 SCHEMA = "gnn-codegen/explain-hetero/1"
 # nodes of each type of the graph the generated code runs on to measure its rows' shapes
@@ -71,15 +71,15 @@ def _measured_calls(generated: Generated) -> list[tuple[list[Any], list[Any]]]:
     """For each batch loop the generated inference runs (map_rows before layer 1, then map per
     layer and type, in order): the (row shape, dtype) of each result, and of each relation's
     rows that map_sources made for it."""
-    from gnn_codegen.hetero.verify import _arguments, _cut_tables, _inputs, node_counts
+    from gnn_codegen.hetero.verify import inference_arguments, cut_tables, random_inputs, node_counts
     from gnn_codegen.perturb import perturb
-    from gnn_codegen.verify import _instantiate
+    from gnn_codegen.verify import instantiate
 
     import copy
 
     reference = copy.deepcopy(generated.loaded.model)
     perturb(reference, 0)
-    model, module = _instantiate(generated, reference, "generated_hetero_explain", gather=False)
+    model, module = instantiate(generated, reference, "generated_hetero_explain", gather=False)
     runtime = getattr(module, RUNTIME)
     calls: list[tuple[list[Any], list[Any]]] = []
     made: list[Any] = []  # relation rows made since the last batch loop
@@ -114,9 +114,9 @@ def _measured_calls(generated: Generated) -> list[tuple[list[Any], list[Any]]]:
     if hasattr(runtime, "map_sources"):
         runtime.map_sources = sources(runtime.map_sources)
     counts = node_counts(generated, _PROBE_NODES * len(generated.schema.ntypes))
-    with _cut_tables(generated, counts, model):
+    with cut_tables(generated, counts, model):
         g = random_heterograph(generated.schema, counts, seed=0)
-        arguments = _arguments(generated, g, _inputs(generated, counts, 0))
+        arguments = inference_arguments(generated, g, random_inputs(generated, counts, 0))
         with torch.no_grad():
             getattr(model, generated.method_name)(g, *arguments.values(), batch_size=64, device="cpu")
     return calls

@@ -15,7 +15,7 @@ import torch.fx as fx
 from gnn_codegen.errors import internal
 from gnn_codegen.hetero.plan import HeteroPlan, resolve
 from gnn_codegen.lower import _without_defaults, function_expression, locations
-from gnn_codegen.lower import accessor as module_accessor
+from gnn_codegen.accessors import accessor as module_accessor
 from gnn_codegen.render_code import BINARY, UNARY, Code, constant
 
 _ASSIGNED = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?:[-+*/@]?=)(?!=)")

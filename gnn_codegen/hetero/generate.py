@@ -20,7 +20,7 @@ from gnn_codegen.templating import render_template
 from gnn_codegen.write_out import SECTIONS
 
 if TYPE_CHECKING:
-    from gnn_codegen.pipeline import Generated, GenerateOptions
+    from gnn_codegen.generated import Generated, GenerateOptions
 
 # the runtime's optional sections (HeteroRenderer.sections) -> the written-out convolutions'
 # parts they call (templates/convs.py.j2)
@@ -55,7 +55,7 @@ def feature_types(schema: Schema, feat_dims: dict[str, tuple[int, ...]]) -> tupl
 def generate_hetero(loaded: LoadedModel, options: GenerateOptions, feat_dims: dict[str, tuple[int, ...]],
                     header: dict[str, Any], warnings: tuple[str, ...]) -> Generated:
     from gnn_codegen.hetero.verify import verify_hetero
-    from gnn_codegen.pipeline import Generated
+    from gnn_codegen.generated import Generated
 
     schema = model_schema(loaded.model, options.metagraph)
     traced = trace_with_defaults(loaded.model, schema, feature_types(schema, feat_dims), loaded.path,

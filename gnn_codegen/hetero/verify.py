@@ -18,7 +18,7 @@ import dgl
 import torch
 import torch.fx as fx
 
-from gnn_codegen.errors import CheckFailedError, FeatDimsError, UnsupportedModuleError
+from gnn_codegen.errors import CheckFailedError, FeatDimsError, UnsupportedModuleError, first_line
 from gnn_codegen.harness import allclose, max_difference, some_nodes
 from gnn_codegen.hetero.plan import result_type
 from gnn_codegen.hetero.schema import Schema, random_heterograph
@@ -30,12 +30,12 @@ from gnn_codegen.node_tables import table_of, tables_set_on
 from gnn_codegen.perturb import perturb
 from gnn_codegen.simulated_device import SimulatedDevice
 from gnn_codegen.verify import (
-    ATOL, RTOL, SIMULATED, SIMULATED_WHOLE, STORAGE, BatchResult, CheckResult, _cloned, _first_line, _instantiate,
-    _REPORT,
+    ATOL, RTOL, SIMULATED, SIMULATED_WHOLE, STORAGE, BatchResult, CheckResult, cloned, instantiate,
+    REPORT,
 )
 
 if TYPE_CHECKING:
-    from gnn_codegen.pipeline import Generated
+    from gnn_codegen.generated import Generated
 
 VERIFY_BATCH_SIZES = (47, 60)
 SUBSET_SIZE = 30
@@ -50,7 +50,7 @@ AUTO = f"in place, the most that fit in max_memory={AUTO_MEMORY}"
 
 def node_counts(generated: Generated, num_nodes: int) -> dict[str, int]:
     """Nodes per type: as many as the model's tables of the type have rows (an embedding per
-    type), at most num_nodes (the check cuts longer tables: _cut_tables), else about num_nodes
+    type), at most num_nodes (the check cuts longer tables: cut_tables), else about num_nodes
     over the types, a different count for each."""
     schema: Schema = generated.schema
     counts = {ntype: min(rows, num_nodes) for ntype, (_, rows) in _tables(generated).items()}
@@ -71,7 +71,7 @@ def _tables(generated: Generated) -> dict[str, tuple[str, int]]:
     return tables
 
 
-def _cut_tables(generated: Generated, counts: dict[str, int], *models: torch.nn.Module) -> contextlib.ExitStack:
+def cut_tables(generated: Generated, counts: dict[str, int], *models: torch.nn.Module) -> contextlib.ExitStack:
     """While inside, each table longer than its type's count in the check holds its first rows
     alone, in every model: a table as long as the user's graph (612,000 authors, say) made the
     check run thousands of batches per layer, for hours, where a few hundred rows prove as much."""
@@ -156,7 +156,7 @@ def _own_layer_width(layer: torch.nn.Module, ntype: str, schema: Schema) -> int 
     return next((m.in_features for m in layer.modules() if isinstance(m, torch.nn.Linear)), None)
 
 
-def _inputs(generated: Generated, counts: dict[str, int], seed: int) -> dict[str, dict[str, torch.Tensor]]:
+def random_inputs(generated: Generated, counts: dict[str, int], seed: int) -> dict[str, dict[str, torch.Tensor]]:
     gen = torch.Generator().manual_seed(seed + 1)
     dtype = _float_dtype(generated)
     inputs: dict[str, dict[str, torch.Tensor]] = {}
@@ -178,10 +178,10 @@ def check_hetero(generated: Generated, num_nodes: int = 1000, seed: int = 0,
     reference = copy.deepcopy(generated.loaded.model)
     perturb(reference, seed)
     reference.eval()
-    model, module = _instantiate(generated, reference, "generated_hetero", gather=False)
-    gathering, gathering_module = _instantiate(generated, reference, "generated_hetero_gathering", gather=True)
+    model, module = instantiate(generated, reference, "generated_hetero", gather=False)
+    gathering, gathering_module = instantiate(generated, reference, "generated_hetero_gathering", gather=True)
     counts = node_counts(generated, num_nodes)
-    with _cut_tables(generated, counts, reference, model, gathering):
+    with cut_tables(generated, counts, reference, model, gathering):
         return _check_runs(generated, reference, (model, module), (gathering, gathering_module), counts, seed,
                            batch_sizes, atol, rtol)
 
@@ -192,7 +192,7 @@ def _check_runs(generated: Generated, reference: torch.nn.Module, in_place: tupl
     (model, module), (gathering_model, gathering_module) = in_place, gathering
     schema: Schema = generated.schema
     g = random_heterograph(schema, counts, seed=seed)
-    inputs = _inputs(generated, counts, seed)
+    inputs = random_inputs(generated, counts, seed)
     started = time.perf_counter()
     expected = _forward(reference, generated, g, inputs)
     forward_seconds = time.perf_counter() - started
@@ -230,7 +230,7 @@ def _check_runs(generated: Generated, reference: torch.nn.Module, in_place: tupl
         except (RuntimeError, ValueError, TypeError) as exc:
             raise CheckFailedError(
                 f"the generated inference returns a result of another shape or structure than "
-                f"{generated.loaded.class_name}'s forward ({_first_line(exc)}). {_REPORT}"
+                f"{generated.loaded.class_name}'s forward ({first_line(exc)}). {REPORT}"
             ) from None
         results.append(BatchResult(batch_size, how, difference, seconds))
         ok = ok and same
@@ -260,7 +260,7 @@ def verify_hetero(generated: Generated) -> CheckResult:
             f"the generated inference differs from {generated.loaded.class_name}'s full-graph forward "
             f"by up to {worst.max_abs_diff:.3g} (tolerance atol={result.atol}, rtol={result.rtol}) on a "
             f"random heterograph of {result.num_nodes} nodes and {result.num_edges} edges, with batches "
-            f"of {worst.batch_size} nodes ({worst.sources}). {_REPORT}"
+            f"of {worst.batch_size} nodes ({worst.sources}). {REPORT}"
         )
     return result
 
@@ -304,7 +304,7 @@ def _forward(model: torch.nn.Module, generated: Generated, g: dgl.DGLHeteroGraph
                       if f.filename == str(generated.loaded.path.resolve()) or f.filename == str(generated.loaded.path)]
             where = f" at {generated.loaded.path}:{frames[-1].lineno}" if frames else ""
             raise CheckFailedError(
-                f"{generated.loaded.class_name}'s forward raised {type(exc).__name__} ({_first_line(exc)}){where} "
+                f"{generated.loaded.class_name}'s forward raised {type(exc).__name__} ({first_line(exc)}){where} "
                 "on a random heterograph of the schema, with features of the widths gnn-codegen found (give "
                 "others with --feat-dims NTYPE=WIDTH). Nothing was written."
             ) from None
@@ -315,10 +315,10 @@ def _run(model: torch.nn.Module, generated: Generated, g: dgl.DGLHeteroGraph,
     """The generated method on the CPU, `how` the check names its run (for `nodes` or all), or
     with the model on a simulated GPU and g and the inputs on the host."""
     method = getattr(model, generated.method_name)
-    arguments = _arguments(generated, g, inputs)
+    arguments = inference_arguments(generated, g, inputs)
     if how == STORAGE:  # results in files, read back before the folder goes
         with tempfile.TemporaryDirectory(prefix="gnn-codegen-check-") as storage:
-            return _cloned(method(g, *arguments.values(), batch_size=batch_size, device="cpu", storage=storage))
+            return cloned(method(g, *arguments.values(), batch_size=batch_size, device="cpu", storage=storage))
     if how == AUTO:
         return method(g, *arguments.values(), batch_size=batch_size, device="cpu", max_memory=AUTO_MEMORY)
     if nodes is not None:
@@ -332,7 +332,7 @@ def _run(model: torch.nn.Module, generated: Generated, g: dgl.DGLHeteroGraph,
         return method(g, *arguments.values(), batch_size=batch_size, device=sim.device)
 
 
-def _arguments(generated: Generated, g: dgl.DGLHeteroGraph,
+def inference_arguments(generated: Generated, g: dgl.DGLHeteroGraph,
                inputs: dict[str, dict[str, torch.Tensor]]) -> dict[str, dict[str, torch.Tensor]]:
     """forward's arguments of `inputs`; those it reads from its graph are set on g instead,
     and the edge data it reads from the graph (random weights in [0.5, 1.5), per graph)."""
@@ -353,7 +353,7 @@ def _arguments(generated: Generated, g: dgl.DGLHeteroGraph,
 def _forward_arguments(generated: Generated, g: dgl.DGLHeteroGraph,
                        inputs: dict[str, dict[str, torch.Tensor]]) -> dict[str, Any]:
     """forward's arguments of `inputs`, and the values --forward-args gives."""
-    return {**_arguments(generated, g, inputs), **dict(generated.hetero.traced.forward_args)}
+    return {**inference_arguments(generated, g, inputs), **dict(generated.hetero.traced.forward_args)}
 
 
 def _same_structure(a: Any, b: Any) -> bool:
@@ -371,8 +371,8 @@ def _failed(generated: Generated, module: Any, exc: BaseException, batch_size: i
         line = frames[-1].lineno or 0
         where = f" at generated line {line} (`{lines[line - 1].strip()}`)" if 0 < line <= len(lines) else ""
     return (
-        f"the generated inference raised {type(exc).__name__} ({_first_line(exc)}){where}, on a random "
-        f"heterograph with batches of {batch_size} nodes ({how}). {_REPORT}"
+        f"the generated inference raised {type(exc).__name__} ({first_line(exc)}){where}, on a random "
+        f"heterograph with batches of {batch_size} nodes ({how}). {REPORT}"
     )
 
 

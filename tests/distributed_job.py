@@ -8,8 +8,10 @@ SPEC: {"graph": name, "part_config": path, "ip_config": path, "jobs": [{"module"
 generated module, "class": name, "init": kwargs, "weights": path, "blocks": layers or null (
 forward takes [g] * layers), "batch_size": n, "nodes": path or null, "out": path, "style":
 "dgl_example" for DGL's own example loop in place of `inference`; "refused": true, with
-"storage" or not, for the message of the ValueError `inference` raises}]}. Trainer 0
-writes each job's rows (all of them, or those of `nodes`) to its "out" (.npy).
+"storage" or not, for the message of the ValueError `inference` raises; "hetero": true for
+features by node type; "raises": true where every trainer must raise (its message to
+out.RANK), with "bad_rank" (that trainer's input makes its layer raise) or "nodes_by_rank"}]}.
+Trainer 0 writes each job's rows (all of them, or those of `nodes`) to its "out" (.npz).
 
 What works around one-host limits of DGL's distributed package (dgl 1.1.3), here and never in
 the generated code: several servers on one host share their shared-memory names, so each pair
@@ -108,24 +110,70 @@ def dgl_example_inference(model, g, x, batch_size):
     return x
 
 
+def _inputs(job):
+    """The features inference is given: g.ndata["feat"], or by node type for a heterogeneous
+    model; "bad_rank": that trainer's are zeros of another width (its first layer raises)."""
+    if job.get("hetero"):
+        return {t: g.nodes[t].data["feat"] for t in g.ntypes}
+    if job.get("inputs") == "edges":  # forward(g, x, edge_weight, edge_feat)
+        return g.ndata["feat"], g.edata["w"], g.edata["ef"]
+    if job.get("bad_rank") == g.rank():
+        return torch.zeros(g.num_nodes(), 7)
+    return g.ndata["feat"]
+
+
+def _nodes(job):
+    """nodes=: IDs, or a dict of them by type, from a .npz (its "_" entry: IDs); "nodes_by_rank":
+    each trainer its own (they differ)."""
+    path = job["nodes"]
+    if job.get("nodes_by_rank"):
+        path = job["nodes_by_rank"][g.rank()]
+    if path is None:
+        return None
+    found = {k: torch.from_numpy(v) for k, v in numpy.load(path).items()}
+    return found.get("_", found)
+
+
+def _save(job, out, nodes):
+    """Trainer 0 writes every row (of each type: .npz by type), or those of nodes."""
+    if g.rank() != 0:
+        return
+    if isinstance(out, tuple):  # "0", "1", ...
+        out = {str(i): x for i, x in enumerate(out)}
+    elif not isinstance(out, dict):
+        out = {"_": out}  # one tensor: "_"
+        nodes = None if nodes is None else {"_": nodes}
+    rows = {t: x if nodes is not None else x[torch.arange(len(x))] for t, x in out.items()}
+    numpy.savez(job["out"], **{t: x.numpy() for t, x in rows.items()})
+
+
 for job in spec["jobs"]:
-    model = getattr(modules[job["module"]], job["class"])(**job["init"])
+    graph = [g] if job.get("inputs") == "graph_on_model" else []  # a model keeping its graph
+    model = getattr(modules[job["module"]], job["class"])(*graph, **job["init"])
+    if job.get("raises"):  # every trainer raises: its message to "out" with its rank
+        model.load_state_dict(torch.load(job["weights"]))
+        try:
+            model.inference(g, _inputs(job), job["batch_size"], "cpu", nodes=_nodes(job))
+        except (ValueError, RuntimeError) as error:
+            open(f"{job['out']}.{g.rank()}", "w").write(f"{type(error).__name__}: {error}")
+            continue
+        sys.exit(f"did not raise: {job}")
     if job.get("refused"):  # a ValueError whose message goes to "out"
         try:
-            inputs = [g.ndata["feat"]] * (1 + job.get("extra_inputs", 0))  # refused before reading them
+            inputs = [_inputs(job)] * (1 + job.get("extra_inputs", 0))  # refused before reading them
             model.inference(g, *inputs, 10, "cpu", storage=job.get("storage"))
         except ValueError as error:
             open(job["out"], "w").write(str(error))
             continue
         sys.exit(f"not refused: {job}")
     model.load_state_dict(torch.load(job["weights"]))
-    nodes = None if job["nodes"] is None else torch.from_numpy(numpy.load(job["nodes"]))
+    nodes = _nodes(job)
     if job.get("style") == "dgl_example":
         out = dgl_example_inference(model, g, g.ndata["feat"], job["batch_size"])
     else:
-        out = model.inference(g, g.ndata["feat"], job["batch_size"], "cpu", nodes=nodes)
-    if g.rank() == 0:
-        rows = out if nodes is not None else out[torch.arange(g.num_nodes())]
-        numpy.save(job["out"], rows.numpy())
-    del out  # a DistTensor: freed in every trainer at once
+        inputs = _inputs(job)
+        inputs = inputs if isinstance(inputs, tuple) else (inputs,)
+        out = model.inference(g, *inputs, job["batch_size"], "cpu", nodes=nodes)
+    _save(job, out, nodes)
+    del out  # DistTensors: freed in every trainer at once
     g.barrier()

@@ -6,6 +6,7 @@
 
 import ctypes
 import errno
+import hashlib
 import os
 import tempfile
 import time
@@ -889,7 +890,8 @@ class _DistributedBatches(_FullNeighbourBatches):
     each result is a new DistTensor, named for the call and the layer. A layer's results are
     read only once every trainer's writes are in every server (flush, then a barrier).
     DistTensors are made and freed in every trainer at once (DGL's barriers), so a trainer
-    with no batch still makes them: it runs the layer on one node for their widths."""
+    with no batch still makes them: it runs the layer on one node for their widths. Where
+    a trainer's layer raises, every trainer raises after it (_agree)."""
 
     # a request of the flush, sent to every server: an ID far from DGL's own (9012xx), one of
     # which it would silently replace (DGL's barrier: the servers died, trainers hung)
@@ -947,10 +949,8 @@ class _DistributedBatches(_FullNeighbourBatches):
         self.num_nodes, self.num_edges = g.num_nodes(), g.num_edges()
         self.storage = None
         self.indices = torch.empty(0, dtype=torch.int64)  # DistGraph's IDs (needed)
-        type(self).calls += 1
-        self.name = f"gnn-codegen-{type(self).__module__}-{type(self).calls}"
-        self.made = 0  # DistTensors made in this call
         self.own = None  # this trainer's nodes, of all
+        self._start_collective(g)
 
     def check_rows(self, nodes=None, edges=None):
         """Each tensor in `nodes` (a DistTensor, or a tensor in every trainer) has a row per
@@ -985,30 +985,31 @@ class _DistributedBatches(_FullNeighbourBatches):
         batches = [mine[i : i + batch_size] for i in range(0, len(mine), batch_size)]
         # no batch here: one node's, for the results' widths, written nowhere
         some = torch.arange(min(self.num_nodes, 1)) if nodes is None else nodes[:1]
-        outputs = None
-        for dst_nodes in batches or [some]:
+
+        def run(dst_nodes):
             block, rows = self._prepare(dst_nodes, src, dst, edges, blocks)
             results = layer(block, *rows)
             results = results if isinstance(results, tuple) else (results,)
             edge_ids = block.edata[dgl.EID].cpu() if per_edge else None
-            del block, rows
-            if outputs is None:  # made in every trainer at once
-                outputs = [
-                    self._empty(r, self.num_edges if i in per_edge else self.num_nodes)
-                    for i, r in enumerate(results)
-                ]
-            if not batches:
-                break
-            for i, (out, r) in enumerate(zip(outputs, results)):
-                out[edge_ids if i in per_edge else dst_nodes] = r.cpu()
-            del results, r
-        self._flush()
-        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+            return results, [
+                edge_ids if i in per_edge else dst_nodes for i in range(len(results))
+            ]
+
+        def new_rows(i, r):
+            return self._new_rows(r, rows=self.num_edges if i in per_edge else None)
+
+        return self._collect(batches, some, run, new_rows)
 
     def map_nodes(self, fn, *tensors, nodes=None):
         return self.map(
             lambda block, *rows: fn(*rows), dst=tensors, blocks=False, nodes=nodes
         )
+
+    def needed(self, nodes, layers):
+        """_FullNeighbourBatches.needed, once every trainer asks for the same nodes."""
+        needed = super().needed(nodes, layers)
+        self._agree(nodes=nodes)
+        return needed
 
     def result(self, tensor, nodes=None, name="result"):
         """A tensor inference returns: the DistTensor, or for `nodes` its rows (in that
@@ -1046,8 +1047,9 @@ class _DistributedBatches(_FullNeighbourBatches):
         frontier = dgl.graph(
             (sources[order], destinations[order]), num_nodes=self.num_nodes
         )
-        frontier.edata[dgl.EID] = edge_ids
         block = dgl.to_block(frontier, dst_nodes)
+        # to_block's EID: an edge's position in the frontier, not its ID in the DistGraph
+        block.edata[dgl.EID] = edge_ids[block.edata[dgl.EID]]
         input_nodes, edge_ids = block.srcdata[dgl.NID], block.edata[dgl.EID]
         block = block.to(self.device)
         rows = [self._rows(t, input_nodes) for t in src]
@@ -1065,18 +1067,118 @@ class _DistributedBatches(_FullNeighbourBatches):
             index = index.to(t.device)
         return t[index].to(self.device)
 
-    def _empty(self, like, rows):
-        """A new DistTensor of rows like `like`'s, under a name that no other call or layer
-        takes (one that exists would be shared: DGL's example reuses its "h" with 3 layers,
-        read by some trainers while others write it); freed when every trainer drops it.
-        """
+    def _batch_size(self, src, dst, edges):
+        if self.batch_size != "auto":
+            return self.batch_size
+        degree = self.num_edges / max(self.num_nodes, 1)
+        row = sum(
+            int(numpy.prod(t.shape[1:])) * torch.empty((), dtype=t.dtype).element_size()
+            for t in (*src, *dst, *edges)
+        )
+        per_node = row * (degree + 1) + 24 * degree  # an edge's three IDs in the block
+        return int(
+            min(max(self.max_memory // (2 * per_node + 1), 1), max(self.num_nodes, 1))
+        )
+
+    def _start_collective(self, g):
+        """This call's name (for its DistTensors') and its table of every trainer's status,
+        made in every trainer at once."""
+        type(self).calls += 1
+        self.name = f"gnn-codegen-{type(self).__module__}-{type(self).calls}"
+        self.made = 0  # DistTensors made in this call
+        self.rank, self.trainers = g.rank(), dgl.distributed.role.get_num_trainers()
+        # row r: trainer r's (failed, digest of nodes=) at even steps, then at odd ones
+        ntype = max(g.ntypes, key=g.num_nodes)
+        self.status = self._new_rows(torch.zeros(1, 4, dtype=torch.int64), ntype)
+        self.steps, self.mine = 0, torch.zeros(1, 4, dtype=torch.int64)
+
+    def _new_rows(self, like, ntype=None, rows=None):
+        """A new DistTensor of rows like `like`'s, a row per node of ntype (or `rows` of the
+        edges), under a name that no other call or layer takes (one that exists would be
+        shared: DGL's example reuses its "h" with 3 layers, read by some trainers while others
+        write it); freed when every trainer drops it."""
         self.made += 1
+        if rows is None:
+            policy = self.g.get_node_partition_policy(ntype or self.g.ntypes[0])
+            rows = self.g.num_nodes(ntype)
+        else:
+            policy = self.g.get_edge_partition_policy(self.g.canonical_etypes[0])
         return self.Rows(
             (rows, *like.shape[1:]),
             like.dtype,
             name=f"{self.name}-{self.made}",
+            part_policy=policy,
             persistent=False,
         )
+
+    def _agree(self, failed=False, nodes=None):
+        """The step every trainer takes at once after its share of a layer: each writes its
+        row of the status table (whether it failed, a digest of nodes), then the flush, then
+        each reads every row. Where one failed, every other trainer raises here, naming it
+        (the one that failed raises its own error after): none is left waiting for it at the
+        next barrier. Rows alternate between two pairs of columns, so a trainer one step
+        ahead (the most: the next step's barrier waits for all) writes none that another
+        still reads."""
+        half = 2 * (self.steps % 2)
+        self.steps += 1
+        self.mine[0, half] = failed
+        self.mine[0, half + 1] = self._digest(nodes)
+        self.status[torch.tensor([self.rank])] = self.mine
+        self._flush()
+        every = self.status[torch.arange(self.trainers)][:, half : half + 2]
+        others = every[:, 0].nonzero().flatten().tolist()
+        if others and not failed:
+            raise RuntimeError(
+                f"inference failed in trainer {', '.join(map(str, others))} of "
+                f"{self.trainers} (its error is in its output): every trainer stops there"
+            )
+        if nodes is not None and (every[:, 1] != every[0, 1]).any():
+            raise ValueError(
+                "nodes must be the same in every trainer (a collective: each computes its "
+                "partition's share of the rows every trainer asks for), and they differ"
+            )
+
+    @staticmethod
+    def _digest(nodes):
+        """64 bits of a hash of nodes= (IDs, or a dict of them by type)."""
+        if nodes is None:
+            return 0
+        items = sorted(nodes.items()) if isinstance(nodes, dict) else [("", nodes)]
+        digest = hashlib.blake2b(digest_size=8)
+        for key, ids in items:
+            digest.update(key.encode() + b"\0")
+            digest.update(torch.as_tensor(ids).to(torch.int64).numpy().tobytes())
+        return int.from_bytes(digest.digest(), "little", signed=True)
+
+    def _collect(self, batches, some, run, outputs_like):
+        """run(batch) -> (results, the rows each goes to) for each of this trainer's
+        batches, written into new DistTensors (outputs_like(i, result) makes the i-th),
+        complete in every server when it returns. The DistTensors are made in every trainer
+        at once after its first batch, for their widths (no batch here: `some`, written
+        nowhere); a step of agreement before them and one after the last batch."""
+        # an error is raised as it is caught, after the step: held in a variable, it would
+        # keep this frame, and the DistTensors it reaches, until Python's cycle collector
+        # runs, whose deletions (a barrier each) would then meet other calls' barriers
+        try:
+            first = run(batches[0] if batches else some)
+        except Exception:
+            self._agree(failed=True)
+            raise
+        self._agree()
+        results, _ = first
+        outputs = [outputs_like(i, r) for i, r in enumerate(results)]
+        try:
+            for batch in batches:
+                results, where = first if first is not None else run(batch)
+                first = None
+                for out, r, rows in zip(outputs, results, where):
+                    out[rows] = r.cpu()
+                del results, r
+        except Exception:
+            self._agree(failed=True)
+            raise
+        self._agree()
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def _flush(self):
         """Every trainer's writes are in place in every server: a request to every server
@@ -1090,19 +1192,6 @@ class _DistributedBatches(_FullNeighbourBatches):
             for _ in range(rpc.get_num_server()):
                 rpc.recv_response()
         self.g.barrier()
-
-    def _batch_size(self, src, dst, edges):
-        if self.batch_size != "auto":
-            return self.batch_size
-        degree = self.num_edges / max(self.num_nodes, 1)
-        row = sum(
-            int(numpy.prod(t.shape[1:])) * torch.empty((), dtype=t.dtype).element_size()
-            for t in (*src, *dst, *edges)
-        )
-        per_node = row * (degree + 1) + 24 * degree  # an edge's three IDs in the block
-        return int(
-            min(max(self.max_memory // (2 * per_node + 1), 1), max(self.num_nodes, 1))
-        )
 
 
 # the flush's request, known to the servers too: they import this module before

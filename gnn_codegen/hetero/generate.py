@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from gnn_codegen.errors import FeatDimsError
 from gnn_codegen.format import format_source
 from gnn_codegen.hetero.plan import build_hetero_plan
-from gnn_codegen.hetero.render import HETERO_CONV, HETERO_CONV_SOURCES, RUNTIME, HeteroRenderer
+from gnn_codegen.hetero.render import DIST_RUNTIME, HETERO_CONV, HETERO_CONV_SOURCES, RUNTIME, HeteroRenderer
 from gnn_codegen.hetero.schema import Schema, model_schema
 from gnn_codegen.hetero.forward_defaults import trace_with_defaults
 from gnn_codegen.hetero.trace import parse_forward_args
@@ -35,7 +35,8 @@ def render_hetero_helpers(sections: set[str] | frozenset[str]) -> str:
     # every section's name: a docstring of one names another
     names = SimpleNamespace(hetero_conv=HETERO_CONV, hetero_conv_sources=HETERO_CONV_SOURCES,
                             relation_source="_relation_source", **{s: f"_{s}" for s in SECTIONS})
-    runtime = render_template("hetero_batches.py.j2", runtime=RUNTIME, used=used, names=names).rstrip("\n")
+    runtime = render_template("hetero_batches.py.j2", runtime=RUNTIME, dist_runtime=DIST_RUNTIME, used=used,
+                              names=names).rstrip("\n")
     convs = render_template("convs.py.j2", used=used, names=names) if used else ""
     return render_template("helpers.py.j2", runtime=runtime, convs=convs)
 

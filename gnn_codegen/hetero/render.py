@@ -16,7 +16,9 @@ import dgl.nn as dglnn
 import torch
 import torch.fx as fx
 
+from gnn_codegen.distributed import refusal
 from gnn_codegen.errors import UnsupportedOperationError
+from gnn_codegen.hetero.distributed import hetero_not_distributed
 from gnn_codegen.hetero.expressions import ExpressionWriter, Names, accessor, base_name
 from gnn_codegen.hetero.plan import HeteroPlan, nodes_in, result_type
 from gnn_codegen.hetero.trace import calls_own_layer, hetero_conv
@@ -24,6 +26,7 @@ from gnn_codegen.lower import locations
 from gnn_codegen.render_code import comment
 
 RUNTIME = "_HeteroBatches"
+DIST_RUNTIME = "_DistHeteroBatches"  # on a DistGraph (templates/dist_hetero_batches.py.j2)
 HETERO_CONV = "_hetero_conv"
 HETERO_CONV_SOURCES = "_hetero_conv_sources"
 
@@ -69,7 +72,9 @@ class HeteroRenderer(ExpressionWriter):
         params = [graph, *features, "batch_size", "device", "max_memory=2**30", "progress=False",
                   *(["nodes=None"] if self.subsets else []), "storage=None"]
         schema_relations = ", ".join(self.expr(r, {}) for r in header["relations"])
+        reason = hetero_not_distributed(self)  # DistDGL: hetero/distributed.py
         lines = [
+            *(refusal(graph, reason) if reason else []),
             f"batches = {RUNTIME}(self, {graph}, batch_size, device, max_memory, progress, storage)",
             "# the relations forward was traced for",
             f"batches.check_graph([{schema_relations}])",

@@ -448,6 +448,9 @@ def _check_rowwise(op: Op, program: Program, info: dict[str, TensorInfo], values
     if name == "squeeze" and op.kind == "method" and op.args[1:] == (0,) and not op.kwargs and \
             getattr(values[op.name], "shape", None) == first_value.shape:
         return  # h.squeeze(0) of many rows squeezes nothing: written without it (render_layer.py)
+    if name == "flatten" and op.kind == "method" and len(op.args) == 1 and not op.kwargs and \
+            getattr(values[op.name], "shape", (None,))[:1] == first_value.shape[:1]:
+        return  # h.flatten() of (N, 1): a number per row, as on a batch of rows
     if name in RESHAPES:
         out = values[op.name]
         sizes = op.args[1:] if len(op.args) > 1 else ()

@@ -1,0 +1,95 @@
+"""Render, entry checks: forward's squeezes that drop the rows' axis too on a graph (or a node
+type) of exactly one node, as lines at the top of the generated inference that refuse such a
+graph with a ValueError naming forward's line.
+
+`h.squeeze()` with no dim squeezes every axis of size 1. Which of a value's other axes are of
+size 1 is fixed by the model's widths (a Linear(hidden, 1), one head), so the generated code
+squeezes those alone, per batch (render_layer.py writes the dims the traced sizes show,
+hetero/expressions.py every axis after the rows'). The rows' axis is of size 1 only when the
+graph has one node: forward's result then loses that axis (a logit per node becomes a number),
+and what forward computes after it may differ too. A batch of rows cannot give that, so the
+generated method refuses the graph where it starts, never returning a result of another shape.
+`h.squeeze(0)` of rows (GGD: written as nothing, render_layer.py) is the same case."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from typing import Any
+
+import torch.fx as fx
+
+from gnn_codegen.ir import Op, Ref
+
+
+def squeezes_every_axis(node: fx.Node) -> bool:
+    """`h.squeeze()`: a method call with no dim."""
+    return node.op == "call_method" and node.target == "squeeze" and len(node.args) == 1 and not node.kwargs
+
+
+def _drops_rows(op: Op, rows: dict[str, str]) -> str:
+    """The rows ("node" or "edge") whose only one the op squeezes away: `h.squeeze()` or
+    `h.squeeze(0)` of a value with a row per node or edge; "" for any other op."""
+    if op.kind != "method" or op.target != "squeeze" or op.kwargs or not op.args or not isinstance(op.args[0], Ref):
+        return ""
+    if op.args[1:] not in ((), (0,)):
+        return ""
+    space = rows.get(op.args[0].name, "")
+    return space if space in ("node", "edge") else ""
+
+
+def homogeneous_checks(ops: tuple[Op, ...], rows: dict[str, str], graph: str) -> list[str]:
+    """One check per squeeze of rows in forward, on `graph` (the generated method's name of the
+    graph whose nodes, or edges, are the rows); rows: op name -> its row space."""
+    lines: list[str] = []
+    for op in ops:
+        space = _drops_rows(op, rows)
+        if space:
+            count, noun = ("num_nodes", "node") if space == "node" else ("num_edges", "edge")
+            way_out = _LEAVE_OUT if op.args[1:] == (0,) else _NAME_DIMS
+            lines += _check(f"{graph}.{count}()", f'"{graph} has one {noun}: "', op.location, way_out)
+    return lines
+
+
+def hetero_checks(squeezes: list[tuple[str, str]], graph: str) -> list[str]:
+    """One check per forward's line of a `h.squeeze()`, for each node type whose rows it
+    squeezes (squeezes: (node type, the user's line)), in a loop over them where several."""
+    types: dict[str, list[str]] = {}
+    for ntype, location in squeezes:
+        types.setdefault(location, [])
+        if ntype not in types[location]:
+            types[location].append(ntype)
+    lines: list[str] = []
+    for location, of in types.items():
+        if len(of) == 1:
+            lines += _check(f'{graph}.num_nodes("{of[0]}")', f'"{graph} has one {of[0]} node: "', location)
+            continue
+        lines.append(f"for ntype in ({', '.join(_literal(t) for t in of)}):")
+        lines += [f"    {line}" for line in _check(f"{graph}.num_nodes(ntype)", f'f"{graph} has one {{ntype}} node: "',
+                                                    location)]
+    return lines
+
+
+# what to write in forward instead, which then squeezes the same axes on one node as on more
+_NAME_DIMS = "or name the dims forward squeezes (h.squeeze(-1))"
+_LEAVE_OUT = "or leave out forward's squeeze(0), which squeezes nothing on more"
+
+
+def _check(count: str, what: str, location: str, way_out: str = _NAME_DIMS) -> list[str]:
+    """`if COUNT == 1: raise ValueError(...)`; what: the message's start, as a Python literal."""
+    where, _, code = location.partition(" (`")
+    path, _, line = where.rpartition(":")
+    place = f"{os.path.basename(path)}:{line}" if path else where or "forward"
+    said = f"`{code.removesuffix('`)')}` ({place})" if code else f"a squeeze ({place})"
+    message = f"forward squeezes the rows axis away there, at {said}, which a result per row cannot give: " \
+              f"call inference on more than one, {way_out}"
+    # in pieces that keep the generated lines short, whatever the length of the user's line
+    pieces = textwrap.wrap(message, 64, drop_whitespace=False, break_on_hyphens=False)
+    return [f"if {count} == 1:  # forward's squeeze would drop the rows' axis",
+            f"    raise ValueError({what}",
+            *(f"                     {_literal(piece)}" for piece in pieces[:-1]),
+            f"                     {_literal(pieces[-1])})"]
+
+
+def _literal(text: Any) -> str:
+    return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -17,22 +17,38 @@ import os
 import textwrap
 from typing import Any
 
+import torch
 import torch.fx as fx
 
 from gnn_codegen.ir import Op, Ref
 
 
-def squeezes_every_axis(node: fx.Node) -> bool:
-    """`h.squeeze()`: a method call with no dim."""
-    return node.op == "call_method" and node.target == "squeeze" and len(node.args) == 1 and not node.kwargs
+def squeezes_every_axis(node: fx.Node | Op) -> bool:
+    """`h.squeeze()` or `torch.squeeze(h)`: no dim, a traced node or an op of the program."""
+    kind, target = (node.op, str(node.target)) if isinstance(node, fx.Node) else (node.kind, node.target)
+    if isinstance(node, fx.Node) and kind == "call_function":
+        target = f"torch.{getattr(node.target, '__name__', '')}" if node.target is torch.squeeze else ""
+    return kind in ("call_method", "method", "call_function", "function") and len(node.args) == 1 and \
+        not node.kwargs and target == ("squeeze" if "method" in kind else "torch.squeeze")
+
+
+def squeezed(value: str, shape: tuple[int, ...], op: Op) -> str:
+    """`h.squeeze()` of rows of `shape` (past the rows' axis) as a batch computes it: the axes of
+    size 1 after the rows' named, or h itself where there are none."""
+    dims = [str(i + 1) for i, n in enumerate(shape) if n == 1]
+    if not dims:
+        return value
+    spelled = dims[0] if len(dims) == 1 else f"({', '.join(dims)})"
+    return f"{value}.squeeze({spelled})" if op.kind == "method" else f"torch.squeeze({value}, {spelled})"
 
 
 def _drops_rows(op: Op, rows: dict[str, str]) -> str:
     """The rows ("node" or "edge") whose only one the op squeezes away: `h.squeeze()` or
     `h.squeeze(0)` of a value with a row per node or edge; "" for any other op."""
-    if op.kind != "method" or op.target != "squeeze" or op.kwargs or not op.args or not isinstance(op.args[0], Ref):
+    if not op.args or not isinstance(op.args[0], Ref):
         return ""
-    if op.args[1:] not in ((), (0,)):
+    if not squeezes_every_axis(op) and not (op.kind == "method" and op.target == "squeeze" and op.args[1:] == (0,)
+                                            and not op.kwargs):
         return ""
     space = rows.get(op.args[0].name, "")
     return space if space in ("node", "edge") else ""

@@ -84,6 +84,24 @@ def test_a_score_per_node_viewed_or_flattened_to_one_number_per_row() -> None:
         assert got.shape == expected.shape == (1,) and torch.allclose(got, expected, atol=1e-6)
 
 
+def test_torch_squeeze_as_a_function_and_a_squeeze_of_nothing() -> None:
+    """SqueezedGCN: `F.relu(...).squeeze()` of (N, hidden) is written as nothing (a batch of one
+    node keeps its row), `torch.squeeze(conv2(g, h))` of (N, 1) as torch.squeeze(..., 1)."""
+    generated = generate_all(f"{MODELS}:SqueezedGCN", GenerateOptions(
+        init=json.dumps({"in_feats": 5, "hidden": 4}), feat_dims="x=5"))
+    assert generated.verification is not None and generated.verification.ok
+    source = " ".join(generated.source.split("# Layer 1 of 2")[1].split("# --- gnn-codegen")[0].split())
+    assert "h = F.relu( _graph_conv_aggregate(self.conv1, block, feat0, weighted=True), inplace=True, ) #" in source
+    assert ".squeeze()" not in source
+    assert "torch.squeeze( _graph_conv_aggregate(self.conv2, block, feat1, weighted=True), 1 )" in source
+    for seed in (1, 2):
+        assert check(generated, num_nodes=61, seed=seed, batch_sizes=(1, 7)).ok
+    model, _ = _model(generated)
+    _one_node_refused("g has one node: forward squeezes the rows axis away there, at "
+                      "`h = F.relu(self.conv1(g, x)).squeeze()` (squeezed_rows.py:",
+                      lambda: model.inference(dgl.graph(([0], [0])), torch.randn(1, 5), batch_size=4, device="cpu"))
+
+
 def test_ggd_squeeze_of_rows_refuses_one_node() -> None:
     """GGD's `feat = h_1.clone().squeeze(0)`: nothing on many rows, written as nothing; on one
     node forward squeezes the rows away and returns another shape: refused at entry."""

@@ -54,3 +54,17 @@ class TypedScores(nn.Module):
     def forward(self, g, feats):
         h = self.conv(g, feats)
         return {ntype: self.score(F.relu(x)).squeeze() for ntype, x in h.items()}
+
+
+class SqueezedGCN(nn.Module):
+    """`h.squeeze()` on a hidden layer with no axis of size 1 (it squeezes nothing but on one
+    node), then `torch.squeeze(...)` as a function of a GraphConv to one channel."""
+
+    def __init__(self, in_feats, hidden):
+        super().__init__()
+        self.conv1 = dglnn.GraphConv(in_feats, hidden, allow_zero_in_degree=True)
+        self.conv2 = dglnn.GraphConv(hidden, 1, allow_zero_in_degree=True)
+
+    def forward(self, g, x):
+        h = F.relu(self.conv1(g, x)).squeeze()
+        return torch.sigmoid(torch.squeeze(self.conv2(g, h)))

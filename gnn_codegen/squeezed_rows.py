@@ -32,6 +32,11 @@ def squeezes_every_axis(node: fx.Node | Op) -> bool:
         not node.kwargs and target == ("squeeze" if "method" in kind else "torch.squeeze")
 
 
+def squeezes_first_axis(node: fx.Node) -> bool:
+    """`h.squeeze(0)` (GGD's, on many rows a no-op), a traced node."""
+    return node.op == "call_method" and node.target == "squeeze" and node.args[1:] == (0,) and not node.kwargs
+
+
 def squeezed(value: str, shape: tuple[int, ...], op: Op) -> str:
     """`h.squeeze()` of rows of `shape` (past the rows' axis) as a batch computes it: the axes of
     size 1 after the rows' named, or h itself where there are none."""
@@ -67,22 +72,24 @@ def homogeneous_checks(ops: tuple[Op, ...], rows: dict[str, str], graph: str) ->
     return lines
 
 
-def hetero_checks(squeezes: list[tuple[str, str]], graph: str) -> list[str]:
-    """One check per forward's line of a `h.squeeze()`, for each node type whose rows it
-    squeezes (squeezes: (node type, the user's line)), in a loop over them where several."""
-    types: dict[str, list[str]] = {}
-    for ntype, location in squeezes:
-        types.setdefault(location, [])
-        if ntype not in types[location]:
-            types[location].append(ntype)
+def hetero_checks(squeezes: list[tuple[str, str, bool]], graph: str) -> list[str]:
+    """One check per forward's line of a `h.squeeze()` (or `h.squeeze(0)`: first_axis), for
+    each node type whose rows it squeezes (squeezes: (node type, the user's line, first_axis)),
+    in a loop over them where several."""
+    types: dict[tuple[str, bool], list[str]] = {}
+    for ntype, location, first_axis in squeezes:
+        types.setdefault((location, first_axis), [])
+        if ntype not in types[(location, first_axis)]:
+            types[(location, first_axis)].append(ntype)
     lines: list[str] = []
-    for location, of in types.items():
+    for (location, first_axis), of in types.items():
+        way_out = _LEAVE_OUT if first_axis else _NAME_DIMS
         if len(of) == 1:
-            lines += _check(f'{graph}.num_nodes("{of[0]}")', f'"{graph} has one {of[0]} node: "', location)
+            lines += _check(f'{graph}.num_nodes("{of[0]}")', f'"{graph} has one {of[0]} node: "', location, way_out)
             continue
         lines.append(f"for ntype in ({', '.join(_literal(t) for t in of)}):")
         lines += [f"    {line}" for line in _check(f"{graph}.num_nodes(ntype)", f'f"{graph} has one {{ntype}} node: "',
-                                                    location)]
+                                                    location, way_out)]
     return lines
 
 

@@ -135,6 +135,22 @@ def test_hetero_squeeze_without_a_dim_per_type_is_exact_and_one_node_of_a_type_i
                       lambda: model.inference(g, feats, batch_size=4, device="cpu"))
 
 
+def test_hetero_squeeze_of_rows_is_nothing_and_one_node_of_a_type_is_refused() -> None:
+    """HeteroBatchOfOne: `F.elu(x).squeeze(0)` of each type's rows squeezes nothing on more than
+    one node (it was refused as mixing rows); on one node forward drops the rows' axis."""
+    generated = generate_all(f"{MODELS}:HeteroBatchOfOne", GenerateOptions(
+        init=json.dumps({"size": 4, "rel_names": GAME_RELATIONS}), metagraph=GAMES))
+    assert "squeeze = elu\n            return self.out(squeeze)" in generated.source
+    _check_everywhere(generated)
+    model, _ = _model(generated)
+    g = dgl.heterograph({("user", "follows", "user"): ([0], [1]), ("user", "plays", "game"): ([0], [0]),
+                         ("game", "played_by", "user"): ([0], [1])}, num_nodes_dict={"user": 2, "game": 1})
+    message = _one_node_refused("g has one game node: forward squeezes the rows axis away there, at ",
+                                lambda: model.inference(g, {"user": torch.randn(2, 4), "game": torch.randn(1, 4)},
+                                                        batch_size=4, device="cpu"))
+    assert message.endswith("or leave out forward's squeeze(0), which squeezes nothing on more")
+
+
 def test_squeezed_heads_are_exact_where_they_were_refused() -> None:
     """SqueezedHeads: one head per relation, `h.squeeze()` drops the head axis (it asked for
     h.squeeze(-1) before)."""

@@ -23,7 +23,7 @@ from gnn_codegen.hetero.trace import calls_own_layer, hetero_conv
 from gnn_codegen.lower import locations
 from gnn_codegen.render_code import comment
 from gnn_codegen.squeezed_rows import hetero_checks as squeeze_checks
-from gnn_codegen.squeezed_rows import squeezes_every_axis
+from gnn_codegen.squeezed_rows import squeezes_every_axis, squeezes_first_axis
 
 RUNTIME = "_HeteroBatches"
 HETERO_CONV = "_hetero_conv"
@@ -95,8 +95,8 @@ class HeteroRenderer(ExpressionWriter):
         checks = [f"{p}=({p}, {self.expr(tuple(types), {})})" for p, types in traced.inputs]
         if checks:
             lines.append(f"batches.check_rows({', '.join(checks)})")
-        lines += squeeze_checks([(plan.ntype[n], locations(n, traced.path)[0]) for n in plan.nodes
-                                 if squeezes_every_axis(n)], graph)  # squeezed_rows.py
+        lines += squeeze_checks([(plan.ntype[n], locations(n, traced.path)[0], squeezes_first_axis(n))
+                                 for n in plan.nodes if squeezes_every_axis(n) or squeezes_first_axis(n)], graph)
         self._name_constants()
         if self.count_lines:
             lines += ["# the full graph's counts forward reads", *self.count_lines]

@@ -68,3 +68,17 @@ class SqueezedGCN(nn.Module):
     def forward(self, g, x):
         h = F.relu(self.conv1(g, x)).squeeze()
         return torch.sigmoid(torch.squeeze(self.conv2(g, h)))
+
+
+class HeteroBatchOfOne(nn.Module):
+    """A heterogeneous encoder ported from code that kept a batch axis of one graph: each type's
+    rows `.squeeze(0)` after the layer (a no-op on many rows, as GGD's), then a Linear."""
+
+    def __init__(self, size, rel_names):
+        super().__init__()
+        self.conv = dglnn.HeteroGraphConv({rel: dglnn.SAGEConv(size, size, "mean") for rel in rel_names})
+        self.out = nn.Linear(size, 2)
+
+    def forward(self, g, feats):
+        h = self.conv(g, feats)
+        return {ntype: self.out(F.elu(x).squeeze(0)) for ntype, x in h.items()}

@@ -63,7 +63,7 @@ def test_squeeze_without_a_dim_squeezes_the_width_of_one_and_one_node_is_refused
     x = torch.randn(1, 5)
     assert reference(one, x).shape == ()  # forward: no rows' axis left
     _one_node_refused("g has one node: forward squeezes the rows axis away there, at "
-                      "`return h.mean(1).squeeze()` (squeezed_rows.py:25), which a result per row cannot give",
+                      "`return h.mean(1).squeeze()` (squeezed_rows.py:26), which a result per row cannot give",
                       lambda: model.inference(one, x, batch_size=4, device="cpu"))
     two = dgl.add_self_loop(dgl.graph(([0], [1]), num_nodes=2))
     x2 = torch.randn(2, 5)
@@ -102,6 +102,22 @@ def test_torch_squeeze_as_a_function_and_a_squeeze_of_nothing() -> None:
                       lambda: model.inference(dgl.graph(([0], [0])), torch.randn(1, 5), batch_size=4, device="cpu"))
 
 
+def test_a_score_per_edge_squeezed_refuses_a_graph_of_one_edge() -> None:
+    """EdgeScorer: `g.edata["s"].squeeze()` of (E, 1): a logit per edge, `.squeeze(1)`; one
+    edge is refused."""
+    generated = generate_all(f"{MODELS}:EdgeScorer", GenerateOptions(
+        init=json.dumps({"in_feats": 5, "hidden": 4}), feat_dims="x=5"))
+    assert generated.verification is not None and generated.verification.ok
+    assert "return s.squeeze(1)" in generated.source
+    assert check(generated, num_nodes=61, seed=1, batch_sizes=(7, 61)).ok
+    model, reference = _model(generated)
+    one, x = dgl.graph(([0], [1]), num_nodes=2), torch.randn(2, 5)
+    assert reference(one, x).shape == ()
+    _one_node_refused("g has one edge: forward squeezes the rows axis away there, at "
+                      "`return g.edata[\"s\"].squeeze()` (squeezed_rows.py:",
+                      lambda: model.inference(one, x, batch_size=4, device="cpu"))
+
+
 def test_ggd_squeeze_of_rows_refuses_one_node() -> None:
     """GGD's `feat = h_1.clone().squeeze(0)`: nothing on many rows, written as nothing; on one
     node forward squeezes the rows away and returns another shape: refused at entry."""
@@ -131,7 +147,7 @@ def test_hetero_squeeze_without_a_dim_per_type_is_exact_and_one_node_of_a_type_i
     feats = {"user": torch.randn(2, 4), "game": torch.randn(1, 4)}
     assert reference(g, feats)["game"].shape == ()
     _one_node_refused("g has one game node: forward squeezes the rows axis away there, at `return {ntype: "
-                      "self.score(F.relu(x)).squeeze() for ntype, x in h.items()}` (squeezed_rows.py:56)",
+                      "self.score(F.relu(x)).squeeze() for ntype, x in h.items()}` (squeezed_rows.py:57)",
                       lambda: model.inference(g, feats, batch_size=4, device="cpu"))
 
 

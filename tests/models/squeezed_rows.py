@@ -4,6 +4,7 @@ per node, `h.squeeze()` in a per-type dict of a heterogeneous model. Which axes 
 fixed by the model's widths; the node axis is too on a graph (or a node type) of one node,
 where forward's result loses its rows' axis."""
 
+import dgl.function as fn
 import dgl.nn as dglnn
 import torch
 import torch.nn as nn
@@ -82,3 +83,20 @@ class HeteroBatchOfOne(nn.Module):
     def forward(self, g, feats):
         h = self.conv(g, feats)
         return {ntype: self.out(F.elu(x).squeeze(0)) for ntype, x in h.items()}
+
+
+class EdgeScorer(nn.Module):
+    """A score per edge (link prediction's dot-free scorer): `u_add_v` of a Linear(hidden, 1)
+    per node, `g.edata["s"].squeeze()` for a logit per edge."""
+
+    def __init__(self, in_feats, hidden):
+        super().__init__()
+        self.sage = dglnn.SAGEConv(in_feats, hidden, "mean")
+        self.w = nn.Linear(hidden, 1)
+
+    def forward(self, g, x):
+        h = F.relu(self.sage(g, x))
+        with g.local_scope():
+            g.ndata["h"] = self.w(h)
+            g.apply_edges(fn.u_add_v("h", "h", "s"))
+            return g.edata["s"].squeeze()

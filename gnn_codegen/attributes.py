@@ -34,6 +34,7 @@ from gnn_codegen.row_ranges import range_ops
 from gnn_codegen.rowwise import RESHAPES, START_DIM_MODULES, is_rowwise, is_rowwise_module
 from gnn_codegen.simplify import DST_COUNT_METHODS
 from gnn_codegen.sized_tensors import EDGE_COUNTS, count_of, is_factory, prefix_count, row_count_of
+from gnn_codegen.squeezed_rows import squeezes_every_axis
 from gnn_codegen.trace import Traced
 
 # global: one value for all nodes, a reduction over them (node_reductions.py)
@@ -439,11 +440,14 @@ def _check_rowwise(op: Op, program: Program, info: dict[str, TensorInfo], values
         # h[: x.size(0)] of two node tensors: all of h on the full graph; on a batch, the rows
         # of h that x has (its destination rows when x is a layer's result)
         return
-    if name == "squeeze" and op.kind == "method" and len(op.args) == 1 and not op.kwargs:
-        return  # h.squeeze(): written with the dims it squeezes, never the rows' (render_layer.py)
+    if squeezes_every_axis(op):
+        return  # h.squeeze(): written with the dims it squeezes, never the rows' (squeezed_rows.py)
     if name == "squeeze" and op.kind == "method" and op.args[1:] == (0,) and not op.kwargs and \
             getattr(values[op.name], "shape", None) == first_value.shape:
         return  # h.squeeze(0) of many rows squeezes nothing: written without it (render_layer.py)
+    if name == "flatten" and op.kind == "method" and len(op.args) == 1 and not op.kwargs and \
+            getattr(values[op.name], "shape", (None,))[:1] == first_value.shape[:1]:
+        return  # h.flatten() of (N, 1): a number per row, as on a batch of rows
     if name in RESHAPES:
         out = values[op.name]
         sizes = op.args[1:] if len(op.args) > 1 else ()

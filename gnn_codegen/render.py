@@ -38,6 +38,7 @@ from gnn_codegen.render_assumptions import entry_checks
 from gnn_codegen.row_axis import RowAxis
 from gnn_codegen.row_ranges import RowRange, range_docstring, row_ranges, spelled_result
 from gnn_codegen.row_ranges import entry_checks as row_range_checks
+from gnn_codegen.squeezed_rows import homogeneous_checks as squeeze_checks
 from gnn_codegen.render_code import comment
 from gnn_codegen.render_layer import LayerFunction, LayerWriter
 from gnn_codegen import render_type_offsets as by_type
@@ -388,7 +389,9 @@ class Renderer:
             g = self.params[0]
         # forward's graphs side by side in a list (several_graphs.py): the rows are their nodes,
         # which the first one has
-        lines += row_range_checks(self.program.output, f"{g}[0]" if self.items and not self.program.graph_params else g)
+        rows_of = f"{g}[0]" if self.items and not self.program.graph_params else g
+        lines += row_range_checks(self.program.output, rows_of)
+        lines += squeeze_checks(self.program.ops, {n: i.rows for n, i in self.attrs.info}, rows_of)  # squeezed_rows.py
         for table, rows in self.attrs.node_tables:  # forward indexes it by node ID (node_count.py)
             lines += [f"if {g}.num_nodes() > {rows}:",
                       f"    raise ValueError(\"forward indexes self.{table} ({rows} rows) by node ID: {g} must \"",

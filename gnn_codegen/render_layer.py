@@ -23,6 +23,7 @@ from gnn_codegen.mp_arguments import Space, mp_extra_arguments, mp_feature_space
 from gnn_codegen.plan import Stage, value_deps
 from gnn_codegen.render_code import BINARY, UNARY, Code, Copy, comment, constant
 from gnn_codegen.write_out import ONCE_PER_NODE, helper_parameters
+from gnn_codegen.squeezed_rows import squeezed, squeezes_every_axis
 
 if TYPE_CHECKING:
     from gnn_codegen.attributes import Attributes
@@ -204,16 +205,14 @@ class LayerWriter:
             return Code(call)
         if op.kind == "method":
             receiver = self.arg(op.args[0], need).operand()
-            if op.target == "squeeze" and len(op.args) == 1 and not op.kwargs and isinstance(op.args[0], Ref):
-                # h.squeeze() would also squeeze the rows of a batch of one node: name the dims
-                shape = self.r.attrs[op.args[0].name].shape
-                dims = [str(i + 1) for i, n in enumerate(shape) if n == 1]
-                spelled = dims[0] if len(dims) == 1 else f"({', '.join(dims)})"
-                return Code(f"{receiver}.squeeze({spelled if dims else ''})")
+            if squeezes_every_axis(op):  # h.squeeze(1), or h: the dims of size 1 but the rows' (squeezed_rows.py)
+                return Code(squeezed(receiver, self.r.attrs[op.args[0].name].shape, op))
             if op.target == "squeeze" and op.args[1:] == (0,) and isinstance(op.args[0], Ref) and \
                     self.r.attrs[op.args[0].name].rows in ("node", "edge"):
                 return Code(receiver)  # h.squeeze(0) of rows squeezes a batch of one node only (GGD)
             return Code(f"{receiver}.{op.target}({self.call_args(op, need, skip=1)})")
+        if op.kind == "function" and squeezes_every_axis(op):  # torch.squeeze(h, 1), or h
+            return Code(squeezed(self.arg(op.args[0], need).text, self.r.attrs[op.args[0].name].shape, op))
         if op.kind == "function":
             return self.function_expression(op, need)
         raise internal(f"cannot render op kind {op.kind}")

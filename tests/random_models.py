@@ -6,7 +6,8 @@ gnn-codegen is meant to support:
 
 * 1-3 message-passing depths, each with 1-2 convolutions: dglnn.SAGEConv (mean / gcn / pool),
   dglnn.GraphConv (norm both / left / right / none, allow_zero_in_degree=True), dglnn.GATConv
-  (1-3 heads, allow_zero_in_degree=True, heads then `.flatten(1)` or `.mean(1)`),
+  (1-3 heads, allow_zero_in_degree=True, heads then `.flatten(1)` or `.mean(1)`, or one head
+  dropped by `.squeeze()` with no dim),
   dglnn.GINConv(nn.Linear(...), sum / mean / max, learn_eps or not); two convolutions at one
   depth (reading the same value, or two values of the same depth) are summed or concatenated;
 * between layers (and optionally before the first one): F.relu / torch.tanh / F.elu,
@@ -228,7 +229,10 @@ def _draw_conv(draw: st.DrawFn, b: _Builder, source: int, style: str, target: in
     if target is None and draw(st.booleans()):
         target = b.width(source)  # keep the width, so residuals can add it
     if kind == "GATConv":
-        reduce = draw(st.sampled_from(("flatten", "mean")))
+        reduce = draw(st.sampled_from(("flatten", "mean", "squeeze")))
+        if reduce == "squeeze":  # one head, its axis dropped by `.squeeze()` with no dim (OpenHGNN's RGAT)
+            return b.add(Step("conv", (source,), draw(widths) if target is None else target, kind, reduce,
+                              heads=1, pair=pair))
         if target is None:
             heads = draw(st.integers(1, 3))
             per_head = draw(st.integers(2, MAX_WIDTH // heads)) if reduce == "flatten" else draw(widths)
@@ -889,7 +893,7 @@ def render_model_source(spec: ModelSpec) -> str:
             weight = ", edge_weight=w" if step.edge_weight else ""
             expr = f"{module}({block}, {feats}{weight})"
             if step.kind == "GATConv":
-                expr += ".flatten(1)" if step.option == "flatten" else ".mean(1)"
+                expr += {"flatten": ".flatten(1)", "mean": ".mean(1)", "squeeze": ".squeeze()"}[step.option]
             if step.rounds > 1:  # tied weights, a loop in forward
                 running = name(index)
                 lines += [f"        {running} = {source}", f"        for _ in range({step.rounds}):",

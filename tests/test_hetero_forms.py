@@ -104,16 +104,10 @@ def test_a_metapath_graphs_types_without_a_dict_naming_them_are_refused() -> Non
 
 # --- refusals whose way out leads somewhere (issue 35, item 8) ---
 
-def test_squeeze_without_a_dim_is_refused_naming_the_dim_to_give_which_then_works() -> None:
-    init = {"size": 4, "rel_names": GAME_RELATIONS}
-    with pytest.raises(errors.UnsupportedOperationError) as refused:
-        generate_all(f"{MODELS}:SqueezedHeads", GenerateOptions(init=json.dumps(init), metagraph=GAMES))
-    message = " ".join(str(refused.value).split())
-    assert "h.squeeze() if self.squeeze_dim is None else h.squeeze(self.squeeze_dim)" in message
-    assert message.endswith(".squeeze() without a dim drops the node axis too on a batch of one node; name the "
-                            "dims it drops (h.squeeze(-1)), which keeps each row")
+def test_squeeze_with_the_dim_it_drops_is_exact() -> None:
+    """SqueezedHeads with `h.squeeze(-1)`; without a dim: tests/test_squeezed_rows.py."""
     _check_everywhere(generate_all(f"{MODELS}:SqueezedHeads", GenerateOptions(
-        init=json.dumps({**init, "squeeze_dim": -1}), metagraph=GAMES)))
+        init=json.dumps({"size": 4, "rel_names": GAME_RELATIONS, "squeeze_dim": -1}), metagraph=GAMES)))
 
 
 def test_layers_on_a_subgraph_of_some_relations_are_refused_naming_the_construct() -> None:

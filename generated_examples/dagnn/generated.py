@@ -114,6 +114,14 @@ class DAGNN(nn.Module):
         batches = _FullNeighbourBatches(
             self, g, batch_size, device, max_memory, progress, storage
         )
+        if g.num_nodes() == 1:  # forward's squeeze would drop the rows' axis
+            raise ValueError(
+                "g has one node: "
+                "forward squeezes the rows axis away there, at `return "
+                "torch.matmul(S, H).squeeze()` (model.py:44), which a result per "
+                "row cannot give: call inference on more than one, or name the "
+                "dims forward squeezes (h.squeeze(-1))"
+            )
         batches.check_rows(nodes={"feats": feats})
         in_degrees = g.in_degrees()  # of the whole graph, once
         # the nodes whose rows each layer computes: all of them, or for nodes= those, and

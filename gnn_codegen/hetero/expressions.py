@@ -17,6 +17,7 @@ from gnn_codegen.hetero.plan import HeteroPlan, resolve
 from gnn_codegen.lower import _without_defaults, function_expression, locations
 from gnn_codegen.accessors import accessor as module_accessor
 from gnn_codegen.render_code import BINARY, UNARY, Code, constant
+from gnn_codegen.squeezed_rows import squeezes_every_axis, squeezes_first_axis
 
 _ASSIGNED = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?:[-+*/@]?=)(?!=)")
 
@@ -141,6 +142,10 @@ class ExpressionWriter:
             return Code(f"{accessor(self.model, str(node.target))}({', '.join(args + kwargs)})")
         if node.op == "call_method":
             receiver = self.code(node.args[0], env).operand()
+            if squeezes_every_axis(node):  # every axis of size 1 but the rows' (squeezed_rows.py)
+                return Code(f"{receiver}.squeeze(tuple(range(1, {receiver}.dim())))")
+            if squeezes_first_axis(node):  # of many rows, nothing
+                return self.code(node.args[0], env)
             return Code(f"{receiver}.{node.target}({', '.join(args[1:] + kwargs)})")
         target, name = node.target, getattr(node.target, "__name__", "")
         if getattr(operator, name, None) is target and name in BINARY and not kwargs:

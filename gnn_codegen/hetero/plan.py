@@ -22,6 +22,7 @@ from gnn_codegen.hetero.trace import GRAPH_COUNTS, HeteroTraced, hetero_conv
 from gnn_codegen.ir import Op, Ref
 from gnn_codegen.lower import locations
 from gnn_codegen.rowwise import EVAL_IDENTITY_MODULES, is_rowwise, qualified_name
+from gnn_codegen.squeezed_rows import squeezes_every_axis, squeezes_first_axis
 
 # operators whose second operand must not be of a node type: the first one's rows are kept
 _ROWS_FROM_FIRST = (operator.matmul, torch.matmul, torch.mm)
@@ -195,10 +196,12 @@ def build_hetero_plan(traced: HeteroTraced) -> HeteroPlan:
                                                  or any(a in ntype for a in nodes_in(res(node.args[1:])))):
             _refuse(node, traced, "a matrix product whose right operand holds one row per node mixes the "
                     "rows of different nodes; only products of node rows with weights keep rows independent")
-        if not is_rowwise(op, 2) and not _keeps_rows_by_size(node, sizes, res):
+        # h.squeeze(), h.squeeze(0): of the other axes alone, one node of the type refused (squeezed_rows.py)
+        if not is_rowwise(op, 2) and not _keeps_rows_by_size(node, sizes, res) and not squeezes_every_axis(node) \
+                and not squeezes_first_axis(node):
             _refuse(node, traced, f"{_describe(node)} is not known to keep each node's row independent of the "
                     "others, which a layer-wise loop over batches of nodes needs between HeteroGraphConv calls "
-                    "(element-wise functions, nn.Linear, products with weights and such do)" + _way_out(node))
+                    "(element-wise functions, nn.Linear, products with weights and such do)")
         ntype[node] = types.pop()
         stage[node] = max(stage[a] for a in args if a in stage)
     counts = _counts(nodes, res, traced)
@@ -270,14 +273,6 @@ def nodes_in(value: Any) -> list[fx.Node]:
     found: list[fx.Node] = []
     fx.node.map_aggregate(value, lambda v: found.append(v) if isinstance(v, fx.Node) else None)
     return list(dict.fromkeys(found))
-
-
-def _way_out(node: fx.Node) -> str:
-    """What to write instead, where a row-wise spelling says the same on forward's graph."""
-    if node.op == "call_method" and node.target == "squeeze" and len(node.args) == 1 and not node.kwargs:
-        return (": .squeeze() without a dim drops the node axis too on a batch of one node; name the "
-                "dims it drops (h.squeeze(-1)), which keeps each row")
-    return ""
 
 
 def _describe(node: fx.Node) -> str:

@@ -24,6 +24,8 @@ from gnn_codegen.hetero.plan import HeteroPlan, nodes_in, result_type
 from gnn_codegen.hetero.trace import calls_own_layer, hetero_conv
 from gnn_codegen.lower import locations
 from gnn_codegen.render_code import comment
+from gnn_codegen.squeezed_rows import hetero_checks as squeeze_checks
+from gnn_codegen.squeezed_rows import squeezes_every_axis, squeezes_first_axis
 
 RUNTIME = "_HeteroBatches"
 DIST_RUNTIME = "_DistHeteroBatches"  # on a DistGraph (templates/dist_hetero_batches.py.j2)
@@ -98,6 +100,8 @@ class HeteroRenderer(ExpressionWriter):
         checks = [f"{p}=({p}, {self.expr(tuple(types), {})})" for p, types in traced.inputs]
         if checks:
             lines.append(f"batches.check_rows({', '.join(checks)})")
+        lines += squeeze_checks([(plan.ntype[n], locations(n, traced.path)[0], squeezes_first_axis(n))
+                                 for n in plan.nodes if squeezes_every_axis(n) or squeezes_first_axis(n)], graph)
         self._name_constants()
         if self.count_lines:
             lines += ["# the full graph's counts forward reads", *self.count_lines]

@@ -66,7 +66,7 @@ class MetapathTypesOfATensor(nn.Module):
 
 class SqueezedHeads(nn.Module):
     """Single-head GAT per relation whose head axis is dropped with `h.squeeze()` (no dim), as
-    OpenHGNN's RGAT writes it; `squeeze_dim=-1` is the way out the refusal names."""
+    OpenHGNN's RGAT writes it, or the dim named (`squeeze_dim=-1`)."""
 
     def __init__(self, size, rel_names, squeeze_dim=None):
         super().__init__()

@@ -22,6 +22,7 @@ import torch.fx as fx
 from gnn_codegen.errors import GraphUseError
 from gnn_codegen.homogenized import CONVERSIONS, conversion_arguments
 from gnn_codegen.patching import replaced
+from gnn_codegen.relation_graphs import relation_graph
 from gnn_codegen.type_offsets import written_inputs
 
 # function name -> what the generated code calls its result, after the graph's own name
@@ -34,6 +35,7 @@ DERIVED = {
     "metapath_reachable_graph": "metapath",
 }
 METAPATH = "metapath_reachable_graph"  # metapaths.py
+RELATION = "relation_graph"  # hg[relation]: relation_graphs.py
 # `dgl.block_to_graph(block)`: the block as a graph of two node types, its sources and its
 # destinations (DGL's MAG240M RGAT). Message passing on it is message passing on the block, and
 # layer-wise inference runs every layer on blocks, so while traced it is the graph it is given;
@@ -47,6 +49,8 @@ CONVERTS = CONVERSIONS
 
 def derived_name(fn: Any) -> str | None:
     """The name of a derived-graph function of DGL, or None."""
+    if fn is relation_graph:  # hg[relation] (relation_graphs.py)
+        return RELATION
     return next((name for name in DERIVED if getattr(dgl, name, None) is fn), None)
 
 

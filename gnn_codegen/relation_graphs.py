@@ -108,3 +108,22 @@ def random_relations_graph(program: Any, num_nodes: int, seed: int = 0, zero_in_
 def first_relation(program: Any) -> tuple[str, str, str] | None:
     """The relation of the first relation graph forward takes (its nodes are forward's rows)."""
     return next((op.args[1] for op in program.ops if op.kind == "graph" and op.target == RELATION_GRAPH), None)
+
+
+def probe_heterograph(tracer: Any, num_nodes: int, generator: Any) -> Any:
+    """For a forward traced so far over relation graphs: the example heterograph that its static
+    decisions (static_decisions.py) run on, --metagraph's relations over num_nodes nodes, each
+    with a self-loop on every node; else None."""
+    schema = known_schema()
+    if schema is None or not any(is_relation_graph(n) for n in tracer.graph.nodes):
+        return None
+    import dgl
+    import torch
+
+    loops = torch.arange(num_nodes)
+    data = {}
+    for relation in schema.relations:
+        src = torch.randint(0, num_nodes, (3 * num_nodes,), generator=generator)
+        dst = torch.randint(0, num_nodes, (3 * num_nodes,), generator=generator)
+        data[relation] = (torch.cat([src, loops]), torch.cat([dst, loops]))
+    return dgl.heterograph(data, num_nodes_dict={t: num_nodes for t in schema.ntypes})

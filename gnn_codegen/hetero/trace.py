@@ -29,7 +29,8 @@ from torch.utils import _pytree as pytree
 from gnn_codegen.errors import GraphUseError, OptionsError, SignatureError, TraceFailedError
 from gnn_codegen.hetero.schema import (TYPE_SUBGRAPH_REFUSAL, TYPE_SUBGRAPHS, Schema, hetero_convs, hetero_layers,
                                        is_hetero_layer)
-from gnn_codegen.hetero.type_subgraphs import SUBGRAPH_FUNCTIONS, check_same_relations, followed_type_subgraphs
+from gnn_codegen.hetero.type_subgraphs import (SUBGRAPH_FUNCTIONS, check_same_relations, followed_type_subgraphs,
+                                               order_free)
 from gnn_codegen.kept_graph import forward_taking_the_graph, graphs_on_the_model, kept_graph
 from gnn_codegen.trace import _graph_parameter, _Tracer, _user_location
 
@@ -413,7 +414,7 @@ class _HeteroTracer(_Tracer):
             if dst_type not in outputs:
                 outputs[dst_type] = self.create_proxy(
                     "call_function", hetero_conv, (path, graph, inputs, dst_type, mod_args, mod_kwargs), {})
-        check_same_relations(graph.schema, self.schema, inputs, outputs)
+        check_same_relations(graph.schema, self.schema, inputs, outputs, order_free(m))
         # DGL returns the types in the order of g.dsttypes
         return {t: outputs[t] for t in self.schema.ntypes if t in outputs}
 
@@ -430,7 +431,7 @@ class _HeteroTracer(_Tracer):
                 "your own"
             )
         graph, inputs = args
-        check_same_relations(graph.schema, self.schema, self.schema.ntypes, self.schema.ntypes)  # it reads all
+        check_same_relations(graph.schema, self.schema, self.schema.ntypes, self.schema.ntypes, False)  # reads all
         destinations = [t for t in self.schema.ntypes if any(s in inputs and d == t for s, _, d in self.schema.relations)]
         return {t: self.create_proxy("call_function", hetero_conv, (path, graph, inputs, t, None, None), {})
                 for t in destinations}

@@ -60,8 +60,8 @@ def refusal(kept: tuple[tuple[str, str, str], ...], extra: tuple[str, str, str])
 def subgraph_schema(name: str, types: Any, schema: Schema) -> Schema:
     """The schema of `dgl.<name>(g, types)` of a graph of `schema`."""
     kept = _names(types)
-    if name == "edge_type_subgraph":
-        chosen = [r for r in schema.relations if r in kept or r[1] in kept]
+    if name == "edge_type_subgraph":  # DGL keeps the order the relations are given in
+        chosen = list(dict.fromkeys(r for k in kept for r in schema.relations if k in (r, r[1])))
         known = all(k in schema.relations or k in [r[1] for r in schema.relations] for k in kept)
     else:
         chosen = [r for r in schema.relations if r[0] in kept and r[2] in kept]
@@ -72,14 +72,36 @@ def subgraph_schema(name: str, types: Any, schema: Schema) -> Schema:
     return Schema(tuple(chosen))
 
 
-def check_same_relations(sub: Schema, whole: Schema, featured: Any, outputs: Any) -> None:
-    """Refuses a HeteroGraphConv on a subgraph (`sub`) where, on blocks of the whole graph, a
-    relation between types with features (`featured`) into a type it computes (`outputs`) is not
-    the subgraph's (the runtime would add its messages)."""
+# DGL's aggregations across relations that do not depend on the relations' order
+_ORDER_FREE = frozenset({"_sum_reduce_func", "_max_reduce_func", "_min_reduce_func", "_mean_reduce_func"})
+
+
+def order_free(module: Any) -> bool:
+    """Whether a HeteroGraphConv's aggregate across relations ignores their order (not "stack",
+    nor a function of the user's)."""
+    fn = getattr(getattr(module, "agg_fn", None), "keywords", {}).get("fn")
+    return getattr(fn, "__name__", "") in _ORDER_FREE
+
+
+def check_same_relations(sub: Schema, whole: Schema, featured: Any, outputs: Any, free: bool) -> None:
+    """Refuses a layer on a subgraph (`sub`) where, on blocks of the whole graph, a relation
+    between types with features (`featured`) into a type it computes (`outputs`) is not the
+    subgraph's (the runtime would add its messages), or, unless its aggregate is order-free
+    (`free`), where the subgraph lists the relations into such a type in another order."""
     extra = [r for r in whole.relations if r not in sub.relations and r[0] in featured and r[2] in featured
              and r[2] in outputs]
     if extra:
         raise refusal(sub.relations, extra[0])
+    for ntype in [] if free else outputs:
+        mine = [r for r in sub.relations if r[2] == ntype and r[0] in featured]
+        ordered = [r for r in whole.relations if r[2] == ntype and r[0] in featured]
+        if mine != ordered:
+            raise GraphUseError(
+                f"forward runs a heterogeneous layer whose results across relations depend on their order "
+                f"(HeteroGraphConv's aggregate=\"stack\", or one of yours) on dgl.edge_type_subgraph of the "
+                f"relations into {ntype} in the order {mine}: gnn-codegen runs it on blocks of forward's whole "
+                f"graph, where they come in the graph's order {ordered}. List the relations in the graph's "
+                "order (g.canonical_etypes), or evaluate this model with its full-graph forward.")
 
 
 @contextlib.contextmanager

@@ -149,3 +149,17 @@ class TypePairGCN(nn.Module):
     def forward(self, g, feats):
         sg = g.node_type_subgraph(["user", "game"])
         return self.conv(sg, {"user": feats["user"], "game": feats["game"]})
+
+
+class StackedOutOfOrder(nn.Module):
+    """Refused: a HeteroGraphConv that stacks its relations' results, on a subgraph listing the
+    relations into user in another order than the graph's."""
+
+    def __init__(self, size=4):
+        super().__init__()
+        self.conv = dglnn.HeteroGraphConv({r: dglnn.GraphConv(size, size, allow_zero_in_degree=True)
+                                           for r in ("follows", "played_by")}, aggregate="stack")
+
+    def forward(self, g, feats):
+        sub = dgl.edge_type_subgraph(g, [("user", "follows", "user"), ("game", "played_by", "user")])
+        return {t: v.flatten(1) for t, v in self.conv(sub, feats).items()}

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import dgl
+import torch
 import torch.fx as fx
 
 from gnn_codegen.errors import GraphUseError
@@ -95,10 +97,7 @@ def random_relations_graph(program: Any, num_nodes: int, seed: int = 0, zero_in_
     typed = program.type_offsets
     if not uses_relation_graphs(program) or typed is None or not typed.relations:
         return None
-    import dgl
-    import torch
-
-    from gnn_codegen.harness import random_edges  # harness reads this module's callers
+    from gnn_codegen.harness import random_edges  # harness imports metapaths, which imports this module
 
     gen = torch.Generator().manual_seed(seed)
     data = {rel: random_edges(num_nodes, num_nodes * avg_degree, gen, zero_in_degree) for rel in typed.relations}
@@ -117,9 +116,6 @@ def probe_heterograph(tracer: Any, num_nodes: int, generator: Any) -> Any:
     schema = known_schema()
     if schema is None or not any(is_relation_graph(n) for n in tracer.graph.nodes):
         return None
-    import dgl
-    import torch
-
     loops = torch.arange(num_nodes)
     data = {}
     for relation in schema.relations:

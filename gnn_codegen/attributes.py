@@ -25,6 +25,7 @@ from gnn_codegen.leaf_failure import user_module_failed
 from gnn_codegen.user_classes import class_and_where
 from gnn_codegen.metapaths import metapaths, random_metapath_graph
 from gnn_codegen.mp_arguments import mp_feature_spaces
+from gnn_codegen.relation_graphs import random_relations_graph
 from gnn_codegen.node_count import tables_by_node_id
 from gnn_codegen.several_graphs import random_graphs
 from gnn_codegen.random_graphs import random_edges
@@ -168,7 +169,8 @@ def _refuse_graph_field(traced: Traced, program: Program, node: fx.Node | None, 
 def _probe_values(traced: Traced, program: Program, inputs: tuple[InputSpec, ...]) -> dict[str, Any]:
     gen = torch.Generator().manual_seed(0)
     paths = metapaths(program)  # a heterograph whose metapath graphs have PROBE_NODES nodes and self-loops
-    g = random_metapath_graph(paths, PROBE_NODES, zero_in_degree=False) if paths else probe_graph()
+    g = random_metapath_graph(paths, PROBE_NODES, zero_in_degree=False) if paths else (
+        random_relations_graph(program, PROBE_NODES, zero_in_degree=False) or probe_graph())
     if program.graphs:  # several graphs side by side over the same nodes (several_graphs.py)
         g = random_graphs(program.graphs, PROBE_NODES, lambda seed: probe_graph(seed=seed))
     by_target = {spec.param: spec for spec in inputs}

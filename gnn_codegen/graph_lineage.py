@@ -24,6 +24,7 @@ DERIVED = {
     "metapath_reachable_graph": "metapath",
 }
 METAPATH = "metapath_reachable_graph"  # metapaths.py
+RELATION = "relation_graph"  # hg[relation]: relation_graphs.py
 # `dgl.block_to_graph(block)`: the block as a graph of two node types, its sources and its
 # destinations (DGL's MAG240M RGAT). Message passing on it is message passing on the block, and
 # layer-wise inference runs every layer on blocks, so while traced it is the graph it is given;
@@ -35,8 +36,16 @@ SAME_GRAPH = ("block_to_graph",)
 CONVERTS = CONVERSIONS
 
 
+def relation_graph(g: Any, relation: Any) -> Any:
+    """forward's `g[relation]`: the traced program's node for the graph of one relation
+    (relation_graphs.py traces it; named here, where every stage asks what a graph is)."""
+    return g[relation]
+
+
 def derived_name(fn: Any) -> str | None:
     """The name of a derived-graph function of DGL, or None."""
+    if fn is relation_graph:  # hg[relation] (relation_graphs.py)
+        return RELATION
     return next((name for name in DERIVED if getattr(dgl, name, None) is fn), None)
 
 

@@ -21,6 +21,7 @@ from gnn_codegen.errors import GraphUseError
 from gnn_codegen.edge_functions import EdgeFieldError, follow, gather_message
 from gnn_codegen.metapath_types import type_list as metapath_type_list
 from gnn_codegen.inline_mp import APPLY_EDGES, ROLE, VIEW, message_fields, message_spec, reduce_spec, update_all
+from gnn_codegen.relation_graphs import is_relation_key, traced_relation_graph
 from gnn_codegen.several_graphs import graph_item, is_graph_item
 from gnn_codegen.type_offsets import TYPE_LISTS, type_list
 
@@ -310,6 +311,8 @@ class BlockListProxy(fx.Proxy):
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, (int, slice)):
             return self._as_list()[index]
+        if is_relation_key(index):  # hg[relation]: the graph of one relation (relation_graphs.py)
+            return traced_relation_graph(self, index, BlockProxy)
         return super().__getitem__(index)
 
     def __getattr__(self, name: str) -> Any:

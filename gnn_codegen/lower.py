@@ -29,6 +29,7 @@ from gnn_codegen.inline_mp import APPLY_EDGES, ROLE, message_fields, update_all
 from gnn_codegen.ir import MessagePassing, Op, Program, Ref
 from gnn_codegen.known_modules import MULTI_HOP, facts_for, is_dgl_module, is_message_passing, refusal_reason
 from gnn_codegen.rowwise import EVAL_IDENTITY_MODULES, qualified_name
+from gnn_codegen.relation_graphs import RELATION_GRAPH, is_relation_graph
 from gnn_codegen.several_graphs import GRAPH_ITEM, is_graph_item
 from gnn_codegen.trace import Traced
 from gnn_codegen.write_out import MESSAGE_PASSING, PROVEN_ON_BLOCKS, helper_name
@@ -417,7 +418,7 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
         elif node.op == "call_function" and getattr(node.target, "__module__", "").startswith("torch.fx"):
             continue  # fx's own guards for arguments traced at their default value
         elif node.op == "call_function" and is_graph_node(node, traced.graph_arg):  # dgl.add_self_loop(g)
-            spelled = GRAPH_ITEM if is_graph_item(node) else (
+            spelled = GRAPH_ITEM if is_graph_item(node) else RELATION_GRAPH if is_relation_graph(node) else (
                 _spelled(node.target, namespace) or f"dgl.{derived_name(node.target)}")  # g.add_self_loop()
             ops.append(Op(node.name, "graph", spelled, args, kwargs, location))
         elif node.op == "call_function" and node.target is normalized_edge_weight:

@@ -17,6 +17,7 @@ import torch
 from gnn_codegen.homogenized import apply
 from gnn_codegen.graph_lineage import METAPATH
 from gnn_codegen.ir import Op, Program
+from gnn_codegen.relation_graphs import first_relation
 from gnn_codegen.metapath_types import named_rows_type
 from gnn_codegen.random_graphs import random_edges
 
@@ -90,5 +91,8 @@ def rows_graph(program: Program, g: dgl.DGLGraph) -> dgl.DGLGraph:
     graph it makes (homogenized.py)."""
     if program.homogenized is not None:
         return apply(program.homogenized, g)
+    relation = first_relation(program)  # relation_graphs.py
+    if relation is not None:
+        return g[relation]
     paths = metapaths(program)
     return dgl.metapath_reachable_graph(g, paths[0]) if paths else g

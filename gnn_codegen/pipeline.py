@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import torch
 
+from gnn_codegen.relation_graphs import uses_relation_graphs
 from gnn_codegen.type_offsets import known_types
 from gnn_codegen.attributes import Attributes, infer_attributes
 from gnn_codegen.block_as_graph import as_graph_notes
@@ -135,7 +136,7 @@ def _generate_all(target: str, options: GenerateOptions) -> Generated:
     with known_types(options.metagraph), registered(loaded.model):
         (traced, program, attrs, proof_notes), packed = proven_with_dicts(
             loaded.model, feat_dims, lambda widths: _proven_program(loaded, widths, leaves, forced_mp, options.blocks))
-    if options.metagraph and program.homogenized is None:
+    if options.metagraph and program.homogenized is None and not uses_relation_graphs(program):
         raise OptionsError(
             "--metagraph gives the edge types of a heterogeneous graph for models whose layers are "
             "HeteroGraphConv, or whose forward makes its heterograph homogeneous (dgl.to_homogeneous, "

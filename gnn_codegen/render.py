@@ -30,6 +30,8 @@ from gnn_codegen.ir import Op, Program, Ref, iter_refs
 from gnn_codegen.metapaths import metapath_of
 from gnn_codegen.dict_inputs import packed_arguments, unpacking_lines
 from gnn_codegen.metapath_types import rows_type_of
+from gnn_codegen.relation_graphs import RELATION_GRAPH
+from gnn_codegen.relation_graphs import spelled as relation_spelled, suffix as relation_suffix
 from gnn_codegen.several_graphs import GRAPH_ITEM, in_forwards_order
 from gnn_codegen.names import NameAllocator
 from gnn_codegen.node_reductions import node_reduction, pass_expression
@@ -131,9 +133,10 @@ class Renderer:
         # a heterogeneous graph that forward only reads through its metapaths (metapaths.py):
         # the batches of the first metapath's graph, whose nodes are forward's rows, are the
         # method's own (`batches`)
-        self.metapaths = [op for op in self.derived if metapath_of(op)]
+        # ...or through its relations' graphs (relation_graphs.py), whose nodes are forward's rows too
+        self.metapaths = [op for op in self.derived if metapath_of(op) or op.target == RELATION_GRAPH]
         self.over_metapaths = bool(self.metapaths) and all(
-            metapath_of(program.op(u)) for u in self.users[program.graph])
+            metapath_of(program.op(u)) or program.op(u).target == RELATION_GRAPH for u in self.users[program.graph])
         # likewise forward's graphs side by side (several_graphs.py): the first one's batches
         self.items = [op for op in self.derived if op.target == GRAPH_ITEM]
         if self.items and all(program.op(u).target == GRAPH_ITEM for u in self.users[program.graph]):
@@ -146,6 +149,8 @@ class Renderer:
             suffix = "_".join(path) if path else DERIVED.get(op.target.rsplit(".", 1)[-1], "derived")
             if op.target == GRAPH_ITEM:  # gs_0, gs_1
                 suffix = str(op.args[1])
+            if op.target == RELATION_GRAPH:  # g_rur
+                suffix = relation_suffix(op.args[1])
             if is_edge_subgraph(op):
                 suffix = edge_subgraph_suffix(op, self.buffer)
             own = op.var if op.var and op.var not in self.params and not path and lines_made[op.location] == 1 else ""
@@ -474,7 +479,7 @@ class Renderer:
             lines += [f"if any(graph.num_nodes() != {first}.num_nodes() for graph in {gs}):",
                       f"    raise ValueError(\"the graphs side by side must have the same nodes: \"",
                       f"                     f\"{{[graph.num_nodes() for graph in {gs}]}} nodes\")"]
-        elif self.over_metapaths:
+        elif self.over_metapaths and metapath_of(self.metapaths[0]):
             graphs = [self.graph_name[op.name] for op in self.metapaths]
             spelled = f"({graphs[0]},)" if len(graphs) == 1 else f"({', '.join(graphs)})"
             lines += comment("forward's rows are the nodes of the type where its metapaths start and end")
@@ -510,6 +515,8 @@ class Renderer:
         spelled = self._graph_expression(receiver) if receiver.name in self.nested_graphs else self.graph_name[receiver.name]
         if op.target == GRAPH_ITEM:  # gs[0], one of forward's graphs side by side
             return f"{spelled}[{op.args[1]}]"
+        if op.target == RELATION_GRAPH:
+            return relation_spelled(spelled, op.args[1])
         extra = graph_arguments(op, self.buffer.__getitem__)  # on the inputs' names here
         return f"{op.target}({', '.join([spelled, *extra])})"
 

@@ -55,6 +55,7 @@ from gnn_codegen.ir import Assumption, StaticDecision
 from gnn_codegen.node_tables import _origin, node_features
 from gnn_codegen.random_graphs import random_edges
 from gnn_codegen.shape_keeping import SHAPE_KEEPING_MODULES, keeps_width
+from gnn_codegen.relation_graphs import probe_heterograph
 from gnn_codegen.several_graphs import graph_item
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
@@ -295,7 +296,7 @@ def _evaluate(condition: fx.Node, tracer: Any, graph_arg: str, inputs: Mapping[s
         tables = [_get_attr(origin, tracer.root) for node in cone for feature in node_features(node, modules, frozenset())
                   if (origin := _origin(feature)) is not None]
     rows = tables[0].shape[0] if tables and isinstance(tables[0], torch.Tensor) else _PROBE_NODES[seed]
-    graph = _probe_graph(rows, generator)
+    graph = probe_heterograph(tracer, rows, generator) or _probe_graph(rows, generator)  # relation_graphs.py
     examples = {name: _example(known, graph.num_edges() if known.edges or name.startswith("edata[") else rows,
                                generator)
                 for name, known in inputs.items()}

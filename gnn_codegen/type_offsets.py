@@ -79,6 +79,11 @@ def known_types(metagraph: str | None) -> Iterator[None]:
         _SCHEMA.reset(token)
 
 
+def known_schema() -> Schema | None:
+    """--metagraph's schema while a homogeneous model is traced, or None."""
+    return _SCHEMA.get()
+
+
 def type_list(tracer: Any, name: str) -> list[Any] | None:
     """`hg.ntypes` (a type list) of forward's heterograph while traced: the schema's, recorded as
     read; None without --metagraph (then refused where forward decides on it)."""

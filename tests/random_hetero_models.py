@@ -12,7 +12,8 @@ given with --forward-args). A HeteroGraphConv may be given edge weights per rela
 the graph (`mod_kwargs={etype: {"edge_weight": g.edges[etype].data["w"]}}`), or its GraphConvs
 (weight=False) a weight per relation (`mod_kwargs={etype: {"weight": self.w[i]}}`, as DGL's
 rgcn-hetero), and layers may scale
-by the graph's node counts (`g.num_nodes(k)`). Rendered as a model file with a fixed schema."""
+by the graph's node counts (`g.num_nodes(k)`), or run on forward's
+`dgl.edge_type_subgraph(g, [...])` of the relations they run (perhaps without those into a type). Rendered as a model file with a fixed schema."""
 
 from __future__ import annotations
 
@@ -123,6 +124,21 @@ def random_hetero_spec(seed: int) -> HeteroSpec:
             body.append(f"h_new = self.conv{layer}(g, h, mod_kwargs={{k[1]: v for k, v in weights.items()}})")
         else:
             body.append(f"h_new = self.conv{layer}(g, h)")
+        # the HeteroGraphConv on forward's subgraph of the relations it runs, perhaps (in the last
+        # layer) without those into one type, as recommendation libraries write it (hetero/type_subgraphs.py):
+        # drawn apart, so that the other draws of a seed stay as they were
+        apart = random.Random(seed * 41 + layer)
+        if body[-1] == f"h_new = self.conv{layer}(g, h)" and not own_layer(init_lines, layer) and apart.random() < 0.3:
+            into = sorted({d for _, _, d in called})
+            # a type left out in the last layer alone: a later one would read its features
+            last = layer == layers - 1
+            left_out = apart.choice(into) if last and len(into) > 1 and apart.random() < 0.5 else None
+            kept = [r for r in called if r[2] != left_out]
+            if aggregate == "stack":  # stacked in the subgraph's order: the graph's, as the runtime's
+                kept.sort()
+            spelled = ", ".join(f'("{s}", "{r}", "{d}")' for s, r, d in kept)
+            body[-1] = f"h_new = self.conv{layer}(dgl.edge_type_subgraph(g, [{spelled}]), h)"
+            new_present = {d for _, _, d in kept}
         # GATConv's heads, or the stack of relations, make a dimension: flattened or averaged
         expression, width = "v", out
         stacked = {d: sum(1 for _, _, dd in called if dd == d) for d in new_present}
@@ -168,7 +184,7 @@ def random_hetero_spec(seed: int) -> HeteroSpec:
     forward = "\n".join(f"        {line}" for line in body)
     owns = any(own_layer(init_lines, k) for k in range(layers))
     source = (
-        "import dgl.function as fn\nimport dgl.nn as dglnn\nimport torch\nimport torch.nn as nn\n"
+        "import dgl\nimport dgl.function as fn\nimport dgl.nn as dglnn\nimport torch\nimport torch.nn as nn\n"
         "import torch.nn.functional as F\n\n\n" + (OWN_LAYER if owns else "") +
         "class RandomHetero(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
         f"{init}\n\n    def forward(self, {params}):\n{forward}\n"

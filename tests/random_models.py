@@ -407,7 +407,7 @@ def model_specs(draw: st.DrawFn) -> ModelSpec:
     table = home == "table" and _convolution_reads_input_alone(b.steps)
     # edge data of a graph forward derives is not its graph's (refused): no edge types to pick
     kept_edges = any(step.kept_edges >= 0 for step in b.steps)
-    derived_graph, graph_value = _draw_derived(draw, style, edge_weights or kept_edges, table)
+    derived_graph, graph_value = _draw_derived(draw, style, edge_weights or kept_edges, table, kept_graph)
     spec = ModelSpec(style, b.in_width, tuple(b.steps), outputs, edge_weights, tuple(b.constants), kept_graph,
                      home == "graph", table, derived_graph, graph_value, row_range=draw(_row_ranges()))
     # drawn last, so that the draws before it give the models they gave before
@@ -543,7 +543,11 @@ DERIVED_GRAPHS = {
     "reloop_functions": "dgl.add_self_loop(dgl.remove_self_loop({g}))",
     "reverse": "dgl.reverse({g})",
     "simple": "dgl.to_simple({g})",
+    # the graph of one relation of a heterograph of one node type (relation_graphs.py), whose
+    # relations RELATIONS_METAGRAPH gives
+    "relation": '{g}[("node", "cites", "node")]',
 }
+RELATIONS_METAGRAPH = "node:cites:node,node:links:node"
 # a value of that graph, read outside message passing, applied to x before the first layer
 GRAPH_VALUES = {
     "degree_norm": "x = x * torch.pow({g}.in_degrees().float().clamp(min=1), -0.5).unsqueeze(1)",
@@ -552,13 +556,14 @@ GRAPH_VALUES = {
 }
 
 
-def _draw_derived(draw: st.DrawFn, style: str, edge_data: bool, table: bool) -> tuple[str, str]:
+def _draw_derived(draw: st.DrawFn, style: str, edge_data: bool, table: bool, kept_graph: bool) -> tuple[str, str]:
     """(a key of DERIVED_GRAPHS or "", a key of GRAPH_VALUES or ""): full style only, and not
     where forward reads edge data, whose edges a derived graph does not have; no value where x is
-    a table, which a convolution must read through ops of x alone."""
+    a table, which a convolution must read through ops of x alone; no relation graph of a graph
+    the model keeps (the model is built on a graph of one relation)."""
     if style != "full" or edge_data:
         return "", ""
-    derived = draw(st.sampled_from(("", *DERIVED_GRAPHS)))
+    derived = draw(st.sampled_from(("", *(d for d in DERIVED_GRAPHS if d != "relation" or not kept_graph))))
     value = "" if table else draw(st.sampled_from(("", *GRAPH_VALUES)))
     return derived, value
 

@@ -224,3 +224,83 @@ def test_state_a_layer_leaves_on_the_graph_for_the_next_is_refused_naming_it(mon
         "next as an argument. Evaluate this model with its full-graph forward, or use a variant whose layers "
         "write on their graph only inside `with g.local_scope():` (and so keep nothing between layers)."
     )
+
+
+# --- g[relation]: the graph of one relation of a heterograph of one node type (relation_graphs.py)
+
+# model -> (--metagraph, --feat-dims, lines the generated method must hold)
+RELATIONS = {
+    # `for etype in g.etypes: g[etype]`, the results summed; GraphConv's norm from each
+    # relation graph's own out-degrees
+    "RelationSumGCN": ("user:follows:user,user:likes:user,user:replies:user", None,
+                       ['if g.etypes != ["follows", "likes", "replies"]:', 'g_likes = g[("user", "likes", "user")]',
+                        "out_degrees_2 = g_likes.out_degrees()", 'if g.ntypes != ["user"]:']),
+    # relations one after another, `g[srctype, etype, dsttype]`
+    "RelationChainSAGE": ("user:follows:user,user:likes:user", "x=8",
+                          ['g_follows = g[("user", "follows", "user")]',
+                           "needed = batches.needed(nodes, layers=[batches, batches_likes])"]),
+    # relations named in forward, no type list read: the node type is still checked
+    "NamedRelationGAT": ("paper:cites:paper,paper:similar:paper", None,
+                         ['g_similar = g[("paper", "similar", "paper")]', 'if g.ntypes != ["paper"]:']),
+}
+
+
+def _relations(name: str, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(REPO)
+    metagraph, feat_dims, _ = RELATIONS[name]
+    return generate_all(f"{MODEL}:{name}", GenerateOptions(metagraph=metagraph, feat_dims=feat_dims))
+
+
+@pytest.mark.parametrize("name", sorted(RELATIONS))
+def test_relation_graphs_are_made_once_and_exact(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """check() runs all nodes, nodes= and storage= against forward."""
+    generated = _relations(name, monkeypatch)
+    method = generated.source.split("    @torch.no_grad()\n")[1].split("# --- gnn-codegen runtime")[0]
+    for line in RELATIONS[name][2]:
+        assert _flat(line) in _flat(method), line
+    for seed in (1, 2):
+        result = check(generated, num_nodes=97, seed=seed, batch_sizes=(1, 13, 97))
+        assert result.ok, f"{name}: max |difference| {result.max_abs_diff}"
+
+
+def test_relation_graphs_as_a_user_calls_inference_and_other_schemas_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    generated = _relations("RelationSumGCN", monkeypatch)
+    from gnn_codegen.harness import generated_model, import_source
+
+    model = generated_model(generated, import_source(generated.source, REPO / "tests" / "models"))
+    gen = torch.Generator().manual_seed(3)
+    relations = {("user", e, "user"): (torch.randint(0, 60, (200,), generator=gen),
+                                       torch.randint(0, 60, (200,), generator=gen))
+                 for e in ("follows", "likes", "replies")}
+    hg = dgl.heterograph(relations, num_nodes_dict={"user": 60})
+    x = torch.randn(60, 8)
+    expected = model(hg, x)
+    assert torch.allclose(model.inference(hg, x, 7, "cpu"), expected, atol=1e-5)
+    nodes = torch.tensor([59, 0, 31, 31])
+    assert torch.allclose(model.inference(hg, x, 7, "cpu", nodes=nodes), expected[nodes], atol=1e-5)
+    fewer = dgl.heterograph({k: v for k, v in relations.items() if k[1] != "likes"}, num_nodes_dict={"user": 60})
+    with pytest.raises(ValueError, match=r"generated for a heterograph of etypes \[follows, likes, replies\]"):
+        model.inference(fewer, x, 7, "cpu")
+
+
+def test_a_relation_graph_of_a_graph_of_two_node_types_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    with pytest.raises(errors.GraphUseError) as info:
+        generate_all(f"{MODEL}:TwoTypeRelationConv", GenerateOptions(metagraph="author:writes:paper,paper:cites:paper"))
+    assert str(info.value) == (
+        "tests/models/derived_graphs.py:431 (`return self.conv(g[\"cites\"], x)`): forward takes the graph of "
+        "the relation ('paper', 'cites', 'paper') of a heterograph of the node types ['author', 'paper']: "
+        "gnn-codegen follows the relation graphs of a heterograph of one node type, whose nodes are forward's "
+        "rows. Make the graph of that one type before calling the model (g = dgl.node_type_subgraph(hg, "
+        "['paper']) keeps its relations) and call the model and its inference on it, or evaluate this model "
+        "with its full-graph forward.")
+
+
+def test_a_relation_graph_without_metagraph_asks_for_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    with pytest.raises(errors.GraphUseError) as info:
+        generate_all(f"{MODEL}:NamedRelationGAT", GenerateOptions())
+    assert str(info.value).endswith(
+        "forward takes the graph of one relation of its heterograph (g['cites']): gnn-codegen follows it "
+        "where it knows the graph's relations; give them with --metagraph SRC:REL:DST,... (a graph of one "
+        "node type and several relations within it).")

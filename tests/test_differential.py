@@ -38,11 +38,13 @@ from gnn_codegen.harness import (
     allclose, full_graph_forward, generated_model, import_source, inference_arguments, make_inputs,
     max_difference, random_graph, random_graph_for, run_inference, with_tables,
 )
+from gnn_codegen.metapaths import rows_graph
 from gnn_codegen.several_graphs import first_graph
 from gnn_codegen.perturb import perturb
 from tests.deletion_watch import views_kept_alive
 from tests.random_models import (
-    USER_MODULES, ModelSpec, model_specs, multi_round_specs, render_model_source, user_propagation_specs,
+    RELATIONS_METAGRAPH, USER_MODULES, ModelSpec, model_specs, multi_round_specs, render_model_source,
+    user_propagation_specs,
 )
 
 MIN_NODES, MAX_NODES = 60, 120
@@ -65,7 +67,9 @@ def options_for(spec: ModelSpec) -> GenerateOptions:
     untold = (*USER_MODULES, "inline", "APPNPConv", "GatedGraphConv")
     user_module = any(step.kind in untold for step in spec.steps)
     user_module = user_module and not spec.table  # a table of the model says its own width
-    return GenerateOptions(feat_dims=f"x={spec.in_width}" if user_module else None)
+    # a relation graph of forward's heterograph: its relations, as a user gives them
+    metagraph = RELATIONS_METAGRAPH if spec.derived_graph == "relation" else None
+    return GenerateOptions(feat_dims=f"x={spec.in_width}" if user_module else None, metagraph=metagraph)
 
 
 def _note(text: str) -> None:
@@ -93,10 +97,11 @@ def check_spec(spec: ModelSpec, seed: int) -> None:
         model = generated_model(generated, module)
         num_nodes, batch_sizes = graph_and_batch_sizes(seed)
         # forward(self, gs, x): two random graphs over the same nodes (random_models._several_graphs)
-        g = random_graph_for(generated, num_nodes, seed) if spec.several_graphs else \
-            random_graph(num_nodes, seed=seed, zero_in_degree=True)
+        # or a heterograph of one node type whose relation forward takes (relation_graphs.py)
+        g = random_graph_for(generated, num_nodes, seed) if spec.several_graphs or spec.derived_graph == "relation" \
+            else random_graph(num_nodes, seed=seed, zero_in_degree=True)
         inputs = make_inputs(generated, num_nodes, seed, first_graph(g).num_edges())
-        assert int((first_graph(g).in_degrees() == 0).sum()) > 0
+        assert int((first_graph(rows_graph(generated.program, g)).in_degrees() == 0).sum()) > 0
         expected = full_graph_forward(reference, generated, g, inputs)
         for batch_size in batch_sizes:
             actual = run_inference(model, generated, g, inputs, batch_size=batch_size, device="cpu")

@@ -111,14 +111,38 @@ def test_squeeze_with_the_dim_it_drops_is_exact() -> None:
 
 
 def test_layers_on_a_subgraph_of_some_relations_are_refused_naming_the_construct() -> None:
+    """The plays tower's subgraph leaves out follows, between the two types with features: on
+    the whole graph's blocks it would add follows' messages, so it is refused, naming it."""
     pairs = [[["user", "plays", "game"], ["game", "played_by", "user"]], [["user", "follows", "user"]]]
     with pytest.raises(errors.GraphUseError) as refused:
         generate_all(f"{MODELS}:PerRelationTowers", GenerateOptions(
             init=json.dumps({"size": 4, "pairs": pairs}), metagraph=GAMES))
-    message = " ".join(str(refused.value).split())
-    assert "(`out.update(tower(dgl.edge_type_subgraph(g, pair), h_dict))`): forward makes a subgraph of some of " \
-           "its graph's types (dgl.edge_type_subgraph, dgl.node_type_subgraph)" in message
-    assert "Make the subgraph before calling the model" in message and "get_etype_id" not in message
+    assert " ".join(str(refused.value).split()) == (
+        "tests/models/hetero_forms.py:98 (`out.update(tower(dgl.edge_type_subgraph(g, pair), h_dict))`): forward "
+        "runs a heterogeneous layer (a HeteroGraphConv, or one of yours) on a subgraph of some of its graph's "
+        "types (dgl.edge_type_subgraph, dgl.node_type_subgraph) of the relations [('user', 'plays', 'game'), ('game', 'played_by', 'user')], "
+        "where the graph also has ('user', 'follows', 'user') between types with features: gnn-codegen runs each "
+        "such layer on blocks of forward's whole graph, where that relation's messages would be added (DGL's "
+        "HeteroGraphConv runs every relation between types with features). Make that subgraph before calling "
+        "the model (sub = dgl.edge_type_subgraph(g, [('user', 'plays', 'game'), ('game', 'played_by', 'user')])), "
+        "and generate and call a model whose forward runs those layers on the graph it is given (one model per "
+        "subgraph) with --metagraph user:plays:game,game:played_by:user, or evaluate this model with its "
+        "full-graph forward.")
+
+
+# --- type subgraphs made in forward (hetero/type_subgraphs.py) ------------------------------------
+
+# a graph whose relations into user and game, other than plays and played_by, come from a type
+# without features (review)
+REVIEWS = "user:plays:game,game:played_by:user,user:writes:review,review:written_by:user"
+
+
+@pytest.mark.parametrize("name", ["PurchaseSubgraphSAGE", "TypePairGCN"])
+def test_layers_on_a_type_subgraph_that_drops_no_featured_relation_equal_forward(name: str) -> None:
+    """`dgl.edge_type_subgraph(g, ["plays", "played_by"])`, `g.node_type_subgraph(["user",
+    "game"])`: the layers run the same relations on the whole graph's blocks; all nodes,
+    nodes=, storage= and a simulated GPU against forward."""
+    _check_everywhere(generate_all(f"{MODELS}:{name}", GenerateOptions(metagraph=REVIEWS, feat_dims="game=4,user=4")))
 
 
 @pytest.mark.parametrize("keys", ["feat=6", "feat=6,pe=3"])
@@ -160,3 +184,17 @@ def test_a_parameter_is_taken_as_a_dict_only_where_forward_uses_it_so() -> None:
 
     assert used_as_dict(by_key, "h_dict") and used_as_dict(by_loop_key, "h") and used_as_dict(membership, "batch")
     assert not used_as_dict(tensor, "x")
+
+
+def test_a_stack_over_a_subgraphs_relations_in_another_order_is_refused() -> None:
+    with pytest.raises(errors.GraphUseError) as refused:
+        generate_all(f"{MODELS}:StackedOutOfOrder", GenerateOptions(metagraph=GAMES, feat_dims="game=4,user=4"))
+    message = " ".join(str(refused.value).split())
+    assert message.startswith("tests/models/hetero_forms.py:165 (`return {t: v.flatten(1) for t, v in "
+                              "self.conv(sub, feats).items()}`): forward runs a heterogeneous layer whose results "
+                              "across relations depend on their order")
+    assert message.endswith("in the order [('user', 'follows', 'user'), ('game', 'played_by', 'user')]: "
+                            "gnn-codegen runs it on blocks of forward's whole graph, where they come in the graph's "
+                            "order [('game', 'played_by', 'user'), ('user', 'follows', 'user')]. List the relations "
+                            "in the graph's order (g.canonical_etypes), or evaluate this model with its full-graph "
+                            "forward.")

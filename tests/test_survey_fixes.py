@@ -381,3 +381,22 @@ def test_ggd_rows_kept_as_a_batch_of_one_graph_are_followed(tmp_path: Path) -> N
     generated = generate_all(f"{SSL}:GGD", options)
     assert ".unsqueeze(0).detach()" in generated.source
     assert _written_and_checked("GGD", f"{SSL}:GGD", options, tmp_path)["outcome"] == "exact"
+
+
+# --- 3 with 8: relation graphs and type subgraphs built in forward ------------------------------
+
+
+@pytest.mark.parametrize("name, target", [("BWGNNHetero", f"{FRAUD}:BWGNNHetero"),
+                                          ("HeteroAggregatorGCN", f"{RECSYS}:HeteroAggregatorGCN")])
+def test_graphs_of_some_relations_built_in_forward_are_written_and_exact(name: str, target: str,
+                                                                         tmp_path: Path) -> None:
+    """BWGNN_Hetero's `g[relation]` for each of `g.canonical_etypes` (relation_graphs.py: made
+    once at the top of inference), RecHub's `dgl.edge_type_subgraph(block, [etype, reverse])`
+    under a HeteroGraphConv stack (hetero/type_subgraphs.py: the whole graph's blocks, which
+    run the same relations): refused until now."""
+    case = survey_check.by_name()[name]
+    options = GenerateOptions(init=json.dumps(case.init), feat_dims=case.feat_dims, metagraph=case.metagraph)
+    generated = generate_all(target, options)
+    if name == "BWGNNHetero":
+        assert 'g_rur = g[("review", "rur", "review")]' in generated.source
+    assert _written_and_checked(name, target, options, tmp_path)["outcome"] == "exact"

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import dgl
 import dgl.nn as dglnn
 import torch
 import torch.fx as fx
@@ -28,6 +29,8 @@ from torch.utils import _pytree as pytree
 from gnn_codegen.errors import GraphUseError, OptionsError, SignatureError, TraceFailedError
 from gnn_codegen.hetero.schema import (TYPE_SUBGRAPH_REFUSAL, TYPE_SUBGRAPHS, Schema, hetero_convs, hetero_layers,
                                        is_hetero_layer)
+from gnn_codegen.hetero.type_subgraphs import (SUBGRAPH_FUNCTIONS, check_same_relations, followed_type_subgraphs,
+                                               order_free)
 from gnn_codegen.kept_graph import forward_taking_the_graph, graphs_on_the_model, kept_graph
 from gnn_codegen.trace import _graph_parameter, _Tracer, _user_location
 
@@ -108,6 +111,8 @@ class _GraphProxy(fx.Proxy):
             return _EdgeViews(self)
         if name == "edata":  # g.edata["w"]: a dict by canonical edge type
             return _EdgeData(self, "edata", None)
+        if name in SUBGRAPH_FUNCTIONS:  # g.edge_type_subgraph([...]): as dgl's (type_subgraphs.py)
+            return lambda *args, **kwargs: getattr(dgl, name)(self, *args, **kwargs)
         if name in TYPE_SUBGRAPHS:  # also DGL's own reads of the graph in dgl.edge_type_subgraph(g, ...)
             raise GraphUseError(TYPE_SUBGRAPH_REFUSAL)
         raise GraphUseError(
@@ -397,7 +402,7 @@ class _HeteroTracer(_Tracer):
             )
         mod_args, mod_kwargs = bound.arguments.get("mod_args"), bound.arguments.get("mod_kwargs")
         outputs = {}
-        for src_type, _, dst_type in self.schema.relations:
+        for src_type, _, dst_type in graph.schema.relations:  # a type subgraph's: type_subgraphs.py
             if src_type not in inputs or (destinations is not None and dst_type not in destinations):
                 continue  # DGL skips the relation
             if dst_type not in inputs:
@@ -409,6 +414,7 @@ class _HeteroTracer(_Tracer):
             if dst_type not in outputs:
                 outputs[dst_type] = self.create_proxy(
                     "call_function", hetero_conv, (path, graph, inputs, dst_type, mod_args, mod_kwargs), {})
+        check_same_relations(graph.schema, self.schema, inputs, outputs, order_free(m))
         # DGL returns the types in the order of g.dsttypes
         return {t: outputs[t] for t in self.schema.ntypes if t in outputs}
 
@@ -425,6 +431,7 @@ class _HeteroTracer(_Tracer):
                 "your own"
             )
         graph, inputs = args
+        check_same_relations(graph.schema, self.schema, self.schema.ntypes, self.schema.ntypes, False)  # reads all
         destinations = [t for t in self.schema.ntypes if any(s in inputs and d == t for s, _, d in self.schema.relations)]
         return {t: self.create_proxy("call_function", hetero_conv, (path, graph, inputs, t, None, None), {})
                 for t in destinations}
@@ -555,7 +562,8 @@ def trace_hetero(model: torch.nn.Module, schema: Schema, feature_types: tuple[st
                 concrete[("*" if p.kind == p.VAR_POSITIONAL else "**") + p.name] = () if p.kind == p.VAR_POSITIONAL else {}
         concrete.update(given)
         # a kept graph: forward, while traced, takes it first and sets it where the model keeps it
-        with forward_taking_the_graph(model, graph_arg, kept) if kept else contextlib.nullcontext():
+        with forward_taking_the_graph(model, graph_arg, kept) if kept else contextlib.nullcontext(), \
+                followed_type_subgraphs(tracer, type(model).forward.__globals__, _GraphProxy):  # type_subgraphs.py
             return tracer, tracer.trace(model, concrete_args=concrete)
 
     as_tensors = False

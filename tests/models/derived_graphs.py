@@ -352,3 +352,80 @@ class ResidualAttentionNet(nn.Module):
     def forward(self, g, x):
         g = dgl.add_self_loop(g)
         return self.layer2(g, F.relu(self.layer1(g, x)))
+
+
+# --- the graph of one relation, g[relation], of a heterograph of one node type (relation_graphs.py)
+
+
+class RelationSumGCN(nn.Module):
+    """A GraphConv per relation (symmetric norm: each relation graph's own out-degrees), run on
+    `g[etype]` for each of `g.etypes`, the relations' results summed, as a user writes an
+    R-GCN of their own on a multi-relational graph of one node type."""
+
+    def __init__(self, in_size=8, hid_size=6, out_size=3, etypes=("follows", "likes", "replies")):
+        super().__init__()
+        self.layer1 = nn.ModuleDict({e: dglnn.GraphConv(in_size, hid_size, allow_zero_in_degree=True) for e in etypes})
+        self.layer2 = nn.ModuleDict({e: dglnn.GraphConv(hid_size, out_size, allow_zero_in_degree=True) for e in etypes})
+
+    def forward(self, g, x):
+        h = 0
+        for etype in g.etypes:
+            h = h + self.layer1[etype](g[etype], x)
+        h = F.relu(h)
+        out = [self.layer2[etype](g[etype], h) for etype in g.etypes]
+        return torch.stack(out).sum(0)
+
+
+class MeanAggregator(nn.Module):
+    """A user's own mean over in-neighbours, then a linear of [self, mean]."""
+
+    def __init__(self, in_size, out_size):
+        super().__init__()
+        self.fc = nn.Linear(2 * in_size, out_size)
+
+    def forward(self, graph, feat):
+        with graph.local_scope():
+            graph.ndata["h"] = feat
+            graph.update_all(fn.copy_u("h", "m"), fn.mean("m", "neigh"))
+            return self.fc(torch.cat([feat, graph.ndata["neigh"]], -1))
+
+
+class RelationChainSAGE(nn.Module):
+    """One aggregator per relation, the relations taken one after another (each relation's
+    result the next one's input), unpacking `g.canonical_etypes` and indexing
+    `g[srctype, etype, dsttype]`."""
+
+    def __init__(self, in_size=8, hid_size=6, num_relations=2):
+        super().__init__()
+        self.aggs = nn.ModuleList(MeanAggregator(in_size if i == 0 else hid_size, hid_size)
+                                  for i in range(num_relations))
+
+    def forward(self, g, x):
+        h = x
+        for agg, (srctype, etype, dsttype) in zip(self.aggs, g.canonical_etypes):
+            h = F.relu(agg(g[srctype, etype, dsttype], h))
+        return h
+
+
+class NamedRelationGAT(nn.Module):
+    """Two relations named in forward (`g["cites"]`, `g["similar"]`): a GAT on each, the heads
+    averaged, the two concatenated; no type list read."""
+
+    def __init__(self, in_size=8, out_size=3):
+        super().__init__()
+        self.cites = dglnn.GATConv(in_size, out_size, 2, allow_zero_in_degree=True)
+        self.similar = dglnn.GATConv(in_size, out_size, 2, allow_zero_in_degree=True)
+
+    def forward(self, g, x):
+        return torch.cat([self.cites(g["cites"], x).mean(1), self.similar(g["similar"], x).mean(1)], -1)
+
+
+class TwoTypeRelationConv(nn.Module):
+    """Refused: the relation graph of a heterograph of two node types (its nodes are one type's)."""
+
+    def __init__(self, in_size=8, out_size=3):
+        super().__init__()
+        self.conv = dglnn.GraphConv(in_size, out_size, allow_zero_in_degree=True)
+
+    def forward(self, g, x):
+        return self.conv(g["cites"], x)

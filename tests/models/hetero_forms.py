@@ -116,3 +116,50 @@ class CollatedBatchGCN(nn.Module):
             h = h + self.pe(batch["pe"])
         h = F.relu(self.conv1(g, h))
         return self.conv2(g, h)
+
+
+class PurchaseSubgraphSAGE(nn.Module):
+    """Two HeteroGraphConv layers of SAGEConv on the subgraph of the purchase relations
+    (`dgl.edge_type_subgraph(g, ["plays", "played_by"])`, edge type names), on the whole graph,
+    given the features of the two types they join; a graph with other relations into those
+    types from types without features."""
+
+    def __init__(self, size=4):
+        super().__init__()
+        self.layer1 = dglnn.HeteroGraphConv({r: dglnn.SAGEConv(size, size, "mean") for r in ("plays", "played_by")})
+        self.layer2 = dglnn.HeteroGraphConv({r: dglnn.SAGEConv(size, size, "mean") for r in ("plays", "played_by")})
+
+    def forward(self, g, feats):
+        sub = dgl.edge_type_subgraph(g, ["plays", "played_by"])
+        h = {t: feats[t] for t in sub.ntypes}
+        h = {t: F.relu(v) for t, v in self.layer1(sub, h).items()}
+        return self.layer2(sub, h)
+
+
+class TypePairGCN(nn.Module):
+    """The subgraph of two node types (`g.node_type_subgraph(["user", "game"])`, the method form),
+    a HeteroGraphConv of GraphConv over its relations, the features of those types picked from a
+    dict over more types."""
+
+    def __init__(self, size=4, rel_names=("plays", "played_by")):
+        super().__init__()
+        self.conv = dglnn.HeteroGraphConv({r: dglnn.GraphConv(size, size, allow_zero_in_degree=True)
+                                           for r in rel_names})
+
+    def forward(self, g, feats):
+        sg = g.node_type_subgraph(["user", "game"])
+        return self.conv(sg, {"user": feats["user"], "game": feats["game"]})
+
+
+class StackedOutOfOrder(nn.Module):
+    """Refused: a HeteroGraphConv that stacks its relations' results, on a subgraph listing the
+    relations into user in another order than the graph's."""
+
+    def __init__(self, size=4):
+        super().__init__()
+        self.conv = dglnn.HeteroGraphConv({r: dglnn.GraphConv(size, size, allow_zero_in_degree=True)
+                                           for r in ("follows", "played_by")}, aggregate="stack")
+
+    def forward(self, g, feats):
+        sub = dgl.edge_type_subgraph(g, [("user", "follows", "user"), ("game", "played_by", "user")])
+        return {t: v.flatten(1) for t, v in self.conv(sub, feats).items()}

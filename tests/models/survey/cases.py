@@ -150,7 +150,8 @@ CASES: tuple[SurveyCase, ...] = (
                blocks_style=True),
     SurveyCase("BWGNNHetero", "fraud_style", "squareRoot3/Rethinking-Anomaly-Detection BWGNN.py (BWGNN_Hetero)",
                {"in_feats": 8, "h_feats": 8, "num_classes": 2, "d": 2}, ("g", "xt:review:8"), True, (1, 3, 7, 8),
-               graph="hetero", metagraph=YELP, feat_dims="review=8"),
+               # forward takes the review rows as one tensor, in_feat: its width by that name
+               graph="hetero", metagraph=YELP, feat_dims="in_feat=8"),
     SurveyCase("MultiGraphBWGNN", "fraud_style", "Ling-Fei-Ren/mlcg-fd BWGNN.py (BWGNN_Hetero)",
                {"in_feats_voc": 4, "in_feats_sms": 4, "in_feats_personal": 5, "h_feats": 8, "num_classes": 2},
                ("graphs:3", "seq:5:4", "seq:5:4", "x:5"), True, (4, 7),

@@ -41,6 +41,7 @@ from gnn_codegen.render_assumptions import decision_notes
 from gnn_codegen.row_axis import take_row_axes
 from gnn_codegen.row_ranges import refuse_other_rows, take_row_ranges
 from gnn_codegen.simplify import simplify
+from gnn_codegen.runtime_section import stamp
 from gnn_codegen.splice import ends_with_helpers, splice
 from gnn_codegen.trace import Traced, trace
 from gnn_codegen.verify import CheckResult, verify
@@ -209,8 +210,8 @@ def _generate_all(target: str, options: GenerateOptions) -> Generated:
     rendered = render(program, attrs, plan, module_names, header)
     source = splice(loaded.source, loaded.class_name, rendered.method, rendered.helpers, rendered.header,
                     options.method_name)
-    formatted = format_source(source, rendered.helpers if rendered.helpers_formatted
-                              and ends_with_helpers(source, rendered.helpers) else "")
+    formatted = stamp(format_source(source, rendered.helpers if rendered.helpers_formatted
+                                    and ends_with_helpers(source, rendered.helpers) else ""))
     generated = Generated(formatted, loaded, program, attrs, plan, warnings, target, rendered.buffers,
                           rendered.origins, method_name=options.method_name)
     generated = replace(generated, notes=_stand_in_notes(loaded) + _decision_notes(program) + proof_notes

@@ -40,6 +40,7 @@ from gnn_codegen.row_ranges import entry_checks as row_range_checks
 from gnn_codegen.render_code import comment
 from gnn_codegen.render_layer import LayerFunction, LayerWriter
 from gnn_codegen import render_type_offsets as by_type
+from gnn_codegen.runtime_module import import_line
 from gnn_codegen.runtime_section import model_helpers, runtime_helpers
 from gnn_codegen.templating import render_template
 from gnn_codegen.write_out import SECTIONS, sections_needed
@@ -60,6 +61,7 @@ class Rendered:
     # the helpers are black-formatted as rendered: the templates are written so for their
     # default names (tests/test_goldens.py), and formatting them again took a tenth of the command
     helpers_formatted: bool = False
+    imports: tuple[str, ...] = ()  # the runtime's, from --runtime-module's module (runtime_module.py)
 
 
 # a block's IDs (graph_data.BLOCK_NODE_IDS): what counts them in g, and how forward reads them
@@ -698,8 +700,10 @@ class Renderer:
         return (self.runtime == RUNTIME and self.dist_runtime == DIST_RUNTIME and self.block_as_graph == BLOCK_AS_GRAPH
                 and all(name == f"_{section}" for section, name in self.helper_names.items()))
 
-    def helpers(self, version: str) -> str:
+    def helpers(self, version: str, runtime_module: str | None = None) -> str:
         block_as_graph = self.block_as_graph if self.uses_block_as_graph else ""
+        if runtime_module:  # the runtime is imported: the module's own helpers alone
+            return model_helpers(self.sections, self.helper_names, block_as_graph)
         return render_helpers(self.runtime, self.sections, self.helper_names, version, block_as_graph,
                               self.dist_runtime)
 
@@ -759,10 +763,11 @@ def render(program: Program, attrs: Attributes, plan: Plan, module_names: set[st
     _check_no_capture(method, r.reserved)
     return Rendered(
         header=render_template("header.py.j2", **header),
-        helpers=r.helpers(header["version"]),
+        helpers=r.helpers(header["version"], header.get("runtime_module")),
         method=method,
         buffers=tuple(r.buffer.items()),
         origins=tuple(r.origins),
         helpers_formatted=r.default_helper_names(),
+        imports=(import_line(header["runtime_module"], r.runtime),) if header.get("runtime_module") else (),
     )
 

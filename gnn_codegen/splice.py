@@ -216,7 +216,7 @@ def _moved_import(node: cst.CSTNode) -> cst.CSTNode:
 
 
 def splice(source: str, class_name: str, method: str, helpers: str, header: str,
-           method_name: str = "inference") -> str:
+           method_name: str = "inference", imports: tuple[str, ...] = ()) -> str:
     module = cst.parse_module(source)
     trees = _statement_trees(module, source)
     items = [c for c in (_classify(s, trees[id(s)]) for s in module.body) if c is not None]
@@ -290,12 +290,14 @@ def splice(source: str, class_name: str, method: str, helpers: str, header: str,
         body.append(node)
     # where isort would put them among the user's imports above the class (import_order.py)
     head = body[:insert_at]
-    for line in missing:
+    for line in (*missing, *imports):
         head = insert_sorted(head, line)
     rest = body[insert_at:]
-    if missing and rest and not hoisted and not getattr(rest[0], "leading_lines", True):
+    if (missing or imports) and rest and not hoisted and not getattr(rest[0], "leading_lines", True):
         rest[0] = rest[0].with_changes(leading_lines=[cst.EmptyLine()])  # a blank line after the imports
     body = futures + head + hoisted + rest
+    if body and all(line.comment is None for line in getattr(body[0], "leading_lines", [None])):
+        body[0] = body[0].with_changes(leading_lines=[])  # one blank line after the header, as ever
     # the runtime helpers after everything else, as written (they are ours): a reader meets the
     # model and its inference first; the method calls them only when it runs
     code = header + "\n" + cst.Module(body=body).code

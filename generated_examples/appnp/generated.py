@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/appnp/model.py:APPNP -o generated_examples/appnp/generated.py --init '{"in_feats": 16, "hiddens": [32], "n_classes": 4, "k": 10}'
 
-
 import ctypes
 import errno
 import os

@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/chebnet/model.py:ChebNet -o generated_examples/chebnet/generated.py --init '{"in_feats": 16, "n_classes": 4, "n_hidden": 8, "n_layers": 1, "k": 3}' --feat-dims features=16
 
-
 import ctypes
 import errno
 import os

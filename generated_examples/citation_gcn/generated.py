@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/citation_gcn/model.py:GCN -o generated_examples/citation_gcn/generated.py --init '{"in_feats": 16, "n_hidden": 8, "n_classes": 4, "n_layers": 2}'
 
-
 import ctypes
 import errno
 import os

@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/custom_mp/model.py:CustomNet -o generated_examples/custom_mp/generated.py --init '{"in_size": 12, "pos_size": 3, "hid_size": 16, "out_size": 4, "num_rels": 3}' --feat-dims x=12
 
-
 import ctypes
 import errno
 import os

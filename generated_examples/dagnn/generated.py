@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/dagnn/model.py:DAGNN -o generated_examples/dagnn/generated.py --init '{"k": 4, "in_dim": 16, "hid_dim": 32, "out_dim": 4}'
 
-
 import ctypes
 import errno
 import os

@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/edge_features/model.py:EdgeAwareGNN -o generated_examples/edge_features/generated.py --init '{"in_size": 16, "edge_size": 4, "hid_size": 8, "out_size": 3}'
 
-
 import ctypes
 import errno
 import os

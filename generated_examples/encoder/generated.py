@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/encoder/model.py:EncodedSAGE -o generated_examples/encoder/generated.py --init '{"raw_size": 768, "hid_size": 64, "out_size": 10}'
 
-
 import ctypes
 import errno
 import os

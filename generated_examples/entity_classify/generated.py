@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/entity_classify/model.py:EntityClassify -o generated_examples/entity_classify/generated.py --init '{"num_nodes": {"user": 90, "game": 70, "developer": 25}, "h_dim": 16, "out_dim": 4, "rel_names": ["follows", "plays", "played_by", "develops"]}' --metagraph user:follows:user,user:plays:game,game:played_by:user,developer:develops:game
 
-
 import ctypes
 import errno
 import os

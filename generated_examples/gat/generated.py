@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/gat/model.py:GAT -o generated_examples/gat/generated.py --init '{"in_size": 16, "hid_size": 8, "out_size": 5, "heads": [4, 2]}'
 
-
 import ctypes
 import errno
 import os

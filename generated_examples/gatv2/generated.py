@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/gatv2/model.py:GATv2 -o generated_examples/gatv2/generated.py --init '{"in_feats": 16, "num_hidden": 8, "num_classes": 5, "heads": [4, 4, 2]}'
 
-
 import ctypes
 import errno
 import os

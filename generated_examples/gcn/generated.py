@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/gcn/model.py:GCN -o generated_examples/gcn/generated.py --init '{"in_size": 16, "hid_size": 16, "out_size": 4, "num_layers": 3}'
 
-
 import ctypes
 import errno
 import os

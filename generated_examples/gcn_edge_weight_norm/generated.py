@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/gcn_edge_weight_norm/model.py:WeightedGCN -o generated_examples/gcn_edge_weight_norm/generated.py --init '{"in_size": 16, "hid_size": 32, "out_size": 4}'
 
-
 import ctypes
 import errno
 import os

@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/gcn_norms/model.py:MixedNormGCN -o generated_examples/gcn_norms/generated.py --init '{"in_feats": 16, "hidden": 24, "n_classes": 4}'
 
-
 import ctypes
 import errno
 import os

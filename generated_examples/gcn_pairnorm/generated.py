@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/gcn_pairnorm/model.py:DeepGCN -o generated_examples/gcn_pairnorm/generated.py --init '{"in_feats": 16, "n_hidden": 32, "n_classes": 4}'
 
-
 import ctypes
 import errno
 import os

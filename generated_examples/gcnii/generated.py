@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/gcnii/model.py:GCNII -o generated_examples/gcnii/generated.py --init '{"in_size": 16, "out_size": 4, "hidden_size": 32, "num_layers": 8}'
 
-
 import ctypes
 import errno
 import os

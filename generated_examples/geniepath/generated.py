@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/geniepath/model.py:GeniePath -o generated_examples/geniepath/generated.py --init '{"in_dim": 10, "out_dim": 4, "hid_dim": 8, "num_layers": 3, "heads": 2, "residual": true}'
 
-
 import ctypes
 import errno
 import os

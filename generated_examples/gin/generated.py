@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/gin/model.py:GIN -o generated_examples/gin/generated.py --init '{"input_dim": 12, "hidden_dim": 16, "output_dim": 4, "num_layers": 3}'
 
-
 import ctypes
 import errno
 import os

@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/gnn_film/model.py:GNNFiLM -o generated_examples/gnn_film/generated.py --init '{"etypes": ["interacts", "targets", "targeted_by"], "in_size": 10, "hidden_size": 8, "out_size": 4, "num_layers": 3}' --metagraph protein:interacts:protein,drug:targets:protein,protein:targeted_by:drug --forward-args '{"out_key": "protein"}'
 
-
 import ctypes
 import errno
 import os

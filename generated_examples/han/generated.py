@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/han/model.py:HAN -o generated_examples/han/generated.py --init '{"metapaths": [["pa", "ap"], ["pf", "fp"]], "in_size": 12, "hidden_size": 8, "out_size": 3, "num_heads": [4, 2]}'
 
-
 import ctypes
 import errno
 import os

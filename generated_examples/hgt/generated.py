@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/hgt/model.py:HGT -o generated_examples/hgt/generated.py --init '{"in_size": 12, "hid_size": 16, "out_size": 5, "num_ntypes": 3, "num_etypes": 5}'
 
-
 import ctypes
 import errno
 import os

@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/hgt_hetero/model.py:HGT -o generated_examples/hgt_hetero/generated.py --init '{"node_dict": {"author": 0, "field": 1, "paper": 2}, "edge_dict": {"writes": 0, "written_by": 1, "cites": 2, "has_topic": 3, "topic_of": 4}, "in_dim": 10, "hidden_dim": 8, "out_dim": 3, "num_layers": 2, "num_heads": 2}' --metagraph author:writes:paper,paper:written_by:author,paper:cites:paper,paper:has_topic:field,field:topic_of:paper --forward-args '{"out_key": "paper"}'
 
-
 import ctypes
 import errno
 import math

@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/jknet/model.py:JKNet -o generated_examples/jknet/generated.py --init '{"in_size": 12, "hid_size": 8, "out_size": 4, "num_layers": 3, "mode": "cat"}'
 
-
 import ctypes
 import errno
 import os

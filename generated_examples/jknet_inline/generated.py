@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/jknet_inline/model.py:JKNet -o generated_examples/jknet_inline/generated.py --init '{"in_dim": 12, "hid_dim": 8, "out_dim": 4, "num_layers": 2, "mode": "max"}'
 
-
 import ctypes
 import errno
 import os

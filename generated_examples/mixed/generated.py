@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/mixed/model.py:MixedGNN -o generated_examples/mixed/generated.py --init '{"in_size": 12, "hid_size": 16, "out_size": 3, "num_heads": 2}'
 
-
 import ctypes
 import errno
 import os

@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/narrowing/model.py:NarrowingSAGE -o generated_examples/narrowing/generated.py --init '{"in_size": 32, "wide_size": 256, "narrow_size": 16, "out_size": 8}'
 
-
 import ctypes
 import errno
 import os

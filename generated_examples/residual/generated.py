@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/residual/model.py:ResGCN -o generated_examples/residual/generated.py --init '{"in_size": 12, "hid_size": 16, "out_size": 4}'
 
-
 import ctypes
 import errno
 import os

@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/rgat/model.py:RGAT -o generated_examples/rgat/generated.py --init '{"etypes": ["writes", "rev_writes", "cites", "rev_cites", "has_topic", "rev_has_topic", "affiliated_with", "rev_affiliated_with"], "in_size": 12, "hid_size": 16, "out_size": 5}' --metagraph author:writes:paper,paper:rev_writes:author,paper:cites:paper,paper:rev_cites:paper,paper:has_topic:field,field:rev_has_topic:paper,author:affiliated_with:institution,institution:rev_affiliated_with:author
 
-
 import ctypes
 import errno
 import os

@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/rgat_mag240m/model.py:RGAT -o generated_examples/rgat_mag240m/generated.py --init '{"in_channels": 12, "out_channels": 5, "hidden_channels": 16, "num_etypes": 3}'
 
-
 import ctypes
 import errno
 import os

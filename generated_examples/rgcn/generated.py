@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/rgcn/model.py:RGCN -o generated_examples/rgcn/generated.py --init '{"num_nodes": 120, "h_dim": 8, "out_dim": 4, "num_rels": 5, "num_bases": 2}'
 
-
 import ctypes
 import errno
 import os

@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/rgcn_hetero/model.py:RGCN -o generated_examples/rgcn_hetero/generated.py --init '{"in_feats": 12, "hid_feats": 16, "out_feats": 5, "rel_names": ["writes", "written_by", "cites", "has_topic", "topic_of", "affiliated_with", "employs"]}' --metagraph author:writes:paper,paper:written_by:author,paper:cites:paper,paper:has_topic:field,field:topic_of:paper,author:affiliated_with:institution,institution:employs:author
 
-
 import ctypes
 import errno
 import os

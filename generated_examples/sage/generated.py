@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/sage/model.py:SAGE -o generated_examples/sage/generated.py --init '{"in_size": 16, "hid_size": 32, "out_size": 5}'
 
-
 import ctypes
 import errno
 import os

@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/sage_variants/model.py:SAGEVariants -o generated_examples/sage_variants/generated.py --init '{"in_feats": 12, "n_hidden": 16, "n_classes": 3}'
 
-
 import ctypes
 import errno
 import os

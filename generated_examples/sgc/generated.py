@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/sgc/model.py:SGC -o generated_examples/sgc/generated.py --init '{"in_feats": 16, "n_classes": 4, "k": 2}'
 
-
 import ctypes
 import errno
 import os

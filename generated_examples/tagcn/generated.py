@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/tagcn/model.py:TAGCN -o generated_examples/tagcn/generated.py --init '{"in_feats": 16, "n_hidden": 8, "n_classes": 4, "n_layers": 1}' --feat-dims features=16
 
-
 import ctypes
 import errno
 import os

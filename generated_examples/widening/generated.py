@@ -4,7 +4,6 @@
 # regenerate with:
 #   gnn-codegen generated_examples/widening/model.py:WideningGAT -o generated_examples/widening/generated.py --init '{"in_size": 32, "narrow_size": 16, "wide_size": 256, "out_size": 8}'
 
-
 import ctypes
 import errno
 import os

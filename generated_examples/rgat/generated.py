@@ -171,10 +171,7 @@ class RGAT(nn.Module):
 
 def _relation_source(mod, feat, out_degrees=None, weight=None):
     """A HeteroGraphConv relation's work on each of its source rows, once per node, as its
-    module does it: GATConv's fc (fc_src for a pair of widths) and attention term; for a
-    GraphConv that narrows (DGL then applies its weight first), the norm by the full graph's
-    out-degrees (norm "both" or "left") and the weight: its own, or `weight`, forward's
-    argument for it (mod_kwargs)."""
+    module does it: GATConv's fc (fc_src for a pair of widths) and attention term."""
     if isinstance(mod, dgl.nn.GATConv):
         fc = mod.fc_src if hasattr(mod, "fc_src") else mod.fc
         h = fc(feat).view(-1, *mod.attn_l.shape[1:])
@@ -184,10 +181,9 @@ def _relation_source(mod, feat, out_degrees=None, weight=None):
 def _hetero_conv_sources(conv, block, sources, feat_dst=None, mod_kwargs=None):
     """HeteroGraphConv.forward on a block, given each relation's _relation_source
     rows for the block's source nodes: per relation the rest of its module (the helpers
-    that follow), then DGL's aggregation across relations. feat_dst: the layer input's
-    destination rows, from which GATConv makes its attention's destination term and residual
-    (GraphConv reads none). mod_kwargs:
-    forward's weight for each relation's GraphConv, as map_sources was given it. The result
+    that follow), then DGL's aggregation across relations. feat_dst: the layer
+    input's destination rows, from which GATConv makes its attention's destination term and
+    residual. The result
     for the block's destination type."""
     outputs, ntype = [], None
     for rel in block.canonical_etypes:

@@ -26,6 +26,8 @@ from gnn_codegen.import_guard import ExitCalled, exit_call, exit_raises
 from gnn_codegen.method_name import DEFAULT_METHOD_NAME
 from gnn_codegen.generated import GenerateOptions
 from gnn_codegen.pipeline import VERSION, generate_all
+from gnn_codegen.runtime_module import check_name, existing_matches, runtime_module_source
+from gnn_codegen.runtime_section import banner_hash
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,6 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="with --explain: print the plan as JSON (schema in gnn_codegen/explain.py)")
     parser.add_argument("--dot", metavar="FILE", help="with --explain: write the traced graph coloured by stage as Graphviz DOT (and SVG/PNG beside it when `dot` is installed)")
     parser.add_argument("--nodes", type=int, default=DEFAULT_NODES, metavar="N", help=f"with --explain: node count for the byte totals (default {DEFAULT_NODES:,})")
+    parser.add_argument("--runtime-module", metavar="NAME",
+                        help="write the runtime once, as its own module NAME.py beside the output (reused where an "
+                        "identical one is there; another version's is refused, never overwritten), and import it; "
+                        "by default each module holds its runtime. NAME.py is the one file written besides -o")
     parser.add_argument("--version", action="version", version=f"gnn-codegen {VERSION}")
     return parser
 
@@ -161,6 +167,7 @@ def _run(args: argparse.Namespace, stdout: TextIO) -> int:
         metagraph=args.metagraph,
         forward_args=args.forward_args,
         blocks=args.blocks,
+        runtime_module=args.runtime_module,
     )
     if args.output not in (None, "-") and ":" in args.target:
         model_file = Path(args.target.rpartition(":")[0])
@@ -214,6 +221,14 @@ def _run(args: argparse.Namespace, stdout: TextIO) -> int:
     if args.output == "-":
         stdout.write(generated.source)
     else:
+        if generated.runtime_module is not None:
+            path = _runtime_path(args)
+            if not existing_matches(path, generated.runtime_module[1]):
+                write_atomically(path, generated.runtime_module[1], "--runtime-module")
+                print(f"wrote {path}", file=sys.stderr)
+            else:
+                print(f"reused {path}: the same runtime (sha256 {banner_hash(generated.runtime_module[1])})",
+                      file=sys.stderr)
         write_atomically(Path(args.output), generated.source, "-o")
         print(f"wrote {args.output}", file=sys.stderr)
     return 0
@@ -238,6 +253,15 @@ def _check_options(args: argparse.Namespace) -> None:
         check_output_path("-o", Path(args.output))
     if args.dot:
         check_output_path("--dot", Path(args.dot))
+    if args.runtime_module is not None:
+        check_name(args.runtime_module, args.output)
+        # before any work: NAME.py there is this version's runtime or absent
+        existing_matches(_runtime_path(args), runtime_module_source(VERSION))
+
+
+def _runtime_path(args: argparse.Namespace) -> Path:
+    """--runtime-module NAME: NAME.py in the output's folder."""
+    return Path(args.output).parent / f"{args.runtime_module}.py"
 
 
 def _explain(generated, args: argparse.Namespace, stdout: TextIO) -> None:

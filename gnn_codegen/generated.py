@@ -39,6 +39,8 @@ class GenerateOptions:
     # how many blocks a blocks-style forward is called with in training (--blocks), where its
     # depth is that count rather than fixed by its layers (block_count.py)
     blocks: int | None = None
+    # --runtime-module NAME: the runtime in NAME.py beside the output, imported (runtime_module.py)
+    runtime_module: str | None = None
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,8 @@ class Generated:
     feat_dims: tuple[tuple[str, tuple[int, ...]], ...] = ()
     # a heterogeneous model's stages as the generated code runs them (HeteroRenderer.layout)
     hetero_layout: tuple[Any, ...] = ()
+    # --runtime-module: (NAME, the text of NAME.py) that the module imports
+    runtime_module: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)

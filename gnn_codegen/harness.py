@@ -83,8 +83,11 @@ def _type_counts(generated: Generated) -> tuple[int, int]:
     return counts["ndata"], counts["edata"]
 
 
-def import_source(source: str, model_dir: Path, name: str = "generated_inference") -> ModuleType:
-    """Import generated source as a module (its folder beside the model's, for local imports)."""
+def import_source(source: str, model_dir: Path, name: str = "generated_inference",
+                  runtime: tuple[str, str] | None = None) -> ModuleType:
+    """Import generated source as a module (its folder beside the model's, for local imports).
+    runtime: (NAME, text) of the runtime module it imports (--runtime-module), written beside
+    it and imported afresh, as the user's import will (never a NAME.py found elsewhere)."""
     with tempfile.TemporaryDirectory(prefix="gnn_codegen_check_") as folder:
         path = Path(folder) / f"{name}.py"
         path.write_text(source)
@@ -92,11 +95,21 @@ def import_source(source: str, model_dir: Path, name: str = "generated_inference
         spec = importlib.util.spec_from_file_location(module_name, path)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
-        sys.path.insert(0, str(model_dir.resolve()))
+        folders = [str(model_dir.resolve())]
+        if runtime is not None:
+            (Path(folder) / f"{runtime[0]}.py").write_text(runtime[1])
+            folders.insert(0, folder)
+        before = sys.modules.pop(runtime[0], None) if runtime is not None else None
+        sys.path[:0] = folders
         try:
             spec.loader.exec_module(module)
         finally:
-            sys.path.remove(str(model_dir.resolve()))
+            for entry in folders:
+                sys.path.remove(entry)
+            if runtime is not None:  # each import its own runtime module, as in a new process
+                sys.modules.pop(runtime[0], None)
+                if before is not None:
+                    sys.modules[runtime[0]] = before
     return module
 
 

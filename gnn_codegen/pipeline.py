@@ -42,6 +42,8 @@ from gnn_codegen.render_assumptions import decision_notes
 from gnn_codegen.row_axis import take_row_axes
 from gnn_codegen.row_ranges import refuse_other_rows, take_row_ranges
 from gnn_codegen.simplify import simplify
+from gnn_codegen.runtime_module import runtime_hash, runtime_module_of
+from gnn_codegen.runtime_section import stamp
 from gnn_codegen.splice import ends_with_helpers, splice
 from gnn_codegen.trace import Traced, trace
 from gnn_codegen.verify import verify
@@ -92,6 +94,8 @@ def regenerate_command(target: str, options: GenerateOptions) -> str:
         parts += ["--forward-args", json.dumps(json.loads(options.forward_args), separators=(", ", ": "))]
     if options.blocks is not None:
         parts += ["--blocks", str(options.blocks)]
+    if options.runtime_module is not None:
+        parts += ["--runtime-module", options.runtime_module]
     return shlex.join(parts)
 
 
@@ -121,8 +125,15 @@ def _generate_all(target: str, options: GenerateOptions) -> Generated:
                 "--blocks gives the number of blocks of a homogeneous model's forward; for a model with "
                 "HeteroGraphConv the count is its HeteroGraphConv layers'. Leave --blocks out."
             )
+        if options.runtime_module is not None:
+            raise OptionsError(
+                f"--runtime-module {options.runtime_module}: a model with HeteroGraphConv carries the "
+                "heterogeneous runtime, which has no module of its own yet. Leave --runtime-module out: the "
+                "module then holds its runtime."
+            )
         header = {"version": VERSION, "target": target, "command": regenerate_command(target, options),
-                  "verified": options.verify, "method": options.method_name}
+                  "verified": options.verify, "method": options.method_name, "runtime_module": None,
+                  "runtime_hash": None}
         return generate_hetero(loaded, options, feat_dims, header, warnings)
     if options.forward_args is not None:
         raise OptionsError(
@@ -158,14 +169,16 @@ def _generate_all(target: str, options: GenerateOptions) -> Generated:
         )
     module_names = {n for n in namespace if not n.startswith("__")}
     header = {"version": VERSION, "target": target, "command": regenerate_command(target, options),
-              "verified": options.verify, "method": options.method_name}
+              "verified": options.verify, "method": options.method_name,
+              "runtime_module": options.runtime_module, "runtime_hash": runtime_hash(VERSION) if options.runtime_module else None}
     rendered = render(program, attrs, plan, module_names, header)
     source = splice(loaded.source, loaded.class_name, rendered.method, rendered.helpers, rendered.header,
-                    options.method_name)
-    formatted = format_source(source, rendered.helpers if rendered.helpers_formatted
-                              and ends_with_helpers(source, rendered.helpers) else "")
+                    options.method_name, rendered.imports)
+    formatted = stamp(format_source(source, rendered.helpers if rendered.helpers_formatted
+                                    and ends_with_helpers(source, rendered.helpers) else ""))
     generated = Generated(formatted, loaded, program, attrs, plan, warnings, target, rendered.buffers,
-                          rendered.origins, method_name=options.method_name)
+                          rendered.origins, method_name=options.method_name,
+                          runtime_module=runtime_module_of(options.runtime_module, VERSION))
     generated = replace(generated, notes=_stand_in_notes(loaded) + _decision_notes(program) + proof_notes
                         + decision_notes(program.static_decisions) + _width_notes(generated)
                         + as_graph_notes(program) + held_parameters_note(loaded.model))

@@ -11,7 +11,6 @@ import json
 import textwrap
 from collections import Counter
 from dataclasses import dataclass, replace
-from types import SimpleNamespace
 from typing import Any
 
 from gnn_codegen.attributes import Attributes
@@ -38,12 +37,14 @@ from gnn_codegen.node_reductions import node_reduction, pass_expression
 from gnn_codegen.plan import Plan, Stage, inline_ops
 from gnn_codegen.render_assumptions import entry_checks
 from gnn_codegen.row_axis import RowAxis
-from gnn_codegen.row_ranges import RowRange, range_docstring, row_ranges, spelled_result
+from gnn_codegen.row_ranges import RowRange, range_docstring, spelled_result
 from gnn_codegen.row_ranges import entry_checks as row_range_checks
 from gnn_codegen.squeezed_rows import homogeneous_checks as squeeze_checks
 from gnn_codegen.render_code import comment
 from gnn_codegen.render_layer import LayerFunction, LayerWriter
 from gnn_codegen import render_type_offsets as by_type
+from gnn_codegen.runtime_module import import_line
+from gnn_codegen.runtime_section import model_helpers, runtime_helpers
 from gnn_codegen.templating import render_template
 from gnn_codegen.write_out import SECTIONS, sections_needed
 
@@ -63,6 +64,7 @@ class Rendered:
     # the helpers are black-formatted as rendered: the templates are written so for their
     # default names (tests/test_goldens.py), and formatting them again took a tenth of the command
     helpers_formatted: bool = False
+    imports: tuple[str, ...] = ()  # the runtime's, from --runtime-module's module (runtime_module.py)
 
 
 # a block's IDs (graph_data.BLOCK_NODE_IDS): what counts them in g, and how forward reads them
@@ -708,33 +710,21 @@ class Renderer:
         return (self.runtime == RUNTIME and self.dist_runtime == DIST_RUNTIME and self.block_as_graph == BLOCK_AS_GRAPH
                 and all(name == f"_{section}" for section, name in self.helper_names.items()))
 
-    def helpers(self) -> str:
-        reduces: set[str] = set()
-        for stage in self.plan.stages:
-            for name, _ in stage.reductions:
-                reduction = node_reduction(self.program.op(name), lambda n: self.attrs[n].rows)
-                if reduction is not None:
-                    reduces.add(reduction.runtime_method)
-        if "var_nodes" in reduces:  # its mean is a sum
-            reduces.add("sum_nodes")
+    def helpers(self, version: str, runtime_module: str | None = None) -> str:
         block_as_graph = self.block_as_graph if self.uses_block_as_graph else ""
-        return render_helpers(self.runtime, self.sections, self.helper_names, frozenset(reduces), block_as_graph,
-                              self.dist_runtime, bool(row_ranges(self.program.output)))
+        if runtime_module:  # the runtime is imported: the module's own helpers alone
+            return model_helpers(self.sections, self.helper_names, block_as_graph)
+        return render_helpers(self.runtime, self.sections, self.helper_names, version, block_as_graph,
+                              self.dist_runtime)
 
 
-def render_helpers(runtime: str, sections: set[str], names: dict[str, str],
-                   reduces: frozenset[str] = frozenset(), block_as_graph: str = "",
-                   dist_runtime: str = DIST_RUNTIME, ranges: bool = False) -> str:
-    """The runtime class and the written-out convolutions' sections, after the banner.
-    reduces: the runtime's methods that reduce over all nodes that the code calls
-    (`sum_nodes`, node_reductions.py). block_as_graph: the name of the runtime's function that
-    gives a block as a graph over its sources, where the code calls it (block_as_graph.py)."""
-    # one line break between the two: each convolution's section starts with its blank lines
-    runtime_source = render_template("batches.py.j2", runtime=runtime, reduces=reduces,
-                                     block_as_graph=block_as_graph, dist_runtime=dist_runtime,
-                                     ranges=ranges).rstrip("\n")
-    convs = render_template("convs.py.j2", used=sections, names=SimpleNamespace(**names)) if sections else ""
-    return render_template("helpers.py.j2", runtime=runtime_source, convs=convs)
+def render_helpers(runtime: str, sections: set[str], names: dict[str, str], version: str,
+                   block_as_graph: str = "", dist_runtime: str = DIST_RUNTIME) -> str:
+    """What the module adds after the class: the helpers its layers call (the written-out
+    convolutions' sections, `block_as_graph` where the code calls it: block_as_graph.py), then
+    the runtime under its banner (runtime_section.py), one text in every module."""
+    return runtime_helpers(model_helpers(sections, names, block_as_graph), version, runtime,
+                           render_template("batches.py.j2", runtime=runtime, dist_runtime=dist_runtime))
 
 
 def _spell_key(view: str, key: str) -> str:
@@ -783,10 +773,11 @@ def render(program: Program, attrs: Attributes, plan: Plan, module_names: set[st
     _check_no_capture(method, r.reserved)
     return Rendered(
         header=render_template("header.py.j2", **header),
-        helpers=r.helpers(),
+        helpers=r.helpers(header["version"], header.get("runtime_module")),
         method=method,
         buffers=tuple(r.buffer.items()),
         origins=tuple(r.origins),
         helpers_formatted=r.default_helper_names(),
+        imports=(import_line(header["runtime_module"], r.runtime),) if header.get("runtime_module") else (),
     )
 

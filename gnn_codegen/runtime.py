@@ -7,15 +7,18 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from gnn_codegen.node_reductions import RUNTIME_METHODS
 from gnn_codegen.templating import exec_template
 
 
 @lru_cache(maxsize=1)
 def _runtime() -> dict[str, Any]:
-    reduces = frozenset(RUNTIME_METHODS.values())
-    return exec_template("batches.py.j2", __name__, runtime="FullNeighbourBatches", reduces=reduces,
-                         block_as_graph="block_as_graph", dist_runtime="DistributedBatches", ranges=True)
+    return exec_template("batches.py.j2", __name__, runtime="FullNeighbourBatches",
+                         dist_runtime="DistributedBatches")
+
+
+@lru_cache(maxsize=1)
+def _block_as_graph() -> dict[str, Any]:
+    return exec_template("block_as_graph.py.j2", __name__, block_as_graph="block_as_graph")
 
 
 def runtime_class() -> Any:
@@ -23,5 +26,5 @@ def runtime_class() -> Any:
 
 
 def block_as_graph(block: Any) -> Any:
-    """The runtime's `_block_as_graph` (block_as_graph.py): a block as a graph over its sources."""
-    return _runtime()["block_as_graph"](block)
+    """The generated `_block_as_graph` (block_as_graph.py): a block as a graph over its sources."""
+    return _block_as_graph()["block_as_graph"](block)

@@ -13,7 +13,8 @@ import libcst as cst
 
 from gnn_codegen.errors import internal
 from gnn_codegen.names import NameAllocator
-from gnn_codegen.runtime_imports import RUNTIME_MODULES, STANDARD_LIBRARY
+from gnn_codegen.import_order import insert_sorted
+from gnn_codegen.runtime_imports import RUNTIME_MODULES
 
 
 @dataclass(frozen=True)
@@ -215,7 +216,7 @@ def _moved_import(node: cst.CSTNode) -> cst.CSTNode:
 
 
 def splice(source: str, class_name: str, method: str, helpers: str, header: str,
-           method_name: str = "inference") -> str:
+           method_name: str = "inference", imports: tuple[str, ...] = ()) -> str:
     module = cst.parse_module(source)
     trees = _statement_trees(module, source)
     items = [c for c in (_classify(s, trees[id(s)]) for s in module.body) if c is not None]
@@ -287,16 +288,16 @@ def splice(source: str, class_name: str, method: str, helpers: str, header: str,
             node, seen_class = cls, True
             early -= imported
         body.append(node)
-    # the standard library's first, in a group of their own (as isort would place them), the
-    # others after the user's imports
-    standard = [cst.parse_statement(line) for line in missing if line.split()[1] in STANDARD_LIBRARY]
-    extra = [cst.parse_statement(line) for line in missing if line.split()[1] not in STANDARD_LIBRARY]
-    if standard and body:
-        first = body[0]
-        spaced = any(line.comment is None for line in getattr(first, "leading_lines", ()))
-        if isinstance(first, (cst.SimpleStatementLine, cst.BaseCompoundStatement)) and not spaced:
-            body[0] = first.with_changes(leading_lines=[cst.EmptyLine(), *first.leading_lines])
-    body = futures + standard + body[:insert_at] + hoisted + extra + body[insert_at:]
+    # where isort would put them among the user's imports above the class (import_order.py)
+    head = body[:insert_at]
+    for line in (*missing, *imports):
+        head = insert_sorted(head, line)
+    rest = body[insert_at:]
+    if (missing or imports) and rest and not hoisted and not getattr(rest[0], "leading_lines", True):
+        rest[0] = rest[0].with_changes(leading_lines=[cst.EmptyLine()])  # a blank line after the imports
+    body = futures + head + hoisted + rest
+    if body and all(line.comment is None for line in getattr(body[0], "leading_lines", [None])):
+        body[0] = body[0].with_changes(leading_lines=[])  # one blank line after the header, as ever
     # the runtime helpers after everything else, as written (they are ours): a reader meets the
     # model and its inference first; the method calls them only when it runs
     code = header + "\n" + cst.Module(body=body).code

@@ -207,7 +207,7 @@ REPORT = (
 def instantiate(generated: Generated, reference: torch.nn.Module, name: str,
                  gather: bool) -> tuple[torch.nn.Module, ModuleType]:
     try:
-        module = import_source(generated.source, generated.loaded.path.parent, name)
+        module = import_source(generated.source, generated.loaded.path.parent, name, generated.runtime_module)
         if gather:
             gather_sources_always(module)
         return generated_model(generated, module, reference), module

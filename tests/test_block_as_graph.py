@@ -175,10 +175,11 @@ def test_the_runtime_lists_a_blocks_destinations_first() -> None:
 def test_the_runtime_with_block_as_graph_renders_black_formatted() -> None:
     from gnn_codegen.render import BLOCK_AS_GRAPH, RUNTIME, render_helpers
 
-    helpers = render_helpers(RUNTIME, set(), {}, frozenset(), BLOCK_AS_GRAPH).strip("\n") + "\n"
+    helpers = render_helpers(RUNTIME, set(), {}, "0", BLOCK_AS_GRAPH).strip("\n") + "\n"
     assert black.format_str(helpers, mode=black.Mode()) == helpers
-    assert "def _block_as_graph(block):" in helpers
-    assert "_block_as_graph" not in render_helpers(RUNTIME, set(), {}, frozenset())
+    # a helper of the module, above the runtime's banner; none where no layer calls it
+    assert "def _block_as_graph(block):" in helpers.split("# --- gnn-codegen runtime")[0]
+    assert "_block_as_graph" not in render_helpers(RUNTIME, set(), {}, "0")
 
 
 def test_an_input_forward_never_reads_is_not_checked(monkeypatch: pytest.MonkeyPatch) -> None:

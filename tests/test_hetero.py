@@ -126,7 +126,7 @@ def test_graph_conv_norm_reads_full_graph_out_degrees() -> None:
     case = next(c for c in HETERO_CASES if c.name == "rgcn_hetero")
     generated = generate_case(case)
     # each relation's source rows scaled once per node by its full-graph out-degrees
-    assert "inputs_src=batches.map_sources(self.conv1,inputs,into=(ntype,),out_degrees=out_degrees" in "".join(
+    assert "inputs_src=batches.map_sources(self.conv1,inputs,work=_relation_source,into=(ntype,),out_degrees=out_degrees" in "".join(
         generated.source.split())
     schema = parse_metagraph(case.options.metagraph)
     counts = {t: 50 + 9 * i for i, t in enumerate(schema.ntypes)}

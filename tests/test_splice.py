@@ -57,10 +57,10 @@ def test_keeps_what_the_class_needs_and_drops_the_rest() -> None:
         # header
 
         from __future__ import annotations
+        import dgl
         import torch
         import torch.nn as nn
         from mylib import helper_fn
-        import dgl
 
         HIDDEN = 16
 
@@ -140,9 +140,9 @@ def test_imports_below_the_class_move_above_it() -> None:
 
         from __future__ import annotations
 
+        import dgl
         import torch.nn as nn
         import torch
-        import dgl
 
 
         class Model(nn.Module):
@@ -255,3 +255,41 @@ def test_statements_that_do_work_stay_out_though_the_class_spells_their_names() 
         def _helper(g):
             return dgl.NID
     ''')
+
+
+def test_the_imports_it_adds_go_where_isort_puts_them() -> None:
+    """numpy (the runtime's .npy files) between dgl and torch, a module of the standard library
+    into the user's standard-library section, and one section of their own where there is none
+    (issue 37: `import numpy` sat after torch)."""
+    helpers = "def _helper(g):\n    return numpy.prod(os.sep, time.time(), dgl.NID)\n"
+    before = dedent('''\
+        import math
+
+        import dgl.nn as dglnn
+        import torch.nn as nn
+        import torch.nn.functional as F
+        from dgl.nn import GraphConv
+
+
+        class Model(nn.Module):
+            def forward(self, g, x):
+                return F.relu(GraphConv(2, 2)(g, x) * math.pi + dglnn.SAGEConv)
+    ''')
+    after = splice(before, "Model", RUNNABLE, helpers, HEADER)
+    assert after.split("\n\nclass")[0] == dedent('''\
+        # header
+
+        import math
+        import os
+        import time
+
+        import dgl
+        import dgl.nn as dglnn
+        import numpy
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        from dgl.nn import GraphConv
+    ''')
+    without = splice(before.replace("import math\n\n", "").replace(" * math.pi", ""), "Model", RUNNABLE, helpers, HEADER)
+    assert without.split("\n\nclass")[0].startswith("# header\n\nimport os\nimport time\n\nimport dgl\n")

@@ -14,10 +14,10 @@ import weakref
 
 import dgl
 import dgl.nn as dglnn
+import numpy
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import numpy
 
 
 class MixedNormGCN(nn.Module):
@@ -135,7 +135,70 @@ class MixedNormGCN(nn.Module):
         return batches.result(h, nodes=nodes)
 
 
-# --- gnn-codegen runtime: the batch loop, and DGL's layers written out -----------------------
+def _graph_conv_source(conv, feat, out_degrees, weighted, in_place=False):
+    """GraphConv's work on each source row, once per node: the norm by the full graph's
+    out-degrees (norm "both" or "left"), then, when `weighted`, the weight (DGL does that first
+    when the layer narrows). in_place: feat is the caller's own new tensor, scaled where it
+    is (on a CPU a new batch-sized tensor costs more to touch than the product)."""
+    if conv._norm in ("both", "left"):
+        if out_degrees is None:
+            raise ValueError(
+                "GraphConv's norm changed since inference was generated: regenerate it"
+            )
+        degrees = out_degrees.to(feat).clamp(min=1)
+        norm = degrees.pow(-0.5) if conv._norm == "both" else 1.0 / degrees
+        norm = norm.view(-1, *(1,) * (feat.dim() - 1))
+        feat = feat.mul_(norm) if in_place else feat * norm
+    if weighted and conv.weight is not None:
+        feat = feat @ conv.weight
+    return feat
+
+
+def _graph_conv_aggregate(conv, block, feat_src, weighted, edge_weight=None):
+    """The rest of GraphConv.forward on a block, given _graph_conv_source's rows:
+    the sum over in-edges, the weight (unless applied per node), the norm by in-degree (norm
+    "both" or "right"), bias and activation, in place on the sum's new tensor."""
+    _check_in_degrees(conv, block)
+    if edge_weight is None:
+        rst = dgl.ops.copy_u_sum(block, feat_src)
+    else:
+        rst = dgl.ops.u_mul_e_sum(block, feat_src, edge_weight)
+    if not weighted and conv.weight is not None:
+        rst = rst @ conv.weight
+    if conv._norm in ("both", "right"):
+        degrees = block.in_degrees().to(rst).clamp(min=1)
+        norm = degrees.pow(-0.5) if conv._norm == "both" else 1.0 / degrees
+        rst *= norm.view(-1, 1)
+    if conv.bias is not None:
+        rst += conv.bias
+    if conv._activation is not None:
+        rst = conv._activation(rst)
+    return rst
+
+
+def _check_in_degrees(conv, block):
+    """The check of DGL's forward for a layer built with allow_zero_in_degree=False."""
+    if not conv._allow_zero_in_degree and (block.in_degrees() == 0).any():
+        raise dgl.DGLError(
+            f"There are 0-in-degree nodes in the graph, which {type(conv).__name__} refuses "
+            "(allow_zero_in_degree=False): add self-loops (g = dgl.add_self_loop(g))."
+        )
+
+
+# --- gnn-codegen runtime 0.1.0, sha256 c59ff69a5b8e -------------------------------------------
+# Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
+# that inference hands each layer's function to, and what it uses. It is identical in every
+# module of this version and variant, and holds no model-specific code (the model's helpers are
+# above the banner); the sha256 is of the text below the banner's last line, for anyone to
+# recompute. What it guarantees is in _FullNeighbourBatches's docstring. Tested by:
+#   tests/test_goldens.py::test_runtime_section_is_hashed_and_identical
+#   tests/test_equivalence.py (batch sizes, rows in place or gathered)
+#   tests/test_subset_and_storage.py (nodes=, storage=, memory)
+#   tests/test_threads.py
+#   tests/test_distributed.py
+#   tests/test_simulated_device.py
+#   tests/cuda/check.py (streams, on a GPU)
+# ----------------------------------------------------------------------------------------------
 
 
 class _FullNeighbourBatches:
@@ -151,6 +214,32 @@ class _FullNeighbourBatches:
     batch_size="auto": per layer, the most nodes whose rows fit in max_memory bytes there.
     storage: a directory where the results are kept in .npy files (memory-mapped), not in
     memory; source rows are then gathered in node-ID order unless the page cache holds them.
+
+    What it guarantees (and the tests that show it):
+    - Each destination node's row is computed from all its in-edges, in g's order, whichever
+      batch it falls in: results equal forward's, to float tolerance, for every batch_size
+      (1, 7, 64, N, N + 50, "auto"), with source rows read in place or gathered
+      (test_equivalence.py::test_inference_equals_full_graph_forward, with "in place" and
+      "gathered"; test_differential.py for random models), with the next batch prepared on a
+      side stream on a GPU (tests/cuda/check.py, run by hand on a GPU: not in CI). Not
+      bitwise: a matmul over a batch of another size may round otherwise.
+    - nodes=: only the rows of those nodes are computed and written; the other rows of a
+      result are left as allocated (test_subset_and_storage.py::
+      test_nodes_gives_forwards_rows_of_those_nodes,
+      test_layers_compute_only_the_nodes_the_next_layers_read). Its inputs are never written
+      (test_storage_keeps_results_in_files_and_never_writes_its_inputs).
+    - A layer function (map's `layer`) must be row-wise over destination nodes: its row i
+      reads destination i's rows and its in-edges alone, as one layer of forward on a block
+      does; it returns tensors with a row per destination node (or per edge, at per_edge)
+      and keeps no reference to a batch's tensors once it returns (test_equivalence.py::
+      test_a_deleted_tensor_is_freed checks that no view outlives a `del`).
+    - Memory: on `device`, one batch's block and rows, and the rows a layer reads in place
+      where they fit in half its free memory; on the host, each result for every node (in
+      files with storage=, where the process holds about a batch's rows:
+      test_subset_and_storage.py::test_out_of_core_memory_is_bounded_by_a_batch_not_by_the_graph),
+      and a cache, per range of nodes a batch covered, of its source nodes and its in-edges'
+      positions, for the next layers: at most N + 2E indices per batch size used (g's in-edge
+      index again), on g's device, until inference returns; none with storage=.
     """
 
     def __new__(cls, *args, **kwargs):
@@ -343,6 +432,45 @@ class _FullNeighbourBatches:
             lambda block, *rows: fn(*rows), dst=tensors, blocks=False, nodes=nodes
         )
 
+    def sum_nodes(self, tensor):
+        """tensor.sum(0) of a tensor with a row per node, on `device`: summed over ranges of
+        nodes (a reduction over all nodes that forward reads in a later layer)."""
+        return self._fold_nodes(tensor, torch.sum, torch.add)
+
+    def max_nodes(self, tensor):
+        """tensor.amax(0) of a tensor with a row per node, on `device`, over ranges of nodes."""
+        return self._fold_nodes(tensor, torch.amax, torch.maximum)
+
+    def min_nodes(self, tensor):
+        """tensor.amin(0) of a tensor with a row per node, on `device`, over ranges of nodes."""
+        return self._fold_nodes(tensor, torch.amin, torch.minimum)
+
+    def var_nodes(self, tensor, correction, every=False):
+        """tensor.var(0, correction=correction) (every: of all its elements) of a tensor with
+        a row per node, on `device`: a pass over ranges of nodes for the mean, and one for the
+        squared deviations from it, as torch computes it from the whole tensor."""
+        if self.device.type == "cpu" and tensor.device == self.device:
+            return tensor.var(None if every else 0, correction=correction)
+        count = tensor.numel() if every else len(tensor)
+        mean = self.sum_nodes(tensor)
+        mean = mean.sum() / count if every else mean / count
+        squares = self._fold_nodes(
+            tensor, lambda rows, dim: (rows - mean).square().sum(dim), torch.add
+        )
+        return (squares.sum() if every else squares) / max(count - correction, 0)
+
+    def _fold_nodes(self, tensor, reduce, combine):
+        """reduce(rows, 0) of all rows of a tensor with a row per node, on `device`, combined
+        over ranges of nodes; at once where the tensor is on `device` and that is the host.
+        """
+        if self.device.type == "cpu" and tensor.device == self.device:
+            return reduce(tensor, 0)
+        total = None
+        for _, _, (rows,) in self._prepared((), (tensor,), (), False, False, None):
+            part = reduce(rows, 0)
+            total = part if total is None else combine(total, part)
+        return total
+
     def result(self, tensor, nodes=None, name="result"):
         """A tensor inference returns, with a row per node (or per edge): its rows for `nodes`
         (in that order) where they are given; out of core, in the file storage/name.npy, left
@@ -377,6 +505,17 @@ class _FullNeighbourBatches:
         # a result returned earlier keeps its own file, and never changes
         os.replace(temp, path)
         return out
+
+    def result_rows(self, tensor, start, stop, nodes=None, name="result"):
+        """Rows start:stop of a tensor with a row per node, as forward returns
+        `h[start:stop]`; for nodes=..., the rows of those of them in that range, in the
+        order asked (node IDs of the graph, not positions in the range)."""
+        first, end, _ = slice(start, stop).indices(len(tensor))
+        end = max(end, first)
+        if nodes is not None:
+            nodes = nodes.to(tensor.device).long()
+            nodes = nodes[(nodes >= first) & (nodes < end)] - first
+        return self.result(tensor[first:end], nodes, name)
 
     def _empty(self, like, rows):
         shape = (rows, *like.shape[1:])
@@ -884,6 +1023,44 @@ class _DistributedBatches(_FullNeighbourBatches):
         order), pulled into every trainer."""
         return tensor if nodes is None else tensor[nodes]
 
+    def _fold_nodes(self, tensor, reduce, combine):
+        """reduce(rows, 0) of all rows of a tensor with a row per node: each trainer's of
+        its own rows, exchanged through a DistTensor (row r: trainer r's) and combined in
+        the order of the trainers, the same in every trainer."""
+        zeros = torch.zeros(
+            (1, *tensor.shape[1:]), dtype=tensor.dtype, device=self.device
+        )
+        like = reduce(zeros, 0)  # the result's shape and dtype
+        mine, step = self._own(None), self._batch_size((), (tensor,), ())
+        total = None
+        for start in range(0, len(mine), step):
+            part = reduce(self._rows(tensor, mine[start : start + step]), 0)
+            total = part if total is None else combine(total, part)
+        parts = self._empty(like.view(1, -1), self.num_nodes)
+        counts = self._empty(torch.zeros(1, dtype=torch.int64), self.num_nodes)
+        rank, trainers = self.g.rank(), dgl.distributed.role.get_num_trainers()
+        if total is not None:
+            parts[torch.tensor([rank])] = total.cpu().view(1, -1)
+        counts[torch.tensor([rank])] = torch.tensor([len(mine)])
+        self._flush()
+        ranks = torch.arange(trainers)
+        found = counts[ranks]
+        every = parts[ranks[found > 0]].to(self.device)
+        total = every[0]
+        for part in every[1:]:
+            total = combine(total, part)
+        del parts, counts  # freed in every trainer at once
+        return total.view(like.shape)
+
+    def var_nodes(self, tensor, correction, every=False):
+        count = len(tensor) * (int(numpy.prod(tensor.shape[1:])) if every else 1)
+        mean = self.sum_nodes(tensor)
+        mean = mean.sum() / count if every else mean / count
+        squares = self._fold_nodes(
+            tensor, lambda rows, dim: (rows - mean).square().sum(dim), torch.add
+        )
+        return (squares.sum() if every else squares) / max(count - correction, 0)
+
     def _own(self, nodes):
         """This trainer's nodes of `nodes` (sorted IDs; None: all): those of its partition,
         split among the partition's trainers as DGL does (a mask: DGL's example gives it
@@ -1069,53 +1246,3 @@ dgl.distributed.rpc.register_service(
     _DistributedBatches.Flush,
     _DistributedBatches.Flushed,
 )
-
-
-def _graph_conv_source(conv, feat, out_degrees, weighted, in_place=False):
-    """GraphConv's work on each source row, once per node: the norm by the full graph's
-    out-degrees (norm "both" or "left"), then, when `weighted`, the weight (DGL does that first
-    when the layer narrows). in_place: feat is the caller's own new tensor, scaled where it
-    is (on a CPU a new batch-sized tensor costs more to touch than the product)."""
-    if conv._norm in ("both", "left"):
-        if out_degrees is None:
-            raise ValueError(
-                "GraphConv's norm changed since inference was generated: regenerate it"
-            )
-        degrees = out_degrees.to(feat).clamp(min=1)
-        norm = degrees.pow(-0.5) if conv._norm == "both" else 1.0 / degrees
-        norm = norm.view(-1, *(1,) * (feat.dim() - 1))
-        feat = feat.mul_(norm) if in_place else feat * norm
-    if weighted and conv.weight is not None:
-        feat = feat @ conv.weight
-    return feat
-
-
-def _graph_conv_aggregate(conv, block, feat_src, weighted, edge_weight=None):
-    """The rest of GraphConv.forward on a block, given _graph_conv_source's rows:
-    the sum over in-edges, the weight (unless applied per node), the norm by in-degree (norm
-    "both" or "right"), bias and activation, in place on the sum's new tensor."""
-    _check_in_degrees(conv, block)
-    if edge_weight is None:
-        rst = dgl.ops.copy_u_sum(block, feat_src)
-    else:
-        rst = dgl.ops.u_mul_e_sum(block, feat_src, edge_weight)
-    if not weighted and conv.weight is not None:
-        rst = rst @ conv.weight
-    if conv._norm in ("both", "right"):
-        degrees = block.in_degrees().to(rst).clamp(min=1)
-        norm = degrees.pow(-0.5) if conv._norm == "both" else 1.0 / degrees
-        rst *= norm.view(-1, 1)
-    if conv.bias is not None:
-        rst += conv.bias
-    if conv._activation is not None:
-        rst = conv._activation(rst)
-    return rst
-
-
-def _check_in_degrees(conv, block):
-    """The check of DGL's forward for a layer built with allow_zero_in_degree=False."""
-    if not conv._allow_zero_in_degree and (block.in_degrees() == 0).any():
-        raise dgl.DGLError(
-            f"There are 0-in-degree nodes in the graph, which {type(conv).__name__} refuses "
-            "(allow_zero_in_degree=False): add self-loops (g = dgl.add_self_loop(g))."
-        )

@@ -12,12 +12,12 @@ import tempfile
 import time
 import weakref
 
+import dgl
 import dgl.function as fn
+import numpy
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import numpy
-import dgl
 
 
 class FiLMLayer(nn.Module):
@@ -172,7 +172,20 @@ class GNNFiLM(nn.Module):
         return batches.result(h3["protein"], nodes)
 
 
-# --- gnn-codegen runtime: the batch loop, and DGL's layers written out -----------------------
+# --- gnn-codegen runtime 0.1.0, sha256 f9ada38f5fc0 -------------------------------------------
+# Everything below this banner is gnn-codegen's runtime: _HeteroBatches, the batch loop that
+# inference hands each layer's function to, and what it uses. It is identical in every module of
+# this version and variant, and holds no model-specific code (the model's helpers are above the
+# banner); the sha256 is of the text below the banner's last line, for anyone to recompute. What
+# it guarantees is in _HeteroBatches's docstring. Tested by:
+#   tests/test_goldens.py::test_runtime_section_is_hashed_and_identical
+#   tests/test_equivalence.py (batch sizes, rows in place or gathered)
+#   tests/test_subset_and_storage.py (nodes=, storage=, memory)
+#   tests/test_threads.py
+#   tests/test_distributed.py
+#   tests/test_simulated_device.py
+#   tests/cuda/check.py (streams, on a GPU)
+# ----------------------------------------------------------------------------------------------
 
 
 class _HeteroBatches:
@@ -189,6 +202,20 @@ class _HeteroBatches:
     batch_size="auto": per layer and type, the most nodes whose rows fit in max_memory bytes.
     storage: a directory where the results are kept in .npy files (memory-mapped), not in
     memory; source rows are then gathered in node-ID order unless the page cache holds them.
+
+    What it guarantees (and the tests that show it): each destination node's row is computed
+    from all its in-edges of every relation, in g's order, whichever batch it falls in, so
+    results equal forward's, to float tolerance, for every batch_size, with rows read in
+    place, gathered, moved whole to the device or kept in files (test_hetero.py::
+    test_examples_equal_forward, test_models_equal_forward; test_hetero_differential.py).
+    nodes=: only the rows of those nodes are computed and written (test_hetero.py::
+    test_nodes_of_one_type, test_nodes_of_several_types); inputs are never written
+    (test_storage_keeps_results_in_files_and_never_writes_its_inputs). A layer function must
+    be row-wise over the batch's destination nodes and keep no reference to its tensors.
+    Memory: on `device`, one batch's block and rows (and a relation's rows read in place
+    where they fit in half its free memory); on the host, each result for every node of its
+    type, in files with storage= (test_hetero.py::
+    test_out_of_core_memory_is_bounded_by_a_batch_not_by_the_graph).
     """
 
     # the tensors a layer reads: DistTensors too on a DistGraph
@@ -443,6 +470,54 @@ class _HeteroBatches:
             outputs = self._write(outputs, results, ntype, batch)
             del block, sources, rows, results  # one batch's rows at a time
         return self._done(outputs)
+
+    def map_sources(
+        self,
+        conv,
+        inputs,
+        work,
+        into=None,
+        out_degrees=None,
+        nodes=None,
+        mod_kwargs=None,
+    ):
+        """Each relation's work on its source rows for a HeteroGraphConv (conv) on the
+        features `inputs`, once per node of its source type ({type: sorted IDs, or None for
+        all} in nodes, or all): {relation: work's tensors}, on the host, for the relations
+        into the types of `into` (or all). work(mod, rows, *out-degrees, weight=w): that
+        work, as the module's helper above the runtime does it. out_degrees: each relation's
+        in g, which GraphConv's norm reads. mod_kwargs: forward's weight for each relation's
+        GraphConv ({etype: {"weight": w}}), applied as its own. A GraphConv that does not
+        narrow only scales its source rows: its relation keeps the input's rows and their
+        norm, (feat, norm), applied per edge (a scaled copy of every source row took as much
+        memory again), or the input's rows alone where its norm reads no out-degrees."""
+        sources = {}
+        for rel in self.g.canonical_etypes:
+            stype, _, dtype = rel
+            featured = stype in inputs and dtype in inputs
+            if not featured or dtype not in (into or [dtype]):
+                continue  # as DGL: a relation from or into a type without features is out
+            mod = conv.mod_dict.get(rel, conv.mod_dict.get(rel[1]))
+            weight = (mod_kwargs or {}).get(rel[1], {}).get("weight")
+            if isinstance(mod, dgl.nn.GraphConv) and mod._in_feats <= mod._out_feats:
+                if mod._norm not in ("both", "left"):
+                    sources[rel] = inputs[stype]  # no work: the rows where they are
+                    continue
+                degrees = out_degrees[rel].to(inputs[stype].dtype).clamp(min=1)
+                norm = degrees.pow(-0.5) if mod._norm == "both" else 1.0 / degrees
+                sources[rel] = (inputs[stype], norm)
+                continue
+            degrees = [out_degrees[rel]] if out_degrees else []
+            sources[rel] = self.map_rows(
+                # (rows of feat, of the degrees if any, the type's name)
+                lambda feat, *rest, mod=mod, w=weight: work(
+                    mod, feat, *rest[:-1], weight=w
+                ),
+                stype,
+                [inputs[stype], *degrees],
+                None if nodes is None else nodes[stype],
+            )
+        return sources
 
     def map_rows(self, fn, ntype, rows=(), nodes=None):
         """fn(*the batch's rows of each tensor of rows, ntype) for every batch of ntype's

@@ -7,38 +7,55 @@ from dataclasses import replace
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+import dgl.nn as dglnn
+import torch
+
 from gnn_codegen.errors import FeatDimsError
 from gnn_codegen.format import format_source
 from gnn_codegen.hetero.plan import build_hetero_plan
-from gnn_codegen.hetero.render import DIST_RUNTIME, HETERO_CONV, HETERO_CONV_SOURCES, RUNTIME, HeteroRenderer
+from gnn_codegen.hetero.render import DIST_RUNTIME, HETERO_CONV, HETERO_CONV_SOURCES, RELATION_SOURCE, RUNTIME, HeteroRenderer
 from gnn_codegen.hetero.schema import Schema, model_schema
 from gnn_codegen.hetero.forward_defaults import trace_with_defaults
 from gnn_codegen.hetero.trace import parse_forward_args
 from gnn_codegen.load import LoadedModel
 from gnn_codegen.splice import ends_with_helpers, splice
 from gnn_codegen.templating import render_template
-from gnn_codegen.write_out import SECTIONS
+from gnn_codegen.runtime_section import model_helpers, runtime_helpers, stamp
+from gnn_codegen.write_out import SECTIONS, sections_needed
 
 if TYPE_CHECKING:
     from gnn_codegen.generated import Generated, GenerateOptions
 
-# the runtime's optional sections (HeteroRenderer.sections) -> the written-out convolutions'
-# parts they call (templates/convs.py.j2)
-HETERO_SECTIONS = {
-    "hetero_conv": ("graph_conv_source", "graph_conv_aggregate", "check_in_degrees"),
-    "relation_sources": ("graph_conv_source", "graph_conv_aggregate", "gat_conv_aggregate", "check_in_degrees"),
-}
+# the helpers a heterogeneous layer calls (HeteroRenderer.sections, templates/hetero_convs.py.j2)
+# -> the written-out convolutions' parts they call (templates/convs.py.j2), by the modules the
+# model's HeteroGraphConvs hold: a GATConv's parts only where one does
+HETERO_SECTIONS = {"hetero_conv": ("graph_conv_source", "graph_conv_aggregate"), "relation_sources": ()}
+_RELATION_PARTS = {"graph_conv": ("graph_conv_source", "graph_conv_aggregate"), "gat": ("gat_conv_aggregate",)}
 
 
-def render_hetero_helpers(sections: set[str] | frozenset[str]) -> str:
-    used = {*sections, *(part for s in sections for part in HETERO_SECTIONS[s])}
+def relation_kinds(model: torch.nn.Module) -> frozenset[str]:
+    """Which of GraphConv ("graph_conv") and GATConv ("gat") the model's HeteroGraphConvs hold."""
+    mods = [m for conv in model.modules() if isinstance(conv, dglnn.HeteroGraphConv) for m in conv.mods.values()]
+    return frozenset(kind for kind, cls in (("graph_conv", dglnn.GraphConv), ("gat", dglnn.GATConv))
+                     if any(isinstance(m, cls) for m in mods))
+
+
+def render_hetero_helpers(sections: set[str] | frozenset[str], version: str,
+                          kinds: frozenset[str] = frozenset({"graph_conv", "gat"})) -> str:
+    """The helpers the layers call (only those: no GATConv's parts for an RGCN), then the
+    runtime under its banner (runtime_section.py), one text in every heterogeneous module."""
+    parts = {part for s in sections for part in HETERO_SECTIONS[s]}
+    if "relation_sources" in sections:
+        parts |= {part for kind in kinds for part in _RELATION_PARTS[kind]}
+    used = {*sections, *sections_needed(parts)}
     # every section's name: a docstring of one names another
     names = SimpleNamespace(hetero_conv=HETERO_CONV, hetero_conv_sources=HETERO_CONV_SOURCES,
-                            relation_source="_relation_source", **{s: f"_{s}" for s in SECTIONS})
-    runtime = render_template("hetero_batches.py.j2", runtime=RUNTIME, dist_runtime=DIST_RUNTIME, used=used,
-                              names=names).rstrip("\n")
-    convs = render_template("convs.py.j2", used=used, names=names) if used else ""
-    return render_template("helpers.py.j2", runtime=runtime, convs=convs)
+                            relation_source=RELATION_SOURCE, **{s: f"_{s}" for s in SECTIONS})
+    layers = render_template("hetero_convs.py.j2", used=used, names=names, gat="gat" in kinds,
+                             graph_conv="graph_conv" in kinds) if sections else ""
+    helpers = "\n\n\n".join(p.strip("\n") for p in (layers, model_helpers(used, names)) if p.strip())
+    return runtime_helpers(helpers, version, RUNTIME, render_template("hetero_batches.py.j2", runtime=RUNTIME,
+                                                                   dist_runtime=DIST_RUNTIME))
 
 
 def feature_types(schema: Schema, feat_dims: dict[str, tuple[int, ...]]) -> tuple[str, ...]:
@@ -66,13 +83,13 @@ def generate_hetero(loaded: LoadedModel, options: GenerateOptions, feat_dims: di
     reserved = {n for n in namespace if not n.startswith("__")} | {"torch", "dgl"}
     renderer = HeteroRenderer(plan, namespace, reserved)
     method = renderer.method({**header, "relations": schema.relations})
-    helpers = render_hetero_helpers(renderer.sections)
+    helpers = render_hetero_helpers(renderer.sections, header["version"], relation_kinds(loaded.model))
     source = splice(loaded.source, loaded.class_name, method, helpers,
                     render_template("header.py.j2", **header), options.method_name)
     # the helpers are black's format as rendered (the goldens' black check covers both variants):
     # only the rest is formatted
     tail = helpers if ends_with_helpers(source, helpers) else ""
-    generated = Generated(format_source(source, tail), loaded, None, None, None, warnings, header["target"],  # type: ignore[arg-type]
+    generated = Generated(stamp(format_source(source, tail)), loaded, None, None, None, warnings, header["target"],  # type: ignore[arg-type]
                           method_name=options.method_name, hetero=plan, schema=schema,
                           feat_dims=tuple(feat_dims.items()), hetero_layout=tuple(renderer.layout))
     if not options.verify:

@@ -31,6 +31,7 @@ RUNTIME = "_HeteroBatches"
 DIST_RUNTIME = "_DistHeteroBatches"  # on a DistGraph (templates/dist_hetero_batches.py.j2)
 HETERO_CONV = "_hetero_conv"
 HETERO_CONV_SOURCES = "_hetero_conv_sources"
+RELATION_SOURCE = "_relation_source"  # a relation's work on its source rows (map_sources)
 
 _MOD_KWARGS = re.compile(r"mod_kwargs\s*=\s*([A-Za-z_]\w*)")
 _MOD_ARGS = re.compile(r"mod_args\s*=\s*([A-Za-z_]\w*)")
@@ -324,7 +325,7 @@ class HeteroRenderer(ExpressionWriter):
         if any(isinstance(m, dglnn.GraphConv) and m._in_feats > m._out_feats for m in mods):
             work.append(f"GraphConv's weight{' from mod_kwargs' if weights else ''}, first as it narrows")
         into_expr = "(ntype,)" if into is None else self.expr((into,), {})
-        arguments = [accessor(self.model, path), source, f"into={into_expr}"]
+        arguments = [accessor(self.model, path), source, f"work={RELATION_SOURCE}", f"into={into_expr}"]
         if _reads_full_degrees(module):
             arguments.append("out_degrees=out_degrees")
         if weights:

@@ -34,7 +34,8 @@ def render_hetero_helpers(sections: set[str] | frozenset[str]) -> str:
     used = {*sections, *(part for s in sections for part in HETERO_SECTIONS[s])}
     # every section's name: a docstring of one names another
     names = SimpleNamespace(hetero_conv=HETERO_CONV, hetero_conv_sources=HETERO_CONV_SOURCES,
-                            relation_source="_relation_source", **{s: f"_{s}" for s in SECTIONS})
+                            relation_source="_relation_source", relation_sum="_relation_sum",
+                            **{s: f"_{s}" for s in SECTIONS})
     runtime = render_template("hetero_batches.py.j2", runtime=RUNTIME, used=used, names=names).rstrip("\n")
     convs = render_template("convs.py.j2", used=used, names=names) if used else ""
     return render_template("helpers.py.j2", runtime=runtime, convs=convs)

@@ -1021,7 +1021,8 @@ def _rel_graph_conv(
         sums.index_add_(0, pair_of_edge, messages[order])
     if per_pair:
         rows = conv.linear_r(sums, pair // num_dst, sorted_by_type=True)
-        h = rows.new_zeros((num_dst, *rows.shape[1:])).index_add_(0, pair % num_dst, rows)
+        h = rows.new_zeros((num_dst, *rows.shape[1:]))
+        h.index_add_(0, pair % num_dst, rows)
     if conv.layer_norm:
         h = conv.layer_norm_weight(h)
     if conv.bias:

@@ -328,7 +328,10 @@ def _written_out(node: fx.Node, modules: dict[str, torch.nn.Module], traced: Tra
         mp = MessagePassing(cls, verified=False, helper=section, roles=roles)
         return Op(node.name, "mp", section, args, kwargs, location, mp, cls, where, helper=section)
     if section in MESSAGE_PASSING:
-        mp = MessagePassing(cls, sources_in_place=True, helper=section, roles=MESSAGE_PASSING[section])
+        # RelGraphConv's presorted=True: the check's edge types sorted, as forward's graph has them
+        presorted = dict(kwargs).get("presorted") is True
+        mp = MessagePassing(cls, sources_in_place=True, helper=section, roles=MESSAGE_PASSING[section],
+                            sorted_types=presorted)
         return Op(node.name, "mp", section, args, kwargs, location, mp, cls, where, helper=section)
     return Op(node.name, "function", section, args, kwargs, location, class_name=cls, accessor=where,
               helper=section)

@@ -39,7 +39,7 @@ ONCE_PER_NODE = ", once per node"
 # "edge" rows, None for a constant. Message-passing helpers take the graph second.
 SECTIONS = (
     "sage_conv_mean", "graph_conv_source", "graph_conv_aggregate", "gat_conv_source",
-    "gat_conv_aggregate", "attention_term", "attention_weighted_sum", "check_in_degrees",
+    "gat_conv_aggregate", "attention_term", "attention_weighted_sum", "check_in_degrees", "rel_graph_conv",
     # a user's module given the whole graph's out-degrees or data on a block (graph_fields.py)
     "with_graph_out_degrees", "with_graph_data",
     # not convolutions: an LSTM's and a GRU's step with its states rows first (rows_first.py)
@@ -50,6 +50,7 @@ MESSAGE_PASSING = {
     "graph_conv_aggregate": ("graph", "src", None, "edge"),
     "gat_conv_aggregate": ("graph", "src", "src", "dst", "dst", "edge"),
     "with_graph_out_degrees": ("graph", "src", "src"),
+    "rel_graph_conv": ("graph", "src", "dst"),  # etypes= and norm=: rows of edges
 }
 # helpers around a user's module, which probe.py proves exact on blocks as it does the module
 PROVEN_ON_BLOCKS = frozenset({"with_graph_out_degrees", "with_graph_data"})
@@ -103,10 +104,12 @@ def write_out(gm: fx.GraphModule, graph_arg: str, out_degrees_of_graph: frozense
         if node.op != "call_module":
             continue
         module = modules[str(node.target)]
-        recipe = {dglnn.GraphConv: _graph_conv, dglnn.SAGEConv: _sage_conv, dglnn.GATConv: _gat_conv}.get(type(module))
+        recipe = {dglnn.GraphConv: _graph_conv, dglnn.SAGEConv: _sage_conv, dglnn.GATConv: _gat_conv,
+                  dglnn.RelGraphConv: _rel_graph_conv}.get(type(module))
         if type(module) in out_degrees_of_graph:
             recipe = _with_graph_out_degrees
-        call = _Call.of(node, graphs) if recipe else None
+        # RelGraphConv's call has two more arguments: edge types and norm
+        call = _Call.of(node, graphs, 4 if recipe is _rel_graph_conv else 3) if recipe else None
         if recipe is None or call is None:
             continue
         before = set(graph.nodes)
@@ -131,7 +134,7 @@ class _Call:
         self.graph, self.src, self.dst, self.edge_weight, self.extra = graph, src, dst, edge_weight, extra
 
     @classmethod
-    def of(cls, node: fx.Node, graphs: set[fx.Node]) -> "_Call | None":
+    def of(cls, node: fx.Node, graphs: set[fx.Node], max_args: int = 3) -> "_Call | None":
         if len(node.args) < 2 or node.args[0] not in graphs:
             return None
         graph = node.args[0]
@@ -144,7 +147,7 @@ class _Call:
             return None
         kwargs = dict(node.kwargs)
         edge_weight = kwargs.pop("edge_weight", node.args[2] if len(node.args) > 2 else None)
-        if len(node.args) > 3:
+        if len(node.args) > max_args:
             return None
         return cls(graph, src, dst, edge_weight, kwargs)
 
@@ -237,3 +240,24 @@ def _gat_conv(graph: fx.Graph, node: fx.Node, module: torch.nn.Module, call: _Ca
         feat_dst = _named(graph.call_function(operator.getitem, (destination, 0)), "feat_dst", note)
     h_dst = call.dst if module.res_fc is not None else None
     return _helper(graph, "gat_conv_aggregate", conv, call.graph, feat, el, feat_dst, h_dst, **_edge_kwargs(call))
+
+
+def _rel_graph_conv(graph: fx.Graph, node: fx.Node, module: torch.nn.Module, call: _Call) -> fx.Node | None:
+    """`conv(g, feat, etypes, norm)` -> rel_graph_conv(conv, g, feat, feat, etypes, norm): the
+    relation weights applied per (destination, relation) sum, not per edge. Edge types given
+    as a tensor (forward's), not as a list of counts. presorted=True says how DGL may find its
+    segments on forward's graph (the helper sorts a block's itself): kept, so that the check
+    gives forward a graph sorted by type (lower.py)."""
+    args, kwargs = list(node.args), dict(node.kwargs)
+    presorted = kwargs.pop("presorted", False)
+    etypes = args[2] if len(args) > 2 else kwargs.pop("etypes", None)
+    norm = args[3] if len(args) > 3 else kwargs.pop("norm", None)
+    plain = isinstance(call.src, fx.Node) and call.dst is call.src and not kwargs and len(args) <= 4
+    if not plain or not isinstance(etypes, fx.Node) or not (norm is None or isinstance(norm, fx.Node)) \
+            or not isinstance(presorted, bool):
+        return None
+    # by keyword, as input_specs.py knows RelGraphConv's arguments (etypes: int64, norm: (E, 1))
+    edge_args = {"etypes": etypes} if norm is None else {"etypes": etypes, "norm": norm}
+    if presorted is True:  # kept to say so: forward's graph is sorted by type, so is the check's
+        edge_args["presorted"] = True
+    return _helper(graph, "rel_graph_conv", _module(graph, node), call.graph, call.src, call.src, **edge_args)

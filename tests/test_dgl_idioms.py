@@ -116,8 +116,8 @@ READS = {
     "KeptEdgesSAGE": ['keep = g.edata["keep"]', "kept = dgl.edge_subgraph(g, keep, relabel_nodes=False)",
                       "h1, feat1 = batches_subgraph.map(layer_1"],
     "EdgeTypesPickedInForward": ["sg = dgl.edge_subgraph(g, (etypes == 0) | (etypes == 2), relabel_nodes=False)"],
-    # a block's edges are not sorted by type
-    "SortedRelGraphConv": ["etype = g.edata[dgl.ETYPE]", "self.conv1(block, x, etype, presorted=False)"],
+    # written out (write_out.py): the weights per (relation, node) sum, which sorts by type itself
+    "SortedRelGraphConv": ["etype = g.edata[dgl.ETYPE]", "_rel_graph_conv(self.conv1, block, x, x_dst, etypes=etype, presorted=True)"],
     # node types per node: source rows beside the features; edge types per edge
     "HGTTypesAsArguments": ["batches.check_rows(nodes={\"x\": x, \"ntype\": ntype}, edges={\"etype\": etype})",
                             "return F.gelu(self.adapt(x, ntype))",

@@ -11,12 +11,12 @@ import tempfile
 import time
 import weakref
 
-import dgl
 import dgl.nn as dglnn
-import numpy
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+import numpy
+import dgl
 
 
 class RelGraphConvLayer(nn.Module):
@@ -200,7 +200,6 @@ class EntityClassify(nn.Module):
             h0_src = batches.map_sources(
                 self.layers[0].conv,
                 h0,
-                work=_relation_source,
                 into=(ntype,),
                 mod_kwargs=wdict,
                 nodes=needed[0],
@@ -232,7 +231,6 @@ class EntityClassify(nn.Module):
             h1_src = batches.map_sources(
                 self.layers[1].conv,
                 h1,
-                work=_relation_source,
                 into=(ntype,),
                 mod_kwargs=wdict_1,
                 nodes=needed[1],
@@ -260,7 +258,6 @@ class EntityClassify(nn.Module):
             h2_src = batches.map_sources(
                 self.layers[2].conv,
                 h2,
-                work=_relation_source,
                 into=(ntype,),
                 mod_kwargs=wdict_2,
                 nodes=needed[2],
@@ -273,133 +270,7 @@ class EntityClassify(nn.Module):
         return batches.result(h3, nodes)
 
 
-def _relation_source(mod, feat, out_degrees=None, weight=None):
-    """A HeteroGraphConv relation's work on each of its source rows, once per node, as its
-    module does it: for a
-    GraphConv that narrows (DGL then applies its weight first), the norm by the full graph's
-    out-degrees (norm "both" or "left") and the weight: its own, or `weight`, forward's
-    argument for it (mod_kwargs)."""
-    narrows = mod._in_feats > mod._out_feats
-    if weight is None:
-        return _graph_conv_source(mod, feat, out_degrees, narrows)
-    feat = _graph_conv_source(mod, feat, out_degrees, False)
-    return feat @ weight if narrows else feat
-
-
-def _hetero_conv_sources(conv, block, sources, feat_dst=None, mod_kwargs=None):
-    """HeteroGraphConv.forward on a block, given each relation's _relation_source
-    rows for the block's source nodes: per relation the rest of its module (the helpers
-    that follow), then DGL's aggregation across relations. mod_kwargs: forward's
-    weight for each relation's GraphConv, as map_sources was given it. The result
-    for the block's destination type."""
-    outputs, ntype = [], None
-    for rel in block.canonical_etypes:
-        ntype = rel[2]
-        if rel not in sources:
-            continue  # as DGL: a relation from or into a type without features is left out
-        mod = conv.mod_dict.get(rel, conv.mod_dict.get(rel[1]))
-        weight = (mod_kwargs or {}).get(rel[1], {}).get("weight")
-        if isinstance(sources[rel], tuple):  # (rows, norm): the norm applied per edge
-            feat, norm = sources[rel]
-            rst = _graph_conv_aggregate(
-                mod, block[rel], feat, False, source_norm=norm, weight=weight
-            )
-        else:  # weighted already where the layer narrows
-            narrows = mod._in_feats > mod._out_feats
-            rst = _graph_conv_aggregate(
-                mod, block[rel], sources[rel], narrows, weight=weight
-            )
-        outputs.append(rst)
-    return conv.agg_fn(outputs, ntype)
-
-
-def _graph_conv_source(conv, feat, out_degrees, weighted, in_place=False):
-    """GraphConv's work on each source row, once per node: the norm by the full graph's
-    out-degrees (norm "both" or "left"), then, when `weighted`, the weight (DGL does that first
-    when the layer narrows). in_place: feat is the caller's own new tensor, scaled where it
-    is (on a CPU a new batch-sized tensor costs more to touch than the product)."""
-    if conv._norm in ("both", "left"):
-        if out_degrees is None:
-            raise ValueError(
-                "GraphConv's norm changed since inference was generated: regenerate it"
-            )
-        degrees = out_degrees.to(feat).clamp(min=1)
-        norm = degrees.pow(-0.5) if conv._norm == "both" else 1.0 / degrees
-        norm = norm.view(-1, *(1,) * (feat.dim() - 1))
-        feat = feat.mul_(norm) if in_place else feat * norm
-    if weighted and conv.weight is not None:
-        feat = feat @ conv.weight
-    return feat
-
-
-def _graph_conv_aggregate(
-    conv, block, feat_src, weighted, edge_weight=None, source_norm=None, weight=None
-):
-    """The rest of GraphConv.forward on a block, given _graph_conv_source's rows:
-    the sum over in-edges, the weight (unless applied per node), the norm by in-degree (norm
-    "both" or "right"), bias and activation, in place on the sum's new tensor.
-    source_norm: the norm by out-degree of each source row, applied per edge (on a CPU as a
-    sparse CSR product: DGL 1.1's per-edge product there took 4x as long). weight: forward's
-    argument for a GraphConv without a weight of its own (in mod_kwargs)."""
-    _check_in_degrees(conv, block)
-    floats = feat_src.dtype in (torch.float32, torch.float64) and feat_src.dim() == 2
-    if source_norm is not None and feat_src.device.type == "cpu" and floats:
-        import warnings
-
-        indptr, indices, _ = block.adj_tensors("csc")
-        shape = (block.num_dst_nodes(), len(feat_src))
-        with warnings.catch_warnings():  # torch says once that sparse CSR is in beta
-            warnings.filterwarnings("ignore", "Sparse CSR tensor support", UserWarning)
-            weights = source_norm[indices].to(feat_src.dtype)
-            matrix = torch.sparse_csr_tensor(
-                indptr, indices, weights, shape, check_invariants=False
-            )
-            rst = matrix @ feat_src
-    elif source_norm is not None:
-        src, _ = block.edges()
-        weights = source_norm[src].view(-1, *(1,) * (feat_src.dim() - 1))
-        rst = dgl.ops.u_mul_e_sum(block, feat_src, weights)
-    elif edge_weight is None:
-        rst = dgl.ops.copy_u_sum(block, feat_src)
-    else:
-        rst = dgl.ops.u_mul_e_sum(block, feat_src, edge_weight)
-    weight = conv.weight if weight is None else weight
-    if not weighted and weight is not None:
-        rst = rst @ weight
-    if conv._norm in ("both", "right"):
-        degrees = block.in_degrees().to(rst).clamp(min=1)
-        norm = degrees.pow(-0.5) if conv._norm == "both" else 1.0 / degrees
-        rst *= norm.view(-1, 1)
-    if conv.bias is not None:
-        rst += conv.bias
-    if conv._activation is not None:
-        rst = conv._activation(rst)
-    return rst
-
-
-def _check_in_degrees(conv, block):
-    """The check of DGL's forward for a layer built with allow_zero_in_degree=False."""
-    if not conv._allow_zero_in_degree and (block.in_degrees() == 0).any():
-        raise dgl.DGLError(
-            f"There are 0-in-degree nodes in the graph, which {type(conv).__name__} refuses "
-            "(allow_zero_in_degree=False): add self-loops (g = dgl.add_self_loop(g))."
-        )
-
-
-# --- gnn-codegen runtime 0.1.0, sha256 f9ada38f5fc0 -------------------------------------------
-# Everything below this banner is gnn-codegen's runtime: _HeteroBatches, the batch loop that
-# inference hands each layer's function to, and what it uses. It is identical in every module of
-# this version and variant, and holds no model-specific code (the model's helpers are above the
-# banner); the sha256 is of the text below the banner's last line, for anyone to recompute. What
-# it guarantees is in _HeteroBatches's docstring. Tested by:
-#   tests/test_goldens.py::test_runtime_section_is_hashed_and_identical
-#   tests/test_equivalence.py (batch sizes, rows in place or gathered)
-#   tests/test_subset_and_storage.py (nodes=, storage=, memory)
-#   tests/test_threads.py
-#   tests/test_distributed.py
-#   tests/test_simulated_device.py
-#   tests/cuda/check.py (streams, on a GPU)
-# ----------------------------------------------------------------------------------------------
+# --- gnn-codegen runtime: the batch loop, and DGL's layers written out -----------------------
 
 
 class _HeteroBatches:
@@ -416,20 +287,6 @@ class _HeteroBatches:
     batch_size="auto": per layer and type, the most nodes whose rows fit in max_memory bytes.
     storage: a directory where the results are kept in .npy files (memory-mapped), not in
     memory; source rows are then gathered in node-ID order unless the page cache holds them.
-
-    What it guarantees (and the tests that show it): each destination node's row is computed
-    from all its in-edges of every relation, in g's order, whichever batch it falls in, so
-    results equal forward's, to float tolerance, for every batch_size, with rows read in
-    place, gathered, moved whole to the device or kept in files (test_hetero.py::
-    test_examples_equal_forward, test_models_equal_forward; test_hetero_differential.py).
-    nodes=: only the rows of those nodes are computed and written (test_hetero.py::
-    test_nodes_of_one_type, test_nodes_of_several_types); inputs are never written
-    (test_storage_keeps_results_in_files_and_never_writes_its_inputs). A layer function must
-    be row-wise over the batch's destination nodes and keep no reference to its tensors.
-    Memory: on `device`, one batch's block and rows (and a relation's rows read in place
-    where they fit in half its free memory); on the host, each result for every node of its
-    type, in files with storage= (test_hetero.py::
-    test_out_of_core_memory_is_bounded_by_a_batch_not_by_the_graph).
     """
 
     def __init__(
@@ -676,21 +533,13 @@ class _HeteroBatches:
         return self._done(outputs)
 
     def map_sources(
-        self,
-        conv,
-        inputs,
-        work,
-        into=None,
-        out_degrees=None,
-        nodes=None,
-        mod_kwargs=None,
+        self, conv, inputs, into=None, out_degrees=None, nodes=None, mod_kwargs=None
     ):
         """Each relation's work on its source rows for a HeteroGraphConv (conv) on the
         features `inputs`, once per node of its source type ({type: sorted IDs, or None for
-        all} in nodes, or all): {relation: work's tensors}, on the host, for the relations
-        into the types of `into` (or all). work(mod, rows, *out-degrees, weight=w): that
-        work, as the module's helper above the runtime does it. out_degrees: each relation's
-        in g, which GraphConv's norm reads. mod_kwargs: forward's weight for each relation's
+        all} in nodes, or all): {relation: _relation_source's tensors}, on the host,
+        for the relations into the types of `into` (or all). out_degrees: each relation's in
+        g, which GraphConv's norm reads. mod_kwargs: forward's weight for each relation's
         GraphConv ({etype: {"weight": w}}), applied as its own. A GraphConv that does not
         narrow only scales its source rows: its relation keeps the input's rows and their
         norm, (feat, norm), applied per edge (a scaled copy of every source row took as much
@@ -714,7 +563,7 @@ class _HeteroBatches:
             degrees = [out_degrees[rel]] if out_degrees else []
             sources[rel] = self.map_rows(
                 # (rows of feat, of the degrees if any, the type's name)
-                lambda feat, *rest, mod=mod, w=weight: work(
+                lambda feat, *rest, mod=mod, w=weight: _relation_source(
                     mod, feat, *rest[:-1], weight=w
                 ),
                 stype,
@@ -1155,3 +1004,211 @@ class _HeteroBatches:
             self.madvise(base, t.data_ptr() + len(t) * row - base, 1)
         for begin, end in zip(begins, ends):  # MADV_WILLNEED: read these now
             self.madvise(begin * page, (end - begin) * page, 3)
+
+
+def _relation_sum(conv, outputs, ntype):
+    """conv.agg_fn(outputs, ntype), DGL's aggregation across a HeteroGraphConv's relations;
+    for its "sum" the relations' results added one after another into a new tensor, where
+    DGL stacks them all first: the same sum without a copy of every relation's rows
+    (measured 3x faster on a batch of 349-wide rows), equal to the bit for two or three
+    relations (torch's sum over a stack of more may add them in another order)."""
+    aggregate = getattr(conv.agg_fn, "keywords", {}).get("fn")
+    summed = getattr(aggregate, "__name__", "") == "_sum_reduce_func"
+    alike = all(
+        o.shape == outputs[0].shape and o.dtype == outputs[0].dtype for o in outputs
+    )
+    if not summed or len(outputs) < 2 or not alike:  # DGL's own, as forward
+        return conv.agg_fn(outputs, ntype)
+    total = outputs[0] + outputs[1]  # new: a relation's result may be its input's rows
+    for rows in outputs[2:]:
+        total += rows
+    return total
+
+
+def _relation_source(mod, feat, out_degrees=None, weight=None):
+    """A HeteroGraphConv relation's work on each of its source rows, once per node, as its
+    module does it: GATConv's fc (fc_src for a pair of widths) and attention term; for a
+    GraphConv that narrows (DGL then applies its weight first), the norm by the full graph's
+    out-degrees (norm "both" or "left") and the weight: its own, or `weight`, forward's
+    argument for it (mod_kwargs)."""
+    if isinstance(mod, dgl.nn.GATConv):
+        fc = mod.fc_src if hasattr(mod, "fc_src") else mod.fc
+        h = fc(feat).view(-1, *mod.attn_l.shape[1:])
+        return h, _attention_term(h, mod.attn_l)
+    narrows = mod._in_feats > mod._out_feats
+    if weight is None:
+        return _graph_conv_source(mod, feat, out_degrees, narrows)
+    feat = _graph_conv_source(mod, feat, out_degrees, False)
+    return feat @ weight if narrows else feat
+
+
+def _hetero_conv_sources(conv, block, sources, feat_dst=None, mod_kwargs=None):
+    """HeteroGraphConv.forward on a block, given each relation's _relation_source
+    rows for the block's source nodes: per relation the rest of its module
+    (_gat_conv_aggregate, _graph_conv_aggregate), then DGL's aggregation
+    across relations. feat_dst: the layer input's destination rows, from which GATConv makes
+    its attention's destination term and residual (GraphConv reads none). mod_kwargs:
+    forward's weight for each relation's GraphConv, as map_sources was given it. The result
+    for the block's destination type."""
+    outputs, ntype = [], None
+    for rel in block.canonical_etypes:
+        ntype = rel[2]
+        if rel not in sources:
+            continue  # as DGL: a relation from or into a type without features is left out
+        mod = conv.mod_dict.get(rel, conv.mod_dict.get(rel[1]))
+        weight = (mod_kwargs or {}).get(rel[1], {}).get("weight")
+        if isinstance(mod, dgl.nn.GATConv):
+            fc = mod.fc_dst if hasattr(mod, "fc_dst") else mod.fc
+            dst = fc(feat_dst).view(-1, *mod.attn_r.shape[1:])
+            rst = _gat_conv_aggregate(mod, block[rel], *sources[rel], dst, feat_dst)
+        elif isinstance(sources[rel], tuple):  # (rows, norm): the norm applied per edge
+            feat, norm = sources[rel]
+            rst = _graph_conv_aggregate(
+                mod, block[rel], feat, False, source_norm=norm, weight=weight
+            )
+        else:  # weighted already where the layer narrows
+            narrows = mod._in_feats > mod._out_feats
+            rst = _graph_conv_aggregate(
+                mod, block[rel], sources[rel], narrows, weight=weight
+            )
+        outputs.append(rst)
+    return _relation_sum(conv, outputs, ntype)
+
+
+def _graph_conv_source(conv, feat, out_degrees, weighted, in_place=False):
+    """GraphConv's work on each source row, once per node: the norm by the full graph's
+    out-degrees (norm "both" or "left"), then, when `weighted`, the weight (DGL does that first
+    when the layer narrows). in_place: feat is the caller's own new tensor, scaled where it
+    is (on a CPU a new batch-sized tensor costs more to touch than the product)."""
+    if conv._norm in ("both", "left"):
+        if out_degrees is None:
+            raise ValueError(
+                "GraphConv's norm changed since inference was generated: regenerate it"
+            )
+        degrees = out_degrees.to(feat).clamp(min=1)
+        norm = degrees.pow(-0.5) if conv._norm == "both" else 1.0 / degrees
+        norm = norm.view(-1, *(1,) * (feat.dim() - 1))
+        feat = feat.mul_(norm) if in_place else feat * norm
+    if weighted and conv.weight is not None:
+        feat = feat @ conv.weight
+    return feat
+
+
+def _graph_conv_aggregate(
+    conv, block, feat_src, weighted, edge_weight=None, source_norm=None, weight=None
+):
+    """The rest of GraphConv.forward on a block, given _graph_conv_source's rows:
+    the sum over in-edges, the weight (unless applied per node), the norm by in-degree (norm
+    "both" or "right"), bias and activation, in place on the sum's new tensor.
+    source_norm: the norm by out-degree of each source row, applied per edge (on a CPU as a
+    sparse CSR product: DGL 1.1's per-edge product there took 4x as long). weight: forward's
+    argument for a GraphConv without a weight of its own (in mod_kwargs)."""
+    _check_in_degrees(conv, block)
+    floats = feat_src.dtype in (torch.float32, torch.float64) and feat_src.dim() == 2
+    if source_norm is not None and feat_src.device.type == "cpu" and floats:
+        import warnings
+
+        indptr, indices, _ = block.adj_tensors("csc")
+        shape = (block.num_dst_nodes(), len(feat_src))
+        with warnings.catch_warnings():  # torch says once that sparse CSR is in beta
+            warnings.filterwarnings("ignore", "Sparse CSR tensor support", UserWarning)
+            weights = source_norm[indices].to(feat_src.dtype)
+            matrix = torch.sparse_csr_tensor(
+                indptr, indices, weights, shape, check_invariants=False
+            )
+            rst = matrix @ feat_src
+    elif source_norm is not None:
+        src, _ = block.edges()
+        weights = source_norm[src].view(-1, *(1,) * (feat_src.dim() - 1))
+        rst = dgl.ops.u_mul_e_sum(block, feat_src, weights)
+    elif edge_weight is None:
+        rst = dgl.ops.copy_u_sum(block, feat_src)
+    else:
+        rst = dgl.ops.u_mul_e_sum(block, feat_src, edge_weight)
+    weight = conv.weight if weight is None else weight
+    if not weighted and weight is not None:
+        rst = rst @ weight
+    if conv._norm in ("both", "right"):
+        degrees = block.in_degrees().to(rst).clamp(min=1)
+        norm = degrees.pow(-0.5) if conv._norm == "both" else 1.0 / degrees
+        rst *= norm.view(-1, 1)
+    if conv.bias is not None:
+        rst += conv.bias
+    if conv._activation is not None:
+        rst = conv._activation(rst)
+    return rst
+
+
+def _gat_conv_aggregate(
+    conv, block, feat_src, el, feat_dst, h_dst=None, edge_weight=None
+):
+    """The rest of GATConv.forward on a block, given _gat_conv_source's rows:
+    attention from el and er, its softmax over each node's in-edges, the weighted sum,
+    residual (from h_dst, the layer input's destination rows), bias and activation."""
+    _check_in_degrees(conv, block)
+    er = _attention_term(feat_dst, conv.attn_r)
+    a = dgl.ops.edge_softmax(block, conv.leaky_relu(dgl.ops.u_add_v(block, el, er)))
+    if edge_weight is not None:
+        a = a * edge_weight.tile(1, conv._num_heads, 1).transpose(0, 2)
+    rst = _attention_weighted_sum(block, feat_src, a)
+    if conv.res_fc is not None:
+        if h_dst is None:
+            raise ValueError(
+                "GATConv's residual changed since inference was generated: regenerate it"
+            )
+        rst += conv.res_fc(h_dst).view(len(h_dst), -1, rst.shape[-1])
+    if conv.has_explicit_bias:
+        rst += conv.bias.view(1, -1, rst.shape[-1])
+    if conv.activation:
+        rst = conv.activation(rst)
+    return rst
+
+
+def _attention_term(feat, attn):
+    """(feat * attn).sum(-1, keepdim=True) for feat (nodes, heads, width), as one product with
+    attn's heads on a block diagonal: no temporary as large as feat, 7x faster on a CPU.
+    """
+    return (feat.flatten(1) @ torch.block_diag(*attn[0]).t()).unsqueeze(-1)
+
+
+def _attention_weighted_sum(block, h, a, rows_per_product=65536):
+    """dgl.ops.u_mul_e_sum(block, h, a): for each destination node, the sum over its in-edges
+    of h[u] (heads x width) weighed per head by a[e]. On a CPU as sparse CSR products, one per
+    head and at most rows_per_product rows: 2x-3x faster than DGL 1.1's kernel there."""
+    if (
+        h.device.type != "cpu"
+        or h.dtype not in (torch.float32, torch.float64)
+        or h.dim() != 3
+    ):
+        return dgl.ops.u_mul_e_sum(block, h, a)
+    import warnings
+
+    indptr, indices, edge_ids = block.adj_tensors("csc")
+    out = h.new_empty(block.num_dst_nodes(), *h.shape[1:])
+    with warnings.catch_warnings():  # torch says once that sparse CSR tensors are in beta
+        warnings.filterwarnings("ignore", "Sparse CSR tensor support", UserWarning)
+        for start in range(0, len(out), rows_per_product):
+            end = min(start + rows_per_product, len(out))
+            first, last = int(indptr[start]), int(indptr[end])
+            rows, columns = indptr[start : end + 1] - first, indices[first:last]
+            weights = a[edge_ids[first:last], :, 0].t().contiguous()  # one row per head
+            for head in range(h.shape[1]):
+                matrix = torch.sparse_csr_tensor(
+                    rows,
+                    columns,
+                    weights[head],
+                    (end - start, len(h)),
+                    device=h.device,
+                    check_invariants=False,
+                )
+                out[start:end, head] = matrix @ h[:, head]
+    return out
+
+
+def _check_in_degrees(conv, block):
+    """The check of DGL's forward for a layer built with allow_zero_in_degree=False."""
+    if not conv._allow_zero_in_degree and (block.in_degrees() == 0).any():
+        raise dgl.DGLError(
+            f"There are 0-in-degree nodes in the graph, which {type(conv).__name__} refuses "
+            "(allow_zero_in_degree=False): add self-loops (g = dgl.add_self_loop(g))."
+        )

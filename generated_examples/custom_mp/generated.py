@@ -124,7 +124,70 @@ class CustomNet(nn.Module):
         return batches.result(out, nodes=nodes)
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 c59ff69a5b8e -------------------------------------------
+def _rel_graph_conv(
+    conv, block, feat_src, feat_dst, etypes, norm=None, presorted=False
+):
+    """RelGraphConv.forward on a block, each relation's weight applied once per destination
+    node and relation where DGL applies it to every in-edge's message: the weight is linear,
+    so the sum over a node's in-edges of relation r of norm * (h_u @ W_r) is (the sum of
+    norm * h_u) @ W_r, and a node has fewer relations than in-edges (DGL's per-edge product
+    was most of the layer's time, measured). The weights are applied by the module's own
+    TypedLinear (any regularizer), to the (relation, node) sums sorted by relation; the rest
+    (layer norm, bias, self-loop on feat_dst, activation) as DGL does it. presorted: forward's
+    graph is sorted by edge type (a block's edges need not be: they are sorted here)."""
+    src, dst = block.edges()
+    num_dst = block.num_dst_nodes()
+    # each edge's (relation, destination) pair, relation-major: sorted, the pairs of each
+    # relation are consecutive, as TypedLinear's sorted path wants them
+    keys, order = torch.sort(etypes.long() * num_dst + dst.long(), stable=True)
+    pair, counts = torch.unique_consecutive(keys, return_counts=True)
+    if len(pair) and (keys[0] < 0 or keys[-1] // num_dst >= conv.linear_r.num_types):
+        raise IndexError(  # DGL's per-edge weights fail on it too; sorted segments would not
+            f"edge types must be in [0, {conv.linear_r.num_types}) for this RelGraphConv"
+        )
+    per_pair = norm is None or norm.numel() == len(keys)  # else a norm per feature
+    if not per_pair:  # the weight per edge, as DGL, before the norm
+        messages = conv.linear_r(feat_src[src.long()], etypes.long()) * norm
+        h = messages.new_zeros((num_dst, *messages.shape[1:]))
+        h.index_add_(0, dst.long(), messages)
+    elif feat_src.dtype in (torch.float32, torch.float64):
+        # the sums as a sparse product (pairs x sources), not a copy of every edge's row
+        import warnings
+
+        indptr = torch.cat([counts.new_zeros(1), torch.cumsum(counts, 0)])
+        weights = feat_src.new_ones(len(keys)) if norm is None else norm.view(-1)[order]
+        with warnings.catch_warnings():  # torch says once that sparse CSR is in beta
+            warnings.filterwarnings("ignore", "Sparse CSR tensor support", UserWarning)
+            matrix = torch.sparse_csr_tensor(
+                indptr,
+                src.long()[order],
+                weights.to(feat_src.dtype),
+                (len(pair), len(feat_src)),
+                check_invariants=False,
+            )
+            sums = matrix @ feat_src
+    else:
+        messages = feat_src[src.long()]
+        messages = messages if norm is None else messages * norm
+        pair_of_edge = torch.repeat_interleave(torch.arange(len(pair)).to(keys), counts)
+        sums = messages.new_zeros((len(pair), *messages.shape[1:]))
+        sums.index_add_(0, pair_of_edge, messages[order])
+    if per_pair:
+        rows = conv.linear_r(sums, pair // num_dst, sorted_by_type=True)
+        h = rows.new_zeros((num_dst, *rows.shape[1:]))
+        h.index_add_(0, pair % num_dst, rows)
+    if conv.layer_norm:
+        h = conv.layer_norm_weight(h)
+    if conv.bias:
+        h = h + conv.h_bias
+    if conv.self_loop:
+        h = h + feat_dst[:num_dst] @ conv.loop_weight
+    if conv.activation:
+        h = conv.activation(h)
+    return conv.dropout(h)
+
+
+# --- gnn-codegen runtime 0.1.0, sha256 41efe728fadd -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
 # that inference hands each layer's function to, and what it uses. It is identical in every
 # module of this version and variant, and holds no model-specific code (the model's helpers are
@@ -975,9 +1038,9 @@ class _DistributedBatches(_FullNeighbourBatches):
         for start in range(0, len(mine), step):
             part = reduce(self._rows(tensor, mine[start : start + step]), 0)
             total = part if total is None else combine(total, part)
-        parts = self._empty(like.view(1, -1), self.num_nodes)
-        counts = self._empty(torch.zeros(1, dtype=torch.int64), self.num_nodes)
-        rank, trainers = self.g.rank(), dgl.distributed.role.get_num_trainers()
+        parts = self._new_rows(like.view(1, -1))
+        counts = self._new_rows(torch.zeros(1, dtype=torch.int64))
+        rank, trainers = self.rank, self.trainers
         if total is not None:
             parts[torch.tensor([rank])] = total.cpu().view(1, -1)
         counts[torch.tensor([rank])] = torch.tensor([len(mine)])
@@ -1185,66 +1248,3 @@ dgl.distributed.rpc.register_service(
     _DistributedBatches.Flush,
     _DistributedBatches.Flushed,
 )
-
-
-def _rel_graph_conv(
-    conv, block, feat_src, feat_dst, etypes, norm=None, presorted=False
-):
-    """RelGraphConv.forward on a block, each relation's weight applied once per destination
-    node and relation where DGL applies it to every in-edge's message: the weight is linear,
-    so the sum over a node's in-edges of relation r of norm * (h_u @ W_r) is (the sum of
-    norm * h_u) @ W_r, and a node has fewer relations than in-edges (DGL's per-edge product
-    was most of the layer's time, measured). The weights are applied by the module's own
-    TypedLinear (any regularizer), to the (relation, node) sums sorted by relation; the rest
-    (layer norm, bias, self-loop on feat_dst, activation) as DGL does it. presorted: forward's
-    graph is sorted by edge type (a block's edges need not be: they are sorted here)."""
-    src, dst = block.edges()
-    num_dst = block.num_dst_nodes()
-    # each edge's (relation, destination) pair, relation-major: sorted, the pairs of each
-    # relation are consecutive, as TypedLinear's sorted path wants them
-    keys, order = torch.sort(etypes.long() * num_dst + dst.long(), stable=True)
-    pair, counts = torch.unique_consecutive(keys, return_counts=True)
-    if len(pair) and (keys[0] < 0 or keys[-1] // num_dst >= conv.linear_r.num_types):
-        raise IndexError(  # DGL's per-edge weights fail on it too; sorted segments would not
-            f"edge types must be in [0, {conv.linear_r.num_types}) for this RelGraphConv"
-        )
-    per_pair = norm is None or norm.numel() == len(keys)  # else a norm per feature
-    if not per_pair:  # the weight per edge, as DGL, before the norm
-        messages = conv.linear_r(feat_src[src.long()], etypes.long()) * norm
-        h = messages.new_zeros((num_dst, *messages.shape[1:]))
-        h.index_add_(0, dst.long(), messages)
-    elif feat_src.dtype in (torch.float32, torch.float64):
-        # the sums as a sparse product (pairs x sources), not a copy of every edge's row
-        import warnings
-
-        indptr = torch.cat([counts.new_zeros(1), torch.cumsum(counts, 0)])
-        weights = feat_src.new_ones(len(keys)) if norm is None else norm.view(-1)[order]
-        with warnings.catch_warnings():  # torch says once that sparse CSR is in beta
-            warnings.filterwarnings("ignore", "Sparse CSR tensor support", UserWarning)
-            matrix = torch.sparse_csr_tensor(
-                indptr,
-                src.long()[order],
-                weights.to(feat_src.dtype),
-                (len(pair), len(feat_src)),
-                check_invariants=False,
-            )
-            sums = matrix @ feat_src
-    else:
-        messages = feat_src[src.long()]
-        messages = messages if norm is None else messages * norm
-        pair_of_edge = torch.repeat_interleave(torch.arange(len(pair)).to(keys), counts)
-        sums = messages.new_zeros((len(pair), *messages.shape[1:]))
-        sums.index_add_(0, pair_of_edge, messages[order])
-    if per_pair:
-        rows = conv.linear_r(sums, pair // num_dst, sorted_by_type=True)
-        h = rows.new_zeros((num_dst, *rows.shape[1:]))
-        h.index_add_(0, pair % num_dst, rows)
-    if conv.layer_norm:
-        h = conv.layer_norm_weight(h)
-    if conv.bias:
-        h = h + conv.h_bias
-    if conv.self_loop:
-        h = h + feat_dst[:num_dst] @ conv.loop_weight
-    if conv.activation:
-        h = conv.activation(h)
-    return conv.dropout(h)

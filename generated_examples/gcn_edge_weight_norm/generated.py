@@ -182,7 +182,7 @@ def _check_in_degrees(conv, block):
         )
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 c59ff69a5b8e -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 41efe728fadd -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
 # that inference hands each layer's function to, and what it uses. It is identical in every
 # module of this version and variant, and holds no model-specific code (the model's helpers are
@@ -1033,9 +1033,9 @@ class _DistributedBatches(_FullNeighbourBatches):
         for start in range(0, len(mine), step):
             part = reduce(self._rows(tensor, mine[start : start + step]), 0)
             total = part if total is None else combine(total, part)
-        parts = self._empty(like.view(1, -1), self.num_nodes)
-        counts = self._empty(torch.zeros(1, dtype=torch.int64), self.num_nodes)
-        rank, trainers = self.g.rank(), dgl.distributed.role.get_num_trainers()
+        parts = self._new_rows(like.view(1, -1))
+        counts = self._new_rows(torch.zeros(1, dtype=torch.int64))
+        rank, trainers = self.rank, self.trainers
         if total is not None:
             parts[torch.tensor([rank])] = total.cpu().view(1, -1)
         counts[torch.tensor([rank])] = torch.tensor([len(mine)])

@@ -275,7 +275,7 @@ def _check_in_degrees(conv, block):
         )
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 c59ff69a5b8e -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 41efe728fadd -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
 # that inference hands each layer's function to, and what it uses. It is identical in every
 # module of this version and variant, and holds no model-specific code (the model's helpers are

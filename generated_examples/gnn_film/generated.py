@@ -172,7 +172,7 @@ class GNNFiLM(nn.Module):
         return batches.result(h3["protein"], nodes)
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 f9ada38f5fc0 -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 4fdf93a1c2dc -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _HeteroBatches, the batch loop that
 # inference hands each layer's function to, and what it uses. It is identical in every module of
 # this version and variant, and holds no model-specific code (the model's helpers are above the

@@ -6,6 +6,7 @@
 
 import ctypes
 import errno
+import hashlib
 import math
 import os
 import tempfile
@@ -172,6 +173,12 @@ class HGT(nn.Module):
         returned (result.npy) stay there, the others are deleted once read.
         """
         self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode
+        if isinstance(G, dgl.distributed.DistGraph):
+            raise ValueError(
+                "inference on a dgl.distributed.DistGraph is not done yet where layer 1"
+                " is a heterogeneous layer of yours, run on each batch's subgraph: call"
+                " it with a dgl.DGLGraph"
+            )
         batches = _HeteroBatches(
             self, G, batch_size, device, max_memory, progress, storage
         )
@@ -244,7 +251,7 @@ class HGT(nn.Module):
         return batches.result(h2["paper"], nodes)
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 f9ada38f5fc0 -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 4fdf93a1c2dc -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _HeteroBatches, the batch loop that
 # inference hands each layer's function to, and what it uses. It is identical in every module of
 # this version and variant, and holds no model-specific code (the model's helpers are above the
@@ -290,30 +297,21 @@ class _HeteroBatches:
     test_out_of_core_memory_is_bounded_by_a_batch_not_by_the_graph).
     """
 
+    # the tensors a layer reads: DistTensors too on a DistGraph
+    tensor_types = (torch.Tensor,)
+
+    def __new__(cls, *args, **kwargs):
+        # on a dgl.distributed.DistGraph, the variant for DistDGL (_DistHeteroBatches),
+        # behind the same calls from inference (model, g, ...)
+        g = args[1] if len(args) > 1 else kwargs.get("g")
+        if cls is _HeteroBatches and isinstance(g, dgl.distributed.DistGraph):
+            cls = _DistHeteroBatches
+        return super().__new__(cls)
+
     def __init__(
         self, model, g, batch_size, device, max_memory, progress, storage=None
     ):
-        if isinstance(g, dgl.distributed.DistGraph):  # DistDGL: dist_batches.py.j2
-            raise ValueError(
-                "inference on a dgl.distributed.DistGraph is not done yet for a "
-                "heterogeneous model: call it with a dgl.DGLGraph"
-            )
-        if batch_size != "auto" and (type(batch_size) is not int or batch_size < 1):
-            raise ValueError(
-                f"batch_size must be a positive int or 'auto', not {batch_size!r}"
-            )
-        if not max_memory > 0:
-            raise ValueError(
-                f"max_memory must be a positive number of bytes, not {max_memory!r}"
-            )
-        self.device = torch.device(device)
-        if self.device.type == "cuda" and self.device.index is None:
-            self.device = torch.device("cuda", torch.cuda.current_device())
-        where = next((p.device for p in model.parameters()), self.device)
-        if where != self.device:
-            raise ValueError(
-                f"the model is on {where}, not on device={device}: call model.to(device)"
-            )
+        self._check_arguments(model, batch_size, device, max_memory)
         self.g, self.batch_size = g, batch_size
         self.max_memory, self.progress = max_memory, progress
         created = g.formats()["created"] + g.formats()["not created"]
@@ -361,6 +359,24 @@ class _HeteroBatches:
         self.threads = torch.get_num_threads()
         self.fastest, self.gap, self.tries = self.threads, 8, 0
 
+    def _check_arguments(self, model, batch_size, device, max_memory):
+        if batch_size != "auto" and (type(batch_size) is not int or batch_size < 1):
+            raise ValueError(
+                f"batch_size must be a positive int or 'auto', not {batch_size!r}"
+            )
+        if not max_memory > 0:
+            raise ValueError(
+                f"max_memory must be a positive number of bytes, not {max_memory!r}"
+            )
+        self.device = torch.device(device)
+        if self.device.type == "cuda" and self.device.index is None:
+            self.device = torch.device("cuda", torch.cuda.current_device())
+        where = next((p.device for p in model.parameters()), self.device)
+        if where != self.device:
+            raise ValueError(
+                f"the model is on {where}, not on device={device}: call model.to(device)"
+            )
+
     def check_graph(self, relations):
         """g has the relations (canonical edge types) that inference was generated for."""
         if [tuple(rel) for rel in self.g.canonical_etypes] != list(relations):
@@ -385,10 +401,11 @@ class _HeteroBatches:
                 )
             for ntype, t in tensors.items():
                 rows = self.g.num_nodes(ntype)
-                if not isinstance(t, torch.Tensor) or t.dim() == 0 or len(t) != rows:
+                ok = isinstance(t, self.tensor_types) and len(t.shape)
+                if not ok or len(t) != rows:
                     found = (
                         tuple(t.shape)
-                        if isinstance(t, torch.Tensor)
+                        if isinstance(t, self.tensor_types)
                         else type(t).__name__
                     )
                     raise ValueError(
@@ -1013,3 +1030,321 @@ class _HeteroBatches:
             self.madvise(base, t.data_ptr() + len(t) * row - base, 1)
         for begin, end in zip(begins, ends):  # MADV_WILLNEED: read these now
             self.madvise(begin * page, (end - begin) * page, 3)
+
+
+class _DistHeteroBatches(_HeteroBatches):
+    """_HeteroBatches on a dgl.distributed.DistGraph, in every trainer after
+    dgl.distributed.initialize(): a collective, where every trainer makes the same calls.
+    For each node type, each trainer computes the rows of its own nodes of the type
+    (node_split by partition), a batch at a time, each with the block of all its in-edges of
+    every relation into the type (sample_neighbors with fanout -1, in edge-ID order); each
+    result is a new DistTensor per type, named for the call and the layer, read once every
+    trainer's writes are in every server (flush, then a barrier). A trainer with no node of
+    a type runs the layer on one for the results' widths. Where a trainer's layer raises,
+    every trainer raises after it (_agree). nodes=: every layer computes all rows."""
+
+    tensor_types = (torch.Tensor, dgl.distributed.DistTensor)
+    # a request of the flush, sent to every server: an ID far from DGL's own (9012xx), one of
+    # which it would silently replace (DGL's barrier: the servers died, trainers hung)
+    FLUSH_SERVICE = 7_412_001
+    calls = 0  # inference calls in this process: the same count in every trainer
+
+    class Flush(dgl.distributed.rpc.Request):
+        def __getstate__(self):
+            return None
+
+        def __setstate__(self, state):
+            pass
+
+        def process_request(self, server_state):
+            return _DistHeteroBatches.Flushed()
+
+    class Flushed(dgl.distributed.rpc.Response):
+        def __getstate__(self):
+            return None
+
+        def __setstate__(self, state):
+            pass
+
+    class Rows(dgl.distributed.DistTensor):
+        """A layer's results: a DistTensor with the sizes the generated code reads of a
+        tensor (PairNorm's mean over all elements divides by numel())."""
+
+        def numel(self):
+            return int(numpy.prod(self.shape))
+
+        def dim(self):
+            return len(self.shape)
+
+    def __init__(
+        self, model, g, batch_size, device, max_memory, progress, storage=None
+    ):
+        if storage is not None:
+            raise ValueError(
+                "storage= does not apply to a DistGraph: each layer's results are "
+                "DistTensors in the servers' memory; call inference without storage"
+            )
+        self._check_arguments(model, batch_size, device, max_memory)
+        self.g, self.batch_size = g, batch_size
+        self.max_memory, self.progress = max_memory, progress
+        self.storage, self.own = None, {}  # this trainer's nodes of each type
+        self._start_collective(g)
+
+    def out_degrees(self):
+        """Each relation's out-degrees in g, by source node, in every trainer: each counts
+        the sources of its own nodes' in-edges, the counts summed over the trainers."""
+        counts = {}
+        for stype in self.g.ntypes:
+            rels = [r for r in self.g.canonical_etypes if r[0] == stype]
+            if not rels:
+                continue
+            mine = torch.zeros(self.g.num_nodes(stype), len(rels), dtype=torch.int64)
+            for i, rel in enumerate(rels):
+                own, step = self._own(rel[2], None), self._batch_size(rel[2])
+                for start in range(0, len(own), step):
+                    batch = {rel[2]: own[start : start + step]}
+                    frontier = dgl.distributed.sample_neighbors(self.g, batch, -1)
+                    if rel in frontier.canonical_etypes:
+                        sources = frontier.edges(etype=rel)[0]
+                        mine[:, i] += torch.bincount(sources, minlength=len(mine))
+            # trainer r's counts in the r-th table: each written by one trainer alone
+            tables = [self._new_rows(mine, stype) for _ in range(self.trainers)]
+            written = mine.any(1).nonzero().flatten()
+            tables[self.rank][written] = mine[written]
+            self._flush()
+            every = torch.arange(len(mine))
+            total = sum(table[every] for table in tables)
+            counts.update({rel: total[:, i] for i, rel in enumerate(rels)})
+            del tables  # freed in every trainer at once
+        return {rel: counts.get(rel) for rel in self.g.canonical_etypes}
+
+    def needed(self, nodes, layers, result=None):
+        """nodes= checked as _HeteroBatches.needed checks it, and the same in every trainer;
+        every layer computes all rows (not yet only those that the next layers read)."""
+        super().needed(nodes, 0, result)
+        self._agree(nodes=nodes)
+        return [dict.fromkeys(self.g.ntypes) for _ in range(layers + 1)]
+
+    def result(self, out, nodes=None):
+        """What inference returns: `out` (a DistTensor, or a dict of them by type), or for
+        nodes= the rows of those nodes, in that order, pulled into every trainer."""
+        if nodes is None:
+            return out
+        if not isinstance(out, dict):
+            return out[nodes.long()]
+        return {t: out[t][nodes[t].long()] for t in nodes}
+
+    def map(
+        self,
+        layer,
+        ntype,
+        src=(),
+        dst=(),
+        edges=(),
+        nodes=None,
+        subgraph=False,
+        in_place=True,
+    ):
+        """_HeteroBatches.map over this trainer's nodes of ntype (of `nodes`, where given);
+        its results are new DistTensors, complete in every server when it returns."""
+        if edges or subgraph:  # refused at inference's entry (distributed.py)
+            raise ValueError("edge data and layers of yours run on a DGLGraph alone")
+
+        def run(batch):
+            block = self._dist_block(ntype, batch)
+            sources = [self._sources(f, block.srcnodes, ntype) for f in src]
+            rows = [self._rows(x, batch) for x in dst]
+            results = layer(block.to(self.device), *sources, *rows, ntype)
+            return self._tuple(results, batch)
+
+        return self._map_type(ntype, nodes, run)
+
+    def map_rows(self, fn, ntype, rows=(), nodes=None):
+        """_HeteroBatches.map_rows over this trainer's nodes of ntype; new DistTensors."""
+
+        def run(batch):
+            return self._tuple(fn(*[self._rows(x, batch) for x in rows], ntype), batch)
+
+        return self._map_type(ntype, nodes, run)
+
+    def _map_type(self, ntype, nodes, run):
+        mine, step = self._own(ntype, nodes), self._batch_size(ntype)
+        batches = [mine[i : i + step] for i in range(0, len(mine), step)]
+        count = self.g.num_nodes(ntype)
+        some = torch.arange(min(count, 1)) if nodes is None else nodes[:1]
+        return self._collect(batches, some, run, lambda i, r: self._new_rows(r, ntype))
+
+    def _tuple(self, results, batch):
+        results = results if isinstance(results, tuple) else (results,)
+        return results, [batch] * len(results)
+
+    def _own(self, ntype, nodes):
+        """This trainer's nodes of ntype, of `nodes` (sorted IDs; None: all): those of its
+        partition (node_split of a mask), split among the partition's trainers as DGL does.
+        """
+        if nodes is None and ntype in self.own:
+            return self.own[ntype]
+        mask = torch.zeros(self.g.num_nodes(ntype), dtype=torch.bool)
+        mask[slice(None) if nodes is None else nodes] = True
+        book = self.g.get_partition_book()
+        mine = dgl.distributed.node_split(mask, book, ntype=ntype, force_even=False)
+        if nodes is None:
+            self.own[ntype] = mine
+        return mine
+
+    def _dist_block(self, ntype, batch):
+        """The block of a batch of ntype's nodes: every in-edge of every relation into
+        ntype (each node's in edge-ID order), every relation of g, as _HeteroBatches._block
+        has them; its source nodes' IDs in the DistGraph in srcdata[dgl.NID]."""
+        frontier = dgl.distributed.sample_neighbors(self.g, {ntype: batch}, -1)
+        none = torch.empty(0, dtype=torch.int64)
+        edges = {}
+        for rel in self.g.canonical_etypes:
+            edges[rel] = (none, none)
+            if rel[2] == ntype and rel in frontier.canonical_etypes:
+                src, dst = frontier.edges(etype=rel)
+                _, order = torch.sort(frontier.edges[rel].data[dgl.EID])
+                edges[rel] = (src[order], dst[order])
+        counts = {t: self.g.num_nodes(t) for t in self.g.ntypes}
+        return dgl.to_block(dgl.heterograph(edges, counts), {ntype: batch})
+
+    def _rows(self, x, batch):
+        """x's rows of a batch of IDs, on `device`: pulled from the servers for a
+        DistTensor."""
+        if not len(batch):
+            return torch.empty((0, *x.shape[1:]), dtype=x.dtype, device=self.device)
+        if isinstance(x, torch.Tensor):
+            batch = batch.to(x.device)
+        return x[batch].to(self.device)
+
+    def _batch_size(self, ntype, src=(), dst=(), rows=()):
+        """batch_size, or for "auto" the most nodes of ntype whose in-edges (an edge: three
+        IDs and a 64-byte row, at a guess) fit in half of max_memory."""
+        if self.batch_size != "auto":
+            return self.batch_size
+        count = max(self.g.num_nodes(ntype), 1)
+        into = [r for r in self.g.canonical_etypes if r[2] == ntype]
+        per_node = 88 * (1 + sum(self.g.num_edges(r) for r in into) / count)
+        return int(min(max(self.max_memory // (2 * per_node), 1), count))
+
+    def _start_collective(self, g):
+        """This call's name (for its DistTensors') and its table of every trainer's status,
+        made in every trainer at once."""
+        type(self).calls += 1
+        self.name = f"gnn-codegen-{type(self).__module__}-{type(self).calls}"
+        self.made = 0  # DistTensors made in this call
+        self.rank, self.trainers = g.rank(), dgl.distributed.role.get_num_trainers()
+        # row r: trainer r's (failed, digest of nodes=) at even steps, then at odd ones
+        ntype = max(g.ntypes, key=g.num_nodes)
+        self.status = self._new_rows(torch.zeros(1, 4, dtype=torch.int64), ntype)
+        self.steps, self.mine = 0, torch.zeros(1, 4, dtype=torch.int64)
+
+    def _new_rows(self, like, ntype=None, rows=None):
+        """A new DistTensor of rows like `like`'s, a row per node of ntype (or `rows` of the
+        edges), under a name that no other call or layer takes (one that exists would be
+        shared: DGL's example reuses its "h" with 3 layers, read by some trainers while others
+        write it); freed when every trainer drops it."""
+        self.made += 1
+        if rows is None:
+            policy = self.g.get_node_partition_policy(ntype or self.g.ntypes[0])
+            rows = self.g.num_nodes(ntype)
+        else:
+            policy = self.g.get_edge_partition_policy(self.g.canonical_etypes[0])
+        return self.Rows(
+            (rows, *like.shape[1:]),
+            like.dtype,
+            name=f"{self.name}-{self.made}",
+            part_policy=policy,
+            persistent=False,
+        )
+
+    def _agree(self, failed=False, nodes=None):
+        """The step every trainer takes at once after its share of a layer: each writes its
+        row of the status table (whether it failed, a digest of nodes), then the flush, then
+        each reads every row. Where one failed, every other trainer raises here, naming it
+        (the one that failed raises its own error after): none is left waiting for it at the
+        next barrier. Rows alternate between two pairs of columns, so a trainer one step
+        ahead (the most: the next step's barrier waits for all) writes none that another
+        still reads."""
+        half = 2 * (self.steps % 2)
+        self.steps += 1
+        self.mine[0, half] = failed
+        self.mine[0, half + 1] = self._digest(nodes)
+        self.status[torch.tensor([self.rank])] = self.mine
+        self._flush()
+        every = self.status[torch.arange(self.trainers)][:, half : half + 2]
+        others = every[:, 0].nonzero().flatten().tolist()
+        if others and not failed:
+            raise RuntimeError(
+                f"inference failed in trainer {', '.join(map(str, others))} of "
+                f"{self.trainers} (its error is in its output): every trainer stops there"
+            )
+        if nodes is not None and (every[:, 1] != every[0, 1]).any():
+            raise ValueError(
+                "nodes must be the same in every trainer (a collective: each computes its "
+                "partition's share of the rows every trainer asks for), and they differ"
+            )
+
+    @staticmethod
+    def _digest(nodes):
+        """64 bits of a hash of nodes= (IDs, or a dict of them by type)."""
+        if nodes is None:
+            return 0
+        items = sorted(nodes.items()) if isinstance(nodes, dict) else [("", nodes)]
+        digest = hashlib.blake2b(digest_size=8)
+        for key, ids in items:
+            digest.update(key.encode() + b"\0")
+            digest.update(torch.as_tensor(ids).to(torch.int64).numpy().tobytes())
+        return int.from_bytes(digest.digest(), "little", signed=True)
+
+    def _collect(self, batches, some, run, outputs_like):
+        """run(batch) -> (results, the rows each goes to) for each of this trainer's
+        batches, written into new DistTensors (outputs_like(i, result) makes the i-th),
+        complete in every server when it returns. The DistTensors are made in every trainer
+        at once after its first batch, for their widths (no batch here: `some`, written
+        nowhere); a step of agreement before them and one after the last batch."""
+        # an error is raised as it is caught, after the step: held in a variable, it would
+        # keep this frame, and the DistTensors it reaches, until Python's cycle collector
+        # runs, whose deletions (a barrier each) would then meet other calls' barriers
+        try:
+            first = run(batches[0] if batches else some)
+        except Exception:
+            self._agree(failed=True)
+            raise
+        self._agree()
+        results, _ = first
+        outputs = [outputs_like(i, r) for i, r in enumerate(results)]
+        try:
+            for batch in batches:
+                results, where = first if first is not None else run(batch)
+                first = None
+                for out, r, rows in zip(outputs, results, where):
+                    out[rows] = r.cpu()
+                del results, r
+        except Exception:
+            self._agree(failed=True)
+            raise
+        self._agree()
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def _flush(self):
+        """Every trainer's writes are in place in every server: a request to every server
+        (each handles a trainer's requests in order, so its answer comes after the writes
+        this trainer sent before it: a write returns before it is done), then a barrier.
+        """
+        if os.environ.get("DGL_DIST_MODE", "standalone") != "standalone":
+            rpc = dgl.distributed.rpc
+            for server in range(rpc.get_num_server()):
+                rpc.send_request(server, self.Flush())
+            for _ in range(rpc.get_num_server()):
+                rpc.recv_response()
+        self.g.barrier()
+
+
+# the flush's request, known to the servers too: they import this module before
+# dgl.distributed.initialize(), as the trainers do
+dgl.distributed.rpc.register_service(
+    _DistHeteroBatches.FLUSH_SERVICE,
+    _DistHeteroBatches.Flush,
+    _DistHeteroBatches.Flushed,
+)

@@ -142,9 +142,10 @@ class ExpressionWriter:
             return Code(f"{accessor(self.model, str(node.target))}({', '.join(args + kwargs)})")
         if node.op == "call_method":
             receiver = self.code(node.args[0], env).operand()
-            if squeezes_every_axis(node):  # every axis of size 1 but the rows' (squeezed_rows.py)
+            rows = node in self.plan.ntype  # a node type's rows (a weight's squeeze is as forward has it)
+            if rows and squeezes_every_axis(node):  # every axis of size 1 but the rows' (squeezed_rows.py)
                 return Code(f"{receiver}.squeeze(tuple(range(1, {receiver}.dim())))")
-            if squeezes_first_axis(node):  # of many rows, nothing
+            if rows and squeezes_first_axis(node):  # of many rows, nothing
                 return self.code(node.args[0], env)
             return Code(f"{receiver}.{node.target}({', '.join(args[1:] + kwargs)})")
         target, name = node.target, getattr(node.target, "__name__", "")

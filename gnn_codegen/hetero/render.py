@@ -102,7 +102,8 @@ class HeteroRenderer(ExpressionWriter):
         if checks:
             lines.append(f"batches.check_rows({', '.join(checks)})")
         lines += squeeze_checks([(plan.ntype[n], locations(n, traced.path)[0], squeezes_first_axis(n))
-                                 for n in plan.nodes if squeezes_every_axis(n) or squeezes_first_axis(n)], graph)
+                                 for n in plan.nodes if n in plan.ntype  # a type's rows, not a weight's
+                                 and (squeezes_every_axis(n) or squeezes_first_axis(n))], graph)
         self._name_constants()
         if self.count_lines:
             lines += ["# the full graph's counts forward reads", *self.count_lines]

@@ -213,6 +213,9 @@ def main() -> None:
     if args.worker:
         return worker(args.worker)
     torch.set_num_threads(1)
+    # killed from outside (timeout(1)): still through launch's finally, which kills the
+    # servers' and trainers' process groups (their own sessions: a signal here misses them)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     from tests.test_distributed import _loopback  # the 2 servers' and 2 trainers' environments
 
     module = load_module(str(MODULE))
@@ -253,6 +256,9 @@ def main() -> None:
         result["error_single_process"] = max_error(ours, want)
         del ours
         envs, _ = _loopback(tmp)  # writes tmp/ip_config.txt
+        tag = f"-distbench{os.getpid()}"  # shared-memory names no test run of the same shares
+        for env in envs:
+            env["GNN_SHM_TAG"] = tag + env["GNN_SHM_TAG"]
         spec = {"graph": "g", "part_config": str(tmp / "parts" / "g.json"),
                 "ip_config": str(tmp / "ip_config.txt"), "jobs": [], "module": str(MODULE),
                 "class": "SAGE", "init": init, "weights": str(tmp / "weights.pt"),
@@ -260,13 +266,18 @@ def main() -> None:
         (tmp / "spec.json").write_text(json.dumps(spec))
         print("distributed run: 2 servers, 2 trainers", flush=True)
         start = time.perf_counter()
-        procs, loads = launch(envs, tmp / "spec.json", args.timeout)
+        try:
+            procs, loads = launch(envs, tmp / "spec.json", args.timeout)
+        finally:  # a server killed leaves its shared memory behind
+            for leftover in Path("/dev/shm").glob(f"*{tag}-p*"):
+                leftover.unlink()
         seconds["distributed_processes"] = round(time.perf_counter() - start, 3)
         result["load_average_during_distributed"] = {
             "min": min(loads), "mean": round(sum(loads) / len(loads), 2), "max": max(loads)}
         for (code, out), role in zip(procs, ["server 0", "server 1", "trainer 0", "trainer 1"]):
             if code != 0:
-                sys.exit(f"{role} exited {code}:\n{out[-3000:]}")
+                why = f"killed at --timeout {args.timeout} s" if code == -9 else f"exited {code}"
+                sys.exit(f"{role} {why}:\n{out[-3000:]}")
         reports = [json.loads((tmp / f"trainer{r}.json").read_text()) for r in range(2)]
         want = want[orig_nid]  # row i: the DistGraph's node i
         for name in ("generated", "dgl_example"):

@@ -12,14 +12,13 @@ else is kept apart, the most general graph the metapaths allow."""
 from __future__ import annotations
 
 import dgl
-import torch
 
 from gnn_codegen.homogenized import apply
 from gnn_codegen.graph_lineage import METAPATH
 from gnn_codegen.ir import Op, Program
 from gnn_codegen.relation_graphs import first_relation
 from gnn_codegen.metapath_types import named_rows_type
-from gnn_codegen.random_graphs import random_edges
+from gnn_codegen.random_graphs import random_relations
 
 Relation = tuple[str, str, str]
 # the node type of forward's rows in the inferred schema
@@ -78,11 +77,7 @@ def random_metapath_graph(paths: tuple[tuple[str, ...], ...], num_nodes: int, se
     zero_in_degree, one node in ten of each type receives no edge of any relation (so no
     metapath reaches it); otherwise each relation also links every node to its namesake, so
     that every metapath graph has a self-loop on every node."""
-    gen = torch.Generator().manual_seed(seed)
-    data = {rel: random_edges(num_nodes, num_nodes * avg_degree, gen, zero_in_degree)
-            for rel in metapath_schema(paths)}
-    types = {t for s, _, d in data for t in (s, d)}
-    return dgl.heterograph(data, num_nodes_dict={t: num_nodes for t in types})
+    return random_relations(metapath_schema(paths), num_nodes, seed, zero_in_degree, avg_degree)
 
 
 def rows_graph(program: Program, g: dgl.DGLGraph) -> dgl.DGLGraph:

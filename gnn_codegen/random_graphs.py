@@ -4,6 +4,8 @@ the relation graphs of its heterographs."""
 
 from __future__ import annotations
 
+from typing import Iterable
+
 import dgl
 import torch
 
@@ -28,3 +30,14 @@ def random_edges(num_nodes: int, num_edges: int, gen: torch.Generator, zero_in_d
         return src[keep], dst[keep]
     loops = torch.arange(num_nodes)
     return torch.cat([src, loops]), torch.cat([dst, loops])
+
+
+def random_relations(relations: Iterable[tuple[str, str, str]], num_nodes: int, seed: int = 0,
+                     zero_in_degree: bool = True, avg_degree: int = 3) -> dgl.DGLHeteroGraph:
+    """A heterograph of these relations with num_nodes nodes of each of their types, each
+    relation a random graph of random_edges (with zero_in_degree one node in ten of each type
+    without its in-edges, else a self-loop on every node): the metapath models' check graphs
+    and the relation graphs'."""
+    gen = torch.Generator().manual_seed(seed)
+    data = {rel: random_edges(num_nodes, num_nodes * avg_degree, gen, zero_in_degree) for rel in relations}
+    return dgl.heterograph(data, num_nodes_dict={t: num_nodes for s, _, d in data for t in (s, d)})

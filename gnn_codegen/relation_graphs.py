@@ -21,7 +21,7 @@ import torch.fx as fx
 
 from gnn_codegen.errors import GraphUseError
 from gnn_codegen.graph_lineage import relation_graph
-from gnn_codegen.random_graphs import random_edges
+from gnn_codegen.random_graphs import random_relations
 from gnn_codegen.type_offsets import known_schema, type_list
 
 # how the generated code spells a relation graph's op (lower.py, render.py): `g[relation]`
@@ -94,9 +94,7 @@ def random_relations_graph(program: Any, num_nodes: int, seed: int = 0, zero_in_
     typed = program.type_offsets
     if not uses_relation_graphs(program) or typed is None or not typed.relations:
         return None
-    gen = torch.Generator().manual_seed(seed)
-    data = {rel: random_edges(num_nodes, num_nodes * avg_degree, gen, zero_in_degree) for rel in typed.relations}
-    return dgl.heterograph(data, num_nodes_dict={t: num_nodes for t in typed.ntypes})
+    return random_relations(typed.relations, num_nodes, seed, zero_in_degree, avg_degree)
 
 
 def first_relation(program: Any) -> tuple[str, str, str] | None:

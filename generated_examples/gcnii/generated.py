@@ -348,7 +348,7 @@ class GCNII(nn.Module):
         return batches.result(out, nodes=nodes)
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 41efe728fadd -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 38998840c543 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
 # that inference hands each layer's function to, and what it uses. It is identical in every
 # module of this version and variant, and holds no model-specific code (the model's helpers are
@@ -612,9 +612,10 @@ class _FullNeighbourBatches:
         """tensor.var(0, correction=correction) (every: of all its elements) of a tensor with
         a row per node, on `device`: a pass over ranges of nodes for the mean, and one for the
         squared deviations from it, as torch computes it from the whole tensor."""
-        if self.device.type == "cpu" and tensor.device == self.device:
+        on_host = isinstance(tensor, torch.Tensor) and tensor.device == self.device
+        if self.device.type == "cpu" and on_host:  # not a DistTensor: at once
             return tensor.var(None if every else 0, correction=correction)
-        count = tensor.numel() if every else len(tensor)
+        count = len(tensor) * (int(numpy.prod(tensor.shape[1:])) if every else 1)
         mean = self.sum_nodes(tensor)
         mean = mean.sum() / count if every else mean / count
         squares = self._fold_nodes(
@@ -1041,8 +1042,13 @@ class _FullNeighbourBatches:
         if self.batch_size != "auto":
             return self.batch_size
         degree = self.num_edges / max(self.num_nodes, 1)
-        row = sum(
-            t[0].numel() * t.element_size() if len(t) else 0
+        row = sum(  # from shape and dtype alone, as a DistTensor has them
+            (
+                int(numpy.prod(t.shape[1:]))
+                * torch.empty((), dtype=t.dtype).element_size()
+                if len(t)
+                else 0
+            )
             for t in (*src, *dst, *edges)
         )
         per_node = row * (degree + 1) + 24 * degree  # an edge's three IDs in the block
@@ -1215,15 +1221,6 @@ class _DistributedBatches(_FullNeighbourBatches):
         del parts, counts  # freed in every trainer at once
         return total.view(like.shape)
 
-    def var_nodes(self, tensor, correction, every=False):
-        count = len(tensor) * (int(numpy.prod(tensor.shape[1:])) if every else 1)
-        mean = self.sum_nodes(tensor)
-        mean = mean.sum() / count if every else mean / count
-        squares = self._fold_nodes(
-            tensor, lambda rows, dim: (rows - mean).square().sum(dim), torch.add
-        )
-        return (squares.sum() if every else squares) / max(count - correction, 0)
-
     def _own(self, nodes):
         """This trainer's nodes of `nodes` (sorted IDs; None: all): those of its partition,
         split among the partition's trainers as DGL does (a mask: DGL's example gives it
@@ -1274,19 +1271,6 @@ class _DistributedBatches(_FullNeighbourBatches):
         if isinstance(t, torch.Tensor):
             index = index.to(t.device)
         return t[index].to(self.device)
-
-    def _batch_size(self, src, dst, edges):
-        if self.batch_size != "auto":
-            return self.batch_size
-        degree = self.num_edges / max(self.num_nodes, 1)
-        row = sum(
-            int(numpy.prod(t.shape[1:])) * torch.empty((), dtype=t.dtype).element_size()
-            for t in (*src, *dst, *edges)
-        )
-        per_node = row * (degree + 1) + 24 * degree  # an edge's three IDs in the block
-        return int(
-            min(max(self.max_memory // (2 * per_node + 1), 1), max(self.num_nodes, 1))
-        )
 
     def _start_collective(self, g):
         """This call's name (for its DistTensors') and its table of every trainer's status,

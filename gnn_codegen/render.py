@@ -43,13 +43,11 @@ from gnn_codegen.squeezed_rows import homogeneous_checks as squeeze_checks
 from gnn_codegen.render_code import comment
 from gnn_codegen.render_layer import LayerFunction, LayerWriter
 from gnn_codegen import render_type_offsets as by_type
-from gnn_codegen.runtime_module import import_line
+from gnn_codegen.runtime_module import DIST_RUNTIME, RUNTIME, import_line
 from gnn_codegen.runtime_section import model_helpers, runtime_helpers
 from gnn_codegen.templating import render_template
 from gnn_codegen.write_out import SECTIONS, sections_needed
 
-RUNTIME = "_FullNeighbourBatches"
-DIST_RUNTIME = "_DistributedBatches"  # its variant on a DistGraph (templates/dist_batches.py.j2)
 BLOCK_AS_GRAPH = "_block_as_graph"
 
 

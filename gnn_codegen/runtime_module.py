@@ -19,7 +19,7 @@ from gnn_codegen.templating import render_template
 # the runtime's class as the runtime module spells it (the generated module imports it under
 # the name its own names leave free)
 RUNTIME = "_FullNeighbourBatches"
-_DIST_RUNTIME = "_DistributedBatches"
+DIST_RUNTIME = "_DistributedBatches"  # its variant on a DistGraph (templates/dist_batches.py.j2)
 
 
 def check_name(name: str, output: str | None) -> None:
@@ -50,7 +50,7 @@ def check_name(name: str, output: str | None) -> None:
 def runtime_module_source(version: str) -> str:
     """NAME.py: a header, the runtime's imports, and the runtime under its banner: the text
     below the banner is the runtime section a single-file module carries, so its hash is the same."""
-    runtime = render_template("batches.py.j2", runtime=RUNTIME, dist_runtime=_DIST_RUNTIME)
+    runtime = render_template("batches.py.j2", runtime=RUNTIME, dist_runtime=DIST_RUNTIME)
     section = runtime_helpers("", version, RUNTIME, runtime).strip("\n") + "\n"
     reads = [m for m in RUNTIME_MODULES if re.search(rf"\b{m}\.", section)]
     standard = sorted(m for m in reads if m in sys.stdlib_module_names)

@@ -22,7 +22,6 @@ import json
 import os
 import sys
 import tempfile
-import threading
 import time
 import warnings
 from pathlib import Path
@@ -32,6 +31,8 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 from run import IN_SIZE, MODELS, MODELS_FILE, load_module, make_graph  # noqa: E402
+
+from tests.peak_memory import bytes_in_files, peak_during  # noqa: E402  (the tests' sampler)
 
 
 def generated_sage(work: Path, init: dict | None = None):
@@ -90,29 +91,10 @@ def subset(args) -> list[dict]:
     return rows
 
 
-def rss_anon() -> int:
-    with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) * 1024 for line in status if line.startswith("RssAnon:"))
-
-
 def peak_anon_during(call):
-    """(seconds, the peak rise of RssAnon while call runs, its result)."""
-    peak, done = [rss_anon()], []
-
-    def sample():
-        while not done:
-            peak.append(rss_anon())
-            time.sleep(0.001)
-
-    thread = threading.Thread(target=sample, daemon=True)
-    base = rss_anon()
-    thread.start()
-    try:
-        seconds, result = timed(call)
-    finally:
-        done.append(True)
-        thread.join()
-    return seconds, max(peak) - base, result
+    """(seconds, the peak rise of RssAnon while call runs, its result), with the tests' sampler."""
+    peak, (seconds, result) = peak_during(lambda: timed(call))
+    return seconds, peak, result
 
 
 def read_bandwidth(folder: Path, size: int) -> float:
@@ -178,19 +160,15 @@ def out_of_core(args) -> list[dict]:
     g, _ = graph(args.nodes, args.edges, args.graph, in_size=0)
     x, x_mapped = features_on_disk(work / "x.npy", args.nodes, args.features, in_memory=not args.no_in_memory)
     runtime = module._FullNeighbourBatches
-    stored, layer_seconds = [], []
-    in_file, map_ = runtime._in_file, runtime.map
-
-    def counting_in_file(self, path, shape, like):
-        stored.append(int(np.prod(shape)) * like.element_size())
-        return in_file(self, path, shape, like)
+    stored, layer_seconds = bytes_in_files(runtime), []  # the bytes of each file it makes
+    map_ = runtime.map
 
     def timed_map(self, *a, **k):
         seconds, result = timed(lambda: map_(self, *a, **k))
         layer_seconds.append(seconds)
         return result
 
-    runtime._in_file, runtime.map = counting_in_file, timed_map
+    runtime.map = timed_map
     if args.always_gather:  # as where the rows do not fit in the page cache
         runtime._fit_in_memory = lambda self, tensors: False
     if args.no_read_ahead:  # memory-mapped pages read as the kernel reads them by itself

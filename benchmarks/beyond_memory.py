@@ -151,8 +151,6 @@ def drop_from_page_cache(path: Path) -> None:
 
 
 def out_of_core(args) -> list[dict]:
-    import numpy as np
-
     work = Path(args.dir or tempfile.mkdtemp(prefix="gnn-codegen-ooc-"))
     work.mkdir(parents=True, exist_ok=True)
     init = {"in_size": args.features, "hid_size": args.hidden, "out_size": 47}

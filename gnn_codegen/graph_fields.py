@@ -15,7 +15,7 @@ from __future__ import annotations
 import inspect
 import operator
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 import torch.fx as fx

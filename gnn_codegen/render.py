@@ -477,7 +477,7 @@ class Renderer:
                           f"    raise ValueError(f\"generated for forward over {count} graphs side by side; "
                           f"{gs} holds {{len({gs})}}\")"]
             lines += [f"if any(graph.num_nodes() != {first}.num_nodes() for graph in {gs}):",
-                      f"    raise ValueError(\"the graphs side by side must have the same nodes: \"",
+                      "    raise ValueError(\"the graphs side by side must have the same nodes: \"",
                       f"                     f\"{{[graph.num_nodes() for graph in {gs}]}} nodes\")"]
         elif self.over_metapaths and metapath_of(self.metapaths[0]):
             graphs = [self.graph_name[op.name] for op in self.metapaths]

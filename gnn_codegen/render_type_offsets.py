@@ -66,7 +66,7 @@ def result(program: Program, spelled: str, counts: str, take: Callable[[str], st
     if found is None or not found.picked:
         return [], spelled
     parts = take("rows_by_type")
-    lines = [f"# forward's rows by node type (dgl.NTYPE == i): the type offsets' slices",
+    lines = ["# forward's rows by node type (dgl.NTYPE == i): the type offsets' slices",
              f"{parts} = torch.split({spelled}, {counts})"]
     if found.picked[0][0] is None:
         return lines, f"{parts}[{found.picked[0][1]}]"

@@ -128,7 +128,7 @@ def runtime_hash(version: str, runtime: str = RUNTIME) -> str:
 def _hashes(text: str) -> dict[str, str]:
     """A runtime module's sections' hashes (computed from their text), by the class its banner
     names."""
-    found = {}
+    found: dict[str, str] = {}
     for top, section in sections(text):
         named = _NAMED.search(re.sub(r"\s*\n#\s*", " ", top))
         found[named.group(1) if named else "a runtime"] = content_hash(section)

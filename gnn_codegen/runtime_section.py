@@ -82,7 +82,7 @@ def sections(source: str) -> list[tuple[str, str]]:
     the next banner, its trailing blank lines left out, or to the end (a module holds one
     banner; a runtime module one per variant)."""
     matches = list(_HASH_LINE.finditer(source))
-    found = []
+    found: list[tuple[str, str]] = []
     for i, match in enumerate(matches):
         end = source.index(_BANNER_END, match.start()) + len(_BANNER_END)
         stop = matches[i + 1].start() if i + 1 < len(matches) else len(source)

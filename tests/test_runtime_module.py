@@ -72,6 +72,9 @@ def test_two_models_share_one_runtime_module(tmp_path: Path, in_repo: None, caps
         assert section == split(golden)[2], case
         assert content_hash(section) == banner_hash(golden) and f"sha256 {content_hash(section)} " in runtime
     assert banner_hash(runtime) == content_hash(homogeneous)
+    # and the table a generated module reads when imported says the same
+    assert (f'SHA256 = {{"_FullNeighbourBatches": "{content_hash(homogeneous)}", '
+            f'"_HeteroBatches": "{content_hash(heterogeneous)}"}}\n') in runtime
     for name in ("sage_inference.py", "gcn_inference.py"):
         source = (tmp_path / name).read_text()
         assert "from gnn_runtime import _FullNeighbourBatches\n" in source

@@ -26,8 +26,7 @@ from gnn_codegen.import_guard import ExitCalled, exit_call, exit_raises
 from gnn_codegen.method_name import DEFAULT_METHOD_NAME
 from gnn_codegen.generated import GenerateOptions
 from gnn_codegen.pipeline import VERSION, generate_all
-from gnn_codegen.runtime_module import check_name, existing_matches, runtime_module_source
-from gnn_codegen.runtime_section import banner_hash
+from gnn_codegen.runtime_module import check_name, existing_matches, hashes_line, runtime_module_source
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,9 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dot", metavar="FILE", help="with --explain: write the traced graph coloured by stage as Graphviz DOT (and SVG/PNG beside it when `dot` is installed)")
     parser.add_argument("--nodes", type=int, default=DEFAULT_NODES, metavar="N", help=f"with --explain: node count for the byte totals (default {DEFAULT_NODES:,})")
     parser.add_argument("--runtime-module", metavar="NAME",
-                        help="write the runtime once, as its own module NAME.py beside the output (reused where an "
-                        "identical one is there; another version's is refused, never overwritten), and import it; "
-                        "by default each module holds its runtime. NAME.py is the one file written besides -o")
+                        help="write the runtime once, as its own module NAME.py beside the output, and import it: "
+                        "one NAME.py for homogeneous and heterogeneous models (reused where an identical one is "
+                        "there; another version's is refused, never overwritten); the generated module raises "
+                        "ImportError when imported with another runtime than its own. By default each module "
+                        "holds its runtime. NAME.py is the one file written besides -o")
     parser.add_argument("--version", action="version", version=f"gnn-codegen {VERSION}")
     return parser
 
@@ -227,7 +228,7 @@ def _run(args: argparse.Namespace, stdout: TextIO) -> int:
                 write_atomically(path, generated.runtime_module[1], "--runtime-module")
                 print(f"wrote {path}", file=sys.stderr)
             else:
-                print(f"reused {path}: the same runtime (sha256 {banner_hash(generated.runtime_module[1])})",
+                print(f"reused {path}: the same runtime ({hashes_line(generated.runtime_module[1])})",
                       file=sys.stderr)
         write_atomically(Path(args.output), generated.source, "-o")
         print(f"wrote {args.output}", file=sys.stderr)

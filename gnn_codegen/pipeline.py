@@ -42,7 +42,7 @@ from gnn_codegen.render_assumptions import decision_notes
 from gnn_codegen.row_axis import take_row_axes
 from gnn_codegen.row_ranges import refuse_other_rows, take_row_ranges
 from gnn_codegen.simplify import simplify
-from gnn_codegen.runtime_module import runtime_hash, runtime_module_of
+from gnn_codegen.runtime_module import HETERO_RUNTIME, runtime_hash, runtime_module_of
 from gnn_codegen.runtime_section import stamp
 from gnn_codegen.splice import ends_with_helpers, splice
 from gnn_codegen.trace import Traced, trace
@@ -125,15 +125,9 @@ def _generate_all(target: str, options: GenerateOptions) -> Generated:
                 "--blocks gives the number of blocks of a homogeneous model's forward; for a model with "
                 "HeteroGraphConv the count is its HeteroGraphConv layers'. Leave --blocks out."
             )
-        if options.runtime_module is not None:
-            raise OptionsError(
-                f"--runtime-module {options.runtime_module}: a model with HeteroGraphConv carries the "
-                "heterogeneous runtime, which has no module of its own yet. Leave --runtime-module out: the "
-                "module then holds its runtime."
-            )
         header = {"version": VERSION, "target": target, "command": regenerate_command(target, options),
-                  "verified": options.verify, "method": options.method_name, "runtime_module": None,
-                  "runtime_hash": None}
+                  "verified": options.verify, "method": options.method_name, "runtime_module": options.runtime_module,
+                  "runtime_hash": runtime_hash(VERSION, HETERO_RUNTIME) if options.runtime_module else None}
         return generate_hetero(loaded, options, feat_dims, header, warnings)
     if options.forward_args is not None:
         raise OptionsError(
@@ -173,7 +167,7 @@ def _generate_all(target: str, options: GenerateOptions) -> Generated:
               "runtime_module": options.runtime_module, "runtime_hash": runtime_hash(VERSION) if options.runtime_module else None}
     rendered = render(program, attrs, plan, module_names, header)
     source = splice(loaded.source, loaded.class_name, rendered.method, rendered.helpers, rendered.header,
-                    options.method_name, rendered.imports)
+                    options.method_name, rendered.imports, rendered.after_imports)
     formatted = stamp(format_source(source, rendered.helpers if rendered.helpers_formatted
                                     and ends_with_helpers(source, rendered.helpers) else ""))
     generated = Generated(formatted, loaded, program, attrs, plan, warnings, target, rendered.buffers,

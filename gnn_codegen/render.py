@@ -43,7 +43,7 @@ from gnn_codegen.squeezed_rows import homogeneous_checks as squeeze_checks
 from gnn_codegen.render_code import comment
 from gnn_codegen.render_layer import LayerFunction, LayerWriter
 from gnn_codegen import render_type_offsets as by_type
-from gnn_codegen.runtime_module import DIST_RUNTIME, RUNTIME, import_line
+from gnn_codegen.runtime_module import DIST_RUNTIME, RUNTIME, imported
 from gnn_codegen.runtime_section import model_helpers, runtime_helpers
 from gnn_codegen.templating import render_template
 from gnn_codegen.write_out import SECTIONS, sections_needed
@@ -63,6 +63,7 @@ class Rendered:
     # default names (tests/test_goldens.py), and formatting them again took a tenth of the command
     helpers_formatted: bool = False
     imports: tuple[str, ...] = ()  # the runtime's, from --runtime-module's module (runtime_module.py)
+    after_imports: str = ""  # with them, the check that it is the runtime generated against
 
 
 # a block's IDs (graph_data.BLOCK_NODE_IDS): what counts them in g, and how forward reads them
@@ -769,6 +770,8 @@ def render(program: Program, attrs: Attributes, plan: Plan, module_names: set[st
     r = Renderer(program, attrs, plan, module_names)
     method = r.method()
     _check_no_capture(method, r.reserved)
+    imports, check = (imported(header["runtime_module"], RUNTIME, r.runtime, module_names | r.reserved, header["version"])
+                      if header.get("runtime_module") else ((), ""))
     return Rendered(
         header=render_template("header.py.j2", **header),
         helpers=r.helpers(header["version"], header.get("runtime_module")),
@@ -776,6 +779,7 @@ def render(program: Program, attrs: Attributes, plan: Plan, module_names: set[st
         buffers=tuple(r.buffer.items()),
         origins=tuple(r.origins),
         helpers_formatted=r.default_helper_names(),
-        imports=(import_line(header["runtime_module"], r.runtime),) if header.get("runtime_module") else (),
+        imports=imports,
+        after_imports=check,
     )
 

@@ -1,7 +1,8 @@
 """The runtime section of a generated module: the banner that opens it (gnn-codegen's version, a
 content hash of the text below it, where it is tested) and the hash itself, stamped into the
 module once it is formatted. A reviewer reads down to the banner; what is below it is the same
-text in every module of a version and variant, which the hash lets anyone check."""
+text in every module of a version and variant, which the hash lets anyone check. A runtime
+module (--runtime-module) holds one such section per variant, each under its own banner."""
 
 from __future__ import annotations
 
@@ -19,8 +20,10 @@ _HASH_LINE = re.compile(r"^# --- gnn-codegen runtime (\S+), sha256 ([0-9a-f?]{12
 _WIDTH = 96  # the banner's lines, as long as the rest of what gnn-codegen writes
 _BANNER_END = "# " + "-" * (_WIDTH - 2) + "\n"
 
-# The tests that prove what the runtime promises (its class docstring says which proves what);
-# tests/test_goldens.py checks the hash and that the section is one text per variant.
+# The tests that prove what each variant's runtime promises (its class docstring says which
+# proves what); tests/test_goldens.py checks the hash and that the section is one text per
+# variant, tests/test_runtime_module.py that it computes the same imported from a module of
+# its own (--runtime-module) and that a module refuses another runtime than its own.
 TESTED_BY = (
     "tests/test_goldens.py::test_runtime_section_is_hashed_and_identical",
     "tests/test_equivalence.py (batch sizes, rows in place or gathered)",
@@ -28,22 +31,35 @@ TESTED_BY = (
     "tests/test_threads.py",
     "tests/test_distributed.py",
     "tests/test_simulated_device.py",
+    "tests/test_runtime_module.py (as a module of its own, --runtime-module)",
     "tests/cuda/check.py (streams, on a GPU)",
+)
+HETERO_TESTED_BY = (
+    "tests/test_goldens.py::test_runtime_section_is_hashed_and_identical",
+    "tests/test_hetero.py (batch sizes, rows in place or gathered, nodes=, storage=, memory)",
+    "tests/test_hetero_differential.py",
+    "tests/test_threads.py",
+    "tests/test_distributed.py",
+    "tests/test_simulated_device.py",
+    "tests/test_runtime_module.py (as a module of its own, --runtime-module)",
 )
 
 
-def banner(version: str, runtime: str) -> str:
+def banner(version: str, runtime: str, tested_by: tuple[str, ...] = TESTED_BY, until_next: bool = False) -> str:
     """The banner above `runtime` (the class's name, as the module spells it), its hash not yet
-    stamped (stamp())."""
+    stamped (stamp()). until_next: another banner follows in the file (a runtime module's),
+    where the section this one hashes ends."""
+    below = ("the text below the banner's last line, down to the next such banner (blank lines before "
+             "it left out)" if until_next else "the text below the banner's last line")
     text = (f"Everything below this banner is gnn-codegen's runtime: {runtime}, the batch loop that "
             "inference hands each layer's function to, and what it uses. It is identical in every module "
             "of this version and variant, and holds no model-specific code (the model's helpers are above "
-            "the banner); the sha256 is of the text below the banner's last line, for anyone to "
+            f"the banner); the sha256 is of {below}, for anyone to "
             f"recompute. What it guarantees is in {runtime}'s docstring. Tested by:")
     lines = [
         f"{BANNER_START} {version}, sha256 {_PLACEHOLDER} ".ljust(_WIDTH, "-"),
         *(f"# {line}" for line in textwrap.wrap(text, _WIDTH - 2)),
-        *(f"#   {name}" for name in TESTED_BY),
+        *(f"#   {name}" for name in tested_by),
     ]
     return "\n".join(lines) + "\n" + _BANNER_END
 
@@ -61,6 +77,20 @@ def split(source: str) -> tuple[str, str, str]:
     return source[: match.start()], source[match.start(): end], source[end:]
 
 
+def sections(source: str) -> list[tuple[str, str]]:
+    """Each banner of `source` with the runtime section it hashes: the text below it down to
+    the next banner, its trailing blank lines left out, or to the end (a module holds one
+    banner; a runtime module one per variant)."""
+    matches = list(_HASH_LINE.finditer(source))
+    found: list[tuple[str, str]] = []
+    for i, match in enumerate(matches):
+        end = source.index(_BANNER_END, match.start()) + len(_BANNER_END)
+        stop = matches[i + 1].start() if i + 1 < len(matches) else len(source)
+        text = source[end:stop]
+        found.append((source[match.start(): end], text.rstrip("\n") + "\n" if i + 1 < len(matches) else text))
+    return found
+
+
 def banner_hash(source: str) -> str:
     """The hash the banner states."""
     match = _HASH_LINE.search(source)
@@ -71,10 +101,9 @@ def banner_hash(source: str) -> str:
 
 def stamp(source: str) -> str:
     """`source` with its banner's hash filled in: that of the runtime below it, as formatted."""
-    if _HASH_LINE.search(source) is None:
-        return source
-    head, top, runtime = split(source)
-    return head + top.replace(_PLACEHOLDER, content_hash(runtime), 1) + runtime
+    for top, runtime in sections(source):  # each banner's placeholder as long as its hash
+        source = source.replace(top, top.replace(_PLACEHOLDER, content_hash(runtime), 1), 1)
+    return source
 
 
 def model_helpers(sections: set[str] | frozenset[str], names: dict[str, str] | object,
@@ -91,7 +120,8 @@ def model_helpers(sections: set[str] | frozenset[str], names: dict[str, str] | o
     return "\n\n\n".join(part.strip("\n") for part in parts if part.strip())
 
 
-def runtime_helpers(helpers: str, version: str, runtime: str, runtime_source: str) -> str:
+def runtime_helpers(helpers: str, version: str, runtime: str, runtime_source: str,
+                    tested_by: tuple[str, ...] = TESTED_BY, until_next: bool = False) -> str:
     """The text the module ends with: the model's helpers, then the banner and the runtime."""
-    return render_template("helpers.py.j2", helpers=helpers, banner=banner(version, runtime),
+    return render_template("helpers.py.j2", helpers=helpers, banner=banner(version, runtime, tested_by, until_next),
                            runtime=runtime_source.strip("\n"))

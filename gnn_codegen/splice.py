@@ -216,7 +216,7 @@ def _moved_import(node: cst.CSTNode) -> cst.CSTNode:
 
 
 def splice(source: str, class_name: str, method: str, helpers: str, header: str,
-           method_name: str = "inference", imports: tuple[str, ...] = ()) -> str:
+           method_name: str = "inference", imports: tuple[str, ...] = (), after_imports: str = "") -> str:
     module = cst.parse_module(source)
     trees = _statement_trees(module, source)
     items = [c for c in (_classify(s, trees[id(s)]) for s in module.body) if c is not None]
@@ -295,7 +295,7 @@ def splice(source: str, class_name: str, method: str, helpers: str, header: str,
     rest = body[insert_at:]
     if (missing or imports) and rest and not hoisted and not getattr(rest[0], "leading_lines", True):
         rest[0] = rest[0].with_changes(leading_lines=[cst.EmptyLine()])  # a blank line after the imports
-    body = futures + head + hoisted + rest
+    body = futures + head + hoisted + _statements(after_imports) + rest
     if body and all(line.comment is None for line in getattr(body[0], "leading_lines", [None])):
         body[0] = body[0].with_changes(leading_lines=[])  # one blank line after the header, as ever
     # the runtime helpers after everything else, as written (they are ours): a reader meets the
@@ -305,6 +305,17 @@ def splice(source: str, class_name: str, method: str, helpers: str, header: str,
         code = code.rstrip("\n") + "\n\n\n" + helpers.strip("\n") + "\n"
     ast.parse(code)  # a bug of ours must not produce a module that does not parse
     return code
+
+
+def _statements(code: str) -> list[cst.CSTNode]:
+    """`code`'s statements, a blank line and its opening comment before the first (the
+    runtime module's check, after the imports: runtime_module.py)."""
+    if not code.strip():
+        return []
+    module = cst.parse_module(code)
+    first = module.body[0]
+    return [first.with_changes(leading_lines=[cst.EmptyLine(), *module.header, *first.leading_lines]),
+            *module.body[1:]]
 
 
 def ends_with_helpers(code: str, helpers: str) -> bool:

@@ -170,6 +170,7 @@ class GATv2(nn.Module):
 #   tests/test_threads.py
 #   tests/test_distributed.py
 #   tests/test_simulated_device.py
+#   tests/test_runtime_module.py (as a module of its own, --runtime-module)
 #   tests/cuda/check.py (streams, on a GPU)
 # ----------------------------------------------------------------------------------------------
 

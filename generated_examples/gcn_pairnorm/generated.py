@@ -287,6 +287,7 @@ def _check_in_degrees(conv, block):
 #   tests/test_threads.py
 #   tests/test_distributed.py
 #   tests/test_simulated_device.py
+#   tests/test_runtime_module.py (as a module of its own, --runtime-module)
 #   tests/cuda/check.py (streams, on a GPU)
 # ----------------------------------------------------------------------------------------------
 

@@ -208,6 +208,7 @@ def _rel_graph_conv(
 #   tests/test_threads.py
 #   tests/test_distributed.py
 #   tests/test_simulated_device.py
+#   tests/test_runtime_module.py (as a module of its own, --runtime-module)
 #   tests/cuda/check.py (streams, on a GPU)
 # ----------------------------------------------------------------------------------------------
 

@@ -148,6 +148,7 @@ def _sage_conv_mean(conv, block, feat_src, feat_dst, projected, edge_weight=None
 #   tests/test_threads.py
 #   tests/test_distributed.py
 #   tests/test_simulated_device.py
+#   tests/test_runtime_module.py (as a module of its own, --runtime-module)
 #   tests/cuda/check.py (streams, on a GPU)
 # ----------------------------------------------------------------------------------------------
 

@@ -13,14 +13,15 @@ import torch
 from gnn_codegen.errors import FeatDimsError
 from gnn_codegen.format import format_source
 from gnn_codegen.hetero.plan import build_hetero_plan
-from gnn_codegen.hetero.render import DIST_RUNTIME, HETERO_CONV, HETERO_CONV_SOURCES, RELATION_SOURCE, RUNTIME, HeteroRenderer
+from gnn_codegen.hetero.render import HETERO_CONV, HETERO_CONV_SOURCES, RELATION_SOURCE, RUNTIME, HeteroRenderer
 from gnn_codegen.hetero.schema import Schema, model_schema
 from gnn_codegen.hetero.forward_defaults import trace_with_defaults
 from gnn_codegen.hetero.trace import parse_forward_args
 from gnn_codegen.load import LoadedModel
 from gnn_codegen.splice import ends_with_helpers, splice
 from gnn_codegen.templating import render_template
-from gnn_codegen.runtime_section import model_helpers, runtime_helpers, stamp
+from gnn_codegen.runtime_module import imported, runtime_module_of, variant_source
+from gnn_codegen.runtime_section import HETERO_TESTED_BY, model_helpers, runtime_helpers, stamp
 from gnn_codegen.write_out import SECTIONS, sections_needed
 
 if TYPE_CHECKING:
@@ -41,9 +42,10 @@ def relation_kinds(model: torch.nn.Module) -> frozenset[str]:
 
 
 def render_hetero_helpers(sections: set[str] | frozenset[str], version: str,
-                          kinds: frozenset[str] = frozenset({"graph_conv", "gat"})) -> str:
+                          kinds: frozenset[str] = frozenset({"graph_conv", "gat"}), runtime: bool = True) -> str:
     """The helpers the layers call (only those: no GATConv's parts for an RGCN), then the
-    runtime under its banner (runtime_section.py), one text in every heterogeneous module."""
+    runtime under its banner (runtime_section.py), one text in every heterogeneous module;
+    runtime=False: the helpers alone (the runtime is imported: --runtime-module)."""
     parts = {part for s in sections for part in HETERO_SECTIONS[s]}
     if "relation_sources" in sections:
         parts |= {part for kind in kinds for part in _RELATION_PARTS[kind]}
@@ -55,8 +57,9 @@ def render_hetero_helpers(sections: set[str] | frozenset[str], version: str,
     layers = render_template("hetero_convs.py.j2", used=used, names=names, gat="gat" in kinds,
                              graph_conv="graph_conv" in kinds) if sections else ""
     helpers = "\n\n\n".join(p.strip("\n") for p in (layers, model_helpers(used, names)) if p.strip())
-    return runtime_helpers(helpers, version, RUNTIME, render_template("hetero_batches.py.j2", runtime=RUNTIME,
-                                                                   dist_runtime=DIST_RUNTIME))
+    if not runtime:
+        return helpers
+    return runtime_helpers(helpers, version, RUNTIME, variant_source(RUNTIME), HETERO_TESTED_BY)
 
 
 def feature_types(schema: Schema, feat_dims: dict[str, tuple[int, ...]]) -> tuple[str, ...]:
@@ -84,15 +87,18 @@ def generate_hetero(loaded: LoadedModel, options: GenerateOptions, feat_dims: di
     reserved = {n for n in namespace if not n.startswith("__")} | {"torch", "dgl"}
     renderer = HeteroRenderer(plan, namespace, reserved)
     method = renderer.method({**header, "relations": schema.relations})
-    helpers = render_hetero_helpers(renderer.sections, header["version"], relation_kinds(loaded.model))
+    name = options.runtime_module  # the runtime imported from NAME.py, checked on import
+    helpers = render_hetero_helpers(renderer.sections, header["version"], relation_kinds(loaded.model), not name)
+    imports, check = imported(name, RUNTIME, RUNTIME, reserved, header["version"]) if name else ((), "")
     source = splice(loaded.source, loaded.class_name, method, helpers,
-                    render_template("header.py.j2", **header), options.method_name)
+                    render_template("header.py.j2", **header), options.method_name, imports, check)
     # the helpers are black's format as rendered (the goldens' black check covers both variants):
     # only the rest is formatted
     tail = helpers if ends_with_helpers(source, helpers) else ""
     generated = Generated(stamp(format_source(source, tail)), loaded, None, None, None, warnings, header["target"],  # type: ignore[arg-type]
                           method_name=options.method_name, hetero=plan, schema=schema,
-                          feat_dims=tuple(feat_dims.items()), hetero_layout=tuple(renderer.layout))
+                          feat_dims=tuple(feat_dims.items()), hetero_layout=tuple(renderer.layout),
+                          runtime_module=runtime_module_of(name, header["version"]))
     if not options.verify:
         return generated
     result = verify_hetero(generated)

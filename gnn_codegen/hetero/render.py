@@ -24,11 +24,10 @@ from gnn_codegen.hetero.plan import HeteroPlan, nodes_in, result_type
 from gnn_codegen.hetero.trace import calls_own_layer, hetero_conv
 from gnn_codegen.lower import locations
 from gnn_codegen.render_code import comment
+from gnn_codegen.runtime_module import HETERO_RUNTIME as RUNTIME
 from gnn_codegen.squeezed_rows import hetero_checks as squeeze_checks
 from gnn_codegen.squeezed_rows import squeezes_every_axis, squeezes_first_axis
 
-RUNTIME = "_HeteroBatches"
-DIST_RUNTIME = "_DistHeteroBatches"  # on a DistGraph (templates/dist_hetero_batches.py.j2)
 HETERO_CONV = "_hetero_conv"
 HETERO_CONV_SOURCES = "_hetero_conv_sources"
 RELATION_SOURCE = "_relation_source"  # a relation's work on its source rows (map_sources)

@@ -52,7 +52,8 @@ def render_hetero_helpers(sections: set[str] | frozenset[str], version: str,
     used = {*sections, *sections_needed(parts)}
     # every section's name: a docstring of one names another
     names = SimpleNamespace(hetero_conv=HETERO_CONV, hetero_conv_sources=HETERO_CONV_SOURCES,
-                            relation_source=RELATION_SOURCE, relation_sum="_relation_sum",
+                            relation_source=RELATION_SOURCE, relation_sum="_relation_sum", sums_relations="_sums_relations",
+                            relations_product="_relations_product", weight_basis="_weight_basis",
                             **{s: f"_{s}" for s in SECTIONS})
     layers = render_template("hetero_convs.py.j2", used=used, names=names, gat="gat" in kinds,
                              graph_conv="graph_conv" in kinds) if sections else ""

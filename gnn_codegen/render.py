@@ -42,6 +42,7 @@ from gnn_codegen.row_ranges import entry_checks as row_range_checks
 from gnn_codegen.squeezed_rows import homogeneous_checks as squeeze_checks
 from gnn_codegen.render_code import comment
 from gnn_codegen.render_layer import LayerFunction, LayerWriter
+from gnn_codegen import incremental
 from gnn_codegen import render_type_offsets as by_type
 from gnn_codegen.runtime_module import DIST_RUNTIME, RUNTIME, imported
 from gnn_codegen.runtime_section import model_helpers, runtime_helpers
@@ -118,6 +119,7 @@ class Renderer:
         self.batch_size, self.device = self.names.take("batch_size"), self.names.take("device")
         self.max_memory, self.progress = self.names.take("max_memory"), self.names.take("progress")
         self.nodes, self.storage = self.names.take("nodes"), self.names.take("storage")
+        self.changed, self.keep_layers = self.names.take("changed"), self.names.take("keep_layers")
         self.batches, self.needed = self.names.take("batches"), self.names.take("needed")
         # graphs forward derives from its graph (derived_graphs.py), each with batches of its own
         # (one read only by the next: written inside it, `dgl.add_self_loop(dgl.remove_self_loop(g))`)
@@ -304,7 +306,8 @@ class Renderer:
         return render_template(
             "inference.py.j2",
             params=[*self.in_forwards_order, self.batch_size, self.device, f"{self.max_memory}=2**30", f"{self.progress}=False",
-                    f"{self.nodes}=None", f"{self.storage}=None", *(f"{p}=None" for p in self.optional.values())],
+                    f"{self.nodes}=None", f"{self.storage}=None", f"{self.changed}=None", f"{self.keep_layers}=False",
+                    *(f"{p}=None" for p in self.optional.values())],
             docstring=self._docstring(),
             preamble=preamble,
             stages=stages,
@@ -371,7 +374,8 @@ class Renderer:
             lines += self._derived_graphs()
         else:
             lines += [f"{self.batches} = {self.runtime}(self, {g}, {self.batch_size}, {self.device}, "
-                     f"{self.max_memory}, {self.progress}, {self.storage})"]
+                     f"{self.max_memory}, {self.progress}, {self.storage}"
+                     f"{incremental.runtime_arguments(self.changed, self.keep_layers)})"]
         if self.items and self.program.decisions:  # graphs side by side: each must agree
             graphs = f"({', '.join(self.params[:self.program.graphs])})" if self.program.graph_params else g
             g = self.names.take("graph")
@@ -466,7 +470,9 @@ class Renderer:
                 lines.append(f"{name} = {self._graph_expression(op)}")
             if op.name in self.runtimes:
                 lines.append(f"{self.runtimes[op.name]} = {self.runtime}(self, {name}, {self.batch_size}, "
-                             f"{self.device}, {self.max_memory}, {self.progress}, {self.storage})")
+                             f"{self.device}, {self.max_memory}, {self.progress}, {self.storage}" + (
+                                 incremental.runtime_arguments(self.changed, self.keep_layers, derived=True)
+                                 if self.runtimes[op.name] == self.batches else "") + ")")
         if self.items and self.over_metapaths:
             gs, first = self.params[0], self.graph_name[self.items[0].name]
             count = self.program.graphs
@@ -678,7 +684,8 @@ class Renderer:
             "then holds about a batch's rows; the files returned (result.npy) stay there, the others "
             "are deleted once read."
         )
-        paragraphs = [first, second, third]
+        paragraphs = [first, second, third, incremental.paragraph(self.changed, self.keep_layers, self.storage,
+                                                                  self.nodes, g)]
         if not not_distributed(p, self.derived):
             paragraphs.append(paragraph(g, [self.buffer[n] for n in p.inputs], self.nodes, self.storage))
         if p.homogenized is not None:  # homogenized.py

@@ -28,6 +28,7 @@ TESTED_BY = (
     "tests/test_goldens.py::test_runtime_section_is_hashed_and_identical",
     "tests/test_equivalence.py (batch sizes, rows in place or gathered)",
     "tests/test_subset_and_storage.py (nodes=, storage=, memory)",
+    "tests/test_incremental.py (keep_layers=, changed=)",
     "tests/test_threads.py",
     "tests/test_distributed.py",
     "tests/test_simulated_device.py",

@@ -2,7 +2,9 @@
 through generate_all, and the generated `inference` must equal the model's full-graph forward
 (atol = rtol = 1e-4) on a random graph of 60-120 nodes with zero-in-degree nodes, for a batch
 size below N that does not divide it and one of at least N, and every `del` in it must free
-what it names (tests/deletion_watch.py). A refusal (GnnCodegenError) is a failure too: every
+what it names (tests/deletion_watch.py); for a third of the draws, after a full run that keeps its
+layers and an update (features redrawn, edges added and removed), `changed=` must equal a fresh
+run on the new graph (issue 39). A refusal (GnnCodegenError) is a failure too: every
 piece the generator draws is meant to be supported. The same models with one convolution
 replaced by a user module that propagates twice in one call must be refused instead, naming it
 (test_multi_round_user_module_is_refused, 20 examples; GNN_CODEGEN_DIFF_REFUSALS for more).
@@ -42,6 +44,7 @@ from gnn_codegen.metapaths import rows_graph
 from gnn_codegen.several_graphs import first_graph
 from gnn_codegen.perturb import perturb
 from tests.deletion_watch import views_kept_alive
+from tests.graph_updates import updated
 from tests.random_models import (
     RELATIONS_METAGRAPH, USER_MODULES, ModelSpec, model_specs, multi_round_specs, render_model_source,
     user_propagation_specs,
@@ -110,11 +113,30 @@ def check_spec(spec: ModelSpec, seed: int) -> None:
                     f"N={num_nodes}, batch_size={batch_size}: inference differs from the full-graph "
                     f"forward, max |difference| {max_difference(actual, expected):.3g}"
                 )
+        if seed % 3 == 0:  # a third of the draws: an update, and incremental re-inference after it
+            _check_incremental(model, generated, g, inputs, batch_sizes[0], seed)
         with with_tables(model, generated, inputs):
             kept = views_kept_alive(model.inference, *inference_arguments(generated, g, inputs),
                                     batch_size=batch_sizes[0], device="cpu")
         if kept:
             pytest.fail(f"a `del` in inference frees nothing: {', '.join(kept)}")
+
+
+def _check_incremental(model, generated, g, inputs, batch_size: int, seed: int) -> None:
+    """After a full run that keeps its layers, a few features redrawn and edges added and removed
+    (features only on several graphs or a heterograph): inference(..., changed=the nodes they
+    change) must equal a fresh run on the new graph and inputs (issue 39)."""
+    with tempfile.TemporaryDirectory(prefix="gnn_codegen_diff_kept_") as storage:
+        run_inference(model, generated, g, inputs, batch_size=batch_size, device="cpu", storage=storage,
+                      keep_layers=True)
+        new_g, new_inputs, changed = updated(generated, g, inputs, seed)
+        _note(f"update: changed nodes {changed.tolist()}")
+        fresh = run_inference(model, generated, new_g, new_inputs, batch_size=batch_size, device="cpu")
+        actual = run_inference(model, generated, new_g, new_inputs, batch_size=batch_size, device="cpu",
+                               storage=storage, changed=changed)
+        if not allclose(actual, fresh, ATOL, RTOL):
+            pytest.fail(f"changed= differs from a fresh run after an update, max |difference| "
+                        f"{max_difference(actual, fresh):.3g}")
 
 
 @contextlib.contextmanager

@@ -72,12 +72,13 @@ class HeteroRenderer(ExpressionWriter):
         self.result_kind = result_type(plan)
         self.subsets = self.result_kind is not None
         params = [graph, *features, "batch_size", "device", "max_memory=2**30", "progress=False",
-                  *(["nodes=None"] if self.subsets else []), "storage=None"]
+                  *(["nodes=None"] if self.subsets else []), "storage=None", "changed=None", "keep_layers=False"]
         schema_relations = ", ".join(self.expr(r, {}) for r in header["relations"])
         reason = hetero_not_distributed(self)  # DistDGL: hetero/distributed.py
         lines = [
             *(refusal(graph, reason) if reason else []),
-            f"batches = {RUNTIME}(self, {graph}, batch_size, device, max_memory, progress, storage)",
+            f"batches = {RUNTIME}(self, {graph}, batch_size, device, max_memory, progress, storage, changed, "
+            "keep_layers)",
             "# the relations forward was traced for",
             f"batches.check_graph([{schema_relations}])",
         ]
@@ -630,7 +631,9 @@ def _docstring(model: torch.nn.Module, traced: Any, result: str | None, subgraph
         "each file is deleted with its tensor")
     paragraphs.append(
         "storage: a directory where the layers' results and those returned are kept in .npy files "
-        f"(memory-mapped), not in memory, which then holds about a batch's rows; {kept}.")
+        f"(memory-mapped), not in memory, which then holds about a batch's rows; {kept}. changed= "
+        "and keep_layers= (incremental re-inference) are not done yet for a heterogeneous graph: "
+        "ValueError.")
     lines: list[str] = []
     for paragraph in paragraphs:
         lines += [*textwrap.wrap(paragraph, 88, break_on_hyphens=False), ""]

@@ -270,13 +270,12 @@ class HGT(nn.Module):
 # banner); the sha256 is of the text below the banner's last line, for anyone to recompute. What
 # it guarantees is in _HeteroBatches's docstring. Tested by:
 #   tests/test_goldens.py::test_runtime_section_is_hashed_and_identical
-#   tests/test_equivalence.py (batch sizes, rows in place or gathered)
-#   tests/test_subset_and_storage.py (nodes=, storage=, memory)
-#   tests/test_incremental.py (keep_layers=, changed=)
+#   tests/test_hetero.py (batch sizes, rows in place or gathered, nodes=, storage=, memory)
+#   tests/test_hetero_differential.py
 #   tests/test_threads.py
 #   tests/test_distributed.py
 #   tests/test_simulated_device.py
-#   tests/cuda/check.py (streams, on a GPU)
+#   tests/test_runtime_module.py (as a module of its own, --runtime-module)
 # ----------------------------------------------------------------------------------------------
 
 

@@ -188,17 +188,21 @@ def _relation_sum(conv, outputs, ntype):
     DGL stacks them all first: the same sum without a copy of every relation's rows
     (measured 3x faster on a batch of 349-wide rows), equal to the bit for two or three
     relations (torch's sum over a stack of more may add them in another order)."""
-    aggregate = getattr(conv.agg_fn, "keywords", {}).get("fn")
-    summed = getattr(aggregate, "__name__", "") == "_sum_reduce_func"
     alike = all(
         o.shape == outputs[0].shape and o.dtype == outputs[0].dtype for o in outputs
     )
-    if not summed or len(outputs) < 2 or not alike:  # DGL's own, as forward
-        return conv.agg_fn(outputs, ntype)
+    if not _sums_relations(conv) or len(outputs) < 2 or not alike:
+        return conv.agg_fn(outputs, ntype)  # DGL's own, as forward
     total = outputs[0] + outputs[1]  # new: a relation's result may be its input's rows
     for rows in outputs[2:]:
         total += rows
     return total
+
+
+def _sums_relations(conv):
+    """Whether conv aggregates its relations' results with DGL's "sum"."""
+    aggregate = getattr(conv.agg_fn, "keywords", {}).get("fn")
+    return getattr(aggregate, "__name__", "") == "_sum_reduce_func"
 
 
 def _relation_source(mod, feat, out_degrees=None, weight=None):
@@ -314,13 +318,12 @@ def _check_in_degrees(conv, block):
 # banner); the sha256 is of the text below the banner's last line, for anyone to recompute. What
 # it guarantees is in _HeteroBatches's docstring. Tested by:
 #   tests/test_goldens.py::test_runtime_section_is_hashed_and_identical
-#   tests/test_equivalence.py (batch sizes, rows in place or gathered)
-#   tests/test_subset_and_storage.py (nodes=, storage=, memory)
-#   tests/test_incremental.py (keep_layers=, changed=)
+#   tests/test_hetero.py (batch sizes, rows in place or gathered, nodes=, storage=, memory)
+#   tests/test_hetero_differential.py
 #   tests/test_threads.py
 #   tests/test_distributed.py
 #   tests/test_simulated_device.py
-#   tests/cuda/check.py (streams, on a GPU)
+#   tests/test_runtime_module.py (as a module of its own, --runtime-module)
 # ----------------------------------------------------------------------------------------------
 
 

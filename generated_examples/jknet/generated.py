@@ -100,7 +100,12 @@ class JKNet(nn.Module):
             feat_2, el = _gat_conv_source(self.layers[0], h)
             return h, feat_2, el
 
-        h1, feat1, el1 = batches.map(layer_1, src=[x], dst=[x], nodes=needed[1])
+        h1, feat1, el1 = batches.map(
+            layer_1,
+            source_rows=dict(x=x),
+            destination_rows=dict(x_dst=x),
+            nodes=needed[1],
+        )
 
         # Layer 2 of 3: self.layers[0] (GATConv).
         def layer_2(block, feat1, el1, feat1_dst):
@@ -115,7 +120,11 @@ class JKNet(nn.Module):
             return h, feat, el
 
         h2, feat2, el2 = batches.map(
-            layer_2, src=[feat1, el1], dst=[feat1], in_place=True, nodes=needed[2]
+            layer_2,
+            source_rows=dict(feat1=feat1, el1=el1),
+            destination_rows=dict(feat1_dst=feat1),
+            in_place=True,
+            nodes=needed[2],
         )
         del feat1, el1
 
@@ -131,8 +140,8 @@ class JKNet(nn.Module):
 
         out = batches.map(
             layer_3,
-            src=[feat2, el2],
-            dst=[h1, h2, feat2],
+            source_rows=dict(feat2=feat2, el2=el2),
+            destination_rows=dict(h1=h1, h2=h2, feat2_dst=feat2),
             in_place=True,
             nodes=needed[3],
         )
@@ -241,7 +250,7 @@ def _check_in_degrees(conv, block):
         )
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 38998840c543 -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 60fdd582b088 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
 # that inference hands each layer's function to, and what it uses. It is identical in every
 # module of this version and variant, and holds no model-specific code (the model's helpers are
@@ -286,7 +295,7 @@ class _FullNeighbourBatches:
       (test_storage_keeps_results_in_files_and_never_writes_its_inputs).
     - A layer function (map's `layer`) must be row-wise over destination nodes: its row i
       reads destination i's rows and its in-edges alone, as one layer of forward on a block
-      does; it returns tensors with a row per destination node (or per edge, at per_edge)
+      does; it returns tensors with a row per destination node (or per edge: "edges")
       and keeps no reference to a batch's tensors once it returns (test_equivalence.py::
       test_a_deleted_tensor_is_freed checks that no view outlives a `del`).
     - Memory: on `device`, one batch's block and rows, and the rows a layer reads in place
@@ -425,22 +434,27 @@ class _FullNeighbourBatches:
     def map(
         self,
         layer,
-        src=(),
-        dst=(),
-        edges=(),
+        source_rows=None,
+        destination_rows=None,
+        edge_rows=None,
+        returns=None,
         in_place=False,
-        per_edge=(),
         blocks=True,
         nodes=None,
     ):
-        """layer(block, *the source rows of src, *destination rows of dst, *edge rows of edges)
-        for every batch; its results (a tensor or a tuple) for all nodes, on the host, or for
-        all edges at the positions in per_edge. in_place: the layer reads source rows only in
-        messages, so they are read where they are on `device`, not gathered per batch (moved
-        there at once where they fit in half its free memory: on a GPU, gathering each
-        batch's rows on the host took 98% of the time, measured).
+        """layer(block, **the batch's rows) for every batch, each of its parameters bound by
+        name: source_rows={parameter: tensor} gives it the rows of the block's source nodes,
+        destination_rows those of its destination nodes, edge_rows those of its in-edges.
+        Its results (a tensor or a tuple), on the host: returns says what each has a row
+        per, "nodes" (g's nodes, the batch's destinations: all of them where returns is
+        None) or "edges" (g's edges, the batch's in-edges). in_place: the layer reads source
+        rows only in messages, so they are read where they are on `device`, not gathered
+        per batch (moved there at once where they fit in half its free memory: on a GPU,
+        gathering each batch's rows on the host took 98% of the time, measured).
         nodes: the destination nodes (sorted IDs; None: all), the only rows written.
         """
+        names, src, dst, edges = self._bound(source_rows, destination_rows, edge_rows)
+        per_edge = self._per_edge(returns)
         if in_place and any(t.device != self.device for t in src):
             in_place = self._fit_in_memory(src, self.device)
             if in_place:  # once per layer, not per batch
@@ -454,7 +468,7 @@ class _FullNeighbourBatches:
         for dst_nodes, block, rows in self._prepared(
             src, dst, edges, in_place, blocks, nodes
         ):
-            results = layer(block, *rows)
+            results = layer(block, **dict(zip(names, rows)))
             results = results if isinstance(results, tuple) else (results,)
             edge_ids = block.edata[dgl.EID] if per_edge else None
             del block, rows  # before the next batch is made: one batch's rows at a time
@@ -485,7 +499,10 @@ class _FullNeighbourBatches:
         if on_host and all(t.device == self.device for t in tensors):
             return fn(*tensors)
         return self.map(
-            lambda block, *rows: fn(*rows), dst=tensors, blocks=False, nodes=nodes
+            lambda block, **rows: fn(*rows.values()),
+            destination_rows={f"rows_{i}": t for i, t in enumerate(tensors)},
+            blocks=False,
+            nodes=nodes,
         )
 
     def sum_nodes(self, tensor):
@@ -573,6 +590,26 @@ class _FullNeighbourBatches:
             nodes = nodes.to(tensor.device).long()
             nodes = nodes[(nodes >= first) & (nodes < end)] - first
         return self.result(tensor[first:end], nodes, name)
+
+    @staticmethod
+    def _bound(source_rows, destination_rows, edge_rows):
+        """map's bindings ({parameter: tensor} per kind of rows) -> the parameters'
+        names, and the tensors read on source rows, destination rows and edges."""
+        kinds = (source_rows or {}, destination_rows or {}, edge_rows or {})
+        names = [name for bound in kinds for name in bound]
+        if len(set(names)) != len(names):
+            raise ValueError(f"a parameter of the layer bound twice: {names}")
+        return (names, *(list(bound.values()) for bound in kinds))
+
+    @staticmethod
+    def _per_edge(returns):
+        """map's returns (what each result has a row per) -> the positions of those by edge."""
+        unknown = set(returns or ()) - {"nodes", "edges"}
+        if unknown:
+            raise ValueError(
+                f'returns says "nodes" or "edges" per result, not {unknown}'
+            )
+        return tuple(i for i, rows in enumerate(returns or ()) if rows == "edges")
 
     def _empty(self, like, rows):
         shape = (rows, *like.shape[1:])
@@ -1039,16 +1076,18 @@ class _DistributedBatches(_FullNeighbourBatches):
     def map(
         self,
         layer,
-        src=(),
-        dst=(),
-        edges=(),
+        source_rows=None,
+        destination_rows=None,
+        edge_rows=None,
+        returns=None,
         in_place=False,
-        per_edge=(),
         blocks=True,
         nodes=None,
     ):
         """_FullNeighbourBatches.map over this trainer's nodes (of `nodes`, where given); its
         results are new DistTensors, complete in every server when it returns."""
+        names, src, dst, edges = self._bound(source_rows, destination_rows, edge_rows)
+        per_edge = self._per_edge(returns)
         mine = self._own(nodes)
         batch_size = self._batch_size(src, dst, edges)
         batches = [mine[i : i + batch_size] for i in range(0, len(mine), batch_size)]
@@ -1057,7 +1096,7 @@ class _DistributedBatches(_FullNeighbourBatches):
 
         def run(dst_nodes):
             block, rows = self._prepare(dst_nodes, src, dst, edges, blocks)
-            results = layer(block, *rows)
+            results = layer(block, **dict(zip(names, rows)))
             results = results if isinstance(results, tuple) else (results,)
             edge_ids = block.edata[dgl.EID].cpu() if per_edge else None
             return results, [
@@ -1071,7 +1110,10 @@ class _DistributedBatches(_FullNeighbourBatches):
 
     def map_nodes(self, fn, *tensors, nodes=None):
         return self.map(
-            lambda block, *rows: fn(*rows), dst=tensors, blocks=False, nodes=nodes
+            lambda block, **rows: fn(*rows.values()),
+            destination_rows={f"rows_{i}": t for i, t in enumerate(tensors)},
+            blocks=False,
+            nodes=nodes,
         )
 
     def needed(self, nodes, layers):

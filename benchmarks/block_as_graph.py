@@ -59,7 +59,7 @@ def main() -> None:
             for name, layer in layers.items():
                 batches = runtime_class()(conv, g, args.batch_size, "cpu", 2**30, False)
                 started = time.perf_counter()
-                results[name] = batches.map(layer, src=[x])
+                results[name] = batches.map(layer, source_rows=dict(h=x))
                 times[name].append(time.perf_counter() - started)
     assert torch.allclose(results["block"], results["as graph"], atol=1e-5)
     block, graph = statistics.median(times["block"]), statistics.median(times["as graph"])

@@ -5,7 +5,8 @@ the layers, as a person writing the loop by hand would, instead of one copy per 
 
 A run qualifies when each of its layers stores only what the next layer alone reads, and its
 functions are identical once those tensors have one name each (h, and the source rows a
-GraphConv normed for the next layer: `h, feat = batches.map(layer_k, src=[feat], dst=[h])`). This module finds the runs and the
+GraphConv normed for the next layer: `h, feat = batches.map(layer_k, source_rows=dict(feat=feat),
+destination_rows=dict(h=h))`). This module finds the runs and the
 values to name alike; render.py names them, writes the functions again and checks that they
 came out identical before it folds them (else it keeps the layers apart)."""
 
@@ -64,7 +65,7 @@ def _shape(function: LayerFunction, positions: set[int]) -> tuple | None:
 
     return (tuple(anonymous(p) for p in function.params), tuple(anonymous(line) for line in function.body),
             tuple(map(anonymous, function.src)), tuple(map(anonymous, function.dst)),
-            tuple(map(anonymous, function.edges)), function.in_place, function.per_edge)
+            tuple(map(anonymous, function.edges)), function.in_place, function.returns)
 
 
 def find_loops(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, str],
@@ -139,7 +140,7 @@ def fold(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, 
                 buffer[value] = name
     written = rewrite()
     for loop in loops:  # the first may read the caller's x where the others read h
-        bodies = {(tuple(f.params), tuple(f.body), tuple(f.src), tuple(f.dst), tuple(f.edges), f.in_place, f.per_edge)
+        bodies = {(tuple(f.params), tuple(f.body), tuple(f.src), tuple(f.dst), tuple(f.edges), f.in_place, f.returns)
                   for f in written[loop.start + 1:loop.end + 1]}
         if len(bodies) != 1:  # not expected (the functions compared equal before): no loops
             buffer.clear()

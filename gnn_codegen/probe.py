@@ -277,15 +277,19 @@ def _run_layer_wise(call: _Call, g: dgl.DGLGraph, args: dict[str, Any], batch_si
                      if t.dim() and len(t) == g.num_edges() != g.num_nodes())
 
     # (the runtime hands no block without edges where g has some: _with_companion)
-    def layer(block: Any, *tensors: torch.Tensor) -> Any:
-        result = _run_on_block(call, block, dict(zip(keys, tensors)))
+    def layer(block: Any, **tensors: torch.Tensor) -> Any:
+        result = _run_on_block(call, block, dict(zip(keys, tensors.values())))
         flat = _flatten(result)
         if call.as_graph:  # the graph's first rows are the block's destinations
             flat = destination_rows(flat, block.num_dst_nodes(), per_edge)
         return tuple(flat) if len(flat) != 1 else flat[0]
 
     batches = runtime_class()(call.module, g, batch_size, "cpu", 2**30, False)
-    return batches.map(layer, src=rows["src"], dst=rows["dst"], edges=rows["edge"], per_edge=per_edge)
+    # bound by name as the generated code binds them: a parameter per key, in the keys' order
+    bound = {keyword: {f"{space}_{i}": x for i, x in enumerate(rows[space])}
+             for keyword, space in (("source_rows", "src"), ("destination_rows", "dst"), ("edge_rows", "edge"))}
+    returns = ["edges" if i in per_edge else "nodes" for i in range(len(_flatten(expected)))]
+    return batches.map(layer, **bound, returns=returns)
 
 
 def _difference(expected: Any, result: Any) -> float | None:

@@ -21,6 +21,7 @@ from gnn_codegen.edge_masks import suffix as edge_subgraph_suffix
 from gnn_codegen.edge_weight_norm import EDGE_WEIGHT_NORM
 from gnn_codegen.graph_data import BLOCK_EDGE_IDS, BLOCK_NODE_IDS
 from gnn_codegen.layer_loops import LayerLoop, fold
+from gnn_codegen.map_bindings import map_bindings
 from gnn_codegen.homogenized import kept_fields, spelled_conversion, subgraph_types
 from gnn_codegen.node_counts import GRAPH, MADE
 from gnn_codegen.graph_proxy import BATCH_SIZE
@@ -335,7 +336,7 @@ class Renderer:
 
     def _loop_lines(self, loop: LayerLoop, runs, function: LayerFunction, which: str | None):
         """The loop over a run of identical layers: its function, named for any of them, and
-        `for k in range(first, last + 1): h = batches.map(layer_k, src=[h], ...)`."""
+        `for k in range(first, last + 1): h = batches.map(layer_k, source_rows=dict(h=h), ...)`."""
         first, last = runs[loop.start][0].layer, runs[loop.end][0].layer
         counter = self.names.take("k")
         function = replace(function, name=self.names.take("layer_k"))
@@ -559,14 +560,11 @@ class Renderer:
         which = [] if nodes is None else [f"nodes={nodes}"]
         if not function.params or function.params[0] != "block":  # the prologue: node ranges
             return f"{self.batches}.map_nodes({', '.join([function.name, *function.dst, *which])})"
-        args = [function.name]
-        for keyword, tensors in (("src", function.src), ("dst", function.dst), ("edges", function.edges)):
-            if tensors:
-                args.append(f"{keyword}=[{', '.join(tensors)}]")
+        args = [function.name, *map_bindings(function.bindings())]
+        if function.returns:
+            args.append(f"returns={function.returns!r}")
         if function.in_place:
             args.append("in_place=True")
-        if function.per_edge:
-            args.append(f"per_edge={function.per_edge!r}")
         return f"{batches}.map({', '.join([*args, *which])})"
 
     def _callers_tensors(self) -> set[str]:

@@ -1,8 +1,9 @@
 """Render, one stage: the function a layer's batches run (`def layer_2(block, h1, h1_dst): ...`)
-and the call that runs it (`h2 = batches.map(layer_2, src=[h1], dst=[h1], in_place=True)`).
+and the call that runs it (`h2 = batches.map(layer_2, source_rows=dict(h1=h1),
+destination_rows=dict(h1_dst=h1), in_place=True)`).
 
 The function's parameters are the rows the stage reads (source rows, destination rows, edges:
-render passes them to the runtime's `map` in that order), its body is the user's forward for
+render binds each by its name to the tensor and the rows of it it takes), its body is the user's forward for
 the stage, one line per op in the user's names, and it returns what later stages or the caller
 read. In-place rewrites that keep batch-sized temporaries down live here too: an activation on a
 tensor nothing else reads runs in place, and an nn.Linear over a concatenation of columns
@@ -68,7 +69,18 @@ class LayerFunction:
     dst: list[str] = field(default_factory=list)  # ... on destination rows (or node ranges)
     edges: list[str] = field(default_factory=list)  # ... on edges
     in_place: bool = False  # the runtime may read source rows in place (see LayerWriter.in_place)
-    per_edge: tuple[int, ...] = ()  # positions of the results that have a row per edge
+    # what each result has a row per, where one is by edge: ("edges", "nodes"); () where all
+    # are by node (the runtime's default)
+    returns: tuple[str, ...] = ()
+
+    def bindings(self) -> list[tuple[str, list[tuple[str, str]]]]:
+        """The parameters after `block` bound to the tensors they take, per kind of rows, as
+        the runtime's map takes them: [(keyword, [(parameter, tensor)])]."""
+        names, kinds = iter(self.params[1:]), []
+        for keyword, tensors in (("source_rows", self.src), ("destination_rows", self.dst),
+                                 ("edge_rows", self.edges)):
+            kinds.append((keyword, [(next(names), tensor) for tensor in tensors]))
+        return kinds
 
 
 class LayerWriter:
@@ -445,7 +457,9 @@ class LayerWriter:
             src=[self.r.buffer[n] for n, _ in self.params["src"]],
             dst=[self.r.buffer[n] for n, _ in self.params["dst"]],
             edges=[self.r.buffer[n] for n, _ in self.params["edge"]],
-            in_place=self.in_place, per_edge=tuple(per_edge),
+            in_place=self.in_place,
+            # one word per stored value (`results` may be one call that returns them all)
+            returns=tuple("edges" if i in per_edge else "nodes" for i in range(len(self.stage.stores))) if per_edge else (),
         )
 
     # -- rewrites that save batch-sized temporaries ---------------------------------------------

@@ -122,7 +122,8 @@ READS = {
     "HGTTypesAsArguments": ["batches.check_rows(nodes={\"x\": x, \"ntype\": ntype}, edges={\"etype\": etype})",
                             "return F.gelu(self.adapt(x, ntype))",
                             "h0 = batches.map_nodes(prologue, x, ntype, nodes=needed[0])",
-                            "self.conv1(block, h0, ntype, etype)", "src=[h0, ntype], edges=[etype]"],
+                            "self.conv1(block, h0, ntype, etype)",
+                            "source_rows=dict(h0=h0, ntype=ntype), edge_rows=dict(etype=etype)"],
     # derived graphs: once, at the top, with batches of their own
     "SelfLoopsInForward": [
         "g_with_loops = dgl.add_self_loop(g)",

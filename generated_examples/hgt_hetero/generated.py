@@ -147,8 +147,6 @@ class HGT(nn.Module):
         progress=False,
         nodes=None,
         storage=None,
-        changed=None,
-        keep_layers=False,
     ):
         """self.forward(G, out_key="paper") in eval mode, computed one layer at a time: for each
         destination node type, over batches of batch_size of its nodes, each with the block of
@@ -172,9 +170,7 @@ class HGT(nn.Module):
 
         storage: a directory where the layers' results and those returned are kept in .npy files
         (memory-mapped), not in memory, which then holds about a batch's rows; the files
-        returned (result.npy) stay there, the others are deleted once read. changed= and
-        keep_layers= (incremental re-inference) are not done yet for a heterogeneous graph:
-        ValueError.
+        returned (result.npy) stay there, the others are deleted once read.
         """
         self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode
         if isinstance(G, dgl.distributed.DistGraph):
@@ -184,15 +180,7 @@ class HGT(nn.Module):
                 " it with a dgl.DGLGraph"
             )
         batches = _HeteroBatches(
-            self,
-            G,
-            batch_size,
-            device,
-            max_memory,
-            progress,
-            storage,
-            changed,
-            keep_layers,
+            self, G, batch_size, device, max_memory, progress, storage
         )
         # the relations forward was traced for
         batches.check_graph(
@@ -245,7 +233,11 @@ class HGT(nn.Module):
         h1 = {}
         for ntype in ("author", "field", "paper"):
             h1[ntype] = batches.map(
-                layer_1, ntype, src=[h0], nodes=needed[1][ntype], subgraph=True
+                layer_1,
+                ntype,
+                source_rows=dict(h0=h0),
+                nodes=needed[1][ntype],
+                subgraph=True,
             )
         del h0
 
@@ -257,25 +249,29 @@ class HGT(nn.Module):
 
         h2 = {}
         h2["paper"] = batches.map(
-            layer_2, "paper", src=[h1], nodes=needed[2]["paper"], subgraph=True
+            layer_2,
+            "paper",
+            source_rows=dict(h1=h1),
+            nodes=needed[2]["paper"],
+            subgraph=True,
         )
         del h1
         return batches.result(h2["paper"], nodes)
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 ece5735c182b -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 7bcdd544968c -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _HeteroBatches, the batch loop that
 # inference hands each layer's function to, and what it uses. It is identical in every module of
 # this version and variant, and holds no model-specific code (the model's helpers are above the
 # banner); the sha256 is of the text below the banner's last line, for anyone to recompute. What
 # it guarantees is in _HeteroBatches's docstring. Tested by:
 #   tests/test_goldens.py::test_runtime_section_is_hashed_and_identical
-#   tests/test_hetero.py (batch sizes, rows in place or gathered, nodes=, storage=, memory)
-#   tests/test_hetero_differential.py
+#   tests/test_equivalence.py (batch sizes, rows in place or gathered)
+#   tests/test_subset_and_storage.py (nodes=, storage=, memory)
 #   tests/test_threads.py
 #   tests/test_distributed.py
 #   tests/test_simulated_device.py
-#   tests/test_runtime_module.py (as a module of its own, --runtime-module)
+#   tests/cuda/check.py (streams, on a GPU)
 # ----------------------------------------------------------------------------------------------
 
 
@@ -321,22 +317,8 @@ class _HeteroBatches:
         return super().__new__(cls)
 
     def __init__(
-        self,
-        model,
-        g,
-        batch_size,
-        device,
-        max_memory,
-        progress,
-        storage=None,
-        changed=None,
-        keep_layers=False,
+        self, model, g, batch_size, device, max_memory, progress, storage=None
     ):
-        if changed is not None or keep_layers:
-            raise ValueError(
-                "changed= and keep_layers= (incremental re-inference) are not done yet "
-                "for a heterogeneous graph: call inference without them, for every row"
-            )
         self._check_arguments(model, batch_size, device, max_memory)
         self.g, self.batch_size = g, batch_size
         self.max_memory, self.progress = max_memory, progress
@@ -534,21 +516,26 @@ class _HeteroBatches:
         self,
         layer,
         ntype,
-        src=(),
-        dst=(),
-        edges=(),
+        source_rows=None,
+        destination_rows=None,
+        edge_rows=None,
         nodes=None,
         subgraph=False,
         in_place=True,
     ):
-        """layer(block, *the source rows of each dict of src, *destination rows of dst, *the
-        block's edge rows of each dict of edges by relation, ntype) for every batch of ntype's
-        nodes (of `nodes`, sorted IDs, or all); its results (a tensor or a tuple) for all of
-        them, on the host (only the rows of `nodes` written).
-        subgraph: layer(graph, ..., num_dst, ntype) on the batch's graph of its in-edges, an
-        ordinary heterograph, whose first num_dst nodes of ntype are the batch's. in_place:
-        False gathers source rows even where they could be read in place (_in_place).
+        """layer(block, **the batch's rows, ntype=ntype) for every batch of ntype's nodes (of
+        `nodes`, sorted IDs, or all), each of its parameters bound by name:
+        source_rows={parameter: {(stype, etype, ntype): tensor}} gives it the rows of the
+        block's source nodes, by relation, destination_rows={parameter: tensor} those of the
+        batch's nodes, edge_rows={parameter: {relation: tensor}} those of its in-edges by
+        relation. Its results (a tensor or a tuple) for all of ntype's nodes, on the host
+        (only the rows of `nodes` written).
+        subgraph: layer(graph, ..., num_dst=n, ntype=ntype) on the batch's graph of its
+        in-edges, an ordinary heterograph, whose first n nodes of ntype are the batch's.
+        in_place: False gathers source rows even where they could be read in place
+        (_in_place).
         """
+        names, src, dst, edges = self._bound(source_rows, destination_rows, edge_rows)
         outputs = None
         in_place = in_place and not subgraph and self._in_place(src)
         if in_place:  # the rows of the relations into ntype, on `device` once per layer
@@ -568,12 +555,13 @@ class _HeteroBatches:
                 sources = [self._sources(features, ids, ntype) for features in src]
             rows = [self._rows(x, batch) for x in dst]
             rows += [self._edge_rows(data, ntype, batch) for data in edges]
+            bound = dict(zip(names, [*sources, *rows]))
             if subgraph:  # the batch's nodes are the first of their type
                 slices = isinstance(batch, slice)
-                rows.append(batch.stop - batch.start if slices else len(batch))
-            results = layer(block.to(self.device), *sources, *rows, ntype)
+                bound["num_dst"] = batch.stop - batch.start if slices else len(batch)
+            results = layer(block.to(self.device), **bound, ntype=ntype)
             outputs = self._write(outputs, results, ntype, batch)
-            del block, sources, rows, results  # one batch's rows at a time
+            del block, sources, rows, bound, results  # one batch's rows at a time
         return self._done(outputs)
 
     def map_sources(
@@ -896,6 +884,16 @@ class _HeteroBatches:
             torch.cuda.current_stream(self.device).synchronize()
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
+    @staticmethod
+    def _bound(source_rows, destination_rows, edge_rows):
+        """map's bindings ({parameter: tensor} per kind of rows) -> the parameters'
+        names, and the tensors read on source rows, destination rows and edges."""
+        kinds = (source_rows or {}, destination_rows or {}, edge_rows or {})
+        names = [name for bound in kinds for name in bound]
+        if len(set(names)) != len(names):
+            raise ValueError(f"a parameter of the layer bound twice: {names}")
+        return (names, *(list(bound.values()) for bound in kinds))
+
     def _empty(self, like, rows):
         shape = (rows, *like.shape[1:])
         if self.storage is None:
@@ -1103,22 +1101,8 @@ class _DistHeteroBatches(_HeteroBatches):
             return len(self.shape)
 
     def __init__(
-        self,
-        model,
-        g,
-        batch_size,
-        device,
-        max_memory,
-        progress,
-        storage=None,
-        changed=None,
-        keep_layers=False,
+        self, model, g, batch_size, device, max_memory, progress, storage=None
     ):
-        if changed is not None or keep_layers:
-            raise ValueError(
-                "changed= and keep_layers= are not done on a DistGraph: call inference "
-                "without them"
-            )
         if storage is not None:
             raise ValueError(
                 "storage= does not apply to a DistGraph: each layer's results are "
@@ -1178,15 +1162,16 @@ class _DistHeteroBatches(_HeteroBatches):
         self,
         layer,
         ntype,
-        src=(),
-        dst=(),
-        edges=(),
+        source_rows=None,
+        destination_rows=None,
+        edge_rows=None,
         nodes=None,
         subgraph=False,
         in_place=True,
     ):
         """_HeteroBatches.map over this trainer's nodes of ntype (of `nodes`, where given);
         its results are new DistTensors, complete in every server when it returns."""
+        names, src, dst, edges = self._bound(source_rows, destination_rows, edge_rows)
         if edges or subgraph:  # refused at inference's entry (distributed.py)
             raise ValueError("edge data and layers of yours run on a DGLGraph alone")
 
@@ -1194,7 +1179,8 @@ class _DistHeteroBatches(_HeteroBatches):
             block = self._dist_block(ntype, batch)
             sources = [self._sources(f, block.srcnodes, ntype) for f in src]
             rows = [self._rows(x, batch) for x in dst]
-            results = layer(block.to(self.device), *sources, *rows, ntype)
+            bound = dict(zip(names, [*sources, *rows]))
+            results = layer(block.to(self.device), **bound, ntype=ntype)
             return self._tuple(results, batch)
 
         return self._map_type(ntype, nodes, run)

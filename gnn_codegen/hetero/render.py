@@ -23,6 +23,7 @@ from gnn_codegen.hetero.expressions import ExpressionWriter, Names, accessor, ba
 from gnn_codegen.hetero.plan import HeteroPlan, nodes_in, result_type
 from gnn_codegen.hetero.trace import calls_own_layer, hetero_conv
 from gnn_codegen.lower import locations
+from gnn_codegen.map_bindings import map_bindings
 from gnn_codegen.render_code import comment
 from gnn_codegen.runtime_module import HETERO_RUNTIME as RUNTIME
 from gnn_codegen.squeezed_rows import hetero_checks as squeeze_checks
@@ -278,7 +279,7 @@ class HeteroRenderer(ExpressionWriter):
 
         calls = {}
         for t in types:
-            text, src, dst, outs, edges = per_type[t]
+            text, src, dst, outs, edges, params = per_type[t]
             name = f"layer_{stage}" if shared is not None or len(types) == 1 else f"layer_{stage}_{t}"
             if shared is None or t == types[0]:
                 text = text if shared is None else shared
@@ -286,13 +287,10 @@ class HeteroRenderer(ExpressionWriter):
             targets = ", ".join(f'{group_names[i]}["{t}"]' for i in range(len(outs)))
             method = "map" if stage else "map_rows"
             arguments = [f'"{t}"']
-            if stage:
-                if src:
-                    arguments.append(f"src=[{', '.join(src)}]")
-                if dst:
-                    arguments.append(f"dst=[{', '.join(dst)}]")
-                if edges:
-                    arguments.append(f"edges=[{', '.join(edges)}]")
+            if stage:  # each parameter after the block, by name (map_bindings.py)
+                names = iter(params[1:])
+                arguments += map_bindings((keyword, [(next(names), x) for x in tensors]) for keyword, tensors in
+                                          (("source_rows", src), ("destination_rows", dst), ("edge_rows", edges)))
             elif dst:
                 arguments.append(f"rows=[{', '.join(dst)}]")
             if self.subsets:
@@ -389,14 +387,15 @@ class HeteroRenderer(ExpressionWriter):
         count = max(len(f[3]) for f in per_type.values())
         names = [self.names.new(f"h{stage}" if i == 0 else f"h{stage}_{i}") for i in range(count)]
         self.group_names.update(names)
-        for t, (_, _, _, outs, _) in per_type.items():
+        for t, (_, _, _, outs, _, _) in per_type.items():
             for i, node in enumerate(outs):
                 self.groups[node] = (names[i], t)
         return names
 
-    def _function(self, stage: int, ntype: str) -> tuple[str, list[str], list[str], list[fx.Node], list[str]]:
-        """The stage's function for one type (named `layer`), the runtime's src and dst
-        arguments for it, the stored values it returns, and its edges argument."""
+    def _function(self, stage: int, ntype: str) -> tuple[str, list[str], list[str], list[fx.Node], list[str], list[str]]:
+        """The stage's function for one type (named `layer`), the tensors it reads on source and
+        destination rows, the stored values it returns, those it reads on edges, and its
+        parameters."""
         plan = self.plan
         nodes = plan.at(stage, ntype)
         # a function's names may be those of the stored dicts (it reads none of them), never those
@@ -490,7 +489,7 @@ class HeteroRenderer(ExpressionWriter):
         body = _without_last_assignment(body, [env[n] for n in outs])
         params += ["num_dst", "ntype"] if subgraph else ["ntype"]
         text = "\n".join([f"def layer({', '.join(params)}):", *(f"    {line}" for line in body)])
-        return text, src_exprs, dst_exprs, outs, edge_exprs
+        return text, src_exprs, dst_exprs, outs, edge_exprs, params
 
     def _conv_call(self, node: fx.Node, source: str, env: dict[fx.Node, str]) -> str:
         path = str(node.args[0])

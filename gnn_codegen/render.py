@@ -508,8 +508,9 @@ class Renderer:
         layers = [next(self.runtimes.get(s.graph, self.batches) for s in self.plan.stages
                        if not s.node_pass and s.layer == k) for k in range(1, self.plan.num_layers + 1)]
         spelled = f"{len(layers)}" if set(layers) <= {self.batches} else f"[{', '.join(layers)}]"
-        lines += comment(f"the nodes whose rows each layer computes: all of them, or for {self.nodes}= "
-                         "those, and before each layer the in-neighbours of the nodes the layer computes")
+        lines += comment(f"the nodes whose rows each layer computes: all of them; for {self.nodes}= those, and "
+                         "before each layer the in-neighbours of the nodes the layer computes; for "
+                         f"{self.changed}= those, and after each layer their out-neighbours")
         lines.append(f"{self.needed} = {self.batches}.needed({self.nodes}, layers={spelled})")
         return lines
 

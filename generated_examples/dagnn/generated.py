@@ -7,7 +7,9 @@
 import ctypes
 import errno
 import hashlib
+import json
 import os
+import shutil
 import tempfile
 import time
 import weakref
@@ -82,6 +84,8 @@ class DAGNN(nn.Module):
         progress=False,
         nodes=None,
         storage=None,
+        changed=None,
+        keep_layers=False,
     ):
         """self.forward(g, feats) in eval mode, computed one layer at a time over batches of
         batch_size destination nodes, each with the block of all its in-edges.
@@ -100,6 +104,16 @@ class DAGNN(nn.Module):
         which then holds about a batch's rows; the files returned (result.npy) stay there, the
         others are deleted once read.
 
+        keep_layers=True (with storage): every layer's results stay in storage with a manifest,
+        for later calls with changed=: the nodes (IDs) whose input rows or in-edges (added,
+        removed, their edge data) differ in this g (the same nodes), or "auto" (found from
+        hashes the manifest kept). Only the rows they reach, layer by layer, are recomputed
+        (every row from a reduction over all nodes or a result per edge on, or on a graph
+        derived from g) and the kept layers updated; the result is a new one, as a full run's. A
+        node left out of changed is the caller's error. A storage that does not match this
+        module, the parameters or g's node count, or left unfinished: ValueError (run a full
+        inference with keep_layers=True). Not with nodes=.
+
         On DistDGL: g may be a dgl.distributed.DistGraph and the inputs DistTensors (such as
         g.ndata["feat"] for feats). Every trainer calls inference, with the same arguments,
         after dgl.distributed.initialize(), and every process, the servers too, imports this
@@ -112,7 +126,15 @@ class DAGNN(nn.Module):
         """
         self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode
         batches = _FullNeighbourBatches(
-            self, g, batch_size, device, max_memory, progress, storage
+            self,
+            g,
+            batch_size,
+            device,
+            max_memory,
+            progress,
+            storage,
+            changed,
+            keep_layers,
         )
         if g.num_nodes() == 1:  # forward's squeeze would drop the rows' axis
             raise ValueError(
@@ -124,8 +146,9 @@ class DAGNN(nn.Module):
             )
         batches.check_rows(nodes={"feats": feats})
         in_degrees = g.in_degrees()  # of the whole graph, once
-        # the nodes whose rows each layer computes: all of them, or for nodes= those, and
-        # before each layer the in-neighbours of the nodes the layer computes
+        # the nodes whose rows each layer computes: all of them; for nodes= those, and before
+        # each layer the in-neighbours of the nodes the layer computes; for changed= those,
+        # and after each layer their out-neighbours
         needed = batches.needed(nodes, layers=4)
 
         # Before the first layer, once per node: self.mlp[0].linear (Linear),
@@ -220,7 +243,7 @@ class DAGNN(nn.Module):
         return batches.result(out, nodes=nodes)
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 60fdd582b088 -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 454a02c657c6 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
 # that inference hands each layer's function to, and what it uses. It is identical in every
 # module of this version and variant, and holds no model-specific code (the model's helpers are
@@ -229,9 +252,11 @@ class DAGNN(nn.Module):
 #   tests/test_goldens.py::test_runtime_section_is_hashed_and_identical
 #   tests/test_equivalence.py (batch sizes, rows in place or gathered)
 #   tests/test_subset_and_storage.py (nodes=, storage=, memory)
+#   tests/test_incremental.py (keep_layers=, changed=)
 #   tests/test_threads.py
 #   tests/test_distributed.py
 #   tests/test_simulated_device.py
+#   tests/test_runtime_module.py (as a module of its own, --runtime-module)
 #   tests/cuda/check.py (streams, on a GPU)
 # ----------------------------------------------------------------------------------------------
 
@@ -286,7 +311,17 @@ class _FullNeighbourBatches:
         return super().__new__(cls)
 
     def __init__(
-        self, model, g, batch_size, device, max_memory, progress, storage=None
+        self,
+        model,
+        g,
+        batch_size,
+        device,
+        max_memory,
+        progress,
+        storage=None,
+        changed=None,
+        keep_layers=False,
+        derived=False,
     ):
         self._check_arguments(model, batch_size, device, max_memory)
         self.g, self.batch_size = g, batch_size
@@ -336,6 +371,25 @@ class _FullNeighbourBatches:
         # between two tries of another count (_paced)
         self.threads = torch.get_num_threads()
         self.fastest, self.gap, self.tries = self.threads, 8, 0
+        # incremental re-inference: keep every layer's results in storage (keep_layers), or
+        # update them where `changed` nodes reach (incremental.py.j2)
+        self.keep = bool(keep_layers) or changed is not None
+        self.changed, self.derived = changed, derived
+        if self.keep and self.storage is None:
+            raise ValueError(
+                "keep_layers= and changed= keep the layers' results in files: give "
+                "storage=DIR (the same directory for the full run and the later ones)"
+            )
+        if isinstance(changed, str) and changed != "auto":
+            raise ValueError(f'changed must be node IDs or "auto", not {changed!r}')
+        # the map call running: its results are kept as kept_layer{layer}_*
+        self.layer = -1
+        self.begun = False  # the manifest read and marked "in progress" (_begin)
+        self.all_rows = False  # from a reduction over all nodes on: every row changes
+        # the kept files' shapes; the node inputs and the edge inputs (check_rows)
+        self.kept, self.inputs = {}, ({}, {})
+        self.model, self.identity = model, None
+        self.kept_files = {}  # id of a kept layer's tensor -> its file, and the tensor
 
     def _check_arguments(self, model, batch_size, device, max_memory):
         if batch_size != "auto" and (type(batch_size) is not int or batch_size < 1):
@@ -358,7 +412,8 @@ class _FullNeighbourBatches:
     def check_rows(self, nodes=None, edges=None):
         """Each tensor in `nodes` has a row per node of g, each in `edges` a row per edge."""
         expected = ((nodes, self.num_nodes, "node"), (edges, self.num_edges, "edge"))
-        for tensors, rows, per in expected:
+        for (tensors, rows, per), inputs in zip(expected, self.inputs):
+            inputs.update(tensors or {})  # keep_layers: hashed, for changed="auto"
             for name, t in (tensors or {}).items():
                 if not isinstance(t, torch.Tensor) or t.dim() == 0 or len(t) != rows:
                     found = (
@@ -376,6 +431,8 @@ class _FullNeighbourBatches:
         reads its nodes and their in-neighbours (layers: their number, or each one's batches,
         for a layer on a graph derived from g). None: all nodes, where no nodes are given or
         the nodes are most of the graph (then every layer before, too)."""
+        if self.keep:  # keep_layers=, changed=: forwards from the changed nodes instead
+            return self._begin(nodes, layers)
         layers = [self] * layers if isinstance(layers, int) else layers
         if nodes is None:
             return [None] * (len(layers) + 1)
@@ -425,6 +482,7 @@ class _FullNeighbourBatches:
         """
         names, src, dst, edges = self._bound(source_rows, destination_rows, edge_rows)
         per_edge = self._per_edge(returns)
+        nodes = self._kept_rows(nodes, per_edge)
         if in_place and any(t.device != self.device for t in src):
             in_place = self._fit_in_memory(src, self.device)
             if in_place:  # once per layer, not per batch
@@ -444,7 +502,9 @@ class _FullNeighbourBatches:
             del block, rows  # before the next batch is made: one batch's rows at a time
             if outputs is None:  # each result's width and dtype, from the first batch
                 outputs = [
-                    self._empty(r, self.num_edges if i in per_edge else self.num_nodes)
+                    self._output(
+                        r, self.num_edges if i in per_edge else self.num_nodes, i, nodes
+                    )
                     for i, r in enumerate(results)
                 ]
             for i, (out, r) in enumerate(zip(outputs, results)):
@@ -492,6 +552,7 @@ class _FullNeighbourBatches:
         """tensor.var(0, correction=correction) (every: of all its elements) of a tensor with
         a row per node, on `device`: a pass over ranges of nodes for the mean, and one for the
         squared deviations from it, as torch computes it from the whole tensor."""
+        self._reduced()
         on_host = isinstance(tensor, torch.Tensor) and tensor.device == self.device
         if self.device.type == "cpu" and on_host:  # not a DistTensor: at once
             return tensor.var(None if every else 0, correction=correction)
@@ -507,6 +568,7 @@ class _FullNeighbourBatches:
         """reduce(rows, 0) of all rows of a tensor with a row per node, on `device`, combined
         over ranges of nodes; at once where the tensor is on `device` and that is the host.
         """
+        self._reduced()
         if self.device.type == "cpu" and tensor.device == self.device:
             return reduce(tensor, 0)
         total = None
@@ -519,6 +581,10 @@ class _FullNeighbourBatches:
         """A tensor inference returns, with a row per node (or per edge): its rows for `nodes`
         (in that order) where they are given; out of core, in the file storage/name.npy, left
         on disk when inference returns."""
+        self._finish()  # keep_layers=: the kept layers are complete
+        copied = self._copied(tensor, name) if nodes is None and self.keep else None
+        if copied is not None:
+            return copied
         if nodes is not None:
             nodes = nodes.to(tensor.device)
             if self.storage is None:
@@ -672,6 +738,299 @@ class _FullNeighbourBatches:
             os.remove(path)
         except OSError:  # already gone, or mapped where that forbids it (Windows)
             pass
+
+    def _begin(self, nodes, layers):
+        """For keep_layers= or changed=, before any kept file changes: the manifest checked
+        (changed=) and marked "in progress", then the rows each layer recomputes, [before the
+        first layer, layer 1, ..., the last layer]: the changed nodes and those whose
+        out-degree changed (with edge inputs, which whole-graph edge norms read, the sources
+        of the changed nodes' in-edges too), then layer by layer their out-neighbours in g
+        (None: all nodes, where that is most of the graph, and every layer after)."""
+        count = layers if isinstance(layers, int) else len(layers)
+        if nodes is not None:
+            raise ValueError(
+                "nodes= computes some rows alone, and keep_layers= or changed= keeps every "
+                "row: call inference without nodes, and take the rows of the result"
+            )
+        self.begun = True
+        self.identity = expected = self._identity()
+        out_degrees = self.g.out_degrees().to(self.indices.device)
+        sources = None  # all nodes
+        if self.changed is None:
+            hashes = self._node_hashes()
+        else:
+            self._manifest(expected)
+            hashes = torch.from_numpy(numpy.load(self._kept_path("hashes")))
+            ids = self.changed
+            if isinstance(ids, str):  # "auto": what differs from the hashes kept
+                new = self._node_hashes()
+                ids = (hashes.to(new.device) != new).any(1).nonzero().squeeze(1)
+                hashes = new
+            else:  # the hashes of the changed nodes alone: the others' are the same
+                ids = self._node_ids(ids).to(self.indices)
+                hashes[ids.cpu().long()] = self._node_hashes(ids).to(hashes.device)
+            ids = ids.to(self.indices)
+            old = torch.from_numpy(numpy.load(self._kept_path("out_degrees")))
+            moved = (old.to(out_degrees) != out_degrees).nonzero().squeeze(1)
+            sources = [ids, moved.to(self.indices)]
+            if self.inputs[1]:  # edge data: sums over a node's out-edges may read it
+                sources.append(self.indices[self._in_edges(ids)[0]])
+            sources = torch.unique(torch.cat(sources))
+        # from here the kept files may change: a crash leaves the manifest "in progress"
+        self._write_manifest(expected, "in progress")
+        numpy.save(self._kept_path("hashes"), hashes.cpu().numpy())
+        numpy.save(self._kept_path("out_degrees"), out_degrees.cpu().numpy())
+        same_graph = isinstance(layers, int) or all(b is self for b in layers)
+        if sources is None or self.derived or not same_graph:
+            # a graph derived from g (its in-edges are not g's): every row, still exact
+            self.all_rows = self.changed is not None
+            return [None] * (count + 1)
+        rows, needed = sources, []
+        first = torch.arange(min(self.num_nodes, 1)).to(self.indices)
+        for k in range(count + 1):
+            if rows is not None and 2 * len(rows) > self.num_nodes:
+                rows = None
+            needed.append(rows if rows is None or len(rows) else first)
+            if rows is not None and k < count:
+                rows = self._with_out_neighbours(rows)
+        return needed
+
+    def _with_out_neighbours(self, nodes):
+        """nodes (sorted IDs) and the destinations of their out-edges in g, sorted."""
+        marked = torch.zeros(self.num_nodes, dtype=torch.bool, device=nodes.device)
+        marked[nodes] = True
+        positions = marked[self.indices].nonzero().squeeze(1)
+        # the in-edges at CSC positions belong to the nodes whose ranges hold them
+        positions = positions.to(self.indptr.dtype)
+        marked[torch.searchsorted(self.indptr, positions, right=True) - 1] = True
+        return marked.nonzero().squeeze(1).to(nodes.dtype)  # sorted, once each
+
+    def _node_ids(self, ids):
+        found = isinstance(ids, torch.Tensor) and ids.dim() == 1
+        if not found or ids.dtype not in (torch.int32, torch.int64):
+            raise ValueError(
+                'changed must be a 1-D tensor of node IDs or "auto", not '
+                + (f"{ids.dim()}-D {ids.dtype}" if found else type(ids).__name__)
+            )
+        if len(ids) and not 0 <= ids.min() <= ids.max() < self.num_nodes:
+            raise ValueError(f"changed must be IDs of g's {self.num_nodes} nodes")
+        return ids
+
+    def _kept_rows(self, nodes, per_edge):
+        """The rows a map call computes, and its number among the calls, whose results
+        are kept under it. All rows from a reduction over all nodes on, and from a result
+        per edge on: g's edges are numbered anew when edges are added or removed."""
+        if not self.keep:
+            return nodes
+        if not self.begun:  # no row sets asked for: every row
+            self._begin(None, 0)
+        self.layer += 1
+        if per_edge and self.changed is not None:
+            self.all_rows = True
+        return None if self.all_rows else nodes
+
+    def _reduced(self):
+        """A reduction over all nodes: every row after it reads every node."""
+        if self.keep:
+            self.all_rows = self.all_rows or self.changed is not None
+
+    def _output(self, like, rows, index, nodes):
+        """Where a map call's result `index` goes: a new tensor, or for keep_layers= the
+        kept file of this call (all rows computed: a new one, renamed there now; some rows:
+        the kept one, updated in place, where the other rows are already g's)."""
+        if not self.keep:
+            return self._empty(like, rows)
+        name = f"layer{self.layer}_{index}"
+        path, shape = self._kept_path(name), (rows, *like.shape[1:])
+        self.kept[name] = [list(shape), str(like.dtype)]
+        if nodes is None:
+            out = self._in_file(shape, like)
+            if id(out) in self.files:
+                temp, delete = self.files.pop(id(out))
+                delete.detach()
+                os.replace(temp, path)
+            else:  # no rows: an empty file all the same
+                numpy.save(path, numpy.empty(shape, self._numpy_dtype(like)))
+            self.kept_files[id(out)] = (path, out)
+            return out
+        try:
+            array = numpy.load(path, mmap_mode="r+")
+        except (OSError, ValueError):
+            array = None
+        dtype = self._numpy_dtype(like)
+        if array is None or array.shape != shape or array.dtype != dtype:
+            self._stale(f"its {name}.npy is missing or not of shape {shape}")
+        out = torch.from_numpy(array).view(like.dtype)
+        self.kept_files[id(out)] = (path, out)
+        return out
+
+    def _copied(self, tensor, name):
+        """A kept layer returned: a copy of its file (by the kernel, not through memory) as
+        storage/name.npy, a new file, so that the kept one may change in a later call and
+        a result returned never does. None where tensor is no kept layer."""
+        path, kept = self.kept_files.get(id(tensor), (None, None))
+        if kept is not tensor:
+            return None
+        fd, temp = tempfile.mkstemp(suffix=".npy", dir=self.storage)
+        os.close(fd)
+        try:
+            shutil.copyfile(path, temp)
+            array = numpy.load(temp, mmap_mode="r+")
+        except BaseException:
+            os.remove(temp)
+            raise
+        os.replace(temp, os.path.join(self.storage, name + ".npy"))
+        return torch.from_numpy(array).view(tensor.dtype)
+
+    def _finish(self):
+        """The kept files are g's: the manifest says so (at the first result returned)."""
+        if self.keep and self.begun:
+            self._write_manifest(self.identity, "complete")
+            self.begun = False
+
+    def _identity(self):
+        """What the kept layers are the results of: the model's class, the code of its
+        module and of this runtime's (inference and its layers), its parameters and buffers
+        (a model trained again makes other layers), g's node count and the inputs."""
+        model = self.model
+        code = hashlib.sha256()
+        for cls in (type(model), type(self)):
+            module = self._namespace(cls)
+            for name in sorted(module):
+                value = module[name]
+                if getattr(value, "__module__", None) == module["__name__"]:
+                    parts = vars(value).values() if isinstance(value, type) else [value]
+                    for part in parts:
+                        part = getattr(part, "__func__", part)  # a staticmethod's
+                        if hasattr(part, "__code__"):
+                            self._code_digest(part.__code__, code)
+        parameters = hashlib.sha256()
+        for name, t in (*model.named_parameters(), *model.named_buffers()):
+            t = t.detach().cpu().contiguous().reshape(-1)
+            parameters.update(f"{name} {t.dtype} {len(t)};".encode())
+            parameters.update(t.view(torch.uint8).numpy().tobytes())
+        return {
+            "model": f"{type(model).__module__}.{type(model).__qualname__}",
+            "code": code.hexdigest(),
+            "parameters": parameters.hexdigest(),
+            "num_nodes": self.num_nodes,
+            "inputs": [sorted(self.inputs[0]), sorted(self.inputs[1])],
+        }
+
+    @staticmethod
+    def _namespace(cls):
+        """The globals of the module that defines cls (its methods', unwrapped from
+        decorators such as torch.no_grad)."""
+        for value in vars(cls).values():
+            while hasattr(value, "__wrapped__"):
+                value = value.__wrapped__
+            module = getattr(value, "__globals__", {})
+            if module.get("__name__") == cls.__module__:
+                return module
+        return {}
+
+    @staticmethod
+    def _code_digest(code, digest):
+        """code's instructions, names and constants, and its nested functions', into digest
+        (no source file needed: a module imported from one since deleted has none)."""
+        codes = [code]
+        while codes:
+            code = codes.pop()
+            digest.update(code.co_code + repr(code.co_names).encode())
+            for constant in code.co_consts:
+                if hasattr(constant, "co_code"):
+                    codes.append(constant)
+                elif isinstance(constant, frozenset):  # `in {...}`: hash-ordered
+                    digest.update(repr(sorted(map(repr, constant))).encode())
+                else:
+                    digest.update(repr(constant).encode())
+
+    def _manifest(self, expected):
+        """The manifest of storage, checked against this call: never a stale result."""
+        try:
+            with open(self._kept_path("manifest", ".json")) as file:
+                manifest = json.load(file)
+        except (OSError, ValueError):
+            self._stale("it holds no manifest of kept layers")
+        if manifest.get("status") != "complete":
+            self._stale("a call that updated its kept layers did not finish")
+        if manifest.get("num_nodes") != expected["num_nodes"]:
+            self._stale(
+                f"its layers are for {manifest.get('num_nodes')} nodes, and g has "
+                f"{expected['num_nodes']} (adding or removing nodes is not done yet)",
+            )
+        for key, what in (
+            ("model", "another model class"),
+            ("code", "another generated module"),
+            ("parameters", "other parameters or buffers (a model trained again)"),
+            ("inputs", "other inputs"),
+        ):
+            if manifest.get(key) != expected[key]:
+                self._stale(f"its layers are the results of {what}")
+        self.kept = manifest.get("kept", {})
+
+    def _write_manifest(self, expected, status):
+        path = self._kept_path("manifest", ".json")
+        with open(path + ".tmp", "w") as file:
+            json.dump({**expected, "status": status, "kept": self.kept}, file)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(path + ".tmp", path)  # whole, or not at all
+
+    def _stale(self, why):
+        raise ValueError(
+            f"changed= needs the layers a full run kept in storage {self.storage!r}, and "
+            f"{why}: run a full inference(..., storage=..., keep_layers=True) first"
+        )
+
+    def _kept_path(self, name, suffix=".npy"):
+        return os.path.join(self.storage, f"kept_{name}{suffix}")
+
+    def _node_hashes(self, nodes=None):
+        """Per node (of `nodes`, or all), a 64-bit hash of each node input's row (by name)
+        and one of its in-edges (their sources in order, and each edge input's rows):
+        changed="auto" compares them with the ones kept."""
+        if nodes is None:
+            nodes = torch.arange(self.num_nodes, device=self.indptr.device)
+        nodes = nodes.to(self.indptr.device).long()
+        inputs, edges = self.inputs
+        columns = [self._row_hashes(inputs[name], nodes) for name in sorted(inputs)]
+        positions, indptr = self._in_edges(nodes)
+        degrees = (indptr[1:] - indptr[:-1]).long()
+        owner = torch.repeat_interleave(
+            torch.arange(len(nodes), device=degrees.device), degrees
+        )
+        rank = torch.arange(len(positions), device=owner.device) - indptr[owner]
+        value = self._mix(self.indices[positions].long() * 0x100000001B3 + rank)
+        for name in sorted(edges):
+            rows = self._row_hashes(edges[name], self._edge_ids(positions))
+            value = self._mix(value ^ rows.to(value.device))
+        sums = torch.zeros(len(nodes), dtype=torch.int64, device=value.device)
+        sums = self._mix(sums.index_add_(0, owner, value) ^ self._mix(degrees))
+        return torch.stack([c.cpu() for c in (*columns, sums)], 1)
+
+    def _row_hashes(self, t, index):
+        """A 64-bit hash of the bytes of each row of t at index, over ranges of them (a
+        batch's rows in memory at a time)."""
+        hashes, step = [torch.zeros(0, dtype=torch.int64)], 1 << 16
+        for start in range(0, len(index), step):
+            rows = t[index[start : start + step].to(t.device)].to("cpu").contiguous()
+            rows = rows.reshape(len(rows), -1).view(torch.uint8)
+            pad = -rows.shape[1] % 8
+            rows = torch.nn.functional.pad(rows, (0, pad)).view(torch.int64)
+            where = self._mix(torch.arange(1, rows.shape[1] + 1))
+            hashes.append(self._mix(self._mix(rows ^ where).sum(1) ^ rows.shape[1]))
+        return torch.cat(hashes)
+
+    @staticmethod
+    def _mix(x):
+        """splitmix64's finaliser on int64 (wrapping): each bit of x moves every bit of the
+        hash."""
+        x = x ^ ((x >> 30) & 0x3FFFFFFFF)
+        x = x * -4658895280553007687  # 0xbf58476d1ce4e5b9
+        x = x ^ ((x >> 27) & 0x1FFFFFFFFF)
+        x = x * -7723592293110705685  # 0x94d049bb133111eb
+        return x ^ ((x >> 31) & 0x1FFFFFFFF)
 
     def _paced(self, batches, work):
         """The batches, each run on the number of torch threads that has run this layer's
@@ -1002,8 +1361,23 @@ class _DistributedBatches(_FullNeighbourBatches):
             return len(self.shape)
 
     def __init__(
-        self, model, g, batch_size, device, max_memory, progress, storage=None
+        self,
+        model,
+        g,
+        batch_size,
+        device,
+        max_memory,
+        progress,
+        storage=None,
+        changed=None,
+        keep_layers=False,
+        derived=False,
     ):
+        if changed is not None or keep_layers:
+            raise ValueError(
+                "changed= and keep_layers= are not done on a DistGraph (each layer's "
+                "results are DistTensors, not kept): call inference without them"
+            )
         if storage is not None:
             raise ValueError(
                 "storage= does not apply to a DistGraph: each layer's results are "
@@ -1023,7 +1397,7 @@ class _DistributedBatches(_FullNeighbourBatches):
         self.g, self.batch_size = g, batch_size
         self.max_memory, self.progress = max_memory, progress
         self.num_nodes, self.num_edges = g.num_nodes(), g.num_edges()
-        self.storage = None
+        self.storage, self.keep = None, False
         self.indices = torch.empty(0, dtype=torch.int64)  # DistGraph's IDs (needed)
         self.own = None  # this trainer's nodes, of all
         self._start_collective(g)

@@ -147,6 +147,8 @@ class HGT(nn.Module):
         progress=False,
         nodes=None,
         storage=None,
+        changed=None,
+        keep_layers=False,
     ):
         """self.forward(G, out_key="paper") in eval mode, computed one layer at a time: for each
         destination node type, over batches of batch_size of its nodes, each with the block of
@@ -170,7 +172,9 @@ class HGT(nn.Module):
 
         storage: a directory where the layers' results and those returned are kept in .npy files
         (memory-mapped), not in memory, which then holds about a batch's rows; the files
-        returned (result.npy) stay there, the others are deleted once read.
+        returned (result.npy) stay there, the others are deleted once read. changed= and
+        keep_layers= (incremental re-inference) are not done yet for a heterogeneous graph:
+        ValueError.
         """
         self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode
         if isinstance(G, dgl.distributed.DistGraph):
@@ -180,7 +184,15 @@ class HGT(nn.Module):
                 " it with a dgl.DGLGraph"
             )
         batches = _HeteroBatches(
-            self, G, batch_size, device, max_memory, progress, storage
+            self,
+            G,
+            batch_size,
+            device,
+            max_memory,
+            progress,
+            storage,
+            changed,
+            keep_layers,
         )
         # the relations forward was traced for
         batches.check_graph(
@@ -259,19 +271,19 @@ class HGT(nn.Module):
         return batches.result(h2["paper"], nodes)
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 7bcdd544968c -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 eb29870c0656 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _HeteroBatches, the batch loop that
 # inference hands each layer's function to, and what it uses. It is identical in every module of
 # this version and variant, and holds no model-specific code (the model's helpers are above the
 # banner); the sha256 is of the text below the banner's last line, for anyone to recompute. What
 # it guarantees is in _HeteroBatches's docstring. Tested by:
 #   tests/test_goldens.py::test_runtime_section_is_hashed_and_identical
-#   tests/test_equivalence.py (batch sizes, rows in place or gathered)
-#   tests/test_subset_and_storage.py (nodes=, storage=, memory)
+#   tests/test_hetero.py (batch sizes, rows in place or gathered, nodes=, storage=, memory)
+#   tests/test_hetero_differential.py
 #   tests/test_threads.py
 #   tests/test_distributed.py
 #   tests/test_simulated_device.py
-#   tests/cuda/check.py (streams, on a GPU)
+#   tests/test_runtime_module.py (as a module of its own, --runtime-module)
 # ----------------------------------------------------------------------------------------------
 
 
@@ -317,8 +329,22 @@ class _HeteroBatches:
         return super().__new__(cls)
 
     def __init__(
-        self, model, g, batch_size, device, max_memory, progress, storage=None
+        self,
+        model,
+        g,
+        batch_size,
+        device,
+        max_memory,
+        progress,
+        storage=None,
+        changed=None,
+        keep_layers=False,
     ):
+        if changed is not None or keep_layers:
+            raise ValueError(
+                "changed= and keep_layers= (incremental re-inference) are not done yet "
+                "for a heterogeneous graph: call inference without them, for every row"
+            )
         self._check_arguments(model, batch_size, device, max_memory)
         self.g, self.batch_size = g, batch_size
         self.max_memory, self.progress = max_memory, progress
@@ -1101,8 +1127,22 @@ class _DistHeteroBatches(_HeteroBatches):
             return len(self.shape)
 
     def __init__(
-        self, model, g, batch_size, device, max_memory, progress, storage=None
+        self,
+        model,
+        g,
+        batch_size,
+        device,
+        max_memory,
+        progress,
+        storage=None,
+        changed=None,
+        keep_layers=False,
     ):
+        if changed is not None or keep_layers:
+            raise ValueError(
+                "changed= and keep_layers= are not done on a DistGraph: call inference "
+                "without them"
+            )
         if storage is not None:
             raise ValueError(
                 "storage= does not apply to a DistGraph: each layer's results are "

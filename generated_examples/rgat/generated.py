@@ -62,6 +62,8 @@ class RGAT(nn.Module):
         progress=False,
         nodes=None,
         storage=None,
+        changed=None,
+        keep_layers=False,
     ):
         """self.forward([g] * 3, x) in eval mode, computed one layer at a time: for each
         destination node type, over batches of batch_size of its nodes, each with the block of
@@ -83,11 +85,21 @@ class RGAT(nn.Module):
 
         storage: a directory where the layers' results and those returned are kept in .npy files
         (memory-mapped), not in memory, which then holds about a batch's rows; the files
-        returned (result.npy) stay there, the others are deleted once read.
+        returned (result.npy) stay there, the others are deleted once read. changed= and
+        keep_layers= (incremental re-inference) are not done yet for a heterogeneous graph:
+        ValueError.
         """
         self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode
         batches = _HeteroBatches(
-            self, g, batch_size, device, max_memory, progress, storage
+            self,
+            g,
+            batch_size,
+            device,
+            max_memory,
+            progress,
+            storage,
+            changed,
+            keep_layers,
         )
         # the relations forward was traced for
         batches.check_graph(
@@ -188,17 +200,21 @@ def _relation_sum(conv, outputs, ntype):
     DGL stacks them all first: the same sum without a copy of every relation's rows
     (measured 3x faster on a batch of 349-wide rows), equal to the bit for two or three
     relations (torch's sum over a stack of more may add them in another order)."""
-    aggregate = getattr(conv.agg_fn, "keywords", {}).get("fn")
-    summed = getattr(aggregate, "__name__", "") == "_sum_reduce_func"
     alike = all(
         o.shape == outputs[0].shape and o.dtype == outputs[0].dtype for o in outputs
     )
-    if not summed or len(outputs) < 2 or not alike:  # DGL's own, as forward
-        return conv.agg_fn(outputs, ntype)
+    if not _sums_relations(conv) or len(outputs) < 2 or not alike:
+        return conv.agg_fn(outputs, ntype)  # DGL's own, as forward
     total = outputs[0] + outputs[1]  # new: a relation's result may be its input's rows
     for rows in outputs[2:]:
         total += rows
     return total
+
+
+def _sums_relations(conv):
+    """Whether conv aggregates its relations' results with DGL's "sum"."""
+    aggregate = getattr(conv.agg_fn, "keywords", {}).get("fn")
+    return getattr(aggregate, "__name__", "") == "_sum_reduce_func"
 
 
 def _relation_source(mod, feat, out_degrees=None, weight=None):
@@ -307,19 +323,19 @@ def _check_in_degrees(conv, block):
         )
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 7bcdd544968c -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 eb29870c0656 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _HeteroBatches, the batch loop that
 # inference hands each layer's function to, and what it uses. It is identical in every module of
 # this version and variant, and holds no model-specific code (the model's helpers are above the
 # banner); the sha256 is of the text below the banner's last line, for anyone to recompute. What
 # it guarantees is in _HeteroBatches's docstring. Tested by:
 #   tests/test_goldens.py::test_runtime_section_is_hashed_and_identical
-#   tests/test_equivalence.py (batch sizes, rows in place or gathered)
-#   tests/test_subset_and_storage.py (nodes=, storage=, memory)
+#   tests/test_hetero.py (batch sizes, rows in place or gathered, nodes=, storage=, memory)
+#   tests/test_hetero_differential.py
 #   tests/test_threads.py
 #   tests/test_distributed.py
 #   tests/test_simulated_device.py
-#   tests/cuda/check.py (streams, on a GPU)
+#   tests/test_runtime_module.py (as a module of its own, --runtime-module)
 # ----------------------------------------------------------------------------------------------
 
 
@@ -365,8 +381,22 @@ class _HeteroBatches:
         return super().__new__(cls)
 
     def __init__(
-        self, model, g, batch_size, device, max_memory, progress, storage=None
+        self,
+        model,
+        g,
+        batch_size,
+        device,
+        max_memory,
+        progress,
+        storage=None,
+        changed=None,
+        keep_layers=False,
     ):
+        if changed is not None or keep_layers:
+            raise ValueError(
+                "changed= and keep_layers= (incremental re-inference) are not done yet "
+                "for a heterogeneous graph: call inference without them, for every row"
+            )
         self._check_arguments(model, batch_size, device, max_memory)
         self.g, self.batch_size = g, batch_size
         self.max_memory, self.progress = max_memory, progress
@@ -1149,8 +1179,22 @@ class _DistHeteroBatches(_HeteroBatches):
             return len(self.shape)
 
     def __init__(
-        self, model, g, batch_size, device, max_memory, progress, storage=None
+        self,
+        model,
+        g,
+        batch_size,
+        device,
+        max_memory,
+        progress,
+        storage=None,
+        changed=None,
+        keep_layers=False,
     ):
+        if changed is not None or keep_layers:
+            raise ValueError(
+                "changed= and keep_layers= are not done on a DistGraph: call inference "
+                "without them"
+            )
         if storage is not None:
             raise ValueError(
                 "storage= does not apply to a DistGraph: each layer's results are "

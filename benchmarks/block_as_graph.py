@@ -1,4 +1,4 @@
-"""What giving each batch's block as a graph costs (gnn_codegen/block_as_graph.py): one layer of
+"""What giving each batch's block as a graph costs (gnn_codegen/analysis/block_as_graph.py): one layer of
 a user's mean-and-Linear module that runs on a block and on a graph alike, over a random graph,
 through the generated runtime, called (a) on the block, (b) on `_block_as_graph(block)` with the
 first num_dst_nodes() rows kept. The median of a few runs each, in turn.
@@ -21,7 +21,7 @@ import torch.nn as nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gnn_codegen.runtime import block_as_graph, runtime_class  # noqa: E402
+from gnn_codegen.render.runtime import block_as_graph, runtime_class  # noqa: E402
 
 
 class MeanConv(nn.Module):

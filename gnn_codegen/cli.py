@@ -17,16 +17,23 @@ import traceback
 from pathlib import Path
 from typing import NoReturn, TextIO
 
-from gnn_codegen.cut import DEFAULT_FANOUT
+from gnn_codegen.cut.placement import DEFAULT_FANOUT
 from gnn_codegen.errors import (
     CheckFailedError, ExitCalledError, GnnCodegenError, InternalError, OptionsError, OutputError, TargetError,
 )
-from gnn_codegen.explain import DEFAULT_NODES, explain_data, explain_dot, explain_json, explain_text, render_dot
-from gnn_codegen.import_guard import ExitCalled, exit_call, exit_raises
-from gnn_codegen.method_name import DEFAULT_METHOD_NAME
+from gnn_codegen.explain.plan_text import (
+    DEFAULT_NODES,
+    explain_data,
+    explain_dot,
+    explain_json,
+    explain_text,
+    render_dot,
+)
+from gnn_codegen.load.import_guard import ExitCalled, exit_call, exit_raises
+from gnn_codegen.load.method_name import DEFAULT_METHOD_NAME
 from gnn_codegen.generated import GenerateOptions
 from gnn_codegen.pipeline import VERSION, generate_all
-from gnn_codegen.runtime_module import check_name, existing_matches, hashes_line, runtime_module_source
+from gnn_codegen.render.runtime_module import check_name, existing_matches, hashes_line, runtime_module_source
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"cost model: source rows a layer gathers per stored row, and edges per node (default {DEFAULT_FANOUT:g})")
     parser.add_argument("--simple-cut", action="store_true", help="cut right after each message-passing layer instead of the cheapest placement")
     parser.add_argument("--explain", action="store_true", help="print the plan: stages, stored tensors and their bytes, the cost against the simple rule")
-    parser.add_argument("--json", action="store_true", help="with --explain: print the plan as JSON (schema in gnn_codegen/explain.py)")
+    parser.add_argument("--json", action="store_true", help="with --explain: print the plan as JSON (schema in gnn_codegen/explain/plan_text.py)")
     parser.add_argument("--dot", metavar="FILE", help="with --explain: write the traced graph coloured by stage as Graphviz DOT (and SVG/PNG beside it when `dot` is installed)")
     parser.add_argument("--nodes", type=int, default=DEFAULT_NODES, metavar="N", help=f"with --explain: node count for the byte totals (default {DEFAULT_NODES:,})")
     parser.add_argument("--runtime-module", metavar="NAME",
@@ -192,9 +199,9 @@ def _run(args: argparse.Namespace, stdout: TextIO) -> int:
     if args.check:
         # imports the generated module: only when asked
         if generated.hetero is not None:
-            from gnn_codegen.hetero.verify import check_hetero as check
+            from gnn_codegen.verify.hetero import check_hetero as check
         else:
-            from gnn_codegen.verify import check
+            from gnn_codegen.verify.check import check
 
         result = check(generated, num_nodes=args.check_nodes)
         print(
@@ -277,7 +284,7 @@ def _explain(generated, args: argparse.Namespace, stdout: TextIO) -> None:
 
 
 def _explain_hetero(generated, args: argparse.Namespace, stdout: TextIO) -> None:
-    from gnn_codegen.hetero.explain import explain_hetero, explain_hetero_text
+    from gnn_codegen.explain.hetero import explain_hetero, explain_hetero_text
 
     if args.dot:
         raise OptionsError("--dot draws the traced graph of a model on a homogeneous graph; for a heterogeneous "

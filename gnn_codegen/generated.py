@@ -7,14 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gnn_codegen.cut import DEFAULT_FANOUT
-from gnn_codegen.method_name import DEFAULT_METHOD_NAME
+from gnn_codegen.cut.placement import DEFAULT_FANOUT
+from gnn_codegen.load.method_name import DEFAULT_METHOD_NAME
 
 if TYPE_CHECKING:
-    from gnn_codegen.attributes import Attributes
+    from gnn_codegen.analysis.attributes import Attributes
     from gnn_codegen.ir import Program
-    from gnn_codegen.load import LoadedModel
-    from gnn_codegen.plan import Plan
+    from gnn_codegen.load.model import LoadedModel
+    from gnn_codegen.cut.plan import Plan
 
 
 @dataclass(frozen=True)

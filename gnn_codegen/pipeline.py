@@ -10,44 +10,45 @@ from dataclasses import replace
 
 import torch
 
-from gnn_codegen.relation_graphs import uses_relation_graphs
-from gnn_codegen.type_offsets import known_types
-from gnn_codegen.attributes import Attributes, infer_attributes
-from gnn_codegen.block_as_graph import as_graph_notes
-from gnn_codegen.cut import DEFAULT_FANOUT
-from gnn_codegen.cut_search import SEARCH_LIMIT
+from gnn_codegen.trace.relation_graphs import uses_relation_graphs
+from gnn_codegen.trace.type_offsets import known_types
+from gnn_codegen.analysis.attributes import Attributes, infer_attributes
+from gnn_codegen.analysis.block_as_graph import as_graph_notes
+from gnn_codegen.cut.placement import DEFAULT_FANOUT
+from gnn_codegen.cut.search import SEARCH_LIMIT
 from gnn_codegen.errors import (
     FeatDimsError, GnnCodegenError, GraphValueError, OptionsError, UnsupportedModuleError,
 )
-from gnn_codegen.format import format_source
-from gnn_codegen.edge_masks import fold_edge_masks
-from gnn_codegen.functionalize import functionalize
+from gnn_codegen.write.format import format_source
+from gnn_codegen.lower.edge_masks import fold_edge_masks
+from gnn_codegen.lower.functionalize import functionalize
 from gnn_codegen.generated import Generated, GenerateOptions
-from gnn_codegen.graph_fields import field_view, give_graph_data
-from gnn_codegen.graph_proxy import BATCH_SIZE
-from gnn_codegen.dict_inputs import proven_with_dicts
-from gnn_codegen.hetero.generate import generate_hetero
-from gnn_codegen.hetero.schema import is_heterogeneous
+from gnn_codegen.analysis.graph_fields import field_view, give_graph_data
+from gnn_codegen.trace.graph_proxy import BATCH_SIZE
+from gnn_codegen.trace.dict_inputs import proven_with_dicts
+from gnn_codegen.hetero_pipeline import generate_hetero
+from gnn_codegen.load.hetero_schema import is_heterogeneous
 from gnn_codegen.ir import Program
-from gnn_codegen.json_options import json_object
-from gnn_codegen.left_out import forward_effects, top_level_report
-from gnn_codegen.load import LoadedModel, load, parse_init
-from gnn_codegen.lower import lower
-from gnn_codegen.method_name import DEFAULT_METHOD_NAME, check_method_name
-from gnn_codegen.plain_containers import held_parameters_note, registered
-from gnn_codegen.plan import build_plan
-from gnn_codegen.probe import prove_message_passing
-from gnn_codegen.render import render
-from gnn_codegen.render_assumptions import decision_notes
-from gnn_codegen.row_axis import take_row_axes
-from gnn_codegen.row_ranges import refuse_other_rows, take_row_ranges
-from gnn_codegen.simplify import simplify
-from gnn_codegen.runtime_module import HETERO_RUNTIME, runtime_hash, runtime_module_of
-from gnn_codegen.runtime_section import stamp
-from gnn_codegen.splice import ends_with_helpers, splice
-from gnn_codegen.trace import Traced, trace
-from gnn_codegen.verify import verify
-from gnn_codegen.write_out import write_out
+from gnn_codegen.load.json_options import json_object
+from gnn_codegen.write.left_out import forward_effects, top_level_report
+from gnn_codegen.load.model import LoadedModel, load, parse_init
+from gnn_codegen.lower.program import lower
+from gnn_codegen.load.method_name import DEFAULT_METHOD_NAME, check_method_name
+from gnn_codegen.trace.plain_containers import held_parameters_note, registered
+from gnn_codegen.cut.plan import build_plan
+from gnn_codegen.analysis.probe import prove_message_passing
+from gnn_codegen.render.method import render
+from gnn_codegen.render.assumptions import decision_notes
+from gnn_codegen.lower.row_axis import take_row_axes
+from gnn_codegen.lower.row_ranges import refuse_other_rows, take_row_ranges
+from gnn_codegen.lower.simplify import simplify
+from gnn_codegen.render.runtime_module import HETERO_RUNTIME, runtime_hash, runtime_module_of
+from gnn_codegen.render.runtime_section import stamp
+from gnn_codegen.write.splice import ends_with_helpers, splice
+from gnn_codegen.trace.traced import Traced
+from gnn_codegen.trace.tracer import trace
+from gnn_codegen.verify.check import verify
+from gnn_codegen.trace.write_out import write_out
 
 VERSION = "0.1.0"
 FORWARD_ARGS_EXAMPLE = "--forward-args '{\"out_key\": \"paper\"}'"

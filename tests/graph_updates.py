@@ -7,9 +7,9 @@ from __future__ import annotations
 import dgl
 import torch
 
-from gnn_codegen.harness import _tables  # the model's tables read as node features
-from gnn_codegen.metapaths import rows_graph
-from gnn_codegen.several_graphs import first_graph
+from gnn_codegen.verify.harness import _tables  # the model's tables read as node features
+from gnn_codegen.trace.metapaths import rows_graph
+from gnn_codegen.trace.several_graphs import first_graph
 
 
 def updated(generated, g, inputs, seed: int, features: int = 3, added: int = 4, removed: int = 4,

@@ -132,7 +132,7 @@ class Step:
     reversed_graph: bool = False
     # full style, the one convolution of its depth applied this many times with its weights
     # tied, `for _ in range(3): h = F.relu(conv(g, h))` (its rounds are written as one loop:
-    # gnn_codegen/layer_loops.py)
+    # gnn_codegen/render/layer_loops.py)
     rounds: int = 1
     # a second convolution at its depth on forward's second graph, `conv(gs[1], h)`: see
     # _several_graphs
@@ -265,7 +265,7 @@ def _draw_conv(draw: st.DrawFn, b: _Builder, source: int, style: str, target: in
 TIED_KINDS = ("GraphConv", "SAGEConv", "GINConv", "MeanConv", "GATConv")
 
 
-# --- a user layer that writes g.ndata (gnn_codegen/block_as_graph.py) --------------------------
+# --- a user layer that writes g.ndata (gnn_codegen/analysis/block_as_graph.py) --------------------------
 # "median": a Python reduce (median_of_mailbox), which DGL runs only for nodes with in-edges and
 # not at all on a block without edges (the runtime's _with_companion)
 NDATA_REDUCERS = ("sum", "mean", "max", "median")

@@ -12,7 +12,7 @@ import dgl
 import pytest
 import torch
 
-from gnn_codegen.harness import import_source
+from gnn_codegen.verify.harness import import_source
 from tests.cases import CASES_BY_NAME, EXAMPLES, REPO, generate_case
 
 GAT_EXAMPLE = EXAMPLES / "gat" / "generated.py"

@@ -1,5 +1,5 @@
 """A user's layer that writes g.ndata (tests/models/block_as_graph.py) runs on each batch's block
-as a graph over the block's source nodes (gnn_codegen/block_as_graph.py): generated, equal to
+as a graph over the block's source nodes (gnn_codegen/analysis/block_as_graph.py): generated, equal to
 forward on random graphs with nodes without in-edges, for batch sizes that do and do not divide
 the node count; its edge output kept by the block's edge IDs; a layer that reads out-degrees is
 given the whole graph's; one that runs two rounds stays refused."""
@@ -12,7 +12,7 @@ import torch
 
 from gnn_codegen import errors
 from gnn_codegen.pipeline import GenerateOptions, generate_all
-from gnn_codegen.verify import check
+from gnn_codegen.verify.check import check
 from tests.cases import REPO
 
 MODEL = "tests/models/block_as_graph.py"
@@ -99,9 +99,19 @@ def test_a_reduce_over_an_empty_mailbox_gives_forwards_rows(name: str, monkeypat
     -inf from min, as on g. Equal to forward for all nodes, for some (nodes=) and in files."""
     import copy
 
-    from gnn_codegen.harness import (allclose, flatten, full_graph_forward, generated_model, import_source,
-                                     make_inputs, random_graph_for, rows_for, run_inference, some_nodes)
-    from gnn_codegen.perturb import perturb
+    from gnn_codegen.verify.harness import (
+        allclose,
+        flatten,
+        full_graph_forward,
+        generated_model,
+        import_source,
+        make_inputs,
+        random_graph_for,
+        rows_for,
+        run_inference,
+        some_nodes,
+    )
+    from gnn_codegen.analysis.perturb import perturb
 
     generated = _generate(name, EMPTY_MAILBOXES[name], monkeypatch)
     reference = copy.deepcopy(generated.loaded.model)
@@ -139,7 +149,7 @@ def test_a_batch_without_in_edges_takes_one_node_with_some_along() -> None:
     """_with_companion: every batch of a graph with edges has one (of `nodes` where one has)."""
     import dgl
 
-    from gnn_codegen.runtime import runtime_class
+    from gnn_codegen.render.runtime import runtime_class
 
     g = dgl.graph((torch.tensor([0, 1, 2]), torch.tensor([7, 7, 8])), num_nodes=10)
     batches = runtime_class()(torch.nn.Linear(1, 1), g, 3, "cpu", 2**30, False)
@@ -156,7 +166,7 @@ def test_the_runtime_lists_a_blocks_destinations_first() -> None:
     of int32), source i < num_dst_nodes() is destination i."""
     import dgl
 
-    from gnn_codegen.runtime import block_as_graph, runtime_class
+    from gnn_codegen.render.runtime import block_as_graph, runtime_class
 
     g = dgl.rand_graph(50, 300)
     ids = torch.arange(50).unsqueeze(1)
@@ -173,7 +183,7 @@ def test_the_runtime_lists_a_blocks_destinations_first() -> None:
 
 
 def test_the_runtime_with_block_as_graph_renders_black_formatted() -> None:
-    from gnn_codegen.render import BLOCK_AS_GRAPH, RUNTIME, render_helpers
+    from gnn_codegen.render.method import BLOCK_AS_GRAPH, RUNTIME, render_helpers
 
     helpers = render_helpers(RUNTIME, set(), {}, "0", BLOCK_AS_GRAPH).strip("\n") + "\n"
     assert black.format_str(helpers, mode=black.Mode()) == helpers
@@ -187,7 +197,7 @@ def test_an_input_forward_never_reads_is_not_checked(monkeypatch: pytest.MonkeyP
     refuses it, as forward does."""
     import dgl
 
-    from gnn_codegen.harness import generated_model, import_source
+    from gnn_codegen.verify.harness import generated_model, import_source
 
     options = GenerateOptions(init='{"in_dim": 6, "n_classes": 3}', feat_dims="h=6,e=1")
     generated = _generate("UnusedEdgeInputNet", options, monkeypatch)

@@ -19,8 +19,8 @@ import pytest
 
 from gnn_codegen.cli import check_output_path, write_atomically
 from gnn_codegen.errors import OutputError
-from gnn_codegen import import_guard
-from gnn_codegen.load import import_time_work, load
+from gnn_codegen.load import import_guard
+from gnn_codegen.load.model import import_time_work, load
 from gnn_codegen.pipeline import GenerateOptions, generate_all
 from tests.cases import REPO
 from tests.test_packaging import SAGE, SAGE_INIT, cli_env, describe

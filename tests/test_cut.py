@@ -11,10 +11,9 @@ from dataclasses import replace
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from gnn_codegen.cut_search import _Problem, place_optimal
-from gnn_codegen.cut import (
-    CutNode, _Graph, brute_force, check_placement, evaluate, mp_depths, pass_slots, place_asap, valid_placements,
-)
+from gnn_codegen.cut.search import _Problem, place_optimal
+from gnn_codegen.cut.placement import CutNode, _Graph, check_placement, mp_depths, pass_slots, place_asap
+from gnn_codegen.cut.cost import brute_force, evaluate, valid_placements
 
 
 def N(name: str, *deps: str, mp: bool = False, inp: bool = False) -> CutNode:

@@ -11,7 +11,7 @@ import pytest
 
 from gnn_codegen import errors
 from gnn_codegen.pipeline import GenerateOptions, generate_all
-from gnn_codegen.verify import check
+from gnn_codegen.verify.check import check
 from tests.cases import REPO
 from tests.test_packaging import cli_env
 
@@ -111,7 +111,7 @@ def test_graphs_side_by_side_must_have_the_same_nodes(monkeypatch: pytest.Monkey
     import dgl
     import torch
 
-    from gnn_codegen.harness import generated_model, import_source
+    from gnn_codegen.verify.harness import generated_model, import_source
 
     monkeypatch.chdir(REPO)
     generated = generate_all(f"{MODEL}:CitesAndCoauthor")
@@ -132,7 +132,7 @@ def test_an_optional_parameter_for_the_models_own_table_is_kept(monkeypatch: pyt
     import dgl
     import torch
 
-    from gnn_codegen.harness import generated_model, import_source
+    from gnn_codegen.verify.harness import generated_model, import_source
 
     monkeypatch.chdir(REPO)
     generated = generate_all(f"{MODEL}:OwnEmbeddingWhenNone")

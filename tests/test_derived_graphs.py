@@ -11,10 +11,10 @@ import pytest
 import torch
 
 from gnn_codegen import errors
-from gnn_codegen.harness import random_graph_for
-from gnn_codegen.homogenized import random_heterograph
+from gnn_codegen.verify.harness import random_graph_for
+from gnn_codegen.trace.homogenized import random_heterograph
 from gnn_codegen.pipeline import GenerateOptions, generate_all
-from gnn_codegen.verify import check
+from gnn_codegen.verify.check import check
 from tests.cases import REPO
 
 MODEL = "tests/models/derived_graphs.py"
@@ -96,7 +96,7 @@ def test_a_subgraph_between_two_types_is_refused(monkeypatch: pytest.MonkeyPatch
 def test_the_homogeneous_rows_are_forwards_by_type_offsets(monkeypatch: pytest.MonkeyPatch) -> None:
     """inference takes the heterograph as forward does; nodes= are IDs of the homogeneous graph."""
     generated = _generate("HomogeneousRGCN", monkeypatch)
-    from gnn_codegen.harness import generated_model, import_source
+    from gnn_codegen.verify.harness import generated_model, import_source
 
     model = generated_model(generated, import_source(generated.source, REPO / "tests" / "models"))
     hg = random_heterograph(50, 2, 3, seed=3, zero_in_degree=True)
@@ -171,7 +171,7 @@ def test_inference_takes_the_dict_and_ids_by_type_as_forward_does(monkeypatch: p
     """As a user calls it: a dict of features by type, `nodes=` a dict of IDs by type; a graph
     of other node types than --metagraph's is refused where inference starts."""
     generated = _typed("TypedFeatsGAT", METAGRAPH, monkeypatch)
-    from gnn_codegen.harness import generated_model, import_source
+    from gnn_codegen.verify.harness import generated_model, import_source
 
     model = generated_model(generated, import_source(generated.source, REPO / "tests" / "models"))
     hg = _user_graph()
@@ -265,7 +265,7 @@ def test_relation_graphs_are_made_once_and_exact(name: str, monkeypatch: pytest.
 
 def test_relation_graphs_as_a_user_calls_inference_and_other_schemas_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     generated = _relations("RelationSumGCN", monkeypatch)
-    from gnn_codegen.harness import generated_model, import_source
+    from gnn_codegen.verify.harness import generated_model, import_source
 
     model = generated_model(generated, import_source(generated.source, REPO / "tests" / "models"))
     gen = torch.Generator().manual_seed(3)

@@ -10,7 +10,7 @@ import pytest
 
 from gnn_codegen import errors
 from gnn_codegen.pipeline import GenerateOptions, generate_all
-from gnn_codegen.verify import check
+from gnn_codegen.verify.check import check
 from tests.cases import REPO
 
 MODEL = "tests/models/dgl_idioms.py"
@@ -195,7 +195,7 @@ def test_a_test_of_the_graphs_data_is_decided_and_checked(declared: bool, monkey
     import dgl
     import torch
 
-    from gnn_codegen.harness import generated_model, import_source
+    from gnn_codegen.verify.harness import generated_model, import_source
 
     monkeypatch.chdir(REPO)
     generated = generate_all(f"{MODEL}:EdgeWeightsIfAny", GenerateOptions(feat_dims="w=1" if declared else None))
@@ -215,7 +215,7 @@ def test_an_input_whose_width_no_module_fixes_is_checked_at_a_width_of_its_own(m
     a width gnn-codegen picks and says so; the generated method takes any width."""
     import torch
 
-    from gnn_codegen.harness import generated_model, import_source
+    from gnn_codegen.verify.harness import generated_model, import_source
 
     monkeypatch.chdir(REPO)
     generated = generate_all(f"{MODEL}:SmoothGivenFeatures")
@@ -235,7 +235,7 @@ def test_a_guessed_width_that_forward_rejects_asks_for_feat_dims(monkeypatch: py
 def test_explain_lists_reductions_and_passes_over_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
     """--explain names the passes over ranges of nodes that reductions need: between layers
     where they chain (PairNorm), after the last layer (HAN's semantic attention)."""
-    from gnn_codegen.explain import explain_data, explain_text
+    from gnn_codegen.explain.plan_text import explain_data, explain_text
 
     pair_norm = explain_text(explain_data(_generate("PairNormGCN", monkeypatch)))
     assert "\nPass before layer 2 (once per node)\n  reduce h1.mean(0) over all nodes" in pair_norm
@@ -284,7 +284,7 @@ def test_a_blocks_ids_are_ids_in_g_not_a_field_g_carries(monkeypatch: pytest.Mon
     import dgl
     import torch
 
-    from gnn_codegen.harness import generated_model, import_source, random_graph
+    from gnn_codegen.verify.harness import generated_model, import_source, random_graph
 
     generated = _generate("EmbeddedBlockIDs", monkeypatch)
     model = generated_model(generated, import_source(generated.source, generated.loaded.path.parent))

@@ -36,13 +36,22 @@ from hypothesis import strategies as st
 
 from gnn_codegen.errors import CheckFailedError, GnnCodegenError
 from gnn_codegen.pipeline import GenerateOptions, generate_all
-from gnn_codegen.harness import (
-    allclose, full_graph_forward, generated_model, import_source, inference_arguments, make_inputs,
-    max_difference, random_graph, random_graph_for, run_inference, with_tables,
+from gnn_codegen.verify.harness import (
+    allclose,
+    full_graph_forward,
+    generated_model,
+    import_source,
+    inference_arguments,
+    make_inputs,
+    max_difference,
+    random_graph,
+    random_graph_for,
+    run_inference,
+    with_tables,
 )
-from gnn_codegen.metapaths import rows_graph
-from gnn_codegen.several_graphs import first_graph
-from gnn_codegen.perturb import perturb
+from gnn_codegen.trace.metapaths import rows_graph
+from gnn_codegen.trace.several_graphs import first_graph
+from gnn_codegen.analysis.perturb import perturb
 from tests.deletion_watch import views_kept_alive
 from tests.graph_updates import updated
 from tests.random_models import (

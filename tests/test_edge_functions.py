@@ -1,4 +1,4 @@
-"""`g.apply_edges(...)` written inline in forward (issue 35, item 5; gnn_codegen/edge_functions.py,
+"""`g.apply_edges(...)` written inline in forward (issue 35, item 5; gnn_codegen/trace/edge_functions.py,
 tests/models/edge_functions.py): a Python edge function reading `edges.src`, `edges.dst` and
 `edges.data`, or a built-in, becomes ops on each block's edges; the generated inference equals
 forward (all nodes, nodes=, storage=). An edge function that reads anything else is refused,
@@ -10,7 +10,7 @@ import pytest
 
 from gnn_codegen import errors
 from gnn_codegen.pipeline import GenerateOptions, generate_all
-from gnn_codegen.verify import check
+from gnn_codegen.verify.check import check
 from tests.cases import REPO
 
 MODEL = "tests/models/edge_functions.py"

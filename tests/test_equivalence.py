@@ -10,11 +10,21 @@ import copy
 import pytest
 import torch
 
-from gnn_codegen.harness import (
-    allclose, full_graph_forward, gather_sources_always, generated_model, import_source, inference_arguments,
-    make_inputs, max_difference, random_graph, random_graph_for, run_inference, with_tables,
+from gnn_codegen.verify.harness import (
+    allclose,
+    full_graph_forward,
+    gather_sources_always,
+    generated_model,
+    import_source,
+    inference_arguments,
+    make_inputs,
+    max_difference,
+    random_graph,
+    random_graph_for,
+    run_inference,
+    with_tables,
 )
-from gnn_codegen.perturb import perturb
+from gnn_codegen.analysis.perturb import perturb
 from tests.cases import CASES_BY_NAME, Case, all_cases, generate_case
 from tests.deletion_watch import views_kept_alive
 from tests.row_counter import RowCounter

@@ -11,9 +11,9 @@ from dataclasses import replace
 
 import pytest
 
-from gnn_codegen.explain import SCHEMA, explain_data, explain_dot, explain_text
+from gnn_codegen.explain.plan_text import SCHEMA, explain_data, explain_dot, explain_text
 from gnn_codegen.pipeline import generate_all
-from gnn_codegen.verify import check
+from gnn_codegen.verify.check import check
 from tests.cases import CASES_BY_NAME, REPO, all_cases, generate_case
 
 WIDENING = CASES_BY_NAME["widening"]
@@ -127,8 +127,8 @@ def test_explain_a_heterogeneous_model(tmp_path) -> None:
     """--explain for a HeteroGraphConv model: each layer per destination type, its stored rows
     and the relations' rows made once per node, measured by running the generated code; --json
     the same; --dot refused (it draws a homogeneous plan)."""
-    from gnn_codegen.hetero.explain import SCHEMA as HETERO_SCHEMA
-    from gnn_codegen.hetero.explain import explain_hetero
+    from gnn_codegen.explain.hetero import SCHEMA as HETERO_SCHEMA
+    from gnn_codegen.explain.hetero import explain_hetero
 
     case = CASES_BY_NAME["rgat"]
     data = explain_hetero(generate_case(case), 1000)

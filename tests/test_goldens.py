@@ -52,8 +52,8 @@ def test_output_parses_is_black_and_deterministic(case: Case) -> None:
 def test_helper_templates_render_black_formatted() -> None:
     """The runtime and every written-out convolution, with the names the templates are written
     for, are black's format as rendered: gnn-codegen formats only the rest of the module then."""
-    from gnn_codegen.render import RUNTIME, render_helpers
-    from gnn_codegen.write_out import SECTIONS
+    from gnn_codegen.render.method import RUNTIME, render_helpers
+    from gnn_codegen.trace.write_out import SECTIONS
 
     names = {s: f"_{s}" for s in SECTIONS}
     for used in [set(), set(SECTIONS), *({s} for s in SECTIONS)]:
@@ -63,7 +63,7 @@ def test_helper_templates_render_black_formatted() -> None:
 
 def test_hetero_helper_templates_render_black_formatted() -> None:
     """The heterogeneous helpers with each combination of sections and relation modules."""
-    from gnn_codegen.hetero.generate import HETERO_SECTIONS, render_hetero_helpers
+    from gnn_codegen.hetero_pipeline import HETERO_SECTIONS, render_hetero_helpers
 
     sections = sorted(HETERO_SECTIONS)
     for used in [set(), set(sections), *({s} for s in sections)]:
@@ -77,7 +77,7 @@ def test_runtime_section_is_hashed_and_identical() -> None:
     one text per variant (homogeneous, heterogeneous): a reviewer who has checked it once, or
     trusts this version, can skip it in every module."""
     from gnn_codegen.pipeline import VERSION
-    from gnn_codegen.runtime_section import banner_hash, content_hash, split
+    from gnn_codegen.render.runtime_section import banner_hash, content_hash, split
 
     runtimes: dict[bool, set[str]] = {False: set(), True: set()}
     for case in CASES:
@@ -93,7 +93,7 @@ def test_runtime_section_holds_nothing_of_the_model() -> None:
     """What the model's layers call is above the banner, and only what they call: every
     top-level function there is read by the module, and the runtime reads no name defined
     above it but the modules it imports (no GATConv helpers in an RGCN's module)."""
-    from gnn_codegen.runtime_section import split
+    from gnn_codegen.render.runtime_section import split
 
     for case in CASES:
         head, _, runtime = split(case.golden.read_text())

@@ -16,9 +16,9 @@ import pytest
 import torch
 
 from gnn_codegen import errors
-from gnn_codegen.harness import import_source
-from gnn_codegen.hetero.schema import parse_metagraph, random_heterograph
-from gnn_codegen.hetero.verify import check_hetero
+from gnn_codegen.verify.harness import import_source
+from gnn_codegen.load.hetero_schema import parse_metagraph, random_heterograph
+from gnn_codegen.verify.hetero import check_hetero
 from gnn_codegen.pipeline import GenerateOptions, Generated, generate_all
 from tests.cases import CASES_BY_NAME, REPO, all_cases, generate_case
 
@@ -234,7 +234,7 @@ def _example(name: str, module_name: str) -> tuple[Any, torch.nn.Module, dgl.DGL
     generated = generate_case(case)
     module = import_source(generated.source, case.folder, module_name)
     model = getattr(module, generated.loaded.class_name)(**json.loads(case.options.init)).eval()
-    from gnn_codegen.perturb import perturb
+    from gnn_codegen.analysis.perturb import perturb
 
     perturb(model, 5)
     schema = parse_metagraph(case.options.metagraph)
@@ -263,7 +263,7 @@ def test_nodes_walk_back_through_every_relation() -> None:
     """A few papers: each layer before the last computes their in-neighbours by every relation
     (authors through rev_writes, fields, papers), not every node."""
     module, model, g, x, expected = _example("rgat", "rgat_frontiers")
-    from gnn_codegen.hetero.render import RUNTIME
+    from gnn_codegen.render.hetero import RUNTIME
 
     batches = getattr(module, RUNTIME)(model, g, 16, "cpu", 2**30, False)
     needed = batches.needed(torch.tensor([3, 5]), layers=3, result="paper")
@@ -425,7 +425,7 @@ def test_storage_keeps_results_in_files_and_never_writes_its_inputs(name: str, t
 HETERO_MEMORY_SCRIPT = """
 import importlib.util, json, sys
 import numpy as np, torch
-from gnn_codegen.hetero.schema import parse_metagraph, random_heterograph
+from gnn_codegen.load.hetero_schema import parse_metagraph, random_heterograph
 from tests.peak_memory import bytes_in_files, report_out_of_core
 
 spec = importlib.util.spec_from_file_location("generated", sys.argv[1] + "/generated.py")

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from gnn_codegen.errors import GnnCodegenError
-from gnn_codegen.hetero.verify import check_hetero
+from gnn_codegen.verify.hetero import check_hetero
 from gnn_codegen.pipeline import GenerateOptions, generate_all
 from tests.random_hetero_models import random_hetero_spec
 

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from gnn_codegen import errors
-from gnn_codegen.harness import generated_model, import_source, max_difference
-from gnn_codegen.perturb import perturb
+from gnn_codegen.verify.harness import generated_model, import_source, max_difference
+from gnn_codegen.analysis.perturb import perturb
 from gnn_codegen.pipeline import GenerateOptions, generate_all
 from tests.test_hetero import GAME_RELATIONS, GAMES, _check_everywhere
 
@@ -148,7 +148,7 @@ def test_layers_on_a_type_subgraph_that_drops_no_featured_relation_equal_forward
 @pytest.mark.parametrize("keys", ["feat=6", "feat=6,pe=3"])
 def test_a_collated_dict_and_a_test_of_its_keys_on_a_homogeneous_graph(keys: str) -> None:
     """`"pe" in batch` decided by the keys --feat-dims names; inference refuses another key set."""
-    from gnn_codegen.harness import random_graph
+    from gnn_codegen.verify.harness import random_graph
 
     generated, reference, model = _written("CollatedBatchGCN", GenerateOptions(
         init=json.dumps({"in_size": 6, "pe_size": 3, "hid_size": 5, "out_size": 2}), feat_dims=keys))
@@ -168,7 +168,7 @@ def test_a_collated_dict_and_a_test_of_its_keys_on_a_homogeneous_graph(keys: str
 def test_a_parameter_is_taken_as_a_dict_only_where_forward_uses_it_so() -> None:
     """--feat-dims naming what is no parameter packs forward's open parameter into a dict only
     where forward reads it as one: a typo for a tensor keeps the message naming forward's inputs."""
-    from gnn_codegen.dict_inputs import used_as_dict
+    from gnn_codegen.trace.dict_inputs import used_as_dict
 
     def by_key(self, g, h_dict):
         return self.fc(h_dict[self.category])

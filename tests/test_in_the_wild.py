@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from gnn_codegen.pipeline import GenerateOptions, generate_all
-from gnn_codegen.verify import check
+from gnn_codegen.verify.check import check
 from tests.cases import REPO
 
 MODEL = "tests/models/in_the_wild.py"

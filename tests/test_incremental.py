@@ -13,10 +13,17 @@ import numpy as np
 import pytest
 import torch
 
-from gnn_codegen.harness import (
-    allclose, flatten, generated_model, import_source, make_inputs, max_difference, random_graph_for, run_inference,
+from gnn_codegen.verify.harness import (
+    allclose,
+    flatten,
+    generated_model,
+    import_source,
+    make_inputs,
+    max_difference,
+    random_graph_for,
+    run_inference,
 )
-from gnn_codegen.perturb import perturb
+from gnn_codegen.analysis.perturb import perturb
 from tests.graph_updates import updated
 from tests.cases import CASES_BY_NAME, Case, all_cases, generate_case
 

@@ -11,9 +11,9 @@ import dgl
 import pytest
 import torch
 
-from gnn_codegen.known_modules import EXACT, sources_in_place
+from gnn_codegen.analysis.known_modules import EXACT, sources_in_place
 from gnn_codegen.pipeline import GenerateOptions, generate_all
-from gnn_codegen.verify import check
+from gnn_codegen.verify.check import check
 from tests.cases import EXAMPLES
 from tests.row_counter import RowCounter
 

@@ -11,7 +11,7 @@ import dgl
 import pytest
 import torch
 
-from gnn_codegen.runtime import runtime_class
+from gnn_codegen.render.runtime import runtime_class
 from tests.cases import Case, all_cases
 
 BANNER = "# --- gnn-codegen runtime"

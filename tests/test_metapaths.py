@@ -1,4 +1,4 @@
-"""Models over a heterogeneous graph's metapaths (gnn_codegen/metapaths.py; generated_examples/han):
+"""Models over a heterogeneous graph's metapaths (gnn_codegen/trace/metapaths.py; generated_examples/han):
 the schema the check infers from the metapaths alone, the generated HAN on a graph of another
 schema that has the same metapaths (ACM's papers, authors and subjects), and the refusal of
 metapaths that do not start and end at one node type."""
@@ -11,9 +11,9 @@ import dgl
 import pytest
 import torch
 
-from gnn_codegen.harness import full_graph_forward, generated_model, import_source, max_difference
-from gnn_codegen.metapaths import metapath_schema, metapaths, random_metapath_graph
-from gnn_codegen.perturb import perturb
+from gnn_codegen.verify.harness import full_graph_forward, generated_model, import_source, max_difference
+from gnn_codegen.trace.metapaths import metapath_schema, metapaths, random_metapath_graph
+from gnn_codegen.analysis.perturb import perturb
 from tests.cases import CASES_BY_NAME, generate_case
 
 

@@ -10,8 +10,8 @@ from textwrap import dedent
 import pytest
 
 from gnn_codegen.errors import OptionsError
-from gnn_codegen.load import LoadedModel, load
-from gnn_codegen.method_name import check_method_name
+from gnn_codegen.load.model import LoadedModel, load
+from gnn_codegen.load.method_name import check_method_name
 
 MODELS = dedent('''\
     import torch.nn as nn

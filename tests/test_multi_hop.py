@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from gnn_codegen.explain import explain_data, explain_text
+from gnn_codegen.explain.plan_text import explain_data, explain_text
 from gnn_codegen.pipeline import GenerateOptions, generate_all
-from gnn_codegen.verify import check
+from gnn_codegen.verify.check import check
 from tests.cases import REPO
 
 MODEL = "tests/models/multi_hop.py"
@@ -72,7 +72,7 @@ def test_a_batch_of_graphs_is_refused_where_forward_reads_batch_size(monkeypatch
     import dgl
     import torch
 
-    from gnn_codegen.harness import generated_model, import_source
+    from gnn_codegen.verify.harness import generated_model, import_source
 
     monkeypatch.chdir(REPO)
     generated = generate_all(f"{MODEL}:ChebNetDefaultLambda", CASES["ChebNetDefaultLambda"][0])

@@ -12,9 +12,9 @@ import dgl
 import pytest
 import torch
 
-from gnn_codegen.harness import generated_model, import_source
+from gnn_codegen.verify.harness import generated_model, import_source
 from gnn_codegen.pipeline import GenerateOptions, generate_all
-from gnn_codegen.verify import check
+from gnn_codegen.verify.check import check
 from tests.cases import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from gnn_codegen.pipeline import generate_all
-from gnn_codegen.verify import check
+from gnn_codegen.verify.check import check
 from tests.cases import CASES_BY_NAME, generate_case
 from tests.models import regressions
 
@@ -84,7 +84,7 @@ def test_a_model_in_float64_gets_float64_inputs_and_exact_inference() -> None:
 def test_a_dict_of_results_is_returned_by_name(tmp_path) -> None:
     import torch
 
-    from gnn_codegen.harness import generated_model, import_source, random_graph
+    from gnn_codegen.verify.harness import generated_model, import_source, random_graph
 
     generated = generate_all(f"{MODEL}:ReturnsADict")
     assert check(generated, num_nodes=97, batch_sizes=(1, 13, 97)).ok

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from gnn_codegen.pipeline import GenerateOptions, generate_all
-from gnn_codegen.verify import check
-from gnn_codegen.write_out import HELPERS
+from gnn_codegen.verify.check import check
+from gnn_codegen.trace.write_out import HELPERS
 from tests.cases import REPO
 
 rel_graph_conv = HELPERS["rel_graph_conv"]

@@ -14,7 +14,7 @@ import pytest
 import torch
 from torch.overrides import TorchFunctionMode
 
-from gnn_codegen.hetero.generate import render_hetero_helpers
+from gnn_codegen.hetero_pipeline import render_hetero_helpers
 from gnn_codegen.pipeline import VERSION
 
 PAPERS = 60

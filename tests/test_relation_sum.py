@@ -9,7 +9,7 @@ import dgl.nn as dglnn
 import pytest
 import torch
 
-from gnn_codegen.hetero.generate import render_hetero_helpers
+from gnn_codegen.hetero_pipeline import render_hetero_helpers
 from gnn_codegen.pipeline import VERSION
 
 

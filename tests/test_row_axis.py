@@ -1,5 +1,5 @@
 """forward's results whose node rows are on another axis than the first (issue 35, item 9;
-gnn_codegen/row_axis.py, tests/models/row_axis.py): `h.unsqueeze(0)` (a batch of one graph),
+gnn_codegen/lower/row_axis.py, tests/models/row_axis.py): `h.unsqueeze(0)` (a batch of one graph),
 `h.t()`, and `h.squeeze(0)` of many rows (which squeezes nothing). The generated inference
 computes the rows first and moves them as forward does, equal to forward for all nodes, for
 nodes= (the requested rows on the moved axis) and out of core."""
@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from gnn_codegen import errors
-from gnn_codegen.harness import generated_model, import_source
+from gnn_codegen.verify.harness import generated_model, import_source
 from gnn_codegen.pipeline import GenerateOptions, generate_all
-from gnn_codegen.verify import check
+from gnn_codegen.verify.check import check
 from tests.cases import REPO
 
 MODEL = "tests/models/row_axis.py"

@@ -1,5 +1,5 @@
 """forward's results that are the rows of a fixed range of nodes (issue 35, item 1;
-tests/models/row_ranges.py, gnn_codegen/row_ranges.py): `h[: self.num_users]`,
+tests/models/row_ranges.py, gnn_codegen/lower/row_ranges.py): `h[: self.num_users]`,
 `torch.split(h, [n_users, n_items])`, `h.narrow(0, 0, n)`, `h[-k:, :]`. The generated inference
 computes the whole result and returns those rows, equal to forward for all nodes, for nodes=
 (each part: the requested nodes in its range) and out of core; a graph too small for the range
@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from gnn_codegen import errors
-from gnn_codegen.harness import generated_model, import_source
+from gnn_codegen.verify.harness import generated_model, import_source
 from gnn_codegen.pipeline import GenerateOptions, generate_all
-from gnn_codegen.verify import check
+from gnn_codegen.verify.check import check
 from tests.cases import REPO
 
 MODEL = "tests/models/row_ranges.py"

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from gnn_codegen.pipeline import generate_all
-from gnn_codegen.verify import check
+from gnn_codegen.verify.check import check
 
 MODEL = Path(__file__).parent / "models" / "styles.py"
 

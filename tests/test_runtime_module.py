@@ -19,13 +19,18 @@ import pytest
 import torch
 
 from gnn_codegen.cli import main
-from gnn_codegen.harness import (
-    allclose, full_graph_forward, generated_model, make_inputs, random_graph_for, run_inference,
+from gnn_codegen.verify.harness import (
+    allclose,
+    full_graph_forward,
+    generated_model,
+    make_inputs,
+    random_graph_for,
+    run_inference,
 )
 from gnn_codegen.pipeline import GenerateOptions, generate_all
-from gnn_codegen.hetero.schema import parse_metagraph, random_heterograph
-from gnn_codegen.runtime_module import runtime_module_source
-from gnn_codegen.runtime_section import banner_hash, content_hash, sections, split
+from gnn_codegen.load.hetero_schema import parse_metagraph, random_heterograph
+from gnn_codegen.render.runtime_module import runtime_module_source
+from gnn_codegen.render.runtime_section import banner_hash, content_hash, sections, split
 from tests.cases import CASES_BY_NAME, REPO
 
 

@@ -1,4 +1,4 @@
-"""The simulated GPU (gnn_codegen/simulated_device.py) fails where a real one would: a host
+"""The simulated GPU (gnn_codegen/verify/simulated_device.py) fails where a real one would: a host
 tensor meeting a device tensor, in torch or in DGL's kernels. Every generated module runs on it
 in the check before writing (verify.py); here, what it catches, and the generated runtime's
 refusal of a model left on the host."""
@@ -11,9 +11,15 @@ import dgl
 import pytest
 import torch
 
-from gnn_codegen.harness import generated_model, import_source, make_inputs, random_graph, run_inference
-from gnn_codegen.simulated_device import DEVICE, DeviceMixError, SimulatedDevice
-from gnn_codegen.verify import SIMULATED_WHOLE
+from gnn_codegen.verify.harness import (
+    generated_model,
+    import_source,
+    make_inputs,
+    random_graph,
+    run_inference,
+)
+from gnn_codegen.verify.simulated_device import DEVICE, DeviceMixError, SimulatedDevice
+from gnn_codegen.verify.check import SIMULATED_WHOLE
 from tests.cases import CASES_BY_NAME, all_cases, generate_case
 
 
@@ -105,8 +111,8 @@ def test_rows_that_fit_on_the_gpu_are_moved_there_whole_not_gathered_per_batch()
 def test_hetero_relation_rows_that_fit_on_the_gpu_are_moved_there_whole() -> None:
     """The same for a HeteroGraphConv whose relations' source rows are computed once per node
     (RGAT's GATConvs): on the simulated GPU its blocks take every node as a source."""
-    from gnn_codegen.hetero.schema import random_heterograph
-    from gnn_codegen.hetero.verify import random_inputs, _run, node_counts
+    from gnn_codegen.load.hetero_schema import random_heterograph
+    from gnn_codegen.verify.hetero import random_inputs, _run, node_counts
 
     generated = generate_case(CASES_BY_NAME["rgat"])
     module = import_source(generated.source, generated.loaded.path.parent, "hetero_moved_whole")
@@ -133,8 +139,8 @@ def test_hetero_relation_rows_that_fit_on_the_gpu_are_moved_there_whole() -> Non
 def test_hetero_on_a_simulated_gpu_with_nodes_and_storage(name: str, tmp_path: Any) -> None:
     """The model on a (simulated) GPU, the heterograph and features on the host, the results in
     files, for some nodes and with batch_size="auto": no host tensor meets a device tensor."""
-    from gnn_codegen.hetero.schema import random_heterograph
-    from gnn_codegen.hetero.verify import random_inputs, node_counts
+    from gnn_codegen.load.hetero_schema import random_heterograph
+    from gnn_codegen.verify.hetero import random_inputs, node_counts
 
     generated = generate_case(CASES_BY_NAME[name])
     module = import_source(generated.source, generated.loaded.path.parent, f"{name}_simulated_storage")

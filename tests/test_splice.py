@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from textwrap import dedent
 
-from gnn_codegen.splice import splice
+from gnn_codegen.write.splice import splice
 
 METHOD = dedent('''\
     @torch.no_grad()

@@ -1,4 +1,4 @@
-"""Squeezes of size-1 axes (issue 35, item 1; gnn_codegen/squeezed_rows.py, tests/models/
+"""Squeezes of size-1 axes (issue 35, item 1; gnn_codegen/render/squeezed_rows.py, tests/models/
 squeezed_rows.py): `h.squeeze()` with no dim, `h.squeeze(0)` of rows, `.view(-1)` / `.flatten()`
 of a score per node, on homogeneous and heterogeneous models. The generated inference equals
 forward, and refuses a graph (or a node type) of one node, where forward's squeeze drops the
@@ -14,10 +14,10 @@ import dgl
 import pytest
 import torch
 
-from gnn_codegen.harness import generated_model, import_source
-from gnn_codegen.perturb import perturb
+from gnn_codegen.verify.harness import generated_model, import_source
+from gnn_codegen.analysis.perturb import perturb
 from gnn_codegen.pipeline import GenerateOptions, generate_all
-from gnn_codegen.verify import check
+from gnn_codegen.verify.check import check
 from tests.cases import REPO
 from tests.test_hetero import GAME_RELATIONS, GAMES, _check_everywhere
 

@@ -19,14 +19,27 @@ import numpy as np
 import pytest
 import torch
 
-from gnn_codegen.harness import (
-    allclose, flatten, full_graph_forward, gather_sources_always, generated_model, import_source, make_inputs,
-    max_difference, random_graph, random_graph_for, returns_edge_rows, rows_for, run_inference, some_nodes, with_tables,
+from gnn_codegen.verify.harness import (
+    allclose,
+    flatten,
+    full_graph_forward,
+    gather_sources_always,
+    generated_model,
+    import_source,
+    make_inputs,
+    max_difference,
+    random_graph,
+    random_graph_for,
+    returns_edge_rows,
+    rows_for,
+    run_inference,
+    some_nodes,
+    with_tables,
 )
 from gnn_codegen.ir import iter_refs
-from gnn_codegen.perturb import perturb
+from gnn_codegen.analysis.perturb import perturb
 from gnn_codegen.pipeline import GenerateOptions
-from gnn_codegen.simulated_device import SimulatedDevice
+from gnn_codegen.verify.simulated_device import SimulatedDevice
 from tests.cases import CASES_BY_NAME, REPO, Case, all_cases, generate_case
 
 CASES = all_cases()
@@ -183,7 +196,7 @@ import sys
 import numpy as np, torch, dgl
 sys.path.insert(0, sys.argv[1])
 import generated
-from gnn_codegen.harness import random_graph
+from gnn_codegen.verify.harness import random_graph
 from tests.peak_memory import bytes_in_files, report_out_of_core
 
 N, storage = 200_000, sys.argv[2]
@@ -340,7 +353,7 @@ FULL_DISK_SCRIPT = """
 import sys
 import torch
 import generated
-from gnn_codegen.harness import random_graph
+from gnn_codegen.verify.harness import random_graph
 
 model = generated.SAGE(16, 32, 5).eval()
 g = random_graph(20000, seed=0)

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gnn_codegen.hetero.verify import check_hetero
-from gnn_codegen.runtime import runtime_class
-from gnn_codegen.verify import check as check_homogeneous
+from gnn_codegen.verify.hetero import check_hetero
+from gnn_codegen.render.runtime import runtime_class
+from gnn_codegen.verify.check import check as check_homogeneous
 from tests.cases import CASES_BY_NAME, generate_case
 
 

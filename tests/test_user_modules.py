@@ -9,7 +9,7 @@ import pytest
 
 from gnn_codegen import errors
 from gnn_codegen.pipeline import GenerateOptions, generate_all
-from gnn_codegen.verify import check
+from gnn_codegen.verify.check import check
 from tests.cases import REPO
 
 MODEL = "tests/models/user_modules.py"

@@ -1,4 +1,4 @@
-"""The check before writing (gnn_codegen/verify.py): a module whose inference differs from
+"""The check before writing (gnn_codegen/verify/check.py): a module whose inference differs from
 forward is never returned nor written; an exception from the generated code or from forward is
 a check failure (exit 1, one paragraph naming the lines), never an internal error."""
 
@@ -14,7 +14,7 @@ import pytest
 from gnn_codegen import pipeline
 from gnn_codegen.errors import CheckFailedError
 from gnn_codegen.pipeline import GenerateOptions, generate_all
-from gnn_codegen.verify import SIMULATED, SIMULATED_WHOLE, STORAGE, STORAGE_SUBSET, SUBSET, check
+from gnn_codegen.verify.check import SIMULATED, SIMULATED_WHOLE, STORAGE, STORAGE_SUBSET, SUBSET, check
 from tests.cases import CASES_BY_NAME, REPO, generate_case
 
 KNOWN = "tests/models/known_modules.py:TwoConvs"

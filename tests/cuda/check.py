@@ -11,7 +11,7 @@ pinned results, asynchronous copies, the per-node work in chunks on the device.
 
 `run --device cpu` is what tests/test_cuda_stand_in.py runs in CI: it shows that the stand-in
 computes what DGL computes for this code. On a GPU the same run proves the device contract
-where the simulated device (gnn_codegen/simulated_device.py) cannot: streams, pinned memory,
+where the simulated device (gnn_codegen/verify/simulated_device.py) cannot: streams, pinned memory,
 non-blocking copies.
 """
 

@@ -1,7 +1,7 @@
 """User layers that read and write `g.ndata` (and `g.edata`) on the graph they are given, as
 benchmarking-gnns, RecHub and many tutorials write them: on a block, with its two node types,
 `g.ndata` is ambiguous, so each runs on the block as a graph over its source nodes
-(gnn_codegen/block_as_graph.py). Our own code, in those styles."""
+(gnn_codegen/analysis/block_as_graph.py). Our own code, in those styles."""
 
 import dgl.function as fn
 import torch

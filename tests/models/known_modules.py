@@ -1,4 +1,4 @@
-"""One model per entry of gnn_codegen.known_modules: two layers of the same convolution, so the
+"""One model per entry of gnn_codegen.analysis.known_modules: two layers of the same convolution, so the
 second layer reads stored rows of the first (tests/test_known_modules.py)."""
 
 import dgl.nn as dglnn

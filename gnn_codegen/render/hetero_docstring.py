@@ -1,0 +1,71 @@
+"""Stage 6, render (heterogeneous): the docstring of the generated `inference`."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import textwrap
+from typing import Any
+
+import torch
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _docstring(model: torch.nn.Module, traced: Any, result: str | None, subgraphs: bool = False) -> list[str]:
+    from_graph = dict(traced.graph_data)
+    features = [p for p, _ in traced.inputs if p not in from_graph]
+    graph = f"[g] * {traced.blocks}" if traced.blocks else traced.graph_arg
+    first = list(inspect.signature(type(model).forward).parameters)[1] == traced.graph_arg
+    # forward(self, h=None, blocks=None): the graph by name; forward(self, feats): none
+    call = ", ".join([graph, *features] if first else features if traced.kept
+                     else [*features, f"{traced.graph_arg}={graph}"])
+    call += "".join(f", {name}={json.dumps(value) if isinstance(value, str) else repr(value)}" for name, value in traced.forward_args)
+    if traced.kept:
+        call += f") on {graph} (the graph forward reads as {', '.join('self.' + p for p in traced.kept)}"
+    own = (" (for a layer of this model's own, the graph of those in-edges, with the batch's "
+           "nodes first of their type)") if subgraphs else ""
+    paragraphs = [
+        f"self.forward({call}) in eval mode, computed one layer at a time: for each destination "
+        "node type, over batches of batch_size of its nodes, each with the block of all its "
+        f"in-edges of every relation into that type{own}.",
+        "The model must be on `device` (model.to(device)), where every layer runs; the graph and "
+        "the features may be on the host or on `device`: one batch's block and rows at a time are "
+        "moved there (the rows a layer's relations read only in messages at once, where they take "
+        "at most half its free memory). Each layer's results, and those returned, are kept for every node on the "
+        "host (in pinned memory if `device` is a GPU). batch_size=\"auto\": per layer and type, the "
+        "largest batches whose rows fit in max_memory bytes on `device`. progress: a tqdm bar per "
+        "layer and type.",
+    ]
+    as_dicts = [f for f in features if f not in traced.tensor_inputs]
+    if as_dicts:
+        paragraphs.append(f"{', '.join(as_dicts)}: a dict of features per node type, as forward takes it.")
+    for name in traced.tensor_inputs:
+        paragraphs.append(f"{name}: the {dict(traced.inputs)[name][0]} features, a tensor, as forward takes it.")
+    for name, key in traced.graph_data:
+        types = _and(list(dict(traced.inputs)[name]))
+        paragraphs.append(f"{traced.graph_arg if not traced.blocks else 'g'}.nodes[ntype].data[{json.dumps(key)}]: "
+                          f"the features forward reads from its graph, for {types}.")
+    if result is not None:
+        asked = (f"a 1-D tensor of IDs of {result} nodes" if result
+                 else "a dict of 1-D tensors of node IDs per type")
+        paragraphs.append(
+            f"nodes: {asked}, for forward's rows of those nodes alone, in that order"
+            + ("" if result else " (of the types asked for)")
+            + ": each layer computes only the rows that the layers after it read (all rows of "
+            "a type, from where that is most of it).")
+    kept = ("the files returned (" + ("result_<type>.npy per type" if result == "" else "result.npy")
+            + ") stay there, the others are deleted once read") if result is not None else (
+        "each file is deleted with its tensor")
+    paragraphs.append(
+        "storage: a directory where the layers' results and those returned are kept in .npy files "
+        f"(memory-mapped), not in memory, which then holds about a batch's rows; {kept}. changed= "
+        "and keep_layers= (incremental re-inference) are not done yet for a heterogeneous graph: "
+        "ValueError.")
+    lines: list[str] = []
+    for paragraph in paragraphs:
+        lines += [*textwrap.wrap(paragraph, 88, break_on_hyphens=False), ""]
+    lines[0] = '"""' + lines[0]
+    return [f"    {line}" if line else "" for line in lines[:-1]] + ['    """']

@@ -1,0 +1,370 @@
+"""Render, one stage: the function a layer's batches run (`def layer_2(block, h1, h1_dst): ...`)
+and the call that runs it (`h2 = batches.map(layer_2, source_rows=dict(h1=h1),
+destination_rows=dict(h1_dst=h1), in_place=True)`).
+
+The function's parameters are the rows the stage reads (source rows, destination rows, edges:
+render binds each by its name to the tensor and the rows of it it takes), its body is the user's forward for
+the stage, one line per op in the user's names, and it returns what later stages or the caller
+read. In-place rewrites that keep batch-sized temporaries down live here too: an activation on a
+tensor nothing else reads runs in place, and an nn.Linear over a concatenation of columns
+nothing else reads sums a product per part instead of making the concatenation."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Protocol
+
+from gnn_codegen.trace.inline_mp import APPLY_EDGES, GATHERS, ROLE, VIEW, message_fields, spell
+from gnn_codegen.ir import Op, Program, Ref
+from gnn_codegen.names import NameAllocator
+from gnn_codegen.analysis.mp_arguments import Space, mp_feature_spaces
+from gnn_codegen.cut.plan import Stage, value_deps
+from gnn_codegen.render.code import Code, Copy, comment
+from gnn_codegen.trace.write_out import ONCE_PER_NODE
+from gnn_codegen.render.layer_expressions import OpExpressions
+
+if TYPE_CHECKING:
+    from gnn_codegen.analysis.attributes import Attributes
+
+
+class Renderer(Protocol):
+    """What a layer's writer reads of the module's renderer (render.Renderer): the program and
+    its facts, the names taken module-wide, and where to note each line's origin. A protocol, so
+    that this module need not import the renderer that imports it."""
+
+    program: Program
+    attrs: Attributes
+    inline: frozenset[str]
+    buffer: dict[str, str]
+    users: dict[str, list[str]]
+    helper_names: dict[str, str]
+    generic: set[str]
+    device: str
+    block_as_graph: str
+    reserved: set[str]
+    closure_names: frozenset[str]
+
+    def note_origins(self, lines: list[str], op: Op | None) -> None: ...
+
+    def base_name(self, op: Op) -> str: ...
+
+# methods whose result is a view of their receiver, nothing else
+_RESHAPES = ("flatten", "view", "reshape", "squeeze", "unsqueeze")
+# written-out convolutions' per-node parts that take in_place=True: on a tensor nothing else
+# holds they scale it where it is (templates/convs.py.j2)
+_SCALES_IN_PLACE = ("graph_conv_source",)
+
+
+@dataclass
+class LayerFunction:
+    """A stage written out: the function, and what render needs to call it."""
+
+    name: str
+    params: list[str]
+    body: list[str]
+    src: list[str] = field(default_factory=list)  # method-level tensors read on source rows
+    dst: list[str] = field(default_factory=list)  # ... on destination rows (or node ranges)
+    edges: list[str] = field(default_factory=list)  # ... on edges
+    in_place: bool = False  # the runtime may read source rows in place (see LayerWriter.in_place)
+    # what each result has a row per, where one is by edge: ("edges", "nodes"); () where all
+    # are by node (the runtime's default)
+    returns: tuple[str, ...] = ()
+
+    def bindings(self) -> list[tuple[str, list[tuple[str, str]]]]:
+        """The parameters after `block` bound to the tensors they take, per kind of rows, as
+        the runtime's map takes them: [(keyword, [(parameter, tensor)])]."""
+        names, kinds = iter(self.params[1:]), []
+        for keyword, tensors in (("source_rows", self.src), ("destination_rows", self.dst),
+                                 ("edge_rows", self.edges)):
+            kinds.append((keyword, [(next(names), tensor) for tensor in tensors]))
+        return kinds
+
+
+class LayerWriter(OpExpressions):
+    """Writes the function of one stage."""
+
+    def __init__(self, r: "Renderer", stage: Stage, name: str, node_ranges: bool = False):
+        self.r, self.stage, self.name = r, stage, name
+        # the prologue, or a pass between or after layers: ranges of nodes, no block (map_nodes)
+        self.node_ranges = node_ranges or stage.index == 0 or stage.node_pass
+        self.program = r.program
+        self.space = {p.name: p.space for p in stage.ops}
+        # the layer reads inference's `device` where forward reads a tensor's device
+        # (reads_device): no local of the user's may take its name
+        self.names = NameAllocator(r.reserved | r.closure_names | {"block", r.device})
+        self.local: dict[tuple[str, Space], str] = {}  # (value, rows) -> local name
+        self.params: dict[str, list[tuple[str, str]]] = {"src": [], "dst": [], "edge": []}
+        self.lines: list[str] = []
+        # values that are a tensor this batch made and nothing else holds: a written-out
+        # convolution's result, and views of it that its only reader takes (`h = h.flatten(1)`)
+        self.exclusive: set[str] = set()
+        # values written inside their only reader's expression, as the user's line has them
+        self.expressions: dict[tuple[str, Space], Code] = {}
+        # the block as a graph over its sources, made before the first module that takes it
+        # (block_as_graph.py)
+        self.graph = ""
+        self.in_place = self._sources_in_place()
+
+    # -- the stage's inputs ---------------------------------------------------------------------
+    def _sources_in_place(self) -> bool:
+        """Whether every stored tensor the stage reads on source rows feeds only convolutions
+        that touch source rows inside messages (known_modules, write_out.py): then, on the
+        device that holds them, blocks take all of g's nodes as sources and the rows are read
+        where they are, not gathered."""
+        loads = [name for name, space in self.stage.loads if space == "src"]
+        if self.node_ranges or not loads or any(p.space == "src" for p in self.stage.ops):
+            return False
+        for placed in self.stage.ops:
+            op = self.program.op(placed.name)
+            if op.kind != "mp":
+                continue
+            if op.mp is not None and op.mp.as_graph:
+                return False  # its graph's first nodes must be the destinations: gathered rows
+            for value, space in mp_feature_spaces(op):
+                direct = isinstance(value, Ref) and value.name in loads
+                if space == "src" and not (direct and op.mp and op.mp.sources_in_place):
+                    return False
+        return True
+
+    # -- statements -----------------------------------------------------------------------------
+    def primary_input(self, op: Op) -> tuple[str, Space] | None:
+        """The value a chain `h = f(h)` continues: a convolution's source rows, else the first
+        argument."""
+        if op.kind == "mp":
+            first, space = mp_feature_spaces(op)[0]
+            deps = value_deps(self.program, self.r.inline, first)
+            return (deps[0], space) if deps and isinstance(first, Ref) else None
+        first_arg = op.args[1] if op.helper and len(op.args) > 1 else op.args[0] if op.args else None
+        if not isinstance(first_arg, Ref) or first_arg.name in self.r.inline:
+            return None
+        return first_arg.name, self.space[op.name]
+
+    def write(self) -> LayerFunction:
+        program, uses = self.program, Counter[str]()
+        for placed in self.stage.ops:
+            op = program.op(placed.name)
+            for d in value_deps(program, self.r.inline, (op.args, tuple(v for _, v in op.kwargs))):
+                uses[d] += 1
+        for name in self.stage.stores:
+            uses[name] += 1
+        # the rows this stage reads, in the plan's order (the parameters' order)
+        for name, space in self.stage.loads:
+            self.param(name, space)
+        unpacked = self.unpackings()
+        fused = self.linears_over_concatenations(uses)
+        nested = self.nested(uses, set(unpacked.values()) | set(fused.values()) | set(fused))
+        noted = set()
+        for placed in self.stage.ops:
+            op = program.op(placed.name)
+            self.r.note_origins(self.lines, op)
+            if placed.name in unpacked.values() or placed.name in fused.values():
+                continue  # taken where its tuple is computed / never made (the Linear takes parts)
+            if self.as_graph(op.name) and not self.graph:
+                self.graph = self.names.take("graph")
+                self.lines.append(f"{self.graph} = {self.r.block_as_graph}(block)")
+            note = op.note
+            if placed.space == "src" and not self.node_ranges and note.endswith(ONCE_PER_NODE):
+                # the cut found storing its input cheaper than storing its result (cut.py)
+                note = note[: -len(ONCE_PER_NODE)] + " of each batch, where storing it costs more (--explain)"
+            if note and note not in noted:  # why gnn-codegen added this line
+                self.lines.extend(comment(note))
+                noted.add(note)
+            elements = [e for e in (unpacked.get((op.name, i)) for i in range(len(unpacked))) if e]
+            if elements:
+                self.write_unpacking(op, elements, uses)
+                continue
+            if op.mp is not None and op.mp.inline:  # named after the field it reduces into
+                target = self.names.take(op.var) if op.var else self.target(op, placed.space, uses)
+                self.lines.extend(self.inline_update_all(op, target))
+                self.local[(op.name, placed.space)] = target
+                self.exclusive.add(op.name)
+                continue
+            primary = self.primary_input(op)
+            sole = primary if primary and uses[primary[0]] == 1 and primary[0] in self.exclusive else None
+            if sole and op.helper in _SCALES_IN_PLACE:
+                # its input is this batch's own new tensor: scaled where it is, not into a new one
+                op = replace(op, kwargs=(*op.kwargs, ("in_place", True)))
+            if placed.name in nested and not (op.mutates and not sole):
+                written = replace(op, kwargs=(*op.kwargs, ("inplace", True))) if sole and op.activation_in_place else op
+                self.expressions[(op.name, placed.space)] = self.op_expression(written, placed.space)
+                if op.helper and op.kind == "mp" or sole and (written is not op or op.kind == "method"
+                                                              and op.target in _RESHAPES):
+                    self.exclusive.add(op.name)
+                continue
+            target = self.target(op, placed.space, uses)
+            if placed.name in fused:
+                self.lines.extend(self.linear_over_concatenation(op, program.op(fused[placed.name]), target))
+                self.exclusive.add(op.name)
+            elif sole and op.activation_in_place:
+                # F.relu(h) on a tensor nothing else reads, as F.relu(h, inplace=True): the same
+                # numbers without a new batch-sized tensor, which costs more to touch on a CPU
+                written = replace(op, kwargs=(*op.kwargs, ("inplace", True)))
+                self.lines.append(f"{target} = {self.op_expression(written, placed.space).text}")
+                self.exclusive.add(op.name)
+            elif op.mutates and not sole:
+                # the op changes its input in place, and something else holds that tensor
+                written = replace(op, args=(Copy(op.args[0]), *op.args[1:]))
+                self.lines.append(f"{target} = {self.op_expression(written, placed.space).text}")
+                self.exclusive.add(op.name)
+            else:
+                self.lines.append(f"{target} = {self.op_expression(op, placed.space).text}")
+                if op.helper and op.kind == "mp" or sole and (op.mutates or op.kind == "method"
+                                                              and op.target in _RESHAPES):
+                    self.exclusive.add(op.name)
+            self.local[(op.name, placed.space)] = target
+        self.r.note_origins(self.lines, None)
+        return self.finish()
+
+    def inline_update_all(self, op: Op, target: str) -> list[str]:
+        """An update_all written in forward (inline_mp.py), written back as the user wrote it, on
+        the block: the fields its message reads, the call, the reduced field."""
+        assert op.mp is not None
+        message, reduce = op.args[1], op.args[2]
+        if reduce[0] == APPLY_EDGES and message[0] in GATHERS:  # edges.src[k]: edge_functions.py
+            end, rows = ("source", "src") if message[0] == "copy_u" else ("destination", "dst")
+            value = self.arg(op.args[3], rows).text
+            return [f"{target} = {value}[block.edges()[{GATHERS[message[0]]}]]  # each edge's {end} row"]
+        lines = ["with block.local_scope():"]
+        for (role_target, key), value in zip(message_fields(message), op.args[3:]):
+            rows = ROLE[role_target]
+            lines.append(f"    block.{VIEW[rows]}[{json.dumps(key)}] = {self.arg(value, rows).text}")
+        functions = op.mp.functions
+        if reduce[0] == APPLY_EDGES:  # a value per edge of the block (edge_functions.py)
+            lines.append(f"    block.apply_edges({spell(message, functions)})")
+            lines.append(f"    {target} = block.edata[{json.dumps(reduce[-1])}]")
+            return lines
+        lines.append(f"    block.update_all({spell(message, functions)}, {spell(reduce, functions)})")
+        lines.append(f"    {target} = block.dstdata[{json.dumps(reduce[-1])}]")
+        return lines
+
+    def nested(self, uses: Counter[str], special: set[str]) -> set[str]:
+        """Values to write inside their reader's expression: read once, by the next op of the
+        same line of the user's forward, on the same rows (`F.relu(self.conv(g, h))` stays
+        one line); never a stored value, a tuple, or a value gnn-codegen made (write_out.py)."""
+        ops = [self.program.op(p.name) for p in self.stage.ops]
+        result = set()
+        for op, reader in zip(ops, ops[1:]):
+            if (uses[op.name] == 1 and op.location and op.location == reader.location
+                    and not op.note and not reader.note
+                    and op.name not in self.stage.stores and op.name not in special and reader.name not in special
+                    and self.r.attrs[op.name].rows != "tuple" and self.space[op.name] == self.space[reader.name]
+                    and op.name in value_deps(self.program, self.r.inline, (reader.args, tuple(v for _, v in reader.kwargs)))):
+                result.add(op.name)
+        return result
+
+    def target(self, op: Op, space: Space, uses: Counter[str]) -> str:
+        """The name an op's value gets: `h = f(h)` when f is the only reader of h, as a person
+        writes a chain of layers; else the user's name for it, or what computes it."""
+        primary = self.primary_input(op)
+        while primary in self.expressions:  # written inside this op: its chain continues below
+            primary = self.primary_input(self.program.op(primary[0]))
+        same_rows = op.kind == "mp" or primary is not None and primary[1] == space
+        own_name = bool(op.var) and op.var not in self.r.generic
+        if primary and primary in self.local and uses[primary[0]] == 1 and same_rows:
+            local = self.local[primary]
+            chain = not own_name or op.var == local
+            made_by_us = bool(self.program.op(primary[0]).note)  # `feat` must not name the result
+            is_param = any(local == name for params in self.params.values() for _, name in params)
+            if chain and not made_by_us and not is_param:
+                return local  # a parameter keeps the stored tensor's name: never reassigned
+        return self.names.take(self.r.base_name(op))
+
+    def write_unpacking(self, op: Op, elements: list[str], uses: Counter[str]) -> None:
+        """`a, b = f(...)` for a tuple whose every element this stage takes."""
+        space = self.space[op.name]
+        expression = self.op_expression(op, space).text
+        names = [self.names.take(self.program.op(e).var or self.r.base_name(self.program.op(e))) for e in elements]
+        for element, name in zip(elements, names):
+            self.local[(element, self.space[element])] = name
+        self.lines.append(f"{', '.join(names)} = {expression}")
+        if self.as_graph(op.name):  # rows by node: the graph's first ones are the batch's
+            self.lines.extend(f"{name} = {name}[: block.num_dst_nodes()]" for element, name in zip(elements, names)
+                              if self.r.attrs[element].rows == "node")
+
+    def finish(self) -> LayerFunction:
+        """The function: its parameters, body and return of the stored values."""
+        results, per_edge = [], []
+        for i, name in enumerate(self.stage.stores):
+            edge = self.space[name] == "edge"
+            results.append(self.value(name, "edge" if edge else "dst").text)
+            if edge:
+                per_edge.append(i)
+        body = list(self.lines)
+        # `return <expression>` for results the last line computes for nothing else
+        target, sep, expression = body[-1].partition(" = ") if body else ("", "", "")
+        if sep and target.isidentifier() and results.count(target) == 1:
+            results[results.index(target)] = expression
+            body = body[:-1]
+        elif sep and target.replace(", ", ",").split(",") == results:  # `a, b = f(...)`
+            results, body = [expression], body[:-1]
+        body.append(f"return {', '.join(results)}")
+        params = ([] if self.node_ranges else ["block"])
+        params += [local for space in ("src", "dst", "edge") for _, local in self.params[space]]
+        return LayerFunction(
+            self.name, params, body,
+            src=[self.r.buffer[n] for n, _ in self.params["src"]],
+            dst=[self.r.buffer[n] for n, _ in self.params["dst"]],
+            edges=[self.r.buffer[n] for n, _ in self.params["edge"]],
+            in_place=self.in_place,
+            # one word per stored value (`results` may be one call that returns them all)
+            returns=tuple("edges" if i in per_edge else "nodes" for i in range(len(self.stage.stores))) if per_edge else (),
+        )
+
+    # -- rewrites that save batch-sized temporaries ---------------------------------------------
+    def linears_over_concatenations(self, uses: Counter[str]) -> dict[str, str]:
+        """This stage's nn.Linear ops that read a concatenation of columns (2-D rows) that
+        nothing else reads -> that concatenation, which is then never made: the Linear is the
+        sum of each part's product with its columns of the weight (JKNet's classifier input,
+        three layers of 128 columns, was 384 MB per batch of 262144 nodes)."""
+        program, result = self.program, {}
+        for placed in self.stage.ops:
+            op = program.op(placed.name)
+            if not op.linear or op.kwargs or len(op.args) != 1 or not isinstance(op.args[0], Ref):
+                continue
+            cat = program.op(op.args[0].name)
+            parts = cat.args[0] if cat.concatenates_columns else ()
+            if (
+                self.space.get(cat.name) == placed.space and uses[cat.name] == 1 and len(parts) > 1
+                and all(isinstance(p, Ref) and len(self.r.attrs[p.name].shape) == 1 for p in parts)
+            ):
+                result[op.name] = cat.name
+        return result
+
+    def linear_over_concatenation(self, op: Op, cat: Op, target: str) -> list[str]:
+        """`target = linear(torch.cat(parts, dim=1))` as a product per part, summed in place:
+        equal to float rounding, without the concatenation."""
+        space = self.space[op.name]
+        parts = [self.arg(part, space).text for part in cat.args[0]]
+        widths = [self.r.attrs[part.name].shape[0] for part in cat.args[0]]
+        lines = comment(
+            f"{op.accessor}(torch.cat([{', '.join(parts)}], dim=1)) without making the "
+            "concatenation: each part times its columns of the weight, summed in place"
+        )
+        start = 0
+        for i, (part, width) in enumerate(zip(parts, widths)):
+            stop = "" if i == len(parts) - 1 else start + width
+            columns = f"{op.accessor}.weight[:, {start or ''}:{stop}]"
+            if i == 0:
+                lines.append(f"{target} = torch.nn.functional.linear({part}, {columns}, {op.accessor}.bias)")
+            else:
+                lines.append(f"{target}.addmm_({part}, {columns}.t())")
+            start += width
+        return lines
+
+    def unpackings(self) -> dict[tuple[str, int], str]:
+        """(tuple value, index) -> element op, for tuples whose every element is taken by
+        `t[i]` in this stage and nothing else reads: written `a, b = f(...)` as people do."""
+        program, result = self.program, {}
+        members = {p.name for p in self.stage.ops}
+        for placed in self.stage.ops:
+            info = self.r.attrs[placed.name]
+            if info.rows != "tuple" or placed.name in self.stage.stores:
+                continue
+            readers = [program.op(u) for u in self.r.users[placed.name]]
+            indices = [r.args[1] if r.target == "operator.getitem" and len(r.args) == 2 else None for r in readers]
+            complete = sorted(i for i in indices if isinstance(i, int)) == list(range(info.shape[0]))
+            if all(r.name in members for r in readers) and complete and len(indices) == info.shape[0]:
+                result.update({(placed.name, i): r.name for r, i in zip(readers, indices)})
+        return result

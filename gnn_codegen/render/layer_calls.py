@@ -1,0 +1,145 @@
+"""Stage 6, render, the calls of the layers: each layer's call to the runtime and its
+arguments, identical layers folded into a loop, what is freed after its last use, and what is
+returned."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import replace
+from typing import Any
+
+from gnn_codegen.render.layer_loops import LayerLoop, fold
+from gnn_codegen.render.map_bindings import map_bindings
+from gnn_codegen.errors import internal
+from gnn_codegen.ir import Ref
+from gnn_codegen.analysis.node_reductions import node_reduction, pass_expression
+from gnn_codegen.cut.plan import Stage
+from gnn_codegen.lower.row_axis import RowAxis
+from gnn_codegen.lower.row_ranges import RowRange, spelled_result
+from gnn_codegen.render.code import comment
+from gnn_codegen.render.layer import LayerFunction, LayerWriter
+
+
+class LayerCalls:
+    """The lines that call the layers (a part of render's Renderer)."""
+
+    def _fold_loops(self, runs: list[tuple[Stage, LayerWriter]], functions: list[LayerFunction]):
+        """Consecutive layers that are one function of the layer before: their chained tensors
+        take one name and their functions are written again (layer_loops.py)."""
+        readers = Counter(t for f in functions for t in {*f.src, *f.dst, *f.edges})
+        for stage in self.plan.stages:  # values read before a stage's loop count as readers
+            for value in (*(v for _, v in stage.reductions), *(r for n in stage.once for r in self.program.op(n).refs())):
+                if value in self.buffer:
+                    readers[self.buffer[value]] += 2
+        callers = self._callers_tensors()
+        private = {value for value, name in self.buffer.items() if name not in callers}
+
+        def rewrite() -> list[LayerFunction]:
+            self.origins = []
+            return [LayerWriter(self, stage, writer.name).write() for stage, writer in runs]
+
+        return fold([stage for stage, _ in runs], functions, self.buffer, private, dict(readers), self.names.take,
+                     rewrite)
+
+    def _loop_lines(self, loop: LayerLoop, runs, function: LayerFunction, which: str | None):
+        """The loop over a run of identical layers: its function, named for any of them, and
+        `for k in range(first, last + 1): h = batches.map(layer_k, source_rows=dict(h=h), ...)`."""
+        first, last = runs[loop.start][0].layer, runs[loop.end][0].layer
+        counter = self.names.take("k")
+        function = replace(function, name=self.names.take("layer_k"))
+        if which is not None:
+            which = f"{self.needed}[{counter}]"
+        else:
+            counter = "_"
+        call = self._call(function, self.runtimes.get(runs[loop.start][0].graph, self.batches), which)
+        targets = ", ".join(self.buffer[v] for v in runs[loop.end][0].stores)
+        # a loop variable that starts from a tensor of another name (the caller's x)
+        starts = [f"{self.buffer[values[-1]]} = {self.buffer[values[0]]}" for values in loop.chained
+                  if self.buffer[values[0]] != self.buffer[values[-1]]]
+        return function, which, [*starts, f"for {counter} in range({first}, {last + 1}):", f"    {targets} = {call}"]
+
+    def _before_loop(self, stage: Stage, writer: LayerWriter) -> list[str]:
+        """The lines that compute the stage's reductions over all nodes from stored rows, in a
+        pass over ranges of nodes before its batch loop (node_reductions.py), and what it
+        computes from them alone, once (`beta = torch.softmax(w, dim=0)`)."""
+        lines = []
+        for name, value in stage.reductions:
+            op = self.program.op(name)
+            reduction = node_reduction(op, lambda n: self.attrs[n].rows)
+            if reduction is None:
+                raise internal(f"{name} is placed as a reduction over nodes but is none")
+            stored = self.buffer[value]
+            spelled = f"{stored}.{reduction.how}({'0' if reduction.over_rows_only else ''})"
+            where = self.plan.stage_name(stage)  # layer 2, the pass after the last layer
+            where = where if where.startswith("layer ") else f"the {where}"
+            how = {"sum_nodes": "summed in a pass", "var_nodes": "in two passes (the mean, the squared "
+                   "deviations from it)"}.get(reduction.runtime_method, "in a pass")
+            lines += comment(f"{spelled} over all nodes, which {where} reads: {how} over ranges of the "
+                             "stored rows")
+            lines.append(f"{self.buffer[name]} = {pass_expression(reduction, stored, self.batches)}")
+        for name in stage.once:
+            text = writer.op_expression(self.program.op(name), "dst").text
+            if len(self.users[name]) == 1 and self.users[name][0] in stage.once and name not in self.plan.outputs:
+                # a part of its one reader's line, as forward writes it: `(1e-06 + m).sqrt()`
+                self.buffer[name] = f"({text})"
+                continue
+            lines.append(f"{self.buffer[name]} = {text}")
+        return lines
+
+    def _call(self, function: LayerFunction, batches: str, nodes: str | None) -> str:
+        which = [] if nodes is None else [f"nodes={nodes}"]
+        if not function.params or function.params[0] != "block":  # the prologue: node ranges
+            return f"{self.batches}.map_nodes({', '.join([function.name, *function.dst, *which])})"
+        args = [function.name, *map_bindings(function.bindings())]
+        if function.returns:
+            args.append(f"returns={function.returns!r}")
+        if function.in_place:
+            args.append("in_place=True")
+        return f"{batches}.map({', '.join([*args, *which])})"
+
+    def _callers_tensors(self) -> set[str]:
+        """forward's inputs and results: the caller's, never deleted."""
+        return set(self.params) | {self.buffer[n] for n in (*self.program.inputs, *self.plan.outputs)}
+
+    def _last_uses(self, functions: list[LayerFunction]) -> dict[str, int]:
+        """Stored tensors and graph values -> the stage position after which nothing reads
+        them (never forward's inputs nor its results, which are the caller's)."""
+        keep = self._callers_tensors()
+        last: dict[str, int] = {}
+        for position, function in enumerate(functions):
+            for tensor in (*function.src, *function.dst, *function.edges):
+                if tensor not in keep:
+                    last[tensor] = position
+        return last
+
+    def _returned(self, value: Any) -> str:
+        """What inference returns: forward's results, each with a row per node or edge through
+        the runtime's `result` (its rows for `nodes`, its file out of core)."""
+        with_rows = [n for n in self._output_names() if self.attrs[n].rows in ("node", "edge")]
+        files = iter(range(len(with_rows)))  # out of core, each in a file of its own
+
+        def spell(value: Any) -> str:
+            if isinstance(value, tuple):
+                return ", ".join(spell(v) for v in value) + ("," if len(value) == 1 else "")
+            if isinstance(value, list):
+                return "[" + ", ".join(spell(v) for v in value) + "]"
+            if isinstance(value, dict) and all(isinstance(k, str) for k in value):  # {"logits": ...}
+                return "{" + ", ".join(f"{json.dumps(k)}: {spell(v)}" for k, v in value.items()) + "}"
+            if not isinstance(value, Ref):
+                raise internal(f"cannot return {value!r}")
+            name = self.buffer[value.name]
+            if isinstance(value, RowRange):  # rows start:stop of the result (row_ranges.py)
+                return spelled_result(value, name, self.batches, self.nodes, f"result_{next(files)}")
+            if isinstance(value, RowAxis):  # rows moved off the first axis (row_axis.py)
+                return spell(Ref(value.name)) + value.suffix
+            if value.name not in with_rows:
+                return name
+            args = [name]
+            if self.attrs[value.name].rows == "node":
+                args.append(f"{self.nodes}={self.nodes}")
+            if len(with_rows) > 1:
+                args.append(f'name="result_{next(files)}"')
+            return f"{self.batches}.result({', '.join(args)})"
+
+        return spell(value)

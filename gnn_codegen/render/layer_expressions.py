@@ -1,0 +1,166 @@
+"""Stage 6, render, one stage's expressions: the Python of one op inside a layer's
+function (its arguments, the message-passing call, a graph argument)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gnn_codegen.errors import internal
+from gnn_codegen.ir import Op, Ref, iter_refs, reads_device
+from gnn_codegen.analysis.mp_arguments import Space, mp_extra_arguments, mp_features
+from gnn_codegen.render.code import BINARY, UNARY, Code, Copy, constant
+from gnn_codegen.trace.write_out import helper_parameters
+from gnn_codegen.render.squeezed_rows import squeezed, squeezes_every_axis
+
+
+class OpExpressions:
+    """The Python of one op in a layer's function (a part of LayerWriter)."""
+
+    def param(self, name: str, space: Space) -> str:
+        """The parameter that holds `name`'s rows on `space` (source rows, destination rows or
+        node ranges, edges), made on first use: named after the stored tensor."""
+        if (name, space) not in self.local:
+            buffer = self.r.buffer[name]
+            also_src = space == "dst" and any(n == name for n, _ in self.params["src"])
+            local = self.names.take(f"{buffer}_dst" if also_src else buffer)
+            self.params["edge" if space == "edge" else space].append((name, local))
+            self.local[(name, space)] = local
+        return self.local[(name, space)]
+
+    # -- expressions ----------------------------------------------------------------------------
+    def value(self, name: str, need: Space) -> Code:
+        op = self.program.op(name)
+        if op.kind == "graph":
+            return Code("block")
+        if name in self.r.inline:
+            return self.op_expression(op, need)
+        if (name, need) in self.local:
+            return Code(self.local[(name, need)])
+        if self.r.attrs[name].rows == "global":  # a reduction over all nodes, made before the loop
+            return Code(self.r.buffer[name])
+        if (name, need) in self.expressions:  # written where its only reader is, on its line
+            return self.expressions[(name, need)]
+        if self.r.attrs[name].rows == "tuple":
+            # e.g. GATConv(get_attention=True) -> (node rows, edge rows): indexing picks the rows
+            return Code(next(local for (value, _), local in self.local.items() if value == name))
+        if name not in self.space:  # a stored tensor (or an input) this stage reads
+            return Code(self.param(name, need))
+        if need == "dst" and (name, "src") in self.local:  # computed here on source rows
+            return Code(f"{self.local[(name, 'src')]}[: block.num_dst_nodes()]")
+        raise internal(f"{name} is not available on {need} rows in stage {self.stage.index}")
+
+    def arg(self, value: Any, need: Space, in_index: bool = False) -> Code:
+        if isinstance(value, Ref):
+            return self.value(value.name, need)
+        if isinstance(value, Copy):
+            return Code(f"{self.arg(value.value, need).operand()}.clone()")
+        if isinstance(value, slice) and in_index:
+            parts = [self.arg(v, need).text if v is not None else "" for v in (value.start, value.stop, value.step)]
+            return Code(":".join(parts[:2]) + (f":{parts[2]}" if parts[2] else ""))
+        if isinstance(value, slice):
+            return Code(f"slice({', '.join(self.arg(v, need).text for v in (value.start, value.stop, value.step))})")
+        if isinstance(value, tuple):
+            items = [self.arg(v, need, in_index).text for v in value]
+            if in_index:
+                return Code(", ".join(items))
+            return Code(f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})")
+        if isinstance(value, list):
+            return Code(f"[{', '.join(self.arg(v, need).text for v in value)}]")
+        text = constant(value)
+        return Code(text, atom=not text.startswith("-"))
+
+    def call_args(self, op: Op, need: Space, skip: int = 0) -> str:
+        parts = [self.arg(a, need).text for a in op.args[skip:]]
+        parts += [f"{k}={self.arg(v, need).text}" for k, v in op.kwargs]
+        return ", ".join(parts)
+
+    def op_expression(self, op: Op, need: Space) -> Code:
+        if op.kind == "attr":
+            return Code(op.accessor)
+        if op.helper:  # a written-out convolution's part: its module first, then the rest
+            rest = list(op.args[1:])
+            while rest and rest[-1] is None:  # arguments that default to None
+                rest.pop()
+            names = helper_parameters(op.helper)[1:]
+            args = [op.accessor]
+            as_graph = self.as_graph(op.name)  # the graph it takes: the block as a graph
+            for i, a in enumerate(rest):  # constants by name: `weighted=True` says what it is
+                graph = as_graph and op.mp is not None and op.mp.roles[i] == "graph"
+                text = self.graph if graph else self.arg(a, self._role(op, i, need)).text
+                # but by position before values (with_graph_data's fields, then *values)
+                by_position = any(True for _ in iter_refs(a)) or any(True for _ in iter_refs(rest[i + 1:]))
+                args.append(text if by_position else f"{names[i]}={text}")
+            args += [f"{k}={self.arg(v, 'edge' if op.kind == 'mp' else need).text}" for k, v in op.kwargs]
+            call = f"{self.r.helper_names[op.helper]}({', '.join(args)})"
+            if as_graph and self.r.attrs[op.name].rows == "node":
+                return Code(f"{call}[: block.num_dst_nodes()]")  # the graph's first rows
+            return Code(call)
+        if op.kind == "module":
+            return Code(f"{op.accessor}({self.call_args(op, need)})")
+        if op.kind == "mp":
+            call = f"{op.accessor}({self.mp_args(op)})"
+            if self.as_graph(op.name) and self.r.attrs[op.name].rows == "node":
+                return Code(f"{call}[: block.num_dst_nodes()]")  # the graph's first rows
+            return Code(call)
+        if op.kind == "method":
+            receiver = self.arg(op.args[0], need).operand()
+            if squeezes_every_axis(op):  # h.squeeze(1), or h: the dims of size 1 but the rows' (squeezed_rows.py)
+                return Code(squeezed(receiver, self.r.attrs[op.args[0].name].shape, op))
+            if op.target == "squeeze" and op.args[1:] == (0,) and isinstance(op.args[0], Ref) and \
+                    self.r.attrs[op.args[0].name].rows in ("node", "edge"):
+                return Code(receiver)  # h.squeeze(0) of rows squeezes a batch of one node only (GGD)
+            return Code(f"{receiver}.{op.target}({self.call_args(op, need, skip=1)})")
+        if op.kind == "function" and squeezes_every_axis(op):  # torch.squeeze(h, 1), or h
+            return Code(squeezed(self.arg(op.args[0], need).text, self.r.attrs[op.args[0].name].shape, op))
+        if op.kind == "function":
+            return self.function_expression(op, need)
+        raise internal(f"cannot render op kind {op.kind}")
+
+    @staticmethod
+    def _role(op: Op, index: int, need: Space) -> Any:
+        """The rows a written-out convolution's argument (after its module) is read at."""
+        if op.kind != "mp" or op.mp is None:
+            return need
+        role = op.mp.roles[index] if index < len(op.mp.roles) else None
+        return role if role in ("src", "dst", "edge") else "dst"
+
+    def function_expression(self, op: Op, need: Space) -> Code:
+        module, _, name = op.target.rpartition(".")
+        if module == "operator" and name in BINARY and len(op.args) == 2:
+            a, b = (self.arg(x, need).operand() for x in op.args)
+            return Code(f"{a} {BINARY[name]} {b}", atom=False)
+        if module == "operator" and name in UNARY:
+            return Code(f"{UNARY[name]}{self.arg(op.args[0], need).operand()}", atom=False)
+        if module == "operator" and name == "getitem":
+            receiver = self.arg(op.args[0], need).operand()
+            index = self.arg(op.args[1], need, in_index=True).text
+            if isinstance(op.args[0], Ref) and self.as_graph(op.args[0].name) and self.r.attrs[op.name].rows == "node":
+                return Code(f"{receiver}[{index}][: block.num_dst_nodes()]")  # the graph's first rows
+            return Code(f"{receiver}[{index}]")
+        if reads_device(self.program, op):  # every tensor of a batch is on the device
+            return Code(self.r.device)
+        if op.target == "getattr" and len(op.args) == 2 and isinstance(op.args[1], str):
+            return Code(f"{self.arg(op.args[0], need).operand()}.{op.args[1]}")
+        if module == "operator":
+            raise internal(f"cannot render operator.{name}")
+        return Code(f"{op.target}({self.call_args(op, need)})")
+
+    def mp_args(self, op: Op) -> str:
+        """A message-passing module called on the block: (source rows) or (source rows,
+        destination rows), edge tensors in their own positions."""
+        spaces = mp_features(op)
+        rows = [self.arg(value, space).text for value, space in spaces]
+        if self.in_place and len(rows) == 1:
+            # the block's sources are all of g's nodes: its destination rows are not their first
+            # rows, so the module gets them as the pair's second element
+            rows.append(self.arg(spaces[0][0], "dst").text)
+        features = rows[0] if len(rows) == 1 else f"({', '.join(rows)})"
+        positional, keywords = mp_extra_arguments(op)
+        extra = [self.arg(value, space).text for value, space in positional]
+        extra += [f"{k}={self.arg(value, space).text}" for k, value, space in keywords]
+        return ", ".join([self.graph if self.as_graph(op.name) else "block", features, *extra])
+
+    def as_graph(self, name: str) -> bool:
+        """A user's module given the block as a graph over its sources (block_as_graph.py)."""
+        mp = self.program.op(name).mp
+        return mp is not None and mp.as_graph

@@ -1,0 +1,149 @@
+"""Render, consecutive identical layers as one loop (issue 37): where three or more layers in a
+row are the same function of the layer before (APPNP's hops, a stack of one module kind
+applied with the same weights), the method writes that function once and a `for` loop over
+the layers, as a person writing the loop by hand would, instead of one copy per layer.
+
+A run qualifies when each of its layers stores only what the next layer alone reads, and its
+functions are identical once those tensors have one name each (h, and the source rows a
+GraphConv normed for the next layer: `h, feat = batches.map(layer_k, source_rows=dict(feat=feat),
+destination_rows=dict(h=h))`). This module finds the runs and the
+values to name alike; render.py names them, writes the functions again and checks that they
+came out identical before it folds them (else it keeps the layers apart)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from gnn_codegen.cut.plan import Stage
+from gnn_codegen.render.layer import LayerFunction
+
+MIN_RUN = 3  # two copies read as well as a loop; three or more do not
+
+
+@dataclass(frozen=True)
+class LayerLoop:
+    start: int  # positions in the method's stages, both ends included
+    end: int
+    # per tensor the loop carries from layer to layer (h, and GraphConv's normed source rows):
+    # the values its one variable holds in turn, the first layer's input first
+    chained: tuple[tuple[str, ...], ...]
+
+
+def _is_layer(stage: Stage, function: LayerFunction) -> bool:
+    """A layer over blocks with no pass over all nodes before it: one that may be in a loop."""
+    return (not stage.node_pass and stage.index != 0 and bool(function.params)
+            and function.params[0] == "block" and bool(stage.stores) and not stage.reductions and not stage.once)
+
+
+def _carried(before: Stage, function: LayerFunction, buffer: dict[str, str], private: set[str],
+             readers: dict[str, int], whole: bool = True) -> dict[int, str] | None:
+    """The function's parameters that the stage before stores for it alone: parameter position
+    -> value. Between two layers of a loop (whole), None unless every value the stage before
+    stores is such a parameter; before the loop's first layer, the stage before (the prologue,
+    say) may also store what others read."""
+    by_name = {buffer[v]: v for v in before.stores}
+    # a layer function's parameters after `block` are its src, dst and edge tensors, in order
+    # (render_layer.py); one tensor may be two parameters (`h` on sources, `h_dst`)
+    arguments = ["block", *function.src, *function.dst, *function.edges]
+    carried = {i: by_name[a] for i, a in enumerate(arguments)
+               if a in by_name and by_name[a] in private and readers.get(a) == 1}
+    if whole and set(carried.values()) != set(before.stores):
+        return None
+    return carried
+
+
+def _shape(function: LayerFunction, positions: set[int]) -> tuple | None:
+    """The function with the parameters at `positions` made anonymous, to compare with another."""
+    if any(i >= len(function.params) for i in positions):
+        return None
+    names = {function.params[i]: f"\0{i}" for i in positions}
+    pattern = re.compile(r"\b(" + "|".join(re.escape(n) for n in names) + r")\b") if names else None
+
+    def anonymous(text: str) -> str:
+        return pattern.sub(lambda m: names[m.group(1)], text) if pattern else text
+
+    return (tuple(anonymous(p) for p in function.params), tuple(anonymous(line) for line in function.body),
+            tuple(map(anonymous, function.src)), tuple(map(anonymous, function.dst)),
+            tuple(map(anonymous, function.edges)), function.in_place, function.returns)
+
+
+def find_loops(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, str],
+               private: set[str], readers: dict[str, int]) -> list[LayerLoop]:
+    """The runs of at least MIN_RUN consecutive layers that may become one loop.
+
+    buffer: value -> its name in the method; private: the values only the method holds (not
+    forward's inputs or results); readers: a tensor's name -> how many stages read it."""
+    # links[i]: how layer i+1 reads what layer i stores (parameter position -> value), where
+    # it reads all of it and nothing else does
+    links: list[dict[int, str] | None] = [None] * len(stages)
+    for i in range(len(stages) - 1):
+        if (_is_layer(stages[i], functions[i]) and _is_layer(stages[i + 1], functions[i + 1])
+                and stages[i].graph == stages[i + 1].graph):
+            links[i] = _carried(stages[i], functions[i + 1], buffer, private, readers)
+
+    def order(link: dict[int, str], stage: Stage) -> tuple[int, ...]:  # store j -> its positions
+        return tuple(tuple(i for i, v in link.items() if v == store) for store in stage.stores)
+
+    loops: list[LayerLoop] = []
+    position = 0
+    while position < len(stages):
+        end = position
+        while (end + 1 < len(stages) and links[end] is not None
+               and (end == position or order(links[end], stages[end]) == order(links[end - 1], stages[end - 1]))
+               and (end == position or _shape(functions[end], set(links[end - 1]))
+                    == _shape(functions[end + 1], set(links[end])))):
+            end += 1
+        start = position
+        # the first layer reads, in the carried places, what any stage before stored or the
+        # caller's tensor: the loop's variables start from it (renamed, or `h = x` before it)
+        if end > start and (not _is_layer(stages[start], functions[start])
+                            or _shape(functions[start], set(links[start]))
+                            != _shape(functions[start + 1], set(links[start]))):
+            start += 1
+        if end - start + 1 >= MIN_RUN:
+            arguments = ["block", *functions[start].src, *functions[start].dst, *functions[start].edges]
+            value_of = {name: value for value, name in buffer.items()}
+            chained = tuple(
+                (value_of[arguments[p[0]]], *(stages[i].stores[j] for i in range(start, end + 1)))
+                for j, p in enumerate(order(links[start], stages[start]))
+            )
+            loops.append(LayerLoop(start, end, chained))
+        position = end + 1
+    return loops
+
+
+def loop_variable(last: str) -> str:
+    """The loop variable's base name: the last layer's name without its layer number and
+    suffix (`feat9_2`, `feat9`: feat), as a person names the running state of a loop."""
+    return re.sub(r"(_\d+)?$", "", last).rstrip("0123456789") or last
+
+
+def fold(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, str], private: set[str],
+         readers: dict[str, int], take_name, rewrite) -> tuple[list[LayerFunction], list[LayerLoop]]:
+    """Finds the loops, gives each loop's chained values one name (take_name(base) allocates
+    it), and writes the functions again (rewrite()); a loop whose functions did not come out
+    identical, but for their names, leaves every layer apart, with the names put back."""
+    loops = find_loops(stages, functions, buffer, private, readers)
+    if not loops:
+        return functions, []
+    before = dict(buffer)
+    for loop in loops:
+        for values in loop.chained:
+            last = values[-1]  # forward's result keeps its name; else the running state's
+            name = take_name(loop_variable(buffer[last])) if last in private else buffer[last]
+            # the first input too, where a stage before stored it for the loop alone; else (the
+            # caller's x, a tensor read later) the loop's variable starts as a copy of it
+            first = values[0]
+            entry = first in private and readers.get(buffer[first]) == 1
+            for value in values if entry else values[1:]:
+                buffer[value] = name
+    written = rewrite()
+    for loop in loops:  # the first may read the caller's x where the others read h
+        bodies = {(tuple(f.params), tuple(f.body), tuple(f.src), tuple(f.dst), tuple(f.edges), f.in_place, f.returns)
+                  for f in written[loop.start + 1:loop.end + 1]}
+        if len(bodies) != 1:  # not expected (the functions compared equal before): no loops
+            buffer.clear()
+            buffer.update(before)
+            return rewrite(), []
+    return written, loops

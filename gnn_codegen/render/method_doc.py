@@ -1,0 +1,114 @@
+"""Stage 6, render, the words of the method: its docstring, each layer's function name and
+the comment that describes it."""
+
+from __future__ import annotations
+
+import textwrap
+
+from gnn_codegen.render.distributed import not_distributed, paragraph
+from gnn_codegen.trace.homogenized import kept_fields, subgraph_types
+from gnn_codegen.cut.plan import Stage
+from gnn_codegen.lower.row_ranges import range_docstring
+from gnn_codegen.render.code import comment
+from gnn_codegen.render import incremental
+from gnn_codegen.render import type_offsets as by_type
+
+
+class MethodDocstring:
+    """The method's docstring and the layers' names (a part of render's Renderer)."""
+
+    def _pass_number(self, stage: Stage, position: int) -> tuple[int, int]:
+        """(which, of how many) passes over ranges of nodes in the stage's gap between layers."""
+        gap = self.gaps.get(stage.layer, [position])
+        return gap.index(position) + 1, len(gap)
+
+    def _function_name(self, stage: Stage, position: int) -> str:
+        if stage.node_pass:
+            which, _ = self._pass_number(stage, position)
+            name = f"before_layer_{stage.layer + 1}" if stage.layer < self.plan.num_layers else "after_last_layer"
+            return name if which == 1 else f"{name}_pass_{which}"
+        return "prologue" if stage.index == 0 else f"layer_{stage.layer}"
+
+    def _describe(self, stage: Stage, position: int, last: Stage | None = None) -> list[str]:
+        ops = [self.program.op(p.name) for p in stage.ops]
+        if stage.node_pass:
+            which, count = self._pass_number(stage, position)
+            if which > 1:
+                where = f"layer {stage.layer + 1}" if stage.layer < self.plan.num_layers else "the last layer"
+                return comment(f"{'Before' if stage.layer < self.plan.num_layers else 'After'} {where}, pass "
+                               f"{which} of {count}, once per node, from what the pass before it stored.")
+            if stage.layer < self.plan.num_layers:
+                return comment(f"Before layer {stage.layer + 1}, once per node, from what layer {stage.layer} stored.")
+            return comment("After the last layer, once per node, from what the layers stored.")
+        if stage.index == 0:
+            what = ", ".join(f"{op.accessor} ({op.class_name})" for op in ops if op.kind == "module" or op.helper)
+            when = "Before the first layer, once" if self.plan.num_layers else "Once"  # none: an MLP's forward
+            return comment(f"{when} per node: {what or 'work on the inputs'}.")
+        convs = ", ".join(f"{op.accessor} ({op.class_name})" for op in ops if op.kind == "mp")
+        # on a graph forward derives (dgl.add_self_loop, an edge subgraph): say which
+        on = f", on {self.graph_name[stage.graph]}" if stage.graph and stage.graph != self.program.graph else ""
+        if last is not None and last is not stage:  # a loop over identical layers (layer_loops.py)
+            return comment(f"Layers {stage.layer} to {last.layer} of {self.plan.num_layers}, each the same function "
+                           f"of the layer before: {convs}{on}.")
+        return comment(f"Layer {stage.layer} of {self.plan.num_layers}: {convs}{on}.")
+
+    def _docstring(self) -> list[str]:
+        p = self.program
+        g = self.params[0]
+        names = {p.op(n).target: self.buffer[n] for n in p.inputs} | self.dicts
+        names[p.op(p.graph).target] = f"[{g}] * {p.num_blocks}" if p.blocks_style else g
+        names.update(zip(p.graph_params, self.params))  # forward(self, g1, g2, x)
+        call = ", ".join(names[name] if kind == "positional" else f"{name}={names[name]}"
+                         for name, kind in p.signature if name not in self.from_graph and name not in self.from_model)
+        call = ", ".join([call, *(f"{name}={value}" for name, value in p.flags)])
+        kept = " and ".join(f"self.{path}" for path in p.kept_graph)
+        on_graph = f" on {g} (the graph forward reads as {kept})" if kept else ""
+        first = (f"self.forward({call}){on_graph} in eval mode, computed one layer at a time over batches of "
+                 f"{self.batch_size} destination nodes, each with the block of all its in-edges.")
+        if not self.plan.num_layers:  # forward passes no messages: each node's rows are its own
+            first = f"self.forward({call}){on_graph} in eval mode, computed over batches of {self.batch_size} nodes."
+        second = (
+            f"The model must be on `{self.device}` (model.to(device)), where every layer runs; {g} and the "
+            f"inputs may be on the host or on `{self.device}`: one batch's block and rows at a time are "
+            "moved there (the rows a layer reads only in messages at once, where they take at most half "
+            "its free memory). Each layer's result, and the one returned, is kept for every node on the "
+            f"host (in pinned memory if `{self.device}` is a GPU). {self.batch_size}=\"auto\": per layer, "
+            f"the largest batches whose rows fit in {self.max_memory} bytes on `{self.device}`. "
+            f"{self.progress}: a tqdm bar per layer."
+        )
+        returns = (" with a row per node" if any(self.attrs[n].rows == "node" for n in self._output_names())
+                   else "")
+        third = (
+            f"{self.nodes}: a 1-D tensor of node IDs, for forward's rows of those nodes alone, in that "
+            "order: each layer computes only the rows that the layers after it read (all rows, from "
+            f"where that is most of the graph). {self.storage}: a directory where the layers' results "
+            f"and the ones returned{returns} are kept in .npy files (memory-mapped), not in memory, which "
+            "then holds about a batch's rows; the files returned (result.npy) stay there, the others "
+            "are deleted once read."
+        )
+        paragraphs = [first, second, third, incremental.paragraph(self.changed, self.keep_layers, self.storage,
+                                                                  self.nodes, g)]
+        if not not_distributed(p, self.derived):
+            paragraphs.append(paragraph(g, [self.buffer[n] for n in p.inputs], self.nodes, self.storage))
+        if p.homogenized is not None:  # homogenized.py
+            fields = kept_fields(p.homogenized, "ndata") + kept_fields(p.homogenized, "edata")
+            carried = f", with {', '.join(repr(f) for f in fields)} on its types as the conversion reads them" if fields else ""
+            subgraph = subgraph_types(p.homogenized)
+            if subgraph:
+                paragraphs.insert(1, (
+                    f"{g}: the heterogeneous graph forward takes; inference takes the subgraph forward "
+                    f"takes ({p.homogenized[0]}), so {self.nodes}= and the rows returned are those of its "
+                    f"nodes of type {subgraph[0]!r}, and the inputs have a row per such node."))
+            else:
+                paragraphs.insert(1, (
+                    f"{g}: the heterogeneous graph forward takes{carried}; inference makes it homogeneous "
+                    f"as forward does (dgl.to_homogeneous), so {self.nodes}= and the rows returned are "
+                    f"those of the homogeneous graph: every type's nodes by type offsets, in the order of "
+                    f"{g}.ntypes."))
+            paragraphs[1] = by_type.docstring(p, self.buffer, g, self.nodes) or paragraphs[1]  # dict inputs
+        optional = [f"{param}: as forward's {param} (None: {self.from_model[self.program.op(table).target]}, as forward)."
+                    for table, param in self.optional.items()]
+        if optional:
+            paragraphs.append(" ".join(optional))
+        paragraphs += range_docstring(self.program.output, self.nodes)
+        return [line for i, text in enumerate(paragraphs) for line in ([""] if i else []) + textwrap.wrap(text, 88)]

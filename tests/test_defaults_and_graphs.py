@@ -54,7 +54,8 @@ def test_a_none_default_fed_as_features_is_taken_as_forward_is_called(monkeypatc
     generated = generate_all(f"{MODEL}:FlagBeforeFeatures")
     method = _method(generated.source)
     assert method.split(")")[0].split() == ["self,", "g,", "feat,", "batch_size,", "device,", "max_memory=2**30,",
-                                             "progress=False,", "nodes=None,", "storage=None,"]
+                                             "progress=False,", "nodes=None,", "storage=None,", "changed=None,",
+                                             "keep_layers=False,"]
     assert "self.forward(g, feat=feat)" in method
 
 
@@ -137,7 +138,7 @@ def test_an_optional_parameter_for_the_models_own_table_is_kept(monkeypatch: pyt
     monkeypatch.chdir(REPO)
     generated = generate_all(f"{MODEL}:OwnEmbeddingWhenNone")
     method = _method(generated.source)
-    assert "storage=None, h=None," in " ".join(method.split())
+    assert "keep_layers=False, h=None," in " ".join(method.split())
     assert "node_emb = self.node_emb.weight if h is None else h" in method
     model = generated_model(generated, import_source(generated.source, REPO / "tests" / "models"))
     g = dgl.rand_graph(211, 900)

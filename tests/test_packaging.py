@@ -127,7 +127,8 @@ def test_installed_wheel_generates_and_checks_sage(wheel: Path, tmp_path: Path) 
     assert out.is_file()
     assert "check: OK" in proc.stderr, describe(proc)
     signature = " ".join(out.read_text().split("    def inference(")[1].split("):")[0].split())
-    assert signature == "self, g, x, batch_size, device, max_memory=2**30, progress=False, nodes=None, storage=None,"
+    assert signature == ("self, g, x, batch_size, device, max_memory=2**30, progress=False, nodes=None, storage=None, "
+                         "changed=None, keep_layers=False,")
 
 
 # --- the generated module needs only torch and dgl ---------------------------------------------

@@ -23,6 +23,10 @@ import torch
 
 import dgl
 
+# pytest -m long (CI runs it after the README's quick command): DistDGL servers and trainers in
+# processes of their own
+pytestmark = pytest.mark.long
+
 ROOT = Path(__file__).resolve().parent.parent
 NODES, EDGES, FEATURES = 300, 1500, 16
 TIMEOUT = 150  # seconds for a whole run: start-up is ~6 s a process here, alone

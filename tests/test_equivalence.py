@@ -29,6 +29,11 @@ from tests.cases import CASES_BY_NAME, Case, all_cases, generate_case
 from tests.deletion_watch import views_kept_alive
 from tests.row_counter import RowCounter
 
+# pytest -m long (CI runs it after the README's quick command): every example in every mode (batch
+# sizes, rows in place or gathered): a stress run; the quick run checks each example through the
+# tool's own check (test_goldens)
+pytestmark = pytest.mark.long
+
 CASES = all_cases()
 NUM_NODES = 301  # prime: no batch size below divides it
 

@@ -22,6 +22,10 @@ from gnn_codegen.verify.hetero import check_hetero
 from gnn_codegen.pipeline import GenerateOptions, Generated, generate_all
 from tests.cases import CASES_BY_NAME, REPO, all_cases, generate_case
 
+# pytest -m long (CI runs it after the README's quick command): every heterogeneous example and
+# test model, in every mode: a stress run
+pytestmark = pytest.mark.long
+
 HETERO_CASES = [c for c in all_cases(heterogeneous=True) if c.heterogeneous]
 MODELS = "tests/models/hetero.py"
 ACADEMIC = ("author:writes:paper,paper:written_by:author,paper:cites:paper,"

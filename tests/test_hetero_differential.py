@@ -4,7 +4,8 @@ batch sizes that do and do not divide the node counts, a relation without edges 
 simulated GPU), then are checked once more on a larger heterograph with other batch sizes. A
 refusal is a failure: every piece the generator draws is meant to be supported.
 
-60 examples by default (GNN_CODEGEN_HETERO_DIFF_EXAMPLES for more); derandomized with CI=true."""
+60 examples by default under the `long` marker (GNN_CODEGEN_HETERO_DIFF_EXAMPLES for more; derandomized
+with CI=true), and 6 new ones every quick run (`pytest -m "not long"`)."""
 
 from __future__ import annotations
 
@@ -41,10 +42,20 @@ def check_seed(seed: int) -> None:
         assert result.ok, ([(b.batch_size, b.sources, b.max_abs_diff) for b in result.batches], spec.source)
 
 
+@pytest.mark.long
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=os.environ.get("CI") == "true",
           suppress_health_check=[HealthCheck.too_slow], database=None)
 @given(seed=st.integers(min_value=0, max_value=2**31))
 def test_random_hetero_models_equal_forward(seed: int) -> None:
+    check_seed(seed)
+
+
+@settings(max_examples=6, deadline=None, derandomize=os.environ.get("CI") == "true",
+          suppress_health_check=[HealthCheck.too_slow], database=None)
+@given(seed=st.integers(min_value=0, max_value=2**31))
+def test_a_few_random_hetero_models_equal_forward(seed: int) -> None:
+    """The quick run's draws: new ones every run (the same ones with CI=true); the 60 above
+    run under the long marker."""
     check_seed(seed)
 
 

@@ -10,6 +10,10 @@ from gnn_codegen.pipeline import GenerateOptions, generate_all
 from gnn_codegen.verify.check import check
 from tests.cases import REPO
 
+# pytest -m long (CI runs it after the README's quick command): the third-party models, each
+# generated and checked in full
+pytestmark = pytest.mark.long
+
 MODEL = "tests/models/in_the_wild.py"
 
 EXACT = {

@@ -17,6 +17,10 @@ from gnn_codegen.verify.check import check
 from tests.cases import EXAMPLES
 from tests.row_counter import RowCounter
 
+# pytest -m long (CI runs it after the README's quick command): every verified module kind in
+# every configuration, on blocks
+pytestmark = pytest.mark.long
+
 MODEL = Path(__file__).parent / "models" / "known_modules.py"
 KINDS = [
     "GraphConv-both", "GraphConv-left", "GraphConv-right", "GraphConv-none",

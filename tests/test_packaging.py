@@ -21,6 +21,10 @@ from pathlib import Path
 
 import pytest
 
+# pytest -m long (CI runs it after the README's quick command): builds the wheel and installs it
+# in a fresh virtual environment
+pytestmark = pytest.mark.long
+
 REPO = Path(__file__).resolve().parents[1]
 SAGE = REPO / "generated_examples" / "sage" / "model.py"
 SAGE_INIT = {"in_size": 16, "hid_size": 12, "out_size": 5}

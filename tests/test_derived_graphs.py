@@ -17,6 +17,10 @@ from gnn_codegen.pipeline import GenerateOptions, generate_all
 from gnn_codegen.verify.check import check
 from tests.cases import REPO
 
+# pytest -m long (CI runs it after the README's quick command): every graph-deriving model
+# (self-loops, relation graphs, type subgraphs, metapaths), each generated and checked in full
+pytestmark = pytest.mark.long
+
 MODEL = "tests/models/derived_graphs.py"
 
 # model -> lines the generated method must hold (as black wraps them or not)

@@ -13,6 +13,10 @@ from gnn_codegen.pipeline import GenerateOptions, generate_all
 from gnn_codegen.verify.check import check
 from tests.cases import REPO
 
+# pytest -m long (CI runs it after the README's quick command): every DGL idiom's test model, each
+# generated and checked in full
+pytestmark = pytest.mark.long
+
 MODEL = "tests/models/dgl_idioms.py"
 
 CASES = {

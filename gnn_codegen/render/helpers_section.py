@@ -42,13 +42,13 @@ def banner(version: str, runtime_follows: bool = True) -> str:
     runtime_follows: the runtime's banner ends the section (else the module's end does:
     --runtime-module)."""
     end = "down to the runtime's banner" if runtime_follows else "to the end of the module"
+    blanks = " (blank lines before the next banner left out)" if runtime_follows else ""
     text = ("Everything below this banner, " + end + ", is library code: gnn-codegen's helpers for "
             "the DGL modules this model's layers call, each module's forward split into its work once per "
             "source row and the rest on each batch's block (a documented function per part, read like "
             "DGL's forward). They are this version's templates (convs.py.j2, hetero_convs.py.j2) rendered "
             "for the set of helpers this module calls, and hold no model-specific code; the sha256 is of "
-            "the text below the banner's last line (blank lines before the next banner left out), for "
-            "anyone to recompute. Tested by:")
+            f"the text below the banner's last line{blanks}, for anyone to recompute. Tested by:")
     return framed(HELPERS, version, text, TESTED_BY)
 
 

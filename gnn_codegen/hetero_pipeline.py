@@ -22,7 +22,8 @@ from gnn_codegen.load.model import LoadedModel
 from gnn_codegen.write.splice import ends_with_helpers, splice
 from gnn_codegen.render.templating import render_template
 from gnn_codegen.render.runtime_module import imported, runtime_module_of, variant_source
-from gnn_codegen.render.runtime_section import HETERO_TESTED_BY, model_helpers, runtime_helpers, stamp
+from gnn_codegen.render.helpers_section import model_helpers, under_banner
+from gnn_codegen.render.runtime_section import HETERO_TESTED_BY, runtime_helpers, stamp
 from gnn_codegen.trace.write_out import SECTIONS, sections_needed
 
 if TYPE_CHECKING:
@@ -42,11 +43,9 @@ def relation_kinds(model: torch.nn.Module) -> frozenset[str]:
                      if any(isinstance(m, cls) for m in mods))
 
 
-def render_hetero_helpers(sections: set[str] | frozenset[str], version: str,
-                          kinds: frozenset[str] = frozenset({"graph_conv", "gat"}), runtime: bool = True) -> str:
-    """The helpers the layers call (only those: no GATConv's parts for an RGCN), then the
-    runtime under its banner (runtime_section.py), one text in every heterogeneous module;
-    runtime=False: the helpers alone (the runtime is imported: --runtime-module)."""
+def hetero_helpers(sections: set[str] | frozenset[str],
+                   kinds: frozenset[str] = frozenset({"graph_conv", "gat"})) -> str:
+    """The helpers the layers call, only those (no GATConv's parts for an RGCN), as rendered."""
     parts = {part for s in sections for part in HETERO_SECTIONS[s]}
     if "relation_sources" in sections:
         parts |= {part for kind in kinds for part in _RELATION_PARTS[kind]}
@@ -58,10 +57,18 @@ def render_hetero_helpers(sections: set[str] | frozenset[str], version: str,
                             **{s: f"_{s}" for s in SECTIONS})
     layers = render_template("hetero_convs.py.j2", used=used, names=names, gat="gat" in kinds,
                              graph_conv="graph_conv" in kinds) if sections else ""
-    helpers = "\n\n\n".join(p.strip("\n") for p in (layers, model_helpers(used, names)) if p.strip())
+    return "\n\n\n".join(p.strip("\n") for p in (layers, model_helpers(used, names)) if p.strip())
+
+
+def render_hetero_helpers(sections: set[str] | frozenset[str], version: str,
+                          kinds: frozenset[str] = frozenset({"graph_conv", "gat"}), runtime: bool = True) -> str:
+    """The helpers the layers call (hetero_helpers) under their banner (helpers_section.py),
+    then the runtime under its banner (runtime_section.py), one text in every heterogeneous
+    module; runtime=False: the helpers alone (the runtime is imported: --runtime-module)."""
+    helpers = hetero_helpers(sections, kinds)
     if not runtime:
-        return helpers
-    return runtime_helpers(helpers, version, RUNTIME, variant_source(RUNTIME), HETERO_TESTED_BY)
+        return under_banner(helpers, version, runtime_follows=False)
+    return runtime_helpers(under_banner(helpers, version), version, RUNTIME, variant_source(RUNTIME), HETERO_TESTED_BY)
 
 
 def feature_types(schema: Schema, feat_dims: dict[str, tuple[int, ...]]) -> tuple[str, ...]:

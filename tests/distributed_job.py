@@ -38,7 +38,7 @@ from dgl.distributed import kvstore, rpc_client
 torch.set_num_threads(1)
 spec = json.load(open(sys.argv[1]))
 
-# the generated modules, before initialize(): in every role, as their docstring says (the
+# the generated modules, before initialize(): in every role, as the runtime's docstring says (the
 # servers must know the flush request each module registers)
 modules = {}
 for job in spec["jobs"]:

@@ -13,16 +13,16 @@ import torch
 
 from gnn_codegen.render.runtime import runtime_class
 from tests.cases import Case, all_cases
+from tests.reviewer_lines import reviewed
 
-BANNER = "# --- gnn-codegen runtime"
 BOUND = ("source_rows", "destination_rows", "edge_rows")
 # what a heterogeneous runtime passes after the rows: the type, and a subgraph's destination count
 PASSED = {"ntype", "num_dst"}
 
 
 def _reviewed(case: Case) -> ast.Module:
-    """The part of a golden a reviewer reads: everything above the runtime's banner."""
-    return ast.parse(case.golden.read_text().split(BANNER)[0])
+    """The part of a golden a reviewer reads: everything above its first banner."""
+    return ast.parse(reviewed(case.golden.read_text()))
 
 
 @pytest.mark.parametrize("case", all_cases(heterogeneous=True), ids=lambda c: c.name)

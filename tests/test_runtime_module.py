@@ -85,6 +85,12 @@ def test_two_models_share_one_runtime_module(tmp_path: Path, in_repo: None, caps
         assert "from gnn_runtime import _FullNeighbourBatches\n" in source
         assert "class _FullNeighbourBatches" not in source and "import numpy" not in source
         assert f"sha256 {banner_hash(runtime)})" in source  # the header names the runtime it needs
+        # its helpers under their banner, hashed to the end of the module; its docstring points
+        # at the runtime's in the module it imports
+        (top, helpers), = sections(source)
+        assert top.startswith("# --- gnn-codegen convolution helpers ") and "to the end of the module" in top
+        assert f"sha256 {content_hash(helpers)} " in top and "\ndef _" in helpers
+        assert "docstring (in gnn_runtime.py, which this module imports it from)" in " ".join(source.split())
 
 
 def test_a_homogeneous_and_a_heterogeneous_model_share_one_runtime_module(tmp_path: Path, in_repo: None,

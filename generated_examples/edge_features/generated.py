@@ -60,39 +60,8 @@ class EdgeAwareGNN(nn.Module):
         """self.forward(g, x, edge_weight, edge_feat) in eval mode, computed one layer at a time
         over batches of batch_size destination nodes, each with the block of all its in-edges.
 
-        The model must be on `device` (model.to(device)), where every layer runs; g and the
-        inputs may be on the host or on `device`: one batch's block and rows at a time are moved
-        there (the rows a layer reads only in messages at once, where they take at most half its
-        free memory). Each layer's result, and the one returned, is kept for every node on the
-        host (in pinned memory if `device` is a GPU). batch_size="auto": per layer, the largest
-        batches whose rows fit in max_memory bytes on `device`. progress: a tqdm bar per layer.
-
-        nodes: a 1-D tensor of node IDs, for forward's rows of those nodes alone, in that order:
-        each layer computes only the rows that the layers after it read (all rows, from where
-        that is most of the graph). storage: a directory where the layers' results and the ones
-        returned with a row per node are kept in .npy files (memory-mapped), not in memory,
-        which then holds about a batch's rows; the files returned (result.npy) stay there, the
-        others are deleted once read.
-
-        keep_layers=True (with storage): every layer's results stay in storage with a manifest,
-        for later calls with changed=: the nodes (IDs) whose input rows or in-edges (added,
-        removed, their edge data) differ in this g (the same nodes), or "auto" (found from
-        hashes the manifest kept). Only the rows they reach, layer by layer, are recomputed
-        (every row from a reduction over all nodes or a result per edge on, or on a graph
-        derived from g) and the kept layers updated; the result is a new one, as a full run's. A
-        node left out of changed is the caller's error. A storage that does not match this
-        module, the parameters or g's node count, or left unfinished: ValueError (run a full
-        inference with keep_layers=True). Not with nodes=.
-
-        On DistDGL: g may be a dgl.distributed.DistGraph and the inputs DistTensors (such as
-        g.ndata["feat"] for x). Every trainer calls inference, with the same arguments, after
-        dgl.distributed.initialize(), and every process, the servers too, imports this module
-        before initialize() (it registers a request the servers answer). Each trainer computes
-        its partition's rows; each layer's result is a new DistTensor. Returned: a DistTensor
-        whose row i is the DistGraph's node i (node orig_nid[i] of the graph partitioned, with
-        the orig_nid that dgl.distributed.partition_graph(..., return_mapping=True) returns),
-        freed when every trainer drops it; for nodes (DistGraph IDs), their rows, in every
-        trainer. storage does not apply.
+        batch_size, device, max_memory, progress, nodes, storage, changed and keep_layers: what
+        each does is in _FullNeighbourBatches's docstring (below the runtime's banner).
         """
         self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode
         batches = _FullNeighbourBatches(
@@ -194,6 +163,22 @@ class EdgeAwareGNN(nn.Module):
         )
 
 
+# --- gnn-codegen convolution helpers 0.1.0, sha256 baeae7ac13a6 -------------------------------
+# Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
+# helpers for the DGL modules this model's layers call, each module's forward split into its
+# work once per source row and the rest on each batch's block (a documented function per part,
+# read like DGL's forward). They are this version's templates (convs.py.j2, hetero_convs.py.j2)
+# rendered for the set of helpers this module calls, and hold no model-specific code; the sha256
+# is of the text below the banner's last line (blank lines before the next banner left out), for
+# anyone to recompute. Tested by:
+#   tests/test_goldens.py::test_helper_section_is_rendered_and_hashed
+#   tests/test_known_modules.py (each written-out convolution equals DGL's on blocks)
+#   tests/test_rel_graph_conv.py, test_attention_weighted_sum.py, test_block_as_graph.py
+#   tests/test_relation_sum.py, test_relation_product.py (HeteroGraphConv)
+#   tests/test_equivalence.py, test_hetero.py (every example equals its forward)
+# ----------------------------------------------------------------------------------------------
+
+
 def _graph_conv_source(conv, feat, out_degrees, weighted, in_place=False):
     """GraphConv's work on each source row, once per node: the norm by the full graph's
     out-degrees (norm "both" or "left"), then, when `weighted`, the weight (DGL does that first
@@ -244,12 +229,13 @@ def _check_in_degrees(conv, block):
         )
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 454a02c657c6 -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 c246fa6f952b -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
 # that inference hands each layer's function to, and what it uses. It is identical in every
-# module of this version and variant, and holds no model-specific code (the model's helpers are
-# above the banner); the sha256 is of the text below the banner's last line, for anyone to
-# recompute. What it guarantees is in _FullNeighbourBatches's docstring. Tested by:
+# module of this version and variant, and holds no model-specific code (the model's code, and
+# the helpers its layers call, are above this banner); the sha256 is of the text below the
+# banner's last line, for anyone to recompute. What it guarantees, and the parameters inference
+# passes it, are in _FullNeighbourBatches's docstring. Tested by:
 #   tests/test_goldens.py::test_runtime_section_is_hashed_and_identical
 #   tests/test_equivalence.py (batch sizes, rows in place or gathered)
 #   tests/test_subset_and_storage.py (nodes=, storage=, memory)
@@ -267,14 +253,45 @@ class _FullNeighbourBatches:
     of all its in-edges (a slice of g's CSC arrays, so every node keeps its in-edges in g's
     order), and keeps each layer's results for all nodes on the host.
 
-    The model is on `device`; g and the tensors a layer reads may be on the host or on
-    `device`: one batch's block and rows at a time are moved there, or the rows a layer reads
-    only in messages at once, where they take at most half its free memory. On a GPU the
-    results are kept in pinned memory and the next batch is prepared on a side stream while
-    one computes.
-    batch_size="auto": per layer, the most nodes whose rows fit in max_memory bytes there.
-    storage: a directory where the results are kept in .npy files (memory-mapped), not in
-    memory; source rows are then gathered in node-ID order unless the page cache holds them.
+    The parameters of a generated inference that are the runtime's (inference passes them on
+    as it takes them; its docstring says what is the model's):
+    - device: where the model must be (model.to(device): ValueError otherwise) and every
+      layer runs. g and the inputs may be on the host or on `device`: one batch's block and
+      rows at a time are moved there, or the rows a layer reads only in messages at once,
+      where they take at most half its free memory. Each layer's result, and the one
+      returned, is kept for every node on the host: in pinned memory if `device` is a GPU,
+      where the next batch is prepared on a side stream while one computes.
+    - batch_size: destination nodes per batch; "auto": per layer, the largest batches whose
+      rows fit in max_memory bytes on `device`. progress: a tqdm bar per layer.
+    - nodes: a 1-D tensor of node IDs, for forward's rows of those nodes alone, in that
+      order: each layer computes only the rows that the layers after it read (all rows,
+      from where that is most of the graph).
+    - storage: a directory where the layers' results, and those returned, are kept in .npy
+      files (memory-mapped), not in memory, which then holds about a batch's rows; source
+      rows are then gathered in node-ID order unless the page cache holds them. The files
+      returned (result.npy; result_0.npy, ... where forward returns several) stay there,
+      the others are deleted once read.
+    - keep_layers=True (with storage): every layer's results stay in storage with a
+      manifest, for later calls with changed=: the nodes (IDs) whose input rows or in-edges
+      (added, removed, their edge data) differ in this g (the same nodes), or "auto" (found
+      from hashes the manifest kept). Only the rows they reach, layer by layer, are
+      recomputed (every row from a reduction over all nodes or a result per edge on, or on a
+      graph derived from g) and the kept layers updated; the result is a new one, as a full
+      run's. A node left out of changed is the caller's error. A storage that does not match
+      the module, the parameters or g's node count, or left unfinished: ValueError (run a
+      full inference with keep_layers=True). Not with nodes=, nor on a DistGraph.
+    - DistDGL (_DistributedBatches): g may be a dgl.distributed.DistGraph and the inputs
+      DistTensors (such as g.ndata["feat"]). Every trainer calls inference, with the same
+      arguments, after dgl.distributed.initialize(), and every process, the servers too,
+      imports the generated module before initialize() (it registers a request the servers
+      answer). Each trainer computes its partition's rows; each layer's result is a new
+      DistTensor. Returned: a DistTensor whose row i is the DistGraph's node i (node
+      orig_nid[i] of the graph partitioned, with the orig_nid that
+      dgl.distributed.partition_graph(..., return_mapping=True) returns), freed when every
+      trainer drops it; for nodes (DistGraph IDs), their rows, in every trainer. storage
+      does not apply. An inference whose forward does not run on a DistGraph yet (it makes
+      its graph homogeneous, derives graphs from it, takes several, or calls a
+      message-passing module of the user's) refuses one at its entry, saying why.
 
     What it guarantees (and the tests that show it):
     - Each destination node's row is computed from all its in-edges, in g's order, whichever

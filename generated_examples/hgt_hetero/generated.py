@@ -155,26 +155,13 @@ class HGT(nn.Module):
         all its in-edges of every relation into that type (for a layer of this model's own, the
         graph of those in-edges, with the batch's nodes first of their type).
 
-        The model must be on `device` (model.to(device)), where every layer runs; the graph and
-        the features may be on the host or on `device`: one batch's block and rows at a time are
-        moved there (the rows a layer's relations read only in messages at once, where they take
-        at most half its free memory). Each layer's results, and those returned, are kept for
-        every node on the host (in pinned memory if `device` is a GPU). batch_size="auto": per
-        layer and type, the largest batches whose rows fit in max_memory bytes on `device`.
-        progress: a tqdm bar per layer and type.
-
         G.nodes[ntype].data["inp"]: the features forward reads from its graph, for author, field
         and paper.
 
-        nodes: a 1-D tensor of IDs of paper nodes, for forward's rows of those nodes alone, in
-        that order: each layer computes only the rows that the layers after it read (all rows of
-        a type, from where that is most of it).
+        nodes: a 1-D tensor of IDs of paper nodes.
 
-        storage: a directory where the layers' results and those returned are kept in .npy files
-        (memory-mapped), not in memory, which then holds about a batch's rows; the files
-        returned (result.npy) stay there, the others are deleted once read. changed= and
-        keep_layers= (incremental re-inference) are not done yet for a heterogeneous graph:
-        ValueError.
+        batch_size, device, max_memory, progress, nodes, storage, changed and keep_layers: what
+        each does is in _HeteroBatches's docstring (below the runtime's banner).
         """
         self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode
         if isinstance(G, dgl.distributed.DistGraph):
@@ -271,12 +258,13 @@ class HGT(nn.Module):
         return batches.result(h2["paper"], nodes)
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 eb29870c0656 -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 c0d7e8f6aeb7 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _HeteroBatches, the batch loop that
 # inference hands each layer's function to, and what it uses. It is identical in every module of
-# this version and variant, and holds no model-specific code (the model's helpers are above the
-# banner); the sha256 is of the text below the banner's last line, for anyone to recompute. What
-# it guarantees is in _HeteroBatches's docstring. Tested by:
+# this version and variant, and holds no model-specific code (the model's code, and the helpers
+# its layers call, are above this banner); the sha256 is of the text below the banner's last
+# line, for anyone to recompute. What it guarantees, and the parameters inference passes it, are
+# in _HeteroBatches's docstring. Tested by:
 #   tests/test_goldens.py::test_runtime_section_is_hashed_and_identical
 #   tests/test_hetero.py (batch sizes, rows in place or gathered, nodes=, storage=, memory)
 #   tests/test_hetero_differential.py
@@ -294,13 +282,37 @@ class _HeteroBatches:
     node keeps its in-edges in g's order), and keeps each layer's results for every node of the
     type on the host.
 
-    The model is on `device`; g and the tensors a layer reads may be on the host or on
-    `device`: one batch's block and rows at a time are moved there, or the rows of each
-    relation that its module reads only in messages at once, where they take at most half of
-    its free memory. On a GPU the results are kept in pinned memory.
-    batch_size="auto": per layer and type, the most nodes whose rows fit in max_memory bytes.
-    storage: a directory where the results are kept in .npy files (memory-mapped), not in
-    memory; source rows are then gathered in node-ID order unless the page cache holds them.
+    The parameters of a generated inference that are the runtime's (inference passes them on
+    as it takes them; its docstring says what is the model's):
+    - device: where the model must be (model.to(device): ValueError otherwise) and every
+      layer runs. g and the features may be on the host or on `device`: one batch's block
+      and rows at a time are moved there, or the rows of each relation that its module reads
+      only in messages at once, where they take at most half of its free memory. Each
+      layer's results, and those returned, are kept for every node on the host (in pinned
+      memory if `device` is a GPU).
+    - batch_size: nodes of the destination type per batch; "auto": per layer and type, the
+      largest batches whose rows fit in max_memory bytes on `device`. progress: a tqdm bar
+      per layer and type.
+    - nodes (where forward returns rows of nodes): forward's rows of those nodes alone, in
+      that order: a dict of 1-D tensors of node IDs per type where forward returns a dict by
+      type (the types asked for), or a 1-D tensor of IDs of the one type whose rows it
+      returns. Each layer computes only the rows that the layers after it read (all rows of
+      a type, from where that is most of it).
+    - storage: a directory where the layers' results and those returned are kept in .npy
+      files (memory-mapped), not in memory, which then holds about a batch's rows; source
+      rows are then gathered in node-ID order unless the page cache holds them. The files
+      returned (result_<type>.npy per type, or result.npy) stay there, the others are
+      deleted once read (each with its tensor where inference returns no rows of nodes).
+    - changed= and keep_layers= (incremental re-inference) are not done yet for a
+      heterogeneous graph: ValueError.
+    - DistDGL (_DistHeteroBatches): g may be a dgl.distributed.DistGraph and the features
+      DistTensors. Every trainer calls inference, with the same arguments, after
+      dgl.distributed.initialize(), and every process, the servers too, imports the
+      generated module before initialize(). Each trainer computes its partition's rows of
+      each type; each layer's results are new DistTensors, and so is what inference returns
+      (for nodes, their rows, in every trainer). storage does not apply. An inference whose
+      forward does not run on a DistGraph yet (it reads edge data, or has a heterogeneous
+      layer of the user's) refuses one at its entry, saying why.
 
     What it guarantees (and the tests that show it): each destination node's row is computed
     from all its in-edges of every relation, in g's order, whichever batch it falls in, so

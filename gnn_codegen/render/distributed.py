@@ -1,6 +1,6 @@
-"""The generated `inference` on DistDGL (dgl.distributed): what its docstring says about a
-DistGraph, and, for the programs the distributed runtime (templates/dist_batches.py.j2) does
-not run yet, the check at the method's entry that refuses a DistGraph, naming the user's line.
+"""The generated `inference` on DistDGL (dgl.distributed): for the programs the distributed
+runtime (templates/dist_batches.py.j2) does not run yet, the check at the method's entry that
+refuses a DistGraph, naming the user's line (what a DistGraph takes: the runtime's docstring).
 The runtime itself dispatches on g (`_FullNeighbourBatches.__new__`): the method's body is the
 same on both."""
 
@@ -46,18 +46,3 @@ def refusal(g: str, reason: str) -> list[str]:
     return [f"if isinstance({g}, dgl.distributed.DistGraph):", "    raise ValueError(",
             *(f"        {json.dumps(piece)}" for piece in pieces), "    )"]
 
-
-def paragraph(g: str, inputs: list[str], nodes: str, storage: str) -> str:
-    """The docstring's paragraph on DistDGL."""
-    x = inputs[0] if inputs else "x"
-    return (
-        f"On DistDGL: {g} may be a dgl.distributed.DistGraph and the inputs DistTensors (such as "
-        f"{g}.ndata[\"feat\"] for {x}). Every trainer calls inference, with the same arguments, after "
-        "dgl.distributed.initialize(), and every process, the servers too, imports this module "
-        "before initialize() (it registers a request the servers answer). Each trainer computes its "
-        "partition's rows; each layer's result is a new DistTensor. Returned: a DistTensor whose row "
-        f"i is the DistGraph's node i (node orig_nid[i] of the graph partitioned, with the orig_nid "
-        "that dgl.distributed.partition_graph(..., return_mapping=True) returns), freed when every "
-        f"trainer drops it; for {nodes} (DistGraph IDs), their rows, in every trainer. {storage} "
-        "does not apply."
-    )

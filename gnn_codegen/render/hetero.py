@@ -120,7 +120,8 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
                       "out_degrees = batches.out_degrees()"]
         body = ["@torch.no_grad()", f"def inference(self, {', '.join(params)}):",
                 *_docstring(self.model, traced, self.result_kind,
-                            any(self.on_subgraphs(k) for k in range(1, plan.num_stages + 1))),
+                            any(self.on_subgraphs(k) for k in range(1, plan.num_stages + 1)), RUNTIME,
+                            header.get("runtime_module")),
                 "    self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode"]
         body += [f"    {line}" for line in lines]
         stages = [self._stage(stage) for stage in range(plan.num_stages + 1)]

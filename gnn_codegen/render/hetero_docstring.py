@@ -9,12 +9,15 @@ from typing import Any
 
 import torch
 
+from gnn_codegen.render.runtime_section import parameters_sentence
+
 
 def _and(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _docstring(model: torch.nn.Module, traced: Any, result: str | None, subgraphs: bool = False) -> list[str]:
+def _docstring(model: torch.nn.Module, traced: Any, result: str | None, subgraphs: bool = False,
+               runtime: str = "_HeteroBatches", runtime_module: str | None = None) -> list[str]:
     from_graph = dict(traced.graph_data)
     features = [p for p, _ in traced.inputs if p not in from_graph]
     graph = f"[g] * {traced.blocks}" if traced.blocks else traced.graph_arg
@@ -31,13 +34,6 @@ def _docstring(model: torch.nn.Module, traced: Any, result: str | None, subgraph
         f"self.forward({call}) in eval mode, computed one layer at a time: for each destination "
         "node type, over batches of batch_size of its nodes, each with the block of all its "
         f"in-edges of every relation into that type{own}.",
-        "The model must be on `device` (model.to(device)), where every layer runs; the graph and "
-        "the features may be on the host or on `device`: one batch's block and rows at a time are "
-        "moved there (the rows a layer's relations read only in messages at once, where they take "
-        "at most half its free memory). Each layer's results, and those returned, are kept for every node on the "
-        "host (in pinned memory if `device` is a GPU). batch_size=\"auto\": per layer and type, the "
-        "largest batches whose rows fit in max_memory bytes on `device`. progress: a tqdm bar per "
-        "layer and type.",
     ]
     as_dicts = [f for f in features if f not in traced.tensor_inputs]
     if as_dicts:
@@ -48,22 +44,14 @@ def _docstring(model: torch.nn.Module, traced: Any, result: str | None, subgraph
         types = _and(list(dict(traced.inputs)[name]))
         paragraphs.append(f"{traced.graph_arg if not traced.blocks else 'g'}.nodes[ntype].data[{json.dumps(key)}]: "
                           f"the features forward reads from its graph, for {types}.")
-    if result is not None:
+    if result is not None:  # which of the runtime's forms of nodes= this forward's result takes
         asked = (f"a 1-D tensor of IDs of {result} nodes" if result
                  else "a dict of 1-D tensors of node IDs per type")
-        paragraphs.append(
-            f"nodes: {asked}, for forward's rows of those nodes alone, in that order"
-            + ("" if result else " (of the types asked for)")
-            + ": each layer computes only the rows that the layers after it read (all rows of "
-            "a type, from where that is most of it).")
-    kept = ("the files returned (" + ("result_<type>.npy per type" if result == "" else "result.npy")
-            + ") stay there, the others are deleted once read") if result is not None else (
-        "each file is deleted with its tensor")
-    paragraphs.append(
-        "storage: a directory where the layers' results and those returned are kept in .npy files "
-        f"(memory-mapped), not in memory, which then holds about a batch's rows; {kept}. changed= "
-        "and keep_layers= (incremental re-inference) are not done yet for a heterogeneous graph: "
-        "ValueError.")
+        paragraphs.append(f"nodes: {asked}.")
+    # what the runtime's parameters do is the same in every module: its docstring says it
+    own = ["batch_size", "device", "max_memory", "progress", *(["nodes"] if result is not None else []),
+           "storage", "changed", "keep_layers"]
+    paragraphs.append(parameters_sentence(own, runtime, runtime_module))
     lines: list[str] = []
     for paragraph in paragraphs:
         lines += [*textwrap.wrap(paragraph, 88, break_on_hyphens=False), ""]

@@ -28,7 +28,8 @@ from gnn_codegen.cut.plan import Plan, Stage, inline_ops
 from gnn_codegen.render.layer import LayerWriter
 from gnn_codegen.render import type_offsets as by_type
 from gnn_codegen.render.runtime_module import DIST_RUNTIME, RUNTIME, imported
-from gnn_codegen.render.runtime_section import model_helpers, runtime_helpers
+from gnn_codegen.render.helpers_section import model_helpers, under_banner
+from gnn_codegen.render.runtime_section import runtime_helpers
 from gnn_codegen.render.templating import render_template
 from gnn_codegen.trace.write_out import SECTIONS, sections_needed
 from gnn_codegen.render.layer_calls import LayerCalls
@@ -54,8 +55,10 @@ class Rendered:
 
 
 class Renderer(LayerCalls, Preamble, MethodDocstring):
-    def __init__(self, program: Program, attrs: Attributes, plan: Plan, module_names: set[str]):
+    def __init__(self, program: Program, attrs: Attributes, plan: Plan, module_names: set[str],
+                 runtime_module: str | None = None):
         self.program, self.attrs, self.plan = program, attrs, plan
+        self.runtime_module = runtime_module  # the runtime is imported from it (--runtime-module)
         self.inline = inline_ops(program, attrs)
         self.users = program.consumers()
         self.origins: list[tuple[str, str]] = []
@@ -308,8 +311,9 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
 
     def helpers(self, version: str, runtime_module: str | None = None) -> str:
         block_as_graph = self.block_as_graph if self.uses_block_as_graph else ""
-        if runtime_module:  # the runtime is imported: the module's own helpers alone
-            return model_helpers(self.sections, self.helper_names, block_as_graph)
+        if runtime_module:  # the runtime is imported: the module's helpers alone, under their banner
+            return under_banner(model_helpers(self.sections, self.helper_names, block_as_graph), version,
+                           runtime_follows=False)
         return render_helpers(self.runtime, self.sections, self.helper_names, version, block_as_graph,
                               self.dist_runtime)
 
@@ -317,9 +321,10 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
 def render_helpers(runtime: str, sections: set[str], names: dict[str, str], version: str,
                    block_as_graph: str = "", dist_runtime: str = DIST_RUNTIME) -> str:
     """What the module adds after the class: the helpers its layers call (the written-out
-    convolutions' sections, `block_as_graph` where the code calls it: block_as_graph.py), then
-    the runtime under its banner (runtime_section.py), one text in every module."""
-    return runtime_helpers(model_helpers(sections, names, block_as_graph), version, runtime,
+    convolutions' sections, `block_as_graph` where the code calls it: block_as_graph.py) under
+    their banner (helpers_section.py), then the runtime under its banner (runtime_section.py),
+    one text in every module."""
+    return runtime_helpers(under_banner(model_helpers(sections, names, block_as_graph), version), version, runtime,
                            render_template("batches.py.j2", runtime=runtime, dist_runtime=dist_runtime))
 
 
@@ -348,7 +353,7 @@ def _check_no_capture(method: str, reserved: set[str]) -> None:
 
 def render(program: Program, attrs: Attributes, plan: Plan, module_names: set[str],
            header: dict[str, Any]) -> Rendered:
-    r = Renderer(program, attrs, plan, module_names)
+    r = Renderer(program, attrs, plan, module_names, header.get("runtime_module"))
     method = r.method()
     _check_no_capture(method, r.reserved)
     imports, check = (imported(header["runtime_module"], RUNTIME, r.runtime, module_names | r.reserved, header["version"])

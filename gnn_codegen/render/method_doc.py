@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import textwrap
 
-from gnn_codegen.render.distributed import not_distributed, paragraph
 from gnn_codegen.trace.homogenized import kept_fields, subgraph_types
 from gnn_codegen.cut.plan import Stage
 from gnn_codegen.lower.row_ranges import range_docstring
 from gnn_codegen.render.code import comment
-from gnn_codegen.render import incremental
+from gnn_codegen.render.runtime_section import parameters_sentence
 from gnn_codegen.render import type_offsets as by_type
 
 
@@ -67,29 +66,10 @@ class MethodDocstring:
                  f"{self.batch_size} destination nodes, each with the block of all its in-edges.")
         if not self.plan.num_layers:  # forward passes no messages: each node's rows are its own
             first = f"self.forward({call}){on_graph} in eval mode, computed over batches of {self.batch_size} nodes."
-        second = (
-            f"The model must be on `{self.device}` (model.to(device)), where every layer runs; {g} and the "
-            f"inputs may be on the host or on `{self.device}`: one batch's block and rows at a time are "
-            "moved there (the rows a layer reads only in messages at once, where they take at most half "
-            "its free memory). Each layer's result, and the one returned, is kept for every node on the "
-            f"host (in pinned memory if `{self.device}` is a GPU). {self.batch_size}=\"auto\": per layer, "
-            f"the largest batches whose rows fit in {self.max_memory} bytes on `{self.device}`. "
-            f"{self.progress}: a tqdm bar per layer."
-        )
-        returns = (" with a row per node" if any(self.attrs[n].rows == "node" for n in self._output_names())
-                   else "")
-        third = (
-            f"{self.nodes}: a 1-D tensor of node IDs, for forward's rows of those nodes alone, in that "
-            "order: each layer computes only the rows that the layers after it read (all rows, from "
-            f"where that is most of the graph). {self.storage}: a directory where the layers' results "
-            f"and the ones returned{returns} are kept in .npy files (memory-mapped), not in memory, which "
-            "then holds about a batch's rows; the files returned (result.npy) stay there, the others "
-            "are deleted once read."
-        )
-        paragraphs = [first, second, third, incremental.paragraph(self.changed, self.keep_layers, self.storage,
-                                                                  self.nodes, g)]
-        if not not_distributed(p, self.derived):
-            paragraphs.append(paragraph(g, [self.buffer[n] for n in p.inputs], self.nodes, self.storage))
+        # what the runtime's parameters do is the same in every module: its docstring says it
+        own = [self.batch_size, self.device, self.max_memory, self.progress, self.nodes, self.storage,
+               self.changed, self.keep_layers]
+        paragraphs = [first]
         if p.homogenized is not None:  # homogenized.py
             fields = kept_fields(p.homogenized, "ndata") + kept_fields(p.homogenized, "edata")
             carried = f", with {', '.join(repr(f) for f in fields)} on its types as the conversion reads them" if fields else ""
@@ -111,4 +91,5 @@ class MethodDocstring:
         if optional:
             paragraphs.append(" ".join(optional))
         paragraphs += range_docstring(self.program.output, self.nodes)
+        paragraphs.append(parameters_sentence(own, self.runtime, self.runtime_module))
         return [line for i, text in enumerate(paragraphs) for line in ([""] if i else []) + textwrap.wrap(text, 88)]

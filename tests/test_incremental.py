@@ -122,6 +122,73 @@ def test_only_the_rows_the_changes_reach_are_computed(tmp_path: Path) -> None:
     assert computed[0] == 1 and 1 < computed[1] < NUM_NODES / 2, computed
 
 
+def _chain_beside_a_clique():
+    """A graph whose edges are mostly among nodes 31-60 (each to each: 900 edges), and a chain
+    0 -> 1 -> 2 -> 3: a change at node 0 reaches 4 nodes in 3 layers, and few of the edges."""
+    clique = torch.arange(31, NUM_NODES)
+    src = torch.cat([torch.tensor([0, 1, 2]), clique.repeat_interleave(len(clique))])
+    dst = torch.cat([torch.tensor([1, 2, 3]), clique.repeat(len(clique))])
+    return dgl.graph((src, dst), num_nodes=NUM_NODES)
+
+
+class _Largest(torch.utils._python_dispatch.TorchDispatchMode):
+    """The largest tensor of IDs, positions or marks (int or bool: not the parameters' bytes
+    the manifest hashes) any torch operation makes while it is on (numel)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.largest = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in out if isinstance(out, (tuple, list)) else (out,):
+            if isinstance(t, torch.Tensor) and t.dtype in (torch.bool, torch.int32, torch.int64):
+                self.largest = max(self.largest, t.numel())
+        return out
+
+
+def test_the_rows_a_change_reaches_are_found_in_proportion_to_their_edges(tmp_path: Path) -> None:
+    """The forward row sets read the out-edges of the rows they reach (g's CSR), not every
+    in-edge of g once per layer: no tensor of IDs as large as g's edges is made to find them."""
+    generated = generate_case(CASES_BY_NAME["sage"])
+    module = import_source(generated.source, generated.loaded.path.parent)
+    model = generated_model(generated, module)
+    g = _chain_beside_a_clique()
+    inputs = make_inputs(generated, NUM_NODES, 0, g.num_edges())
+    call = dict(batch_size=16, device="cpu", storage=str(tmp_path))
+    runtime, sizes = _runtime(model), []
+    original = runtime.needed
+
+    def measured(self, *args, **kwargs):
+        with _Largest() as mode:
+            needed = original(self, *args, **kwargs)
+        sizes.append(mode.largest)
+        return needed
+
+    runtime.needed = measured  # (for the full run too: the manifest holds the runtime's code)
+    try:
+        run_inference(model, generated, g, inputs, **call, keep_layers=True)
+        sizes.clear()
+        result = run_inference(model, generated, g, inputs, **call, changed=torch.tensor([0]))
+    finally:
+        runtime.needed = original
+    fresh = run_inference(model, generated, g, inputs, batch_size=16, device="cpu")
+    assert allclose(result, fresh, atol=1e-4, rtol=1e-4)
+    assert sizes and max(sizes) < g.num_edges() / 4, (sizes, g.num_edges())
+
+
+def test_a_graph_that_allows_csc_alone(tmp_path: Path) -> None:
+    """g.formats("csc"), as a user restricts a large graph's formats to save memory: its out-edges
+    are read in a copy that allows CSR (DGL's out_degrees() refuses such a graph)."""
+    generated, model, g, inputs, self_loops = _prepared(CASES_BY_NAME["sage"])
+    call = dict(batch_size=16, device="cpu", storage=str(tmp_path))
+    run_inference(model, generated, g.formats("csc"), inputs, **call, keep_layers=True)
+    new_g, new_inputs, changed = updated(generated, g, inputs, seed=1, self_loops=self_loops)
+    result = run_inference(model, generated, new_g.formats("csc"), new_inputs, **call, changed=changed)
+    fresh = run_inference(model, generated, new_g, new_inputs, batch_size=16, device="cpu")
+    assert allclose(result, fresh, atol=1e-4, rtol=1e-4)
+
+
 def test_a_stale_storage_is_refused(tmp_path: Path) -> None:
     generated, model, g, inputs = _gcn(tmp_path)
     call = dict(batch_size=16, device="cpu", storage=str(tmp_path), changed=torch.tensor([1]))

@@ -91,3 +91,48 @@ def test_inference_gives_the_users_count_back_and_forwards_result(name: str, use
     result = check(generated, num_nodes=400, batch_sizes=(7,))
     assert result.ok, result.max_abs_diff
     assert torch.get_num_threads() == user_threads
+
+
+def test_a_later_call_starts_from_the_count_the_last_one_ran_fastest_on(monkeypatch, user_threads) -> None:
+    """A call of a few batches (changed=, nodes=) has too few to find the fastest count itself: on a
+    busy machine it would run them all on the user's count, each operation waiting for a preempted
+    thread. It starts from the count the last call of the process found, and still tries others."""
+    import dgl
+
+    runtime = runtime_class()
+    monkeypatch.setattr(runtime, "fastest_seen", None, raising=False)  # this test's memory alone
+    g = dgl.graph(([0], [1]))
+
+    def later():
+        return runtime(torch.nn.Linear(1, 1), g, 16, "cpu", 2**30, False).fastest
+
+    assert later() == user_threads  # nothing learnt yet: the user's count
+    used = _counts_used(monkeypatch, user_threads, {4: 5.0, 2: 3.0, 1: 1.0})
+    assert used[-1] == 1 and later() == 1
+    torch.set_num_threads(2)  # the user changed the count: theirs again
+    assert later() == 2
+
+
+def test_a_batch_of_ids_is_counted_once(monkeypatch) -> None:
+    """_with_companion and _paced both ask a batch's work (its nodes and in-edges): for a batch of
+    IDs (changed=, nodes=) its in-edges are counted once, not once per question."""
+    import dgl
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Counting(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.calls += 1
+            return func(*args, **(kwargs or {}))
+
+    g = dgl.graph((torch.tensor([0, 1, 2, 3]), torch.tensor([1, 2, 3, 0])))
+    batches = runtime_class()(torch.nn.Linear(1, 1), g, 16, "cpu", 2**30, False)
+    batch = torch.tensor([1, 3])
+    with Counting() as first:
+        assert batches._work(batch, True) == 4
+    with Counting() as second:
+        assert batches._work(batch, True) == 4 and batches._work(batch, False) == 2
+    assert first.calls and not second.calls

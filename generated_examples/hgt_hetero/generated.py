@@ -258,7 +258,7 @@ class HGT(nn.Module):
         return batches.result(h2["paper"], nodes)
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 c0d7e8f6aeb7 -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 0d9875f6b5ba -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _HeteroBatches, the batch loop that
 # inference hands each layer's function to, and what it uses. It is identical in every module of
 # this version and variant, and holds no model-specific code (the model's code, and the helpers
@@ -404,6 +404,11 @@ class _HeteroBatches:
         # between two tries of another count (_paced)
         self.threads = torch.get_num_threads()
         self.fastest, self.gap, self.tries = self.threads, 8, 0
+        # a later call in this process starts from the count the last one ran fastest on:
+        # a call of a few batches (changed=, nodes=) has too few to find it itself
+        seen = getattr(type(self), "fastest_seen", None)
+        if seen is not None and seen[0] == self.threads:
+            self.fastest = seen[1]
 
     def _check_arguments(self, model, batch_size, device, max_memory):
         if batch_size != "auto" and (type(batch_size) is not int or batch_size < 1):
@@ -1064,6 +1069,19 @@ class _HeteroBatches:
                     self.gap, trial = 8, i + 1
                 seconds[threads] = spent if mean is None else (mean + spent) / 2
                 self.fastest = min(seconds, key=seconds.get)
+        finally:
+            torch.set_num_threads(self.threads)
+            type(self).fastest_seen = (self.threads, self.fastest)
+
+    def _on_threads(self, count, call, *args):
+        """call(*args) on `count` torch threads, then the user's count again: for work of
+        many small operations outside the batches, which on more threads would each wait
+        for a thread another process preempts (_paced)."""
+        if count == torch.get_num_threads():
+            return call(*args)
+        torch.set_num_threads(count)
+        try:
+            return call(*args)
         finally:
             torch.set_num_threads(self.threads)
 

@@ -160,7 +160,7 @@ def _sage_conv_mean(conv, block, feat_src, feat_dst, projected, edge_weight=None
     return h
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 c246fa6f952b -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 fd5b1715ae5f -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
 # that inference hands each layer's function to, and what it uses. It is identical in every
 # module of this version and variant, and holds no model-specific code (the model's code, and
@@ -290,6 +290,7 @@ class _FullNeighbourBatches:
         # (start, end) -> its source nodes and in-edges, for the next layers (in memory only:
         # out of core, memory is bounded by a batch, not by the graph)
         self.gathered = {}
+        self.counted = (None, 0)  # the last batch of IDs _work counted, and its work
         try:
             self.storage = None if storage is None else os.fspath(storage)
         except TypeError:  # not a path
@@ -320,6 +321,11 @@ class _FullNeighbourBatches:
         # between two tries of another count (_paced)
         self.threads = torch.get_num_threads()
         self.fastest, self.gap, self.tries = self.threads, 8, 0
+        # a later call in this process starts from the count the last one ran fastest on:
+        # a call of a few batches (changed=, nodes=) has too few to find it itself
+        seen = getattr(type(self), "fastest_seen", None)
+        if seen is not None and seen[0] == self.threads:
+            self.fastest = seen[1]
         # incremental re-inference: keep every layer's results in storage (keep_layers), or
         # update them where `changed` nodes reach (incremental.py.j2)
         self.keep = bool(keep_layers) or changed is not None
@@ -381,7 +387,8 @@ class _FullNeighbourBatches:
         for a layer on a graph derived from g). None: all nodes, where no nodes are given or
         the nodes are most of the graph (then every layer before, too)."""
         if self.keep:  # keep_layers=, changed=: forwards from the changed nodes instead
-            return self._begin(nodes, layers)
+            # (ID work on index tensors: on the count the batches ran fastest on)
+            return self._on_threads(self.fastest, self._begin, nodes, layers)
         layers = [self] * layers if isinstance(layers, int) else layers
         if nodes is None:
             return [None] * (len(layers) + 1)
@@ -703,7 +710,10 @@ class _FullNeighbourBatches:
             )
         self.begun = True
         self.identity = expected = self._identity()
-        out_degrees = self.g.out_degrees().to(self.indices.device)
+        # g's out-edges by source (CSR), once per call: the out-degrees, and the rows each
+        # layer reaches read in proportion to them, not all of g's in-edges per layer
+        self.out_indptr, self.out_indices = self._out_edges()
+        out_degrees = self.out_indptr[1:] - self.out_indptr[:-1]
         sources = None  # all nodes
         if self.changed is None:
             hashes = self._node_hashes()
@@ -745,14 +755,24 @@ class _FullNeighbourBatches:
         return needed
 
     def _with_out_neighbours(self, nodes):
-        """nodes (sorted IDs) and the destinations of their out-edges in g, sorted."""
+        """nodes (sorted IDs) and the destinations of their out-edges in g, sorted: their
+        ranges of g's CSR, marked among g's nodes (no sort of the edges reached)."""
+        positions, _ = self._in_edges(nodes, self.out_indptr)
         marked = torch.zeros(self.num_nodes, dtype=torch.bool, device=nodes.device)
         marked[nodes] = True
-        positions = marked[self.indices].nonzero().squeeze(1)
-        # the in-edges at CSC positions belong to the nodes whose ranges hold them
-        positions = positions.to(self.indptr.dtype)
-        marked[torch.searchsorted(self.indptr, positions, right=True) - 1] = True
+        marked[self.out_indices[positions]] = True
         return marked.nonzero().squeeze(1).to(nodes.dtype)  # sorted, once each
+
+    def _out_edges(self):
+        """g's CSR (indptr, destinations), g's own where it has one (DGL keeps the formats
+        it makes in g: a later call on the same g, and g.out_degrees(), reuse it)."""
+        g, formats = self.g, self.g.formats()
+        if "csr" not in formats["created"] + formats["not created"]:
+            # a copy of g that allows CSR (DGL's out_degrees() refuses a g that allows CSC
+            # alone, and on one that allows COO and CSC took 149 s for 2.2M edges, measured)
+            g = g.formats(formats["created"] + ["csr"])
+        indptr, indices, _ = g.adj_tensors("csr")
+        return indptr.to(self.indices), indices.to(self.indices)
 
     def _node_ids(self, ids):
         found = isinstance(ids, torch.Tensor) and ids.dim() == 1
@@ -1023,6 +1043,19 @@ class _FullNeighbourBatches:
                 self.fastest = min(seconds, key=seconds.get)
         finally:
             torch.set_num_threads(self.threads)
+            type(self).fastest_seen = (self.threads, self.fastest)
+
+    def _on_threads(self, count, call, *args):
+        """call(*args) on `count` torch threads, then the user's count again: for work of
+        many small operations outside the batches, which on more threads would each wait
+        for a thread another process preempts (_paced)."""
+        if count == torch.get_num_threads():
+            return call(*args)
+        torch.set_num_threads(count)
+        try:
+            return call(*args)
+        finally:
+            torch.set_num_threads(self.threads)
 
     def _next_to(self, threads, counts):
         """A count next to threads in counts: fewer and more in turn, where there are both."""
@@ -1149,19 +1182,26 @@ class _FullNeighbourBatches:
         return first.to(self.indices.dtype)
 
     def _work(self, nodes, blocks):
-        """A batch's destination nodes, and with blocks their in-edges (_paced)."""
+        """A batch's destination nodes, and with blocks their in-edges (_paced,
+        _with_companion: a batch of IDs counted once, not once for each)."""
         if isinstance(nodes, slice):
-            count, first, last = nodes.stop - nodes.start, nodes.start, nodes.stop
-        else:
-            count, first, last = len(nodes), nodes, nodes + 1
+            count = nodes.stop - nodes.start
+            if not blocks:
+                return count
+            return count + int(self.indptr[nodes.stop] - self.indptr[nodes.start])
         if not blocks:
-            return count
-        return count + int((self.indptr[last] - self.indptr[first]).sum())
+            return len(nodes)
+        if self.counted[0] is not nodes:
+            edges = (self.indptr[nodes + 1] - self.indptr[nodes]).sum()
+            self.counted = (nodes, len(nodes) + int(edges))
+        return self.counted[1]
 
-    def _in_edges(self, nodes):
-        """Where the in-edges of nodes are in g's CSC arrays, and the block's indptr over them."""
-        begin = self.indptr[nodes]
-        counts = self.indptr[nodes + 1] - begin
+    def _in_edges(self, nodes, indptr=None):
+        """Where the in-edges of nodes are in g's CSC arrays (or in those of another indptr:
+        g's CSR for out-edges), and the block's indptr over them."""
+        indptr = self.indptr if indptr is None else indptr
+        begin = indptr[nodes]
+        counts = indptr[nodes + 1] - begin
         # (cumsum makes int64 of int32: the block's IDs keep g's type)
         indptr = torch.cat([counts.new_zeros(1), counts.cumsum(0, dtype=counts.dtype)])
         offsets = torch.repeat_interleave(begin - indptr[:-1], counts)

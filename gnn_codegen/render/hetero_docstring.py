@@ -14,7 +14,9 @@ def _and(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _docstring(model: torch.nn.Module, traced: Any, result: str | None, subgraphs: bool = False) -> list[str]:
+def _docstring(model: torch.nn.Module, traced: Any, result: str | None, subgraphs: bool = False,
+               incremental: str = "") -> list[str]:
+    """incremental: the paragraph on keep_layers= and changed= (hetero_incremental.py)."""
     from_graph = dict(traced.graph_data)
     features = [p for p, _ in traced.inputs if p not in from_graph]
     graph = f"[g] * {traced.blocks}" if traced.blocks else traced.graph_arg
@@ -61,9 +63,9 @@ def _docstring(model: torch.nn.Module, traced: Any, result: str | None, subgraph
         "each file is deleted with its tensor")
     paragraphs.append(
         "storage: a directory where the layers' results and those returned are kept in .npy files "
-        f"(memory-mapped), not in memory, which then holds about a batch's rows; {kept}. changed= "
-        "and keep_layers= (incremental re-inference) are not done yet for a heterogeneous graph: "
-        "ValueError.")
+        f"(memory-mapped), not in memory, which then holds about a batch's rows; {kept}.")
+    if incremental:
+        paragraphs.append(incremental)
     lines: list[str] = []
     for paragraph in paragraphs:
         lines += [*textwrap.wrap(paragraph, 88, break_on_hyphens=False), ""]

@@ -59,3 +59,40 @@ def updated(generated, g, inputs, seed: int, features: int = 3, added: int = 4, 
     for key, value in g.edata.items():
         new.edata[key] = torch.cat([value[kept], value[:added]])
     return new, new_inputs, changed
+
+
+def updated_hetero(g: dgl.DGLHeteroGraph, inputs: dict[str, dict[str, torch.Tensor]], seed: int,
+                   features: int = 3, added: int = 3, removed: int = 3
+                   ) -> tuple[dgl.DGLHeteroGraph, dict[str, dict[str, torch.Tensor]], dict[str, torch.Tensor]]:
+    """A heterograph and its features by name and node type (verify.hetero.random_inputs') after
+    an update as users make them: a few nodes' rows of each type redrawn, a few edges added and
+    removed in every other relation (from the seed's on). Returns them and the nodes the update
+    changed, by type (input rows, or in-edges of any relation)."""
+    gen = torch.Generator().manual_seed(seed)
+    changed: dict[str, list[torch.Tensor]] = {t: [] for t in g.ntypes}
+    new_inputs = {}
+    for name, by_type in inputs.items():
+        new_inputs[name] = {}
+        for ntype, t in by_type.items():
+            t = t.clone()
+            rows = torch.randperm(len(t), generator=gen)[:features]
+            t[rows] = torch.randn(t[rows].shape, generator=gen, dtype=t.dtype)
+            new_inputs[name][ntype] = t
+            changed[ntype].append(rows)
+    edges = {}
+    for i, rel in enumerate(g.canonical_etypes):
+        src, dst = g.edges(etype=rel)
+        if (i + seed) % 2:  # this relation stays as it was
+            edges[rel] = (src, dst)
+            continue
+        kept = torch.ones(len(src), dtype=torch.bool)
+        gone = torch.randperm(len(src), generator=gen)[:removed]
+        kept[gone] = False
+        new_src = torch.randint(0, g.num_nodes(rel[0]), (added,), generator=gen)
+        new_dst = torch.randint(0, g.num_nodes(rel[2]), (added,), generator=gen)
+        edges[rel] = (torch.cat([src[kept], new_src]), torch.cat([dst[kept], new_dst]))
+        changed[rel[2]] += [dst[gone], new_dst]
+    new = dgl.heterograph(edges, num_nodes_dict={t: g.num_nodes(t) for t in g.ntypes})
+    ids = {t: torch.unique(torch.cat(parts)) if parts else torch.zeros(0, dtype=torch.int64)
+           for t, parts in changed.items()}
+    return new, new_inputs, ids

@@ -276,14 +276,3 @@ def test_inference_twice_on_one_storage_leaves_the_first_result_alone(tmp_path: 
     run_inference(model, generated, g, other, batch_size=16, device="cpu", storage=str(tmp_path))
     assert torch.equal(first, kept)
     assert not np.array_equal(np.load(tmp_path / "result.npy"), kept.numpy())
-
-
-@pytest.mark.parametrize("name", ["rgcn_hetero", "hgt_hetero"])
-def test_heterogeneous_runtimes_refuse_it(name: str) -> None:
-    """Not done yet for heterographs: a clear ValueError, not a run that keeps nothing."""
-    case = CASES_BY_NAME[name]
-    module = import_source(case.golden.read_text(), case.golden.parent)
-    g = dgl.heterograph({("a", "r", "b"): ([0], [1])})
-    for kwargs in (dict(keep_layers=True), dict(changed="auto")):
-        with pytest.raises(ValueError, match="not done yet for a heterogeneous graph"):
-            module._HeteroBatches(torch.nn.Linear(1, 1), g, 16, "cpu", 2**30, False, "x", **kwargs)

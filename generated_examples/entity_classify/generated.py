@@ -7,7 +7,9 @@
 import ctypes
 import errno
 import hashlib
+import json
 import os
+import shutil
 import tempfile
 import time
 import weakref
@@ -500,7 +502,7 @@ def _check_in_degrees(conv, block):
         )
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 0d9875f6b5ba -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 c2454fc551d7 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _HeteroBatches, the batch loop that
 # inference hands each layer's function to, and what it uses. It is identical in every module of
 # this version and variant, and holds no model-specific code (the model's code, and the helpers
@@ -510,6 +512,7 @@ def _check_in_degrees(conv, block):
 #   tests/test_goldens.py::test_runtime_section_is_hashed_and_identical
 #   tests/test_hetero.py (batch sizes, rows in place or gathered, nodes=, storage=, memory)
 #   tests/test_hetero_differential.py
+#   tests/test_hetero_incremental.py (keep_layers=, changed=)
 #   tests/test_threads.py
 #   tests/test_distributed.py
 #   tests/test_simulated_device.py
@@ -545,8 +548,17 @@ class _HeteroBatches:
       rows are then gathered in node-ID order unless the page cache holds them. The files
       returned (result_<type>.npy per type, or result.npy) stay there, the others are
       deleted once read (each with its tensor where inference returns no rows of nodes).
-    - changed= and keep_layers= (incremental re-inference) are not done yet for a
-      heterogeneous graph: ValueError.
+    - keep_layers=True (with storage): every layer's results stay in storage with a
+      manifest, for later calls with changed=: a dict of node IDs per type, the nodes whose
+      input rows or in-edges of any relation (added, removed) differ in this graph (the
+      same nodes), or "auto" (found from hashes the manifest kept). Only the rows they
+      reach, layer by layer along every relation, are recomputed (every row from a layer
+      that reads edge data on) and the kept layers updated; the result is a new one, as a
+      full run's. A node left out of changed is the caller's error. A storage that does not
+      match the module, the parameters or the graph's node counts, or left unfinished:
+      ValueError (run a full inference with keep_layers=True). Not with nodes=, nor on a
+      DistGraph; an inference whose forward cannot have it (it reads an edge count, or
+      returns no rows of a node type) refuses it at its entry, saying why.
     - DistDGL (_DistHeteroBatches): g may be a dgl.distributed.DistGraph and the features
       DistTensors. Every trainer calls inference, with the same arguments, after
       dgl.distributed.initialize(), and every process, the servers too, imports the
@@ -573,6 +585,7 @@ class _HeteroBatches:
 
     # the tensors a layer reads: DistTensors too on a DistGraph
     tensor_types = (torch.Tensor,)
+    keep = False  # keep_layers=, changed= (never on a DistGraph)
 
     def __new__(cls, *args, **kwargs):
         # on a dgl.distributed.DistGraph, the variant for DistDGL (_DistHeteroBatches),
@@ -594,11 +607,6 @@ class _HeteroBatches:
         changed=None,
         keep_layers=False,
     ):
-        if changed is not None or keep_layers:
-            raise ValueError(
-                "changed= and keep_layers= (incremental re-inference) are not done yet "
-                "for a heterogeneous graph: call inference without them, for every row"
-            )
         self._check_arguments(model, batch_size, device, max_memory)
         self.g, self.batch_size = g, batch_size
         self.max_memory, self.progress = max_memory, progress
@@ -651,6 +659,32 @@ class _HeteroBatches:
         seen = getattr(type(self), "fastest_seen", None)
         if seen is not None and seen[0] == self.threads:
             self.fastest = seen[1]
+        # incremental re-inference: keep every layer's results in storage (keep_layers), or
+        # update them where `changed` nodes reach (hetero_incremental.py.j2)
+        self.keep = bool(keep_layers) or changed is not None
+        self.changed = changed
+        if self.keep and self.storage is None:
+            raise ValueError(
+                "keep_layers= and changed= keep the layers' results in files: give "
+                "storage=DIR (the same directory for the full run and the later ones)"
+            )
+        auto = isinstance(changed, str) and changed == "auto"
+        if not (changed is None or auto or isinstance(changed, dict)):
+            found = changed if isinstance(changed, str) else type(changed).__name__
+            raise ValueError(
+                f'changed must be a dict of node IDs per type or "auto", not {found!r}'
+            )
+        # the manifest's node counts: of each type
+        self.num_nodes = {t: g.num_nodes(t) for t in g.ntypes}
+        self.typed_inputs = {t: {} for t in g.ntypes}  # type -> input's name -> tensor
+        # the map call running: its results are kept as kept_layer{layer}_*
+        self.layer = -1
+        self.begun = False  # the manifest read and marked "in progress" (_begin)
+        self.all_rows = False  # from a reduction over all nodes on: every row changes
+        # the kept files' shapes; the node inputs and the edge inputs (check_rows)
+        self.kept, self.inputs = {}, ({}, {})
+        self.model, self.identity = model, None
+        self.kept_files = {}  # id of a kept layer's tensor -> its file, and the tensor
 
     def _check_arguments(self, model, batch_size, device, max_memory):
         if batch_size != "auto" and (type(batch_size) is not int or batch_size < 1):
@@ -693,6 +727,9 @@ class _HeteroBatches:
                     f"not {found}"
                 )
             for ntype, t in tensors.items():
+                if self.keep:  # hashed, for changed="auto"
+                    self.inputs[0][f"{name}[{ntype}]"] = t
+                    self.typed_inputs[ntype][name] = t
                 rows = self.g.num_nodes(ntype)
                 ok = isinstance(t, self.tensor_types) and len(t.shape)
                 if not ok or len(t) != rows:
@@ -716,7 +753,10 @@ class _HeteroBatches:
         None for all of them}, walking back from `nodes` ({type: IDs}, or the IDs of `result`'s
         type), as a layer reads its nodes' own rows and those of their in-neighbours by every
         relation. A type's nodes are all of them from where they are most of the type.
+        keep_layers=, changed=: forwards from the changed nodes instead (_begin).
         """
+        if self.keep:
+            return self._begin(nodes, layers)
         if nodes is None:
             return [dict.fromkeys(self.g.ntypes) for _ in range(layers + 1)]
         nodes = {result: nodes} if result is not None else nodes
@@ -766,6 +806,10 @@ class _HeteroBatches:
         """A tensor inference returns, with a row per node (or per edge): its rows for `nodes`
         (in that order) where they are given; out of core, in the file storage/name.npy, left
         on disk when inference returns."""
+        self._finish()  # keep_layers=: the kept layers are complete
+        copied = self._copied(tensor, name) if nodes is None and self.keep else None
+        if copied is not None:
+            return copied
         if nodes is not None:
             nodes = nodes.to(tensor.device)
             if self.storage is None:
@@ -821,6 +865,9 @@ class _HeteroBatches:
         (_in_place).
         """
         names, src, dst, edges = self._bound(source_rows, destination_rows, edge_rows)
+        if edges:  # edge data, not hashed for changed="auto": every row from here on
+            self._reduced()
+        nodes = self._kept_rows(nodes, False)
         outputs = None
         in_place = in_place and not subgraph and self._in_place(src)
         if in_place:  # the rows of the relations into ntype, on `device` once per layer
@@ -845,7 +892,7 @@ class _HeteroBatches:
                 slices = isinstance(batch, slice)
                 bound["num_dst"] = batch.stop - batch.start if slices else len(batch)
             results = layer(block.to(self.device), **bound, ntype=ntype)
-            outputs = self._write(outputs, results, ntype, batch)
+            outputs = self._write(outputs, results, ntype, batch, nodes)
             del block, sources, rows, bound, results  # one batch's rows at a time
         return self._done(outputs)
 
@@ -900,11 +947,11 @@ class _HeteroBatches:
     def map_rows(self, fn, ntype, rows=(), nodes=None):
         """fn(*the batch's rows of each tensor of rows, ntype) for every batch of ntype's
         nodes (of `nodes`, or all); its results for all of them, on the host."""
-        outputs = None
+        outputs, nodes = None, self._kept_rows(nodes, False)
         step = self._batch_size(ntype, rows=rows)
         for batch in self._batches(ntype, "rows", nodes, step):
             rows_here = [self._rows(x, batch) for x in rows]
-            outputs = self._write(outputs, fn(*rows_here, ntype), ntype, batch)
+            outputs = self._write(outputs, fn(*rows_here, ntype), ntype, batch, nodes)
             del rows_here
         return self._done(outputs)
 
@@ -1153,10 +1200,11 @@ class _HeteroBatches:
                 self._read_ahead(x, batch)  # out of core: the pages of these rows
         return x[batch].to(self.device, non_blocking=True)
 
-    def _write(self, outputs, results, ntype, batch):
+    def _write(self, outputs, results, ntype, batch, nodes):
         results = results if isinstance(results, tuple) else (results,)
         if outputs is None:  # each result's width and dtype, from the first batch
-            outputs = [self._empty(r, self.g.num_nodes(ntype)) for r in results]
+            count = self.g.num_nodes(ntype)
+            outputs = [self._output(r, count, i, nodes) for i, r in enumerate(results)]
         for out, r in zip(outputs, results):
             if isinstance(batch, slice):
                 out[batch].copy_(r, non_blocking=True)
@@ -1270,6 +1318,326 @@ class _HeteroBatches:
             os.remove(path)
         except OSError:  # already gone, or mapped where that forbids it (Windows)
             pass
+
+    def _begin(self, nodes, layers):
+        """For keep_layers= or changed=, before any kept file changes: the manifest checked
+        (changed=) and marked "in progress", then the rows each layer recomputes, [before the
+        first layer, layer 1, ..., the last layer], each {type: sorted IDs, or None for all
+        of them}: the changed nodes of each type and those whose out-degree changed in any
+        relation (GraphConv's norm reads them), then layer by layer their out-neighbours by
+        every relation in g. A type's rows are all of them from where they are most of it.
+        Edge data is not hashed: a layer that reads it recomputes every row (map)."""
+        if nodes is not None:
+            raise ValueError(
+                "nodes= computes some rows alone, and keep_layers= or changed= keeps every "
+                "row: call inference without nodes, and take the rows of the result"
+            )
+        self.begun = True
+        self.identity = expected = self._identity()
+        g = self.g
+        out_degrees = [g.out_degrees(etype=rel) for rel in g.canonical_etypes]
+        rows = None  # all nodes
+        if self.changed is None:
+            hashes = [self._type_hashes(t) for t in g.ntypes]
+        else:
+            self._manifest(expected)
+            hashes = [
+                torch.from_numpy(numpy.load(self._kept_path(f"hashes_{i}")))
+                for i in range(len(g.ntypes))
+            ]
+            rows = self._changed_rows(hashes)
+            for i, rel in enumerate(g.canonical_etypes):
+                old = torch.from_numpy(numpy.load(self._kept_path(f"out_degrees_{i}")))
+                moved = (old.to(out_degrees[i]) != out_degrees[i]).nonzero().squeeze(1)
+                rows[rel[0]].append(moved.to(g.idtype))
+            rows = {t: torch.unique(torch.cat(ids)) for t, ids in rows.items()}
+        # from here the kept files may change: a crash leaves the manifest "in progress"
+        self._write_manifest(expected, "in progress")
+        for i, h in enumerate(hashes):
+            numpy.save(self._kept_path(f"hashes_{i}"), h.cpu().numpy())
+        for i, d in enumerate(out_degrees):
+            numpy.save(self._kept_path(f"out_degrees_{i}"), d.cpu().numpy())
+        if rows is None:
+            return [dict.fromkeys(g.ntypes) for _ in range(layers + 1)]
+        needed = []
+        for k in range(layers + 1):
+            rows = {
+                t: None if ids is None or 2 * len(ids) > g.num_nodes(t) else ids
+                for t, ids in rows.items()
+            }
+            needed.append(rows)
+            if k < layers:
+                rows = self._with_out_neighbours(rows)
+        return needed
+
+    def _changed_rows(self, hashes):
+        """{type: [the changed nodes' IDs]}: `changed`'s, their hashes updated in hashes
+        (the others' are the same), or for "auto" those whose hashes differ from the kept
+        ones, hashes then the new ones."""
+        g, rows = self.g, {}
+        if not isinstance(self.changed, str):
+            for ntype in self.changed:
+                if ntype not in g.ntypes:
+                    raise ValueError(f"changed: g has no node type {ntype!r}")
+        for i, ntype in enumerate(g.ntypes):
+            if isinstance(self.changed, str):  # "auto": what differs from the kept
+                new = self._type_hashes(ntype)
+                ids = (hashes[i].to(new.device) != new).any(1).nonzero().squeeze(1)
+                hashes[i] = new
+            else:
+                ids = self.changed.get(ntype, self._none())
+                ok = isinstance(ids, torch.Tensor) and ids.dim() == 1
+                if not ok or ids.dtype not in (torch.int32, torch.int64):
+                    raise ValueError(
+                        f"changed[{ntype!r}] must be a 1-D tensor of node IDs"
+                    )
+                count = g.num_nodes(ntype)
+                if len(ids) and not 0 <= ids.min() <= ids.max() < count:
+                    raise ValueError(f"changed[{ntype!r}] must be IDs of {ntype} nodes")
+                hashes[i][ids.cpu().long()] = self._type_hashes(ntype, ids)
+            rows[ntype] = [ids.to(device=g.device, dtype=g.idtype)]
+        return rows
+
+    def _with_out_neighbours(self, rows):
+        """rows ({type: sorted IDs, or None}) and the destinations of their out-edges in g
+        by every relation, sorted: all of a type where a relation into it comes from all of
+        its source type."""
+        after = dict(rows)
+        for rel in self.g.canonical_etypes:
+            stype, _, dtype = rel
+            indptr, indices, _ = self.csc[rel]
+            if after[dtype] is None or not len(indices):
+                continue
+            if rows[stype] is None:
+                after[dtype] = None
+                continue
+            marked = torch.zeros(self.g.num_nodes(stype), dtype=torch.bool)
+            marked = marked.to(indices.device)
+            marked[rows[stype].to(indices.device).long()] = True
+            positions = marked[indices.long()].nonzero().squeeze(1).to(indptr.dtype)
+            # the in-edges at CSC positions belong to the nodes whose ranges hold them
+            reached = torch.searchsorted(indptr, positions, right=True) - 1
+            reached = reached.to(device=after[dtype].device, dtype=after[dtype].dtype)
+            after[dtype] = torch.unique(torch.cat([after[dtype], reached]))
+        return after
+
+    def _type_hashes(self, ntype, nodes=None):
+        """Per node of ntype (of `nodes`, or all), a 64-bit hash of each of its type's
+        inputs' rows (by name) and one of its in-edges of every relation into ntype (their
+        sources in order, by relation): changed="auto" compares them with the kept ones.
+        """
+        if nodes is None:
+            nodes = torch.arange(self.g.num_nodes(ntype))
+        nodes = nodes.cpu().long()
+        inputs = self.typed_inputs[ntype]
+        columns = [self._row_hashes(inputs[name], nodes) for name in sorted(inputs)]
+        sums = torch.zeros(len(nodes), dtype=torch.int64)
+        for r, rel in enumerate(self.g.canonical_etypes):
+            if rel[2] != ntype:
+                continue
+            indptr, indices, _ = self.csc[rel]
+            ids = nodes.to(indptr.device)
+            degrees = (indptr[ids + 1] - indptr[ids]).long().cpu()
+            sources = indices[self._in_edge_positions(rel, ids)].long().cpu()
+            owner = torch.repeat_interleave(torch.arange(len(nodes)), degrees)
+            rank = torch.arange(len(sources)) - (degrees.cumsum(0) - degrees)[owner]
+            value = self._mix(sources * 0x100000001B3 + rank)
+            mixed = self._mix(degrees * 0x9E3779B1 + r)
+            sums = self._mix(sums.index_add_(0, owner, value) ^ mixed)
+        return torch.stack([*columns, sums], 1)
+
+    def _kept_rows(self, nodes, per_edge):
+        """The rows a map call computes, and its number among the calls, whose results
+        are kept under it. All rows from a reduction over all nodes on, and from a result
+        per edge on: g's edges are numbered anew when edges are added or removed."""
+        if not self.keep:
+            return nodes
+        if not self.begun:  # no row sets asked for: every row
+            self._begin(None, 0)
+        self.layer += 1
+        if per_edge and self.changed is not None:
+            self.all_rows = True
+        return None if self.all_rows else nodes
+
+    def _reduced(self):
+        """A reduction over all nodes: every row after it reads every node."""
+        if self.keep:
+            self.all_rows = self.all_rows or self.changed is not None
+
+    def _output(self, like, rows, index, nodes):
+        """Where a map call's result `index` goes: a new tensor, or for keep_layers= the
+        kept file of this call (all rows computed: a new one, renamed there now; some rows:
+        the kept one, updated in place, where the other rows are already g's)."""
+        if not self.keep:
+            return self._empty(like, rows)
+        name = f"layer{self.layer}_{index}"
+        path, shape = self._kept_path(name), (rows, *like.shape[1:])
+        self.kept[name] = [list(shape), str(like.dtype)]
+        if nodes is None:
+            out = self._in_file(shape, like)
+            if id(out) in self.files:
+                temp, delete = self.files.pop(id(out))
+                delete.detach()
+                os.replace(temp, path)
+            else:  # no rows: an empty file all the same
+                numpy.save(path, numpy.empty(shape, self._numpy_dtype(like)))
+            self.kept_files[id(out)] = (path, out)
+            return out
+        try:
+            array = numpy.load(path, mmap_mode="r+")
+        except (OSError, ValueError):
+            array = None
+        dtype = self._numpy_dtype(like)
+        if array is None or array.shape != shape or array.dtype != dtype:
+            self._stale(f"its {name}.npy is missing or not of shape {shape}")
+        out = torch.from_numpy(array).view(like.dtype)
+        self.kept_files[id(out)] = (path, out)
+        return out
+
+    def _copied(self, tensor, name):
+        """A kept layer returned: a copy of its file (by the kernel, not through memory) as
+        storage/name.npy, a new file, so that the kept one may change in a later call and
+        a result returned never does. None where tensor is no kept layer."""
+        path, kept = self.kept_files.get(id(tensor), (None, None))
+        if kept is not tensor:
+            return None
+        fd, temp = tempfile.mkstemp(suffix=".npy", dir=self.storage)
+        os.close(fd)
+        try:
+            shutil.copyfile(path, temp)
+            array = numpy.load(temp, mmap_mode="r+")
+        except BaseException:
+            os.remove(temp)
+            raise
+        os.replace(temp, os.path.join(self.storage, name + ".npy"))
+        return torch.from_numpy(array).view(tensor.dtype)
+
+    def _finish(self):
+        """The kept files are g's: the manifest says so (at the first result returned)."""
+        if self.keep and self.begun:
+            self._write_manifest(self.identity, "complete")
+            self.begun = False
+
+    def _identity(self):
+        """What the kept layers are the results of: the model's class, the code of its
+        module and of this runtime's (inference and its layers), its parameters and buffers
+        (a model trained again makes other layers), g's node count and the inputs."""
+        model = self.model
+        code = hashlib.sha256()
+        for cls in (type(model), type(self)):
+            module = self._namespace(cls)
+            for name in sorted(module):
+                value = module[name]
+                if getattr(value, "__module__", None) == module["__name__"]:
+                    parts = vars(value).values() if isinstance(value, type) else [value]
+                    for part in parts:
+                        part = getattr(part, "__func__", part)  # a staticmethod's
+                        if hasattr(part, "__code__"):
+                            self._code_digest(part.__code__, code)
+        parameters = hashlib.sha256()
+        for name, t in (*model.named_parameters(), *model.named_buffers()):
+            t = t.detach().cpu().contiguous().reshape(-1)
+            parameters.update(f"{name} {t.dtype} {len(t)};".encode())
+            parameters.update(t.view(torch.uint8).numpy().tobytes())
+        return {
+            "model": f"{type(model).__module__}.{type(model).__qualname__}",
+            "code": code.hexdigest(),
+            "parameters": parameters.hexdigest(),
+            "num_nodes": self.num_nodes,
+            "inputs": [sorted(self.inputs[0]), sorted(self.inputs[1])],
+        }
+
+    @staticmethod
+    def _namespace(cls):
+        """The globals of the module that defines cls (its methods', unwrapped from
+        decorators such as torch.no_grad)."""
+        for value in vars(cls).values():
+            while hasattr(value, "__wrapped__"):
+                value = value.__wrapped__
+            module = getattr(value, "__globals__", {})
+            if module.get("__name__") == cls.__module__:
+                return module
+        return {}
+
+    @staticmethod
+    def _code_digest(code, digest):
+        """code's instructions, names and constants, and its nested functions', into digest
+        (no source file needed: a module imported from one since deleted has none)."""
+        codes = [code]
+        while codes:
+            code = codes.pop()
+            digest.update(code.co_code + repr(code.co_names).encode())
+            for constant in code.co_consts:
+                if hasattr(constant, "co_code"):
+                    codes.append(constant)
+                elif isinstance(constant, frozenset):  # `in {...}`: hash-ordered
+                    digest.update(repr(sorted(map(repr, constant))).encode())
+                else:
+                    digest.update(repr(constant).encode())
+
+    def _manifest(self, expected):
+        """The manifest of storage, checked against this call: never a stale result."""
+        try:
+            with open(self._kept_path("manifest", ".json")) as file:
+                manifest = json.load(file)
+        except (OSError, ValueError):
+            self._stale("it holds no manifest of kept layers")
+        if manifest.get("status") != "complete":
+            self._stale("a call that updated its kept layers did not finish")
+        if manifest.get("num_nodes") != expected["num_nodes"]:
+            self._stale(
+                f"its layers are for {manifest.get('num_nodes')} nodes, and g has "
+                f"{expected['num_nodes']} (adding or removing nodes is not done yet)",
+            )
+        for key, what in (
+            ("model", "another model class"),
+            ("code", "another generated module"),
+            ("parameters", "other parameters or buffers (a model trained again)"),
+            ("inputs", "other inputs"),
+        ):
+            if manifest.get(key) != expected[key]:
+                self._stale(f"its layers are the results of {what}")
+        self.kept = manifest.get("kept", {})
+
+    def _write_manifest(self, expected, status):
+        path = self._kept_path("manifest", ".json")
+        with open(path + ".tmp", "w") as file:
+            json.dump({**expected, "status": status, "kept": self.kept}, file)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(path + ".tmp", path)  # whole, or not at all
+
+    def _stale(self, why):
+        raise ValueError(
+            f"changed= needs the layers a full run kept in storage {self.storage!r}, and "
+            f"{why}: run a full inference(..., storage=..., keep_layers=True) first"
+        )
+
+    def _kept_path(self, name, suffix=".npy"):
+        return os.path.join(self.storage, f"kept_{name}{suffix}")
+
+    def _row_hashes(self, t, index):
+        """A 64-bit hash of the bytes of each row of t at index, over ranges of them (a
+        batch's rows in memory at a time)."""
+        hashes, step = [torch.zeros(0, dtype=torch.int64)], 1 << 16
+        for start in range(0, len(index), step):
+            rows = t[index[start : start + step].to(t.device)].to("cpu").contiguous()
+            rows = rows.reshape(len(rows), -1).view(torch.uint8)
+            pad = -rows.shape[1] % 8
+            rows = torch.nn.functional.pad(rows, (0, pad)).view(torch.int64)
+            where = self._mix(torch.arange(1, rows.shape[1] + 1))
+            hashes.append(self._mix(self._mix(rows ^ where).sum(1) ^ rows.shape[1]))
+        return torch.cat(hashes)
+
+    @staticmethod
+    def _mix(x):
+        """splitmix64's finaliser on int64 (wrapping): each bit of x moves every bit of the
+        hash."""
+        x = x ^ ((x >> 30) & 0x3FFFFFFFF)
+        x = x * -4658895280553007687  # 0xbf58476d1ce4e5b9
+        x = x ^ ((x >> 27) & 0x1FFFFFFFFF)
+        x = x * -7723592293110705685  # 0x94d049bb133111eb
+        return x ^ ((x >> 31) & 0x1FFFFFFFF)
 
     def _paced(self, batches, work):
         """The batches, each run on the number of torch threads that has run this layer's

@@ -28,6 +28,7 @@ from gnn_codegen.render.runtime_module import HETERO_RUNTIME as RUNTIME
 from gnn_codegen.render.squeezed_rows import hetero_checks as squeeze_checks
 from gnn_codegen.render.squeezed_rows import squeezes_every_axis, squeezes_first_axis
 from gnn_codegen.render.hetero_docstring import _and, _docstring
+from gnn_codegen.render import hetero_incremental as incremental
 from gnn_codegen.render.hetero_layer import HeteroLayerFunction, _reads_full_degrees
 
 _MOD_KWARGS = re.compile(r"mod_kwargs\s*=\s*([A-Za-z_]\w*)")
@@ -103,6 +104,7 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
                                  for n in plan.nodes if n in plan.ntype  # a type's rows, not a weight's
                                  and (squeezes_every_axis(n) or squeezes_first_axis(n))], graph)
         self._name_constants()
+        lines += incremental.refusal_lines(self.subsets, self.count_lines)
         if self.count_lines:
             lines += ["# the full graph's counts forward reads", *self.count_lines]
         if self.once_lines:
@@ -121,7 +123,8 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
         body = ["@torch.no_grad()", f"def inference(self, {', '.join(params)}):",
                 *_docstring(self.model, traced, self.result_kind,
                             any(self.on_subgraphs(k) for k in range(1, plan.num_stages + 1)), RUNTIME,
-                            header.get("runtime_module")),
+                            header.get("runtime_module"),
+                            incremental.paragraph(self.subsets, self.count_lines)),
                 "    self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode"]
         body += [f"    {line}" for line in lines]
         stages = [self._stage(stage) for stage in range(plan.num_stages + 1)]

@@ -17,7 +17,10 @@ def _and(items: list[str]) -> str:
 
 
 def _docstring(model: torch.nn.Module, traced: Any, result: str | None, subgraphs: bool = False,
-               runtime: str = "_HeteroBatches", runtime_module: str | None = None) -> list[str]:
+               runtime: str = "_HeteroBatches", runtime_module: str | None = None,
+               incremental: str = "") -> list[str]:
+    """incremental: why this model refuses keep_layers= or changed=, if it does
+    (hetero_incremental.py); what they do is the runtime's docstring's."""
     from_graph = dict(traced.graph_data)
     features = [p for p, _ in traced.inputs if p not in from_graph]
     graph = f"[g] * {traced.blocks}" if traced.blocks else traced.graph_arg
@@ -51,6 +54,8 @@ def _docstring(model: torch.nn.Module, traced: Any, result: str | None, subgraph
     # what the runtime's parameters do is the same in every module: its docstring says it
     own = ["batch_size", "device", "max_memory", "progress", *(["nodes"] if result is not None else []),
            "storage", "changed", "keep_layers"]
+    if incremental:
+        paragraphs.append(incremental)
     paragraphs.append(parameters_sentence(own, runtime, runtime_module))
     lines: list[str] = []
     for paragraph in paragraphs:

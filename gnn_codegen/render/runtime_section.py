@@ -44,6 +44,7 @@ HETERO_TESTED_BY = (
     "tests/test_goldens.py::test_runtime_section_is_hashed_and_identical",
     "tests/test_hetero.py (batch sizes, rows in place or gathered, nodes=, storage=, memory)",
     "tests/test_hetero_differential.py",
+    "tests/test_hetero_incremental.py (keep_layers=, changed=)",
     "tests/test_threads.py",
     "tests/test_distributed.py",
     "tests/test_simulated_device.py",

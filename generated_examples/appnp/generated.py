@@ -146,7 +146,7 @@ class APPNP(nn.Module):
             )
             dst_norm = dst_norm.to(device)
             feat = linear * src_norm
-            return src_norm, dst_norm, feat, 0.1 * linear
+            return src_norm, dst_norm, feat, self.propagate._alpha * linear
 
         src_norm, dst_norm, feat_2, feat0_2 = batches.map_nodes(
             prologue, in_degrees, out_degrees, features, nodes=needed[0]
@@ -164,7 +164,7 @@ class APPNP(nn.Module):
                 )
                 h = block.dstdata["h"]
             h = h * dst_norm
-            feat = 0.9 * h
+            feat = (1 - self.propagate._alpha) * h
             feat = feat + feat0_2
             return feat * src_norm
 
@@ -190,7 +190,7 @@ class APPNP(nn.Module):
                 )
                 h = block.dstdata["h"]
             h = h * dst_norm
-            feat = 0.9 * h
+            feat = (1 - self.propagate._alpha) * h
             return feat + feat0_2
 
         feat = batches.map(

@@ -46,18 +46,20 @@ class LayerCalls:
         """The loop over a run of identical layers: its function, named for any of them, and
         `for k in range(first, last + 1): h = batches.map(layer_k, source_rows=dict(h=h), ...)`."""
         first, last = runs[loop.start][0].layer, runs[loop.end][0].layer
-        counter = self.names.take("k")
-        function = replace(function, name=self.names.take("layer_k"))
+        # over the layers, or over the index of the module each layer runs (module_index.py)
+        counter, base = (loop.counter, loop.base) if loop.indexed else (self.names.take("k"), 0)
+        function = replace(function, name=self.names.take("layer_i" if loop.indexed else "layer_k"))
         if which is not None:
-            which = f"{self.needed}[{counter}]"
-        else:
+            layer = counter if not base else f"{counter} - {base}" if base > 0 else f"{counter} + {-base}"
+            which = f"{self.needed}[{layer}]"
+        elif not loop.indexed:
             counter = "_"
         call = self._call(function, self.runtimes.get(runs[loop.start][0].graph, self.batches), which)
         targets = ", ".join(self.buffer[v] for v in runs[loop.end][0].stores)
         # a loop variable that starts from a tensor of another name (the caller's x)
         starts = [f"{self.buffer[values[-1]]} = {self.buffer[values[0]]}" for values in loop.chained
                   if self.buffer[values[0]] != self.buffer[values[-1]]]
-        return function, which, [*starts, f"for {counter} in range({first}, {last + 1}):", f"    {targets} = {call}"]
+        return function, which, [*starts, f"for {counter} in {_spelled_range(first + base, last + base + 1)}:", f"    {targets} = {call}"]
 
     def _before_loop(self, stage: Stage, writer: LayerWriter) -> list[str]:
         """The lines that compute the stage's reductions over all nodes from stored rows, in a
@@ -143,3 +145,8 @@ class LayerCalls:
             return f"{self.batches}.result({', '.join(args)})"
 
         return spell(value)
+
+
+def _spelled_range(start: int, stop: int) -> str:
+    """`range(7)` for range(0, 7), as a person writes it."""
+    return f"range({stop})" if start == 0 else f"range({start}, {stop})"

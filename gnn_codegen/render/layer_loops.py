@@ -13,10 +13,11 @@ came out identical before it folds them (else it keeps the layers apart)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gnn_codegen.cut.plan import Stage
 from gnn_codegen.render.layer import LayerFunction
+from gnn_codegen.render.module_index import counted, offsets, relative, uses_name
 
 MIN_RUN = 3  # two copies read as well as a loop; three or more do not
 
@@ -28,6 +29,11 @@ class LayerLoop:
     # per tensor the loop carries from layer to layer (h, and GraphConv's normed source rows):
     # the values its one variable holds in turn, the first layer's input first
     chained: tuple[tuple[str, ...], ...]
+    # layers that differ in their module's index (module_index.py): the loop's variable runs
+    # over the first layer's index (its layer + base), and names it (counter, given by fold)
+    indexed: bool = False
+    base: int = 0
+    counter: str = ""
 
 
 def _is_layer(stage: Stage, function: LayerFunction) -> bool:
@@ -53,15 +59,17 @@ def _carried(before: Stage, function: LayerFunction, buffer: dict[str, str], pri
     return carried
 
 
-def _shape(function: LayerFunction, positions: set[int]) -> tuple | None:
-    """The function with the parameters at `positions` made anonymous, to compare with another."""
+def _shape(function: LayerFunction, positions: set[int], layer: int | None = None) -> tuple | None:
+    """The function with the parameters at `positions` made anonymous, to compare with another;
+    with its layer, its module indices too, relative to it (module_index.py)."""
     if any(i >= len(function.params) for i in positions):
         return None
     names = {function.params[i]: f"\0{i}" for i in positions}
     pattern = re.compile(r"\b(" + "|".join(re.escape(n) for n in names) + r")\b") if names else None
 
     def anonymous(text: str) -> str:
-        return pattern.sub(lambda m: names[m.group(1)], text) if pattern else text
+        text = pattern.sub(lambda m: names[m.group(1)], text) if pattern else text
+        return text if layer is None else relative(text, layer)
 
     return (tuple(anonymous(p) for p in function.params), tuple(anonymous(line) for line in function.body),
             tuple(map(anonymous, function.src)), tuple(map(anonymous, function.dst)),
@@ -85,22 +93,30 @@ def find_loops(stages: list[Stage], functions: list[LayerFunction], buffer: dict
     def order(link: dict[int, str], stage: Stage) -> tuple[int, ...]:  # store j -> its positions
         return tuple(tuple(i for i, v in link.items() if v == store) for store in stage.stores)
 
-    loops: list[LayerLoop] = []
-    position = 0
-    while position < len(stages):
+    def shape(i: int, link: int, indexed: bool) -> tuple | None:  # function i, its params as link's
+        return _shape(functions[i], set(links[link]), stages[i].layer if indexed else None)
+
+    def run(position: int, indexed: bool) -> tuple[int, int]:
         end = position
         while (end + 1 < len(stages) and links[end] is not None
                and (end == position or order(links[end], stages[end]) == order(links[end - 1], stages[end - 1]))
-               and (end == position or _shape(functions[end], set(links[end - 1]))
-                    == _shape(functions[end + 1], set(links[end])))):
+               and (end == position or shape(end, end - 1, indexed) == shape(end + 1, end, indexed))):
             end += 1
         start = position
         # the first layer reads, in the carried places, what any stage before stored or the
         # caller's tensor: the loop's variables start from it (renamed, or `h = x` before it)
         if end > start and (not _is_layer(stages[start], functions[start])
-                            or _shape(functions[start], set(links[start]))
-                            != _shape(functions[start + 1], set(links[start]))):
+                            or shape(start, start, indexed) != shape(start + 1, start, indexed)):
             start += 1
+        return start, end
+
+    loops: list[LayerLoop] = []
+    position = 0
+    while position < len(stages):
+        # identical layers, or else layers identical but for their module's index
+        (start, end), indexed = run(position, False), False
+        if end - start + 1 < MIN_RUN:
+            (start, end), indexed = run(position, True), True
         if end - start + 1 >= MIN_RUN:
             arguments = ["block", *functions[start].src, *functions[start].dst, *functions[start].edges]
             value_of = {name: value for value, name in buffer.items()}
@@ -108,7 +124,8 @@ def find_loops(stages: list[Stage], functions: list[LayerFunction], buffer: dict
                 (value_of[arguments[p[0]]], *(stages[i].stores[j] for i in range(start, end + 1)))
                 for j, p in enumerate(order(links[start], stages[start]))
             )
-            loops.append(LayerLoop(start, end, chained))
+            shifts = offsets(functions[start], stages[start].layer) if indexed else set()
+            loops.append(LayerLoop(start, end, chained, bool(shifts), min(shifts, default=0)))
         position = end + 1
     return loops
 
@@ -138,7 +155,18 @@ def fold(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, 
             entry = first in private and readers.get(buffer[first]) == 1
             for value in values if entry else values[1:]:
                 buffer[value] = name
+    loops = [replace(loop, counter=take_name("i")) if loop.indexed else loop for loop in loops]
     written = rewrite()
+    for loop in loops:  # module indices from the loop's variable (module_index.py)
+        if not loop.indexed:
+            continue
+        run = range(loop.start, loop.end + 1)
+        if any(uses_name(written[p], loop.counter) for p in run):  # a local would hide it
+            buffer.clear()
+            buffer.update(before)
+            return rewrite(), []
+        for p in run:
+            written[p] = counted(written[p], stages[p].layer, loop.counter, loop.base)
     for loop in loops:  # the first may read the caller's x where the others read h
         bodies = {(tuple(f.params), tuple(f.body), tuple(f.src), tuple(f.dst), tuple(f.edges), f.in_place, f.returns)
                   for f in written[loop.start + 1:loop.end + 1]}

@@ -72,3 +72,12 @@ def test_a_constant_is_the_attribute_only_where_its_line_reads_it(alpha: float, 
     if not spelled:
         assert "self.prop.alpha" not in method
     _exact(generated)
+
+
+@pytest.mark.parametrize("example", ["tagcn", "chebnet", "gcnii"])
+def test_a_norm_every_conv_computes_is_computed_once(example: str) -> None:
+    """TAGConv's and ChebConv's in-degree norm (in_degrees.to(feat), reshaped to feat.dim()),
+    computed by every conv of the stack from its own input: once, before the first layer
+    (the goldens are regenerated and compared by tests/test_goldens.py)."""
+    method = _method((REPO / "generated_examples" / example / "generated.py").read_text())
+    assert method.count("torch.pow(") == 1

@@ -55,11 +55,19 @@ class LayerCalls:
         elif not loop.indexed:
             counter = "_"
         call = self._call(function, self.runtimes.get(runs[loop.start][0].graph, self.batches), which)
-        targets = ", ".join(self.buffer[v] for v in runs[loop.end][0].stores)
+        # what each layer stores for the layers after the loop: appended to its list in turn
+        lists = {values[-1]: self.buffer[values[-1]].partition("[")[0] for values in loop.collected}
+        # each layer's, named for the layer (`feats_k`)
+        each = {value: self.names.take(f"{listed.removesuffix('_by_layer')}_{counter.strip('_') or 'k'}")
+                for value, listed in lists.items()}
+        targets = ", ".join(each.get(v, self.buffer[v]) for v in runs[loop.end][0].stores)
         # a loop variable that starts from a tensor of another name (the caller's x)
         starts = [f"{self.buffer[values[-1]]} = {self.buffer[values[0]]}" for values in loop.chained
                   if self.buffer[values[0]] != self.buffer[values[-1]]]
-        return function, which, [*starts, f"for {counter} in {_spelled_range(first + base, last + base + 1)}:", f"    {targets} = {call}"]
+        starts += [f"{listed} = []" for listed in lists.values()]
+        appends = [f"    {lists[v]}.append({name})" for v, name in each.items()]
+        return function, which, [*starts, f"for {counter} in {_spelled_range(first + base, last + base + 1)}:",
+                                 f"    {targets} = {call}", *appends]
 
     def _before_loop(self, stage: Stage, writer: LayerWriter) -> list[str]:
         """The lines that compute the stage's reductions over all nodes from stored rows, in a
@@ -111,6 +119,7 @@ class LayerCalls:
         last: dict[str, int] = {}
         for position, function in enumerate(functions):
             for tensor in (*function.src, *function.dst, *function.edges):
+                tensor = tensor.partition("[")[0]  # a list a loop appended to (layer_loops.py): whole
                 if tensor not in keep:
                     last[tensor] = position
         return last

@@ -34,6 +34,9 @@ class LayerLoop:
     indexed: bool = False
     base: int = 0
     counter: str = ""
+    # per tensor each layer stores for a stage after the loop alone (DAGNN's every hop, which
+    # its last layer stacks): the values, one per layer, kept in a list in turn
+    collected: tuple[tuple[str, ...], ...] = ()
 
 
 def _is_layer(stage: Stage, function: LayerFunction) -> bool:
@@ -43,18 +46,19 @@ def _is_layer(stage: Stage, function: LayerFunction) -> bool:
 
 
 def _carried(before: Stage, function: LayerFunction, buffer: dict[str, str], private: set[str],
-             readers: dict[str, int], whole: bool = True) -> dict[int, str] | None:
+             readers: dict[str, int], whole: bool = True, kept=lambda value: False) -> dict[int, str] | None:
     """The function's parameters that the stage before stores for it alone: parameter position
     -> value. Between two layers of a loop (whole), None unless every value the stage before
-    stores is such a parameter; before the loop's first layer, the stage before (the prologue,
-    say) may also store what others read."""
+    stores is such a parameter or kept(value) (read by later layers alone: find_loops checks
+    which); before the loop's first layer, the stage before (the prologue, say) may also store
+    what others read."""
     by_name = {buffer[v]: v for v in before.stores}
     # a layer function's parameters after `block` are its src, dst and edge tensors, in order
     # (render_layer.py); one tensor may be two parameters (`h` on sources, `h_dst`)
     arguments = ["block", *function.src, *function.dst, *function.edges]
     carried = {i: by_name[a] for i, a in enumerate(arguments)
                if a in by_name and by_name[a] in private and readers.get(a) == 1}
-    if whole and set(carried.values()) != set(before.stores):
+    if whole and not all(v in carried.values() or (kept(v) and buffer[v] not in arguments) for v in before.stores):
         return None
     return carried
 
@@ -84,11 +88,21 @@ def find_loops(stages: list[Stage], functions: list[LayerFunction], buffer: dict
     forward's inputs or results); readers: a tensor's name -> how many stages read it."""
     # links[i]: how layer i+1 reads what layer i stores (parameter position -> value), where
     # it reads all of it and nothing else does
+    # the positions of the functions that read each tensor
+    read_at: dict[str, list[int]] = {}
+    for p, f in enumerate(functions):
+        for tensor in {*f.src, *f.dst, *f.edges}:
+            read_at.setdefault(tensor, []).append(p)
+
+    def kept(value: str) -> bool:  # stored for later layers' functions alone (no reduction)
+        name = buffer[value]
+        return value in private and len(read_at.get(name, ())) == readers.get(name, 0) > 0
+
     links: list[dict[int, str] | None] = [None] * len(stages)
     for i in range(len(stages) - 1):
         if (_is_layer(stages[i], functions[i]) and _is_layer(stages[i + 1], functions[i + 1])
                 and stages[i].graph == stages[i + 1].graph):
-            links[i] = _carried(stages[i], functions[i + 1], buffer, private, readers)
+            links[i] = _carried(stages[i], functions[i + 1], buffer, private, readers, kept=kept)
 
     def order(link: dict[int, str], stage: Stage) -> tuple[int, ...]:  # store j -> its positions
         return tuple(tuple(i for i, v in link.items() if v == store) for store in stage.stores)
@@ -117,15 +131,23 @@ def find_loops(stages: list[Stage], functions: list[LayerFunction], buffer: dict
         (start, end), indexed = run(position, False), False
         if end - start + 1 < MIN_RUN:
             (start, end), indexed = run(position, True), True
+        collected: tuple[int, ...] = ()
+        if end - start + 1 >= MIN_RUN:
+            # stores no layer of the loop reads: read after it alone, or the loop ends sooner
+            collected = tuple(j for j, p in enumerate(order(links[start], stages[start])) if not p)
+            first_reader = min((read_at[buffer[stages[i].stores[j]]][0] for i in range(start, end + 1)
+                                for j in collected), default=len(stages))
+            end = min(end, first_reader - 1)
         if end - start + 1 >= MIN_RUN:
             arguments = ["block", *functions[start].src, *functions[start].dst, *functions[start].edges]
             value_of = {name: value for value, name in buffer.items()}
             chained = tuple(
                 (value_of[arguments[p[0]]], *(stages[i].stores[j] for i in range(start, end + 1)))
-                for j, p in enumerate(order(links[start], stages[start]))
+                for j, p in enumerate(order(links[start], stages[start])) if p
             )
             shifts = offsets(functions[start], stages[start].layer) if indexed else set()
-            loops.append(LayerLoop(start, end, chained, bool(shifts), min(shifts, default=0)))
+            kept_values = tuple(tuple(stages[i].stores[j] for i in range(start, end + 1)) for j in collected)
+            loops.append(LayerLoop(start, end, chained, bool(shifts), min(shifts, default=0), "", kept_values))
         position = end + 1
     return loops
 
@@ -155,6 +177,10 @@ def fold(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, 
             entry = first in private and readers.get(buffer[first]) == 1
             for value in values if entry else values[1:]:
                 buffer[value] = name
+        for values in loop.collected:  # `feats_by_layer[0]`, ... (layer_calls.py appends them)
+            listed = take_name(f"{loop_variable(buffer[values[-1]])}_by_layer")
+            for i, value in enumerate(values):
+                buffer[value] = f"{listed}[{i}]"
     loops = [replace(loop, counter=take_name("i")) if loop.indexed else loop for loop in loops]
     written = rewrite()
     for loop in loops:  # module indices from the loop's variable (module_index.py)

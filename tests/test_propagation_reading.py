@@ -81,3 +81,15 @@ def test_a_norm_every_conv_computes_is_computed_once(example: str) -> None:
     (the goldens are regenerated and compared by tests/test_goldens.py)."""
     method = _method((REPO / "generated_examples" / example / "generated.py").read_text())
     assert method.count("torch.pow(") == 1
+
+
+def test_messages_weighted_by_ones_are_copies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """APPNPConv without edge weights multiplies every message by torch.ones(num_edges, 1):
+    exact as fn.copy_u, with no tensor of ones made per batch (analysis/unit_weights.py)."""
+    method = _method((REPO / "generated_examples" / "appnp" / "generated.py").read_text())
+    assert "torch.ones(" not in method and "u_mul_e" not in method
+    assert method.count('dgl.function.copy_u("h", "m")') == 2
+    monkeypatch.chdir(REPO)  # and the weighted APPNP keeps its weights
+    generated = generate_all("tests/models/multi_hop.py:WeightedAPPNP",
+                             GenerateOptions(init='{"in_size": 8, "hid_size": 12, "out_size": 4}'))
+    assert "u_mul_e" in _method(generated.source)

@@ -5,6 +5,7 @@ returned."""
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import replace
 from typing import Any
@@ -19,6 +20,9 @@ from gnn_codegen.lower.row_axis import RowAxis
 from gnn_codegen.lower.row_ranges import RowRange, spelled_result
 from gnn_codegen.render.code import comment
 from gnn_codegen.render.layer import LayerFunction, LayerWriter
+
+# an item of a list a loop appends to (`feats_by_layer[0]`, layer_loops.py)
+_LISTED = re.compile(r"^(\w+)\[\d+\]$")
 
 
 class LayerCalls:
@@ -56,7 +60,7 @@ class LayerCalls:
             counter = "_"
         call = self._call(function, self.runtimes.get(runs[loop.start][0].graph, self.batches), which)
         # what each layer stores for the layers after the loop: appended to its list in turn
-        lists = {values[-1]: self.buffer[values[-1]].partition("[")[0] for values in loop.collected}
+        lists = {values[-1]: _LISTED.match(self.buffer[values[-1]]).group(1) for values in loop.collected}  # type: ignore[union-attr]
         # each layer's, named for the layer (`feats_k`)
         each = {value: self.names.take(f"{listed.removesuffix('_by_layer')}_{counter.strip('_') or 'k'}")
                 for value, listed in lists.items()}
@@ -119,7 +123,8 @@ class LayerCalls:
         last: dict[str, int] = {}
         for position, function in enumerate(functions):
             for tensor in (*function.src, *function.dst, *function.edges):
-                tensor = tensor.partition("[")[0]  # a list a loop appended to (layer_loops.py): whole
+                listed = _LISTED.match(tensor)  # a list a loop appended to (layer_loops.py): whole
+                tensor = listed.group(1) if listed else tensor
                 if tensor not in keep:
                     last[tensor] = position
         return last

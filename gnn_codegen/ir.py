@@ -18,6 +18,24 @@ class Ref:
     name: str
 
 
+class ModuleFloat(float):
+    """A float fx folded from a module's attributes (GCN2Conv's `1 - self.beta`), written as the
+    expression it came from (`1 - self.convs[4].beta`, module_constants.py): a float like any
+    other to every pass, an expression to the renderer. The expression computes this very
+    double (checked where it is made)."""
+
+    expression: str
+    atom: bool  # safe as an operand without parentheses
+
+    def __new__(cls, value: float, expression: str, atom: bool) -> "ModuleFloat":
+        made = super().__new__(cls, value)
+        made.expression, made.atom = expression, atom
+        return made
+
+    def __reduce__(self) -> Any:
+        return ModuleFloat, (float(self), self.expression, self.atom)
+
+
 @dataclass(frozen=True)
 class Spelled:
     """A value forward computes from its inputs alone, folded into the derived graph that reads

@@ -115,7 +115,7 @@ class APPNP(nn.Module):
             )
             dst_norm = dst_norm.to(device)
             feat = linear * src_norm
-            return src_norm, dst_norm, feat, 0.1 * linear
+            return src_norm, dst_norm, feat, self.propagate._alpha * linear
 
         src_norm, dst_norm, feat_2, feat0_2 = batches.map_nodes(
             prologue, in_degrees, out_degrees, features, nodes=needed[0]
@@ -123,17 +123,16 @@ class APPNP(nn.Module):
         del in_degrees, out_degrees
 
         # Layers 1 to 9 of 10, each the same function of the layer before: g.update_all
-        # (u_mul_e, sum).
+        # (copy_u, sum).
         def layer_k(block, feat_2, src_norm, feat0_2, dst_norm):
             with block.local_scope():
                 block.srcdata["h"] = feat_2
-                block.edata["w"] = torch.ones(block.num_edges(), 1).to(device)
                 block.update_all(
-                    dgl.function.u_mul_e("h", "w", "m"), dgl.function.sum("m", "h")
+                    dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
             h = h * dst_norm
-            feat = 0.9 * h
+            feat = (1 - self.propagate._alpha) * h
             feat = feat + feat0_2
             return feat * src_norm
 
@@ -149,17 +148,16 @@ class APPNP(nn.Module):
             )
         del src_norm
 
-        # Layer 10 of 10: g.update_all (u_mul_e, sum).
+        # Layer 10 of 10: g.update_all (copy_u, sum).
         def layer_10(block, feat_2, feat0_2, dst_norm):
             with block.local_scope():
                 block.srcdata["h"] = feat_2
-                block.edata["w"] = torch.ones(block.num_edges(), 1).to(device)
                 block.update_all(
-                    dgl.function.u_mul_e("h", "w", "m"), dgl.function.sum("m", "h")
+                    dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
             h = h * dst_norm
-            feat = 0.9 * h
+            feat = (1 - self.propagate._alpha) * h
             return feat + feat0_2
 
         feat = batches.map(

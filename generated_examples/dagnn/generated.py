@@ -130,81 +130,62 @@ class DAGNN(nn.Module):
             norm = torch.pow(degs, -0.5).to(device).unsqueeze(1)
             return h, norm, h * norm
 
-        h0, norm, feats0 = batches.map_nodes(
+        h0, norm, feats_2 = batches.map_nodes(
             prologue, in_degrees, feats, nodes=needed[0]
         )
         del in_degrees
 
-        # Layer 1 of 4: graph.update_all (copy_u, sum).
-        def layer_1(block, feats0, norm):
+        # Layers 1 to 3 of 4, each the same function of the layer before: graph.update_all
+        # (copy_u, sum).
+        def layer_k(block, feats_2, norm):
             with block.local_scope():
-                block.srcdata["h"] = feats0
+                block.srcdata["h"] = feats_2
                 block.update_all(fn.copy_u("h", "m"), fn.sum("m", "h"))
                 h = block.dstdata["h"]
             h = h * norm
             return h, h * norm
 
-        feats1, feats1_2 = batches.map(
-            layer_1,
-            source_rows=dict(feats0=feats0),
-            destination_rows=dict(norm=norm),
-            in_place=True,
-            nodes=needed[1],
-        )
-        del feats0
-
-        # Layer 2 of 4: graph.update_all (copy_u, sum).
-        def layer_2(block, feats1_2, norm):
-            with block.local_scope():
-                block.srcdata["h"] = feats1_2
-                block.update_all(fn.copy_u("h", "m"), fn.sum("m", "h"))
-                h = block.dstdata["h"]
-            h = h * norm
-            return h, h * norm
-
-        feats2, feats2_2 = batches.map(
-            layer_2,
-            source_rows=dict(feats1_2=feats1_2),
-            destination_rows=dict(norm=norm),
-            in_place=True,
-            nodes=needed[2],
-        )
-        del feats1_2
-
-        # Layer 3 of 4: graph.update_all (copy_u, sum).
-        def layer_3(block, feats2_2, norm):
-            with block.local_scope():
-                block.srcdata["h"] = feats2_2
-                block.update_all(fn.copy_u("h", "m"), fn.sum("m", "h"))
-                h = block.dstdata["h"]
-            h = h * norm
-            return h, h * norm
-
-        feats3, feats3_2 = batches.map(
-            layer_3,
-            source_rows=dict(feats2_2=feats2_2),
-            destination_rows=dict(norm=norm),
-            in_place=True,
-            nodes=needed[3],
-        )
-        del feats2_2
+        feats_by_layer = []
+        for k in range(1, 4):
+            feats_k, feats_2 = batches.map(
+                layer_k,
+                source_rows=dict(feats_2=feats_2),
+                destination_rows=dict(norm=norm),
+                in_place=True,
+                nodes=needed[k],
+            )
+            feats_by_layer.append(feats_k)
 
         # Layer 4 of 4: graph.update_all (copy_u, sum).
-        def layer_4(block, feats3_2, h0, feats1, feats2, feats3, norm):
+        def layer_4(
+            block,
+            feats_2,
+            h0,
+            feats_by_layer_0,
+            feats_by_layer_1,
+            feats_by_layer_2,
+            norm,
+        ):
             with block.local_scope():
-                block.srcdata["h"] = feats3_2
+                block.srcdata["h"] = feats_2
                 block.update_all(fn.copy_u("h", "m"), fn.sum("m", "h"))
                 h = block.dstdata["h"]
             h = h * norm
-            H = torch.stack([h0, feats1, feats2, feats3, h], dim=1)
+            H = torch.stack(
+                [h0, feats_by_layer_0, feats_by_layer_1, feats_by_layer_2, h], dim=1
+            )
             S = torch.sigmoid(torch.matmul(H, self.dagnn.s)).permute(0, 2, 1)
             return torch.matmul(S, H).squeeze(1)
 
         out = batches.map(
             layer_4,
-            source_rows=dict(feats3_2=feats3_2),
+            source_rows=dict(feats_2=feats_2),
             destination_rows=dict(
-                h0=h0, feats1=feats1, feats2=feats2, feats3=feats3, norm=norm
+                h0=h0,
+                feats_by_layer_0=feats_by_layer[0],
+                feats_by_layer_1=feats_by_layer[1],
+                feats_by_layer_2=feats_by_layer[2],
+                norm=norm,
             ),
             in_place=True,
             nodes=needed[4],

@@ -146,7 +146,7 @@ class DeepGCN(nn.Module):
         def before_layer_2(h1):
             x = h1 - col_mean
             rownorm_mean_terms = x.pow(2).sum(dim=1)
-            return rownorm_mean_terms, 1.0 * x
+            return rownorm_mean_terms, self.norm.scale * x
 
         rownorm_mean_terms, x1 = batches.map_nodes(before_layer_2, h1)
         del h1
@@ -184,7 +184,7 @@ class DeepGCN(nn.Module):
         def before_layer_3(h2):
             x = h2 - col_mean_2
             rownorm_mean_terms = x.pow(2).sum(dim=1)
-            return rownorm_mean_terms, 1.0 * x
+            return rownorm_mean_terms, self.norm.scale * x
 
         rownorm_mean_terms2, x2 = batches.map_nodes(before_layer_3, h2)
         del h2

@@ -110,234 +110,61 @@ class GCNII(nn.Module):
             )
             return h, norm, h * norm
 
-        h0, norm, feat0 = batches.map_nodes(
+        h0, norm, feat = batches.map_nodes(
             prologue, in_degrees, features, nodes=needed[0]
         )
+        del in_degrees
 
-        # Layer 1 of 8: graph.update_all (copy_u, sum).
-        def layer_1(block, feat0, in_degrees, h0, norm):
+        # Layers 1 to 7 of 8, each the same function of the layer before with its own module,
+        # [i] of the loop below: graph.update_all (copy_u, sum).
+        def layer_i(block, feat, norm, h0):
             with block.local_scope():
-                block.srcdata["h"] = feat0
+                block.srcdata["h"] = feat
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
-            h = (h * norm) * 0.9
-            feat_sum = h + (h0[: h.size(0)] * 0.1)
-            feat_proj_sum = feat_sum @ self.convs[0].weight1
-            rst = 0.5945348918918356 * feat_sum
-            rst = F.relu(
-                (rst + (0.4054651081081644 * feat_proj_sum)) + self.convs[0].bias
-            )
-            norm_2 = (
-                torch.pow(in_degrees.to(rst).clamp(min=1), -0.5).to(device).unsqueeze(1)
-            )
-            return norm_2, rst * norm_2
-
-        norm1, feat1 = batches.map(
-            layer_1,
-            source_rows=dict(feat0=feat0),
-            destination_rows=dict(in_degrees=in_degrees, h0=h0, norm=norm),
-            in_place=True,
-            nodes=needed[1],
-        )
-        del feat0, norm
-
-        # Layer 2 of 8: graph.update_all (copy_u, sum).
-        def layer_2(block, feat1, in_degrees, h0, norm1):
-            with block.local_scope():
-                block.srcdata["h"] = feat1
-                block.update_all(
-                    dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
+            h = (h * norm) * (1 - self.convs[i].alpha)
+            feat_sum = h + (h0[: h.size(0)] * self.convs[i].alpha)
+            feat_proj_sum = feat_sum @ self.convs[i].weight1
+            rst = (1 - self.convs[i].beta) * feat_sum
+            return (
+                F.relu(
+                    (rst + (self.convs[i].beta * feat_proj_sum)) + self.convs[i].bias
                 )
-                h = block.dstdata["h"]
-            h = (h * norm1) * 0.9
-            feat_sum = h + (h0[: h.size(0)] * 0.1)
-            feat_proj_sum = feat_sum @ self.convs[1].weight1
-            rst = 0.7768564486857903 * feat_sum
-            rst = F.relu(
-                (rst + (0.22314355131420976 * feat_proj_sum)) + self.convs[1].bias
+                * norm
             )
-            norm = (
-                torch.pow(in_degrees.to(rst).clamp(min=1), -0.5).to(device).unsqueeze(1)
-            )
-            return norm, rst * norm
 
-        norm2, feat2 = batches.map(
-            layer_2,
-            source_rows=dict(feat1=feat1),
-            destination_rows=dict(in_degrees=in_degrees, h0=h0, norm1=norm1),
-            in_place=True,
-            nodes=needed[2],
-        )
-        del feat1, norm1
-
-        # Layer 3 of 8: graph.update_all (copy_u, sum).
-        def layer_3(block, feat2, in_degrees, h0, norm2):
-            with block.local_scope():
-                block.srcdata["h"] = feat2
-                block.update_all(
-                    dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
-                )
-                h = block.dstdata["h"]
-            h = (h * norm2) * 0.9
-            feat_sum = h + (h0[: h.size(0)] * 0.1)
-            feat_proj_sum = feat_sum @ self.convs[2].weight1
-            rst = 0.8458493201727416 * feat_sum
-            rst = F.relu(
-                (rst + (0.15415067982725836 * feat_proj_sum)) + self.convs[2].bias
+        for i in range(7):
+            feat = batches.map(
+                layer_i,
+                source_rows=dict(feat=feat),
+                destination_rows=dict(norm=norm, h0=h0),
+                in_place=True,
+                nodes=needed[i + 1],
             )
-            norm = (
-                torch.pow(in_degrees.to(rst).clamp(min=1), -0.5).to(device).unsqueeze(1)
-            )
-            return norm, rst * norm
-
-        norm3, feat3 = batches.map(
-            layer_3,
-            source_rows=dict(feat2=feat2),
-            destination_rows=dict(in_degrees=in_degrees, h0=h0, norm2=norm2),
-            in_place=True,
-            nodes=needed[3],
-        )
-        del feat2, norm2
-
-        # Layer 4 of 8: graph.update_all (copy_u, sum).
-        def layer_4(block, feat3, in_degrees, h0, norm3):
-            with block.local_scope():
-                block.srcdata["h"] = feat3
-                block.update_all(
-                    dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
-                )
-                h = block.dstdata["h"]
-            h = (h * norm3) * 0.9
-            feat_sum = h + (h0[: h.size(0)] * 0.1)
-            feat_proj_sum = feat_sum @ self.convs[3].weight1
-            rst = 0.8822169643436165 * feat_sum
-            rst = F.relu(
-                (rst + (0.11778303565638346 * feat_proj_sum)) + self.convs[3].bias
-            )
-            norm = (
-                torch.pow(in_degrees.to(rst).clamp(min=1), -0.5).to(device).unsqueeze(1)
-            )
-            return norm, rst * norm
-
-        norm4, feat4 = batches.map(
-            layer_4,
-            source_rows=dict(feat3=feat3),
-            destination_rows=dict(in_degrees=in_degrees, h0=h0, norm3=norm3),
-            in_place=True,
-            nodes=needed[4],
-        )
-        del feat3, norm3
-
-        # Layer 5 of 8: graph.update_all (copy_u, sum).
-        def layer_5(block, feat4, in_degrees, h0, norm4):
-            with block.local_scope():
-                block.srcdata["h"] = feat4
-                block.update_all(
-                    dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
-                )
-                h = block.dstdata["h"]
-            h = (h * norm4) * 0.9
-            feat_sum = h + (h0[: h.size(0)] * 0.1)
-            feat_proj_sum = feat_sum @ self.convs[4].weight1
-            rst = 0.904689820195675 * feat_sum
-            rst = F.relu(
-                (rst + (0.09531017980432493 * feat_proj_sum)) + self.convs[4].bias
-            )
-            norm = (
-                torch.pow(in_degrees.to(rst).clamp(min=1), -0.5).to(device).unsqueeze(1)
-            )
-            return norm, rst * norm
-
-        norm5, feat5 = batches.map(
-            layer_5,
-            source_rows=dict(feat4=feat4),
-            destination_rows=dict(in_degrees=in_degrees, h0=h0, norm4=norm4),
-            in_place=True,
-            nodes=needed[5],
-        )
-        del feat4, norm4
-
-        # Layer 6 of 8: graph.update_all (copy_u, sum).
-        def layer_6(block, feat5, in_degrees, h0, norm5):
-            with block.local_scope():
-                block.srcdata["h"] = feat5
-                block.update_all(
-                    dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
-                )
-                h = block.dstdata["h"]
-            h = (h * norm5) * 0.9
-            feat_sum = h + (h0[: h.size(0)] * 0.1)
-            feat_proj_sum = feat_sum @ self.convs[5].weight1
-            rst = 0.9199572923264636 * feat_sum
-            rst = F.relu(
-                (rst + (0.08004270767353636 * feat_proj_sum)) + self.convs[5].bias
-            )
-            norm = (
-                torch.pow(in_degrees.to(rst).clamp(min=1), -0.5).to(device).unsqueeze(1)
-            )
-            return norm, rst * norm
-
-        norm6, feat6 = batches.map(
-            layer_6,
-            source_rows=dict(feat5=feat5),
-            destination_rows=dict(in_degrees=in_degrees, h0=h0, norm5=norm5),
-            in_place=True,
-            nodes=needed[6],
-        )
-        del feat5, norm5
-
-        # Layer 7 of 8: graph.update_all (copy_u, sum).
-        def layer_7(block, feat6, in_degrees, h0, norm6):
-            with block.local_scope():
-                block.srcdata["h"] = feat6
-                block.update_all(
-                    dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
-                )
-                h = block.dstdata["h"]
-            h = (h * norm6) * 0.9
-            feat_sum = h + (h0[: h.size(0)] * 0.1)
-            feat_proj_sum = feat_sum @ self.convs[6].weight1
-            rst = 0.9310071285130486 * feat_sum
-            rst = F.relu(
-                (rst + (0.06899287148695142 * feat_proj_sum)) + self.convs[6].bias
-            )
-            norm = (
-                torch.pow(in_degrees.to(rst).clamp(min=1), -0.5).to(device).unsqueeze(1)
-            )
-            return norm, rst * norm
-
-        norm7, feat7 = batches.map(
-            layer_7,
-            source_rows=dict(feat6=feat6),
-            destination_rows=dict(in_degrees=in_degrees, h0=h0, norm6=norm6),
-            in_place=True,
-            nodes=needed[7],
-        )
-        del in_degrees, feat6, norm6
 
         # Layer 8 of 8: graph.update_all (copy_u, sum).
-        def layer_8(block, feat7, h0, norm7):
+        def layer_8(block, feat, h0, norm):
             with block.local_scope():
-                block.srcdata["h"] = feat7
+                block.srcdata["h"] = feat
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
-            h = (h * norm7) * 0.9
-            feat_sum = h + (h0[: h.size(0)] * 0.1)
+            h = (h * norm) * (1 - self.convs[7].alpha)
+            feat_sum = h + (h0[: h.size(0)] * self.convs[7].alpha)
             feat_proj_sum = feat_sum @ self.convs[7].weight1
-            rst = 0.9393753781835652 * feat_sum
+            rst = (1 - self.convs[7].beta) * feat_sum
             rst = F.relu(
-                (rst + (0.06062462181643484 * feat_proj_sum)) + self.convs[7].bias
+                (rst + (self.convs[7].beta * feat_proj_sum)) + self.convs[7].bias
             )
             return self.fcs[1](rst)
 
         out = batches.map(
             layer_8,
-            source_rows=dict(feat7=feat7),
-            destination_rows=dict(h0=h0, norm7=norm7),
+            source_rows=dict(feat=feat),
+            destination_rows=dict(h0=h0, norm=norm),
             in_place=True,
             nodes=needed[8],
         )

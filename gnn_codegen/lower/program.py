@@ -13,6 +13,7 @@ import torch.fx as fx
 
 from gnn_codegen.trace.graph_lineage import derived_name, is_graph_node
 from gnn_codegen.lower.accessors import accessor
+from gnn_codegen.lower.module_constants import spell_module_constants
 from gnn_codegen.trace.edge_weight_norm import EDGE_WEIGHT_NORM, MODULE_PATH, normalized_edge_weight
 from gnn_codegen.errors import GraphValueError, UnsupportedModuleError, internal
 from gnn_codegen.analysis.graph_fields import data_roles
@@ -239,6 +240,7 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
             ops.append(_written_out(node, modules, traced, args, kwargs, location))
         elif node.op == "call_function":
             _refuse_random(node, location, namespace)
+            args, kwargs = spell_module_constants(node, args, kwargs, traced.model)
             expr = function_expression(node.target, namespace)  # type: ignore[arg-type]
             kwargs = _without_defaults(node.target, kwargs)
             in_place, twin = _function_in_place(node.target, kwargs, namespace)
@@ -251,6 +253,7 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
             ops.append(Op(node.name, "graph_value", str(node.target), args, kwargs, location))
         elif node.op == "call_method":
             _refuse_random(node, location, namespace)
+            args, kwargs = spell_module_constants(node, args, kwargs, traced.model)
             in_place, twin = _method_in_place(str(node.target))
             ops.append(Op(node.name, "method", str(node.target), args, kwargs, location,
                           in_place=in_place, out_of_place=twin))

@@ -105,6 +105,12 @@ def _hashable(value: Any) -> Any:
 _PURE_KINDS = ("function", "method", "module", "attr")
 
 
+def computed_once(program: Program) -> Program:
+    """The program with its common subexpressions computed once and what is left unread gone,
+    for a later pass that made more ops alike (dtype_witnesses.py)."""
+    return remove_dead(_computed_once(program))
+
+
 def _computed_once(program: Program) -> Program:
     """Common subexpressions: an op that repeats an earlier one on the same arguments reads its
     value (APPNPConv's teleport term `alpha * feat_0`, written once per round, is one tensor to

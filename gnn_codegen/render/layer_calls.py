@@ -5,6 +5,7 @@ returned."""
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import replace
 from typing import Any
@@ -19,6 +20,9 @@ from gnn_codegen.lower.row_axis import RowAxis
 from gnn_codegen.lower.row_ranges import RowRange, spelled_result
 from gnn_codegen.render.code import comment
 from gnn_codegen.render.layer import LayerFunction, LayerWriter
+
+# an item of a list a loop appends to (`feats_by_layer[0]`, layer_loops.py)
+_LISTED = re.compile(r"^(\w+)\[\d+\]$")
 
 
 class LayerCalls:
@@ -46,18 +50,28 @@ class LayerCalls:
         """The loop over a run of identical layers: its function, named for any of them, and
         `for k in range(first, last + 1): h = batches.map(layer_k, source_rows=dict(h=h), ...)`."""
         first, last = runs[loop.start][0].layer, runs[loop.end][0].layer
-        counter = self.names.take("k")
-        function = replace(function, name=self.names.take("layer_k"))
+        # over the layers, or over the index of the module each layer runs (module_index.py)
+        counter, base = (loop.counter, loop.base) if loop.indexed else (self.names.take("k"), 0)
+        function = replace(function, name=self.names.take("layer_i" if loop.indexed else "layer_k"))
         if which is not None:
-            which = f"{self.needed}[{counter}]"
-        else:
+            layer = counter if not base else f"{counter} - {base}" if base > 0 else f"{counter} + {-base}"
+            which = f"{self.needed}[{layer}]"
+        elif not loop.indexed:
             counter = "_"
         call = self._call(function, self.runtimes.get(runs[loop.start][0].graph, self.batches), which)
-        targets = ", ".join(self.buffer[v] for v in runs[loop.end][0].stores)
+        # what each layer stores for the layers after the loop: appended to its list in turn
+        lists = {values[-1]: _LISTED.match(self.buffer[values[-1]]).group(1) for values in loop.collected}  # type: ignore[union-attr]
+        # each layer's, named for the layer (`feats_k`)
+        each = {value: self.names.take(f"{listed.removesuffix('_by_layer')}_{counter.strip('_') or 'k'}")
+                for value, listed in lists.items()}
+        targets = ", ".join(each.get(v, self.buffer[v]) for v in runs[loop.end][0].stores)
         # a loop variable that starts from a tensor of another name (the caller's x)
         starts = [f"{self.buffer[values[-1]]} = {self.buffer[values[0]]}" for values in loop.chained
                   if self.buffer[values[0]] != self.buffer[values[-1]]]
-        return function, which, [*starts, f"for {counter} in range({first}, {last + 1}):", f"    {targets} = {call}"]
+        starts += [f"{listed} = []" for listed in lists.values()]
+        appends = [f"    {lists[v]}.append({name})" for v, name in each.items()]
+        return function, which, [*starts, f"for {counter} in {_spelled_range(first + base, last + base + 1)}:",
+                                 f"    {targets} = {call}", *appends]
 
     def _before_loop(self, stage: Stage, writer: LayerWriter) -> list[str]:
         """The lines that compute the stage's reductions over all nodes from stored rows, in a
@@ -109,6 +123,8 @@ class LayerCalls:
         last: dict[str, int] = {}
         for position, function in enumerate(functions):
             for tensor in (*function.src, *function.dst, *function.edges):
+                listed = _LISTED.match(tensor)  # a list a loop appended to (layer_loops.py): whole
+                tensor = listed.group(1) if listed else tensor
                 if tensor not in keep:
                     last[tensor] = position
         return last
@@ -143,3 +159,8 @@ class LayerCalls:
             return f"{self.batches}.result({', '.join(args)})"
 
         return spell(value)
+
+
+def _spelled_range(start: int, stop: int) -> str:
+    """`range(7)` for range(0, 7), as a person writes it."""
+    return f"range({stop})" if start == 0 else f"range({start}, {stop})"

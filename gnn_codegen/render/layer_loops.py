@@ -13,10 +13,11 @@ came out identical before it folds them (else it keeps the layers apart)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gnn_codegen.cut.plan import Stage
 from gnn_codegen.render.layer import LayerFunction
+from gnn_codegen.render.module_index import counted, offsets, relative, uses_name
 
 MIN_RUN = 3  # two copies read as well as a loop; three or more do not
 
@@ -28,6 +29,14 @@ class LayerLoop:
     # per tensor the loop carries from layer to layer (h, and GraphConv's normed source rows):
     # the values its one variable holds in turn, the first layer's input first
     chained: tuple[tuple[str, ...], ...]
+    # layers that differ in their module's index (module_index.py): the loop's variable runs
+    # over the first layer's index (its layer + base), and names it (counter, given by fold)
+    indexed: bool = False
+    base: int = 0
+    counter: str = ""
+    # per tensor each layer stores for a stage after the loop alone (DAGNN's every hop, which
+    # its last layer stacks): the values, one per layer, kept in a list in turn
+    collected: tuple[tuple[str, ...], ...] = ()
 
 
 def _is_layer(stage: Stage, function: LayerFunction) -> bool:
@@ -37,31 +46,34 @@ def _is_layer(stage: Stage, function: LayerFunction) -> bool:
 
 
 def _carried(before: Stage, function: LayerFunction, buffer: dict[str, str], private: set[str],
-             readers: dict[str, int], whole: bool = True) -> dict[int, str] | None:
+             readers: dict[str, int], whole: bool = True, kept=lambda value: False) -> dict[int, str] | None:
     """The function's parameters that the stage before stores for it alone: parameter position
     -> value. Between two layers of a loop (whole), None unless every value the stage before
-    stores is such a parameter; before the loop's first layer, the stage before (the prologue,
-    say) may also store what others read."""
+    stores is such a parameter or kept(value) (read by later layers alone: find_loops checks
+    which); before the loop's first layer, the stage before (the prologue, say) may also store
+    what others read."""
     by_name = {buffer[v]: v for v in before.stores}
     # a layer function's parameters after `block` are its src, dst and edge tensors, in order
     # (render_layer.py); one tensor may be two parameters (`h` on sources, `h_dst`)
     arguments = ["block", *function.src, *function.dst, *function.edges]
     carried = {i: by_name[a] for i, a in enumerate(arguments)
                if a in by_name and by_name[a] in private and readers.get(a) == 1}
-    if whole and set(carried.values()) != set(before.stores):
+    if whole and not all(v in carried.values() or (kept(v) and buffer[v] not in arguments) for v in before.stores):
         return None
     return carried
 
 
-def _shape(function: LayerFunction, positions: set[int]) -> tuple | None:
-    """The function with the parameters at `positions` made anonymous, to compare with another."""
+def _shape(function: LayerFunction, positions: set[int], layer: int | None = None) -> tuple | None:
+    """The function with the parameters at `positions` made anonymous, to compare with another;
+    with its layer, its module indices too, relative to it (module_index.py)."""
     if any(i >= len(function.params) for i in positions):
         return None
     names = {function.params[i]: f"\0{i}" for i in positions}
     pattern = re.compile(r"\b(" + "|".join(re.escape(n) for n in names) + r")\b") if names else None
 
     def anonymous(text: str) -> str:
-        return pattern.sub(lambda m: names[m.group(1)], text) if pattern else text
+        text = pattern.sub(lambda m: names[m.group(1)], text) if pattern else text
+        return text if layer is None else relative(text, layer)
 
     return (tuple(anonymous(p) for p in function.params), tuple(anonymous(line) for line in function.body),
             tuple(map(anonymous, function.src)), tuple(map(anonymous, function.dst)),
@@ -76,39 +88,66 @@ def find_loops(stages: list[Stage], functions: list[LayerFunction], buffer: dict
     forward's inputs or results); readers: a tensor's name -> how many stages read it."""
     # links[i]: how layer i+1 reads what layer i stores (parameter position -> value), where
     # it reads all of it and nothing else does
+    # the positions of the functions that read each tensor
+    read_at: dict[str, list[int]] = {}
+    for p, f in enumerate(functions):
+        for tensor in {*f.src, *f.dst, *f.edges}:
+            read_at.setdefault(tensor, []).append(p)
+
+    def kept(value: str) -> bool:  # stored for later layers' functions alone (no reduction)
+        name = buffer[value]
+        return value in private and len(read_at.get(name, ())) == readers.get(name, 0) > 0
+
     links: list[dict[int, str] | None] = [None] * len(stages)
     for i in range(len(stages) - 1):
         if (_is_layer(stages[i], functions[i]) and _is_layer(stages[i + 1], functions[i + 1])
                 and stages[i].graph == stages[i + 1].graph):
-            links[i] = _carried(stages[i], functions[i + 1], buffer, private, readers)
+            links[i] = _carried(stages[i], functions[i + 1], buffer, private, readers, kept=kept)
 
     def order(link: dict[int, str], stage: Stage) -> tuple[int, ...]:  # store j -> its positions
         return tuple(tuple(i for i, v in link.items() if v == store) for store in stage.stores)
 
-    loops: list[LayerLoop] = []
-    position = 0
-    while position < len(stages):
+    def shape(i: int, link: int, indexed: bool) -> tuple | None:  # function i, its params as link's
+        return _shape(functions[i], set(links[link]), stages[i].layer if indexed else None)
+
+    def run(position: int, indexed: bool) -> tuple[int, int]:
         end = position
         while (end + 1 < len(stages) and links[end] is not None
                and (end == position or order(links[end], stages[end]) == order(links[end - 1], stages[end - 1]))
-               and (end == position or _shape(functions[end], set(links[end - 1]))
-                    == _shape(functions[end + 1], set(links[end])))):
+               and (end == position or shape(end, end - 1, indexed) == shape(end + 1, end, indexed))):
             end += 1
         start = position
         # the first layer reads, in the carried places, what any stage before stored or the
         # caller's tensor: the loop's variables start from it (renamed, or `h = x` before it)
         if end > start and (not _is_layer(stages[start], functions[start])
-                            or _shape(functions[start], set(links[start]))
-                            != _shape(functions[start + 1], set(links[start]))):
+                            or shape(start, start, indexed) != shape(start + 1, start, indexed)):
             start += 1
+        return start, end
+
+    loops: list[LayerLoop] = []
+    position = 0
+    while position < len(stages):
+        # identical layers, or else layers identical but for their module's index
+        (start, end), indexed = run(position, False), False
+        if end - start + 1 < MIN_RUN:
+            (start, end), indexed = run(position, True), True
+        collected: tuple[int, ...] = ()
+        if end - start + 1 >= MIN_RUN:
+            # stores no layer of the loop reads: read after it alone, or the loop ends sooner
+            collected = tuple(j for j, p in enumerate(order(links[start], stages[start])) if not p)
+            first_reader = min((read_at[buffer[stages[i].stores[j]]][0] for i in range(start, end + 1)
+                                for j in collected), default=len(stages))
+            end = min(end, first_reader - 1)
         if end - start + 1 >= MIN_RUN:
             arguments = ["block", *functions[start].src, *functions[start].dst, *functions[start].edges]
             value_of = {name: value for value, name in buffer.items()}
             chained = tuple(
                 (value_of[arguments[p[0]]], *(stages[i].stores[j] for i in range(start, end + 1)))
-                for j, p in enumerate(order(links[start], stages[start]))
+                for j, p in enumerate(order(links[start], stages[start])) if p
             )
-            loops.append(LayerLoop(start, end, chained))
+            shifts = offsets(functions[start], stages[start].layer) if indexed else set()
+            kept_values = tuple(tuple(stages[i].stores[j] for i in range(start, end + 1)) for j in collected)
+            loops.append(LayerLoop(start, end, chained, bool(shifts), min(shifts, default=0), "", kept_values))
         position = end + 1
     return loops
 
@@ -138,7 +177,22 @@ def fold(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, 
             entry = first in private and readers.get(buffer[first]) == 1
             for value in values if entry else values[1:]:
                 buffer[value] = name
+        for values in loop.collected:  # `feats_by_layer[0]`, ... (layer_calls.py appends them)
+            listed = take_name(f"{loop_variable(buffer[values[-1]])}_by_layer")
+            for i, value in enumerate(values):
+                buffer[value] = f"{listed}[{i}]"
+    loops = [replace(loop, counter=take_name("i")) if loop.indexed else loop for loop in loops]
     written = rewrite()
+    for loop in loops:  # module indices from the loop's variable (module_index.py)
+        if not loop.indexed:
+            continue
+        run = range(loop.start, loop.end + 1)
+        if any(uses_name(written[p], loop.counter) for p in run):  # a local would hide it
+            buffer.clear()
+            buffer.update(before)
+            return rewrite(), []
+        for p in run:
+            written[p] = counted(written[p], stages[p].layer, loop.counter, loop.base)
     for loop in loops:  # the first may read the caller's x where the others read h
         bodies = {(tuple(f.params), tuple(f.body), tuple(f.src), tuple(f.dst), tuple(f.edges), f.in_place, f.returns)
                   for f in written[loop.start + 1:loop.end + 1]}

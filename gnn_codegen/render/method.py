@@ -280,7 +280,7 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
             frees = [name for name, at in last_use.items() if position <= at <= end and not last]
             if frees:
                 lines.append(f"del {', '.join(frees)}")
-            comment = self._describe(stage, position, runs[end][0])
+            comment = self._describe(stage, position, runs[end][0], loop.counter if loop and loop.indexed else "")
             before = self._before_loop(stage, writer)
             if position in freed_after_reductions:
                 before.append(f"del {', '.join(freed_after_reductions[position])}")

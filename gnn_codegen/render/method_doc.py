@@ -28,7 +28,7 @@ class MethodDocstring:
             return name if which == 1 else f"{name}_pass_{which}"
         return "prologue" if stage.index == 0 else f"layer_{stage.layer}"
 
-    def _describe(self, stage: Stage, position: int, last: Stage | None = None) -> list[str]:
+    def _describe(self, stage: Stage, position: int, last: Stage | None = None, counter: str = "") -> list[str]:
         ops = [self.program.op(p.name) for p in stage.ops]
         if stage.node_pass:
             which, count = self._pass_number(stage, position)
@@ -47,8 +47,10 @@ class MethodDocstring:
         # on a graph forward derives (dgl.add_self_loop, an edge subgraph): say which
         on = f", on {self.graph_name[stage.graph]}" if stage.graph and stage.graph != self.program.graph else ""
         if last is not None and last is not stage:  # a loop over identical layers (layer_loops.py)
+            # layers that differ in their module's index read it from the loop (module_index.py)
+            index = f" with its own module, [{counter}] of the loop below" if counter else ""
             return comment(f"Layers {stage.layer} to {last.layer} of {self.plan.num_layers}, each the same function "
-                           f"of the layer before: {convs}{on}.")
+                           f"of the layer before{index}: {convs}{on}.")
         return comment(f"Layer {stage.layer} of {self.plan.num_layers}: {convs}{on}.")
 
     def _docstring(self) -> list[str]:

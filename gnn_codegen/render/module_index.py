@@ -1,0 +1,44 @@
+"""Render, layers that differ only in their module's index: `self.convs[3]` in layer 4,
+`self.convs[4]` in layer 5 (a stack of one module kind, GCNII's GCN2Convs). Read relative to
+the layer (`self.convs[@-1]`), such layers are one function, which a loop writes once with the
+index as its variable (`for i in range(1, 7): ... self.convs[i] ...`), as DGL's hand-written
+loops over `self.layers` do (layer_loops.py)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gnn_codegen.render.layer import LayerFunction
+
+# a submodule of a ModuleList or Sequential as the generated code reaches it (accessors.py)
+_INDEXED = re.compile(r"\b(self(?:\.\w+)+)\[(\d+)\]")
+
+
+def relative(text: str, layer: int) -> str:
+    """text with every module index written relative to the layer: `self.convs[@-1]` in layer 4
+    for `self.convs[3]`."""
+    return _INDEXED.sub(lambda m: f"{m.group(1)}[@{int(m.group(2)) - layer}]", text)
+
+
+def offsets(function: "LayerFunction", layer: int) -> set[int]:
+    """The module indices the function reads, less its layer."""
+    return {int(m.group(2)) - layer for line in function.body for m in _INDEXED.finditer(line)}
+
+
+def counted(function: "LayerFunction", layer: int, counter: str, base: int) -> "LayerFunction":
+    """The function with its module indices written from the loop's variable, which runs over
+    the indices of layer + base: `self.convs[i]`, `self.fcs[i + 1]`."""
+    def spell(m: re.Match) -> str:
+        shift = int(m.group(2)) - layer - base
+        return f"{m.group(1)}[{counter}{f' + {shift}' if shift > 0 else f' - {-shift}' if shift else ''}]"
+
+    return replace(function, body=[_INDEXED.sub(spell, line) for line in function.body])
+
+
+def uses_name(function: "LayerFunction", name: str) -> bool:
+    """The function has a parameter or local of that name (it would hide the loop's variable)."""
+    word = re.compile(rf"\b{re.escape(name)}\b")
+    return name in function.params or any(word.search(line) for line in function.body)

@@ -96,7 +96,6 @@ class TAGCN(nn.Module):
             return norm, features * norm
 
         norm, rst0 = batches.map_nodes(prologue, features, in_degrees, nodes=needed[0])
-        del in_degrees
 
         # Layer 1 of 4: g.update_all (copy_u, sum).
         def layer_1(block, rst0, norm):
@@ -119,7 +118,7 @@ class TAGCN(nn.Module):
         del rst0
 
         # Layer 2 of 4: g.update_all (copy_u, sum).
-        def layer_2(block, rst1_2, norm, features, rst1):
+        def layer_2(block, rst1_2, in_degrees, features, rst1, norm):
             with block.local_scope():
                 block.srcdata["h"] = rst1_2
                 block.update_all(
@@ -135,46 +134,53 @@ class TAGCN(nn.Module):
             rst_2.addmm_(rst1, self.layers[0].lin.weight[:, 16:32].t())
             rst_2.addmm_(rst, self.layers[0].lin.weight[:, 32:].t())
             rst_3 = F.relu(rst_2, inplace=True)
-            return rst_3, rst_3 * norm
+            norm_2 = in_degrees.to(rst_3)
+            norm_2 = norm_2.clamp(min=1)
+            norm_3 = torch.pow(norm_2, -0.5)
+            norm_3 = torch.reshape(norm_3, norm_3.shape + ((1,) * (rst_3.dim() - 1)))
+            norm_4 = norm_3.to(device)
+            return rst_3, norm_4, rst_3 * norm_4
 
-        rst2, rst2_2 = batches.map(
+        rst2, norm2, rst2_2 = batches.map(
             layer_2,
             source_rows=dict(rst1_2=rst1_2),
-            destination_rows=dict(norm=norm, features=features, rst1=rst1),
+            destination_rows=dict(
+                in_degrees=in_degrees, features=features, rst1=rst1, norm=norm
+            ),
             in_place=True,
             nodes=needed[2],
         )
-        del rst1_2, rst1
+        del in_degrees, norm, rst1_2, rst1
 
         # Layer 3 of 4: g.update_all (copy_u, sum).
-        def layer_3(block, rst2_2, norm):
+        def layer_3(block, rst2_2, norm2):
             with block.local_scope():
                 block.srcdata["h"] = rst2_2
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
-            rst = h * norm
-            return rst, rst * norm
+            rst = h * norm2
+            return rst, rst * norm2
 
         rst3, rst3_2 = batches.map(
             layer_3,
             source_rows=dict(rst2_2=rst2_2),
-            destination_rows=dict(norm=norm),
+            destination_rows=dict(norm2=norm2),
             in_place=True,
             nodes=needed[3],
         )
         del rst2_2
 
         # Layer 4 of 4: g.update_all (copy_u, sum).
-        def layer_4(block, rst3_2, rst2, rst3, norm):
+        def layer_4(block, rst3_2, rst2, rst3, norm2):
             with block.local_scope():
                 block.srcdata["h"] = rst3_2
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
-            rst = h * norm
+            rst = h * norm2
             # self.layers[1].lin(torch.cat([rst2, rst3, rst], dim=1)) without making the
             # concatenation: each part times its columns of the weight, summed in place
             rst_2 = torch.nn.functional.linear(
@@ -187,7 +193,7 @@ class TAGCN(nn.Module):
         rst = batches.map(
             layer_4,
             source_rows=dict(rst3_2=rst3_2),
-            destination_rows=dict(rst2=rst2, rst3=rst3, norm=norm),
+            destination_rows=dict(rst2=rst2, rst3=rst3, norm2=norm2),
             in_place=True,
             nodes=needed[4],
         )

@@ -9,9 +9,9 @@ once). A cast alone keeps its witness.
 Why that is the same value: a layer's function holds the rows it reads and computes on
 `device`; the two witnesses have the same dtype on the probe graph, and the earlier one is an
 ancestor of the later, computed from it through tensors of that dtype alone (a cast on the way,
-as `.double()`, stops the walk). What is assumed: the dtypes are those forward had when the
-module was generated (an input of another dtype whose promotion with a float32 parameter gives
-float32, as float16 features would, may give the norm the earlier witness's dtype). The
+as `.double()`, stops the walk). Forward's inputs are never witnesses: their dtype is the
+caller's at run time (float16 features beside float32 parameters promote differently from
+what the probe saw), so a cast that reads an input keeps it. The
 generated module is verified against forward before it is written, as always."""
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from gnn_codegen.analysis.attributes import Attributes, _takes_only_dtype_and_de
 from gnn_codegen.ir import Op, Program, Ref
 from gnn_codegen.lower.simplify import computed_once
 
-# ops whose rows a layer's function holds on `device`: those it computes, and forward's inputs
-# (given to it as rows there); not the graph's values (`g.in_degrees()`, the thing cast)
-_COMPUTED = ("function", "method", "module", "mp", "input")
+# ops whose rows a layer's function computes on `device`: not forward's inputs (their dtype is
+# the caller's), nor the graph's values (`g.in_degrees()`, the thing cast)
+_COMPUTED = ("function", "method", "module", "mp")
 # methods that may change a dtype (the walk from a witness stops at them)
 _CASTS = frozenset({"to", "type", "type_as", "float", "double", "half", "bfloat16", "int", "long"})
 

@@ -328,6 +328,33 @@ def test_optimal_placement_matches_brute_force(nodes: tuple[CutNode, ...], fanou
     assert best.total <= evaluate(nodes, place_asap(nodes), fanout).total
 
 
+def test_a_choice_that_leaves_a_later_op_no_stage_is_a_dead_end_not_a_crash() -> None:
+    """A draw hypothesis found (stop 38): after global reductions (v1, v3, v4) an edge value
+    (v2, of the edge input w and the reduction v1) can be left no stage by the choices before
+    it; the search must drop that branch, not fail with a KeyError, and still find the optimum."""
+    def node(name, deps=(), rows="node", row_bytes=8, **kw):
+        return CutNode(name=name, deps=deps, is_mp=kw.pop("is_mp", False), is_input=kw.pop("is_input", False),
+                       row_bytes=row_bytes, rows=rows, roles=kw.pop("roles", ()), is_output=kw.pop("is_output", True),
+                       reads_graph=False, source_work=False, reduces=kw.pop("reduces", False), graph="")
+    nodes = (
+        node("x0", row_bytes=16, is_input=True, is_output=False),
+        node("w", rows="edge", row_bytes=4, is_input=True, is_output=False),
+        node("v0", ("x0",)),
+        node("v1", ("x0",), rows="global", row_bytes=0, is_output=False, reduces=True),
+        node("v2", ("w", "v1"), rows="edge", row_bytes=4),
+        node("v3", ("x0",), rows="global", row_bytes=0, is_output=False, reduces=True),
+        node("v4", ("v3",), rows="global", row_bytes=0, is_output=False, reduces=True),
+        node("v5", ("w",), rows="edge", row_bytes=4),
+        node("v6", ("w",), rows="edge", row_bytes=4),
+        node("v7", ("x0", "v4")),
+        node("v8", ("x0",), is_mp=True, roles=(("x0", ("src", "dst")),)),
+    )
+    placement = place_optimal(nodes, 1.0)
+    check_placement(nodes, placement)
+    _, reference = brute_force(nodes, 1.0)
+    assert evaluate(nodes, placement, 1.0).key() == reference.key()
+
+
 @given(random_dags(), st.sampled_from([1.0, 3.0, 8.0, 25.0]))
 @settings(max_examples=int(os.environ.get("GNN_CODEGEN_CUT_EXAMPLES", "60")), deadline=None,
           derandomize=os.environ.get("CI") == "true")

@@ -33,6 +33,10 @@ def place_optimal(nodes: tuple[CutNode, ...], fanout: float = DEFAULT_FANOUT,
         return problem.branch_and_bound(limit)
 
 
+# the cost of a branch that leaves some op no stage: above every placement's, infinite ones too
+_DEAD_END = (math.inf, math.inf, 1 << 62)
+
+
 class _TooManyStates(Exception):
     pass
 
@@ -151,12 +155,15 @@ class _Problem:
                         stored.pop(n, None)
                     else:
                         stored[n] = was_stored
+            if found is None:  # the stages chosen before leave this op none: a dead end,
+                best[key] = (_DEAD_END, None)  # dearer than any placement
+                return _DEAD_END
             del stage[name]
-            assert found is not None
             best[key] = (found[1], found[2])
             return found[1]
 
-        solve(0)
+        if solve(0) >= _DEAD_END:
+            raise _TooManyStates  # no complete placement found this way: the search that follows
         # follow the best choice of each state from the start
         for i, name in enumerate(self.free):
             stage[name] = best[state(i)][1]

@@ -54,6 +54,8 @@ def hetero_helpers(sections: set[str] | frozenset[str],
     names = SimpleNamespace(hetero_conv=HETERO_CONV, hetero_conv_sources=HETERO_CONV_SOURCES,
                             relation_source=RELATION_SOURCE, relation_sum="_relation_sum", sums_relations="_sums_relations",
                             relations_product="_relations_product", weight_basis="_weight_basis",
+                            find_weight_basis="_find_weight_basis", weight_bases="_weight_bases",
+                            fits_product="_fits_product",
                             **{s: f"_{s}" for s in SECTIONS})
     layers = render_template("hetero_convs.py.j2", used=used, names=names, gat="gat" in kinds,
                              graph_conv="graph_conv" in kinds) if sections else ""

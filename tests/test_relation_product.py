@@ -45,29 +45,39 @@ class _Products(TorchFunctionMode):
         self.inner = []  # each product's inner size (K)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        products = (torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__, torch.mm)
-        if func in products and args[0].dim() == 2 and len(args[0]) == PAPERS:
+        products = (torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__, torch.mm, torch.addmm)
+        operands = args[1:] if func is torch.addmm else args  # addmm(bias, rows, weight)
+        if func in products and operands[0].dim() == 2 and len(operands[0]) == PAPERS:
             self.count += 1
-            self.inner.append(args[1].shape[0])
+            self.inner.append(operands[1].shape[0])
         return func(*args, **(kwargs or {}))
 
 
 def _run(conv: dglnn.HeteroGraphConv, g: dgl.DGLGraph, width: int, mod_kwargs: dict | None,
-         dtype: torch.dtype = torch.float32, inner: list | None = None) -> tuple[torch.Tensor, torch.Tensor, int]:
+         dtype: torch.dtype = torch.float32, inner: list | None = None,
+         added: dict | None = None) -> tuple[torch.Tensor, torch.Tensor, int]:
     """DGL's forward on g for papers, and the helper's, given each relation's source rows as
-    map_sources makes them; and how many products the helper made."""
+    map_sources makes them; and how many products the helper made. added: the helper's
+    linear=(W,) (the papers' rows times W) and bias=, added to forward's result as
+    rgcn-hetero's layer adds its self-loop and bias."""
     helpers = _helpers()
     inputs = {t: torch.randn(g.num_nodes(t), width, dtype=dtype) for t in g.ntypes}
     conv = conv.to(dtype)
     mod_kwargs = {e: {k: v.to(dtype) for k, v in kw.items()} for e, kw in (mod_kwargs or {}).items()}
     expected = conv(g, inputs, mod_kwargs=mod_kwargs)["paper"]
+    added = dict(added or {})
+    if "linear" in added:
+        added["linear"] = (inputs["paper"], *added["linear"])
+        expected = expected + torch.matmul(*added["linear"])
+    if added.get("bias") is not None:
+        expected = expected + added["bias"]
     sources = {}
     for rel in RELATIONS:
         mod = conv.mod_dict[rel[1]]
         weight = mod_kwargs.get(rel[1], {}).get("weight")
         sources[rel] = helpers["_relation_source"](mod, inputs[rel[0]], g.out_degrees(etype=rel), weight)
     with _Products() as products:
-        got = helpers["_hetero_conv_sources"](conv, g, sources, mod_kwargs=mod_kwargs)
+        got = helpers["_hetero_conv_sources"](conv, g, sources, mod_kwargs=mod_kwargs, **added)
     if inner is not None:
         inner.extend(products.inner)
     return got, expected, products.count
@@ -158,3 +168,94 @@ def test_one_weight_shared_by_relations_is_one_term() -> None:
                             torch.float32, inner)
     assert inner == [8]
     assert torch.allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def _basis_layer(dtype: torch.dtype = torch.float32, width: int = 8, out: int = 13):
+    """rgcn-hetero's relations (norm "right", no weight of their own) and their weights mixed
+    from two bases, as its forward hands them to mod_kwargs."""
+    conv = dglnn.HeteroGraphConv({r: dglnn.GraphConv(width, out, norm="right", weight=False, bias=False)
+                                  for _, r, _ in RELATIONS})
+    coefficients, vectors = torch.randn(len(RELATIONS), 2, dtype=dtype), torch.randn(2, width * out, dtype=dtype)
+    stacked = torch.matmul(coefficients, vectors).view(-1, width, out)
+    return conv, {r: {"weight": w.squeeze(0)} for (_, r, _), w in zip(RELATIONS, torch.split(stacked, 1))}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_a_self_loop_and_a_bias_join_the_one_product(dtype: torch.dtype) -> None:
+    """rgcn-hetero's `h + torch.matmul(inputs_dst[ntype], self.loop_weight)` then `h + self.h_bias`:
+    the destination rows beside the relations' sums, the loop weight under the bases, the
+    bias by the same product (addmm): one product of K = (bases + 1) x width."""
+    torch.manual_seed(11)
+    conv, weights = _basis_layer(dtype)
+    loop, bias = torch.randn(8, 13, dtype=dtype), torch.randn(13, dtype=dtype)
+    inner: list = []
+    got, expected, products = _run(conv, _graph(8), 8, weights, dtype, inner, {"linear": (loop,), "bias": bias})
+    assert products == 1 and inner == [3 * 8]
+    tolerance = 1e-5 if dtype == torch.float32 else 1e-12
+    assert got.dtype == expected.dtype and torch.allclose(got, expected, rtol=tolerance, atol=tolerance)
+
+
+@pytest.mark.parametrize("bias", [torch.randn(1, 13), torch.randn(13, dtype=torch.float64), None])
+def test_a_bias_the_product_cannot_take_is_added_as_forward_adds_it(bias: torch.Tensor | None) -> None:
+    """A bias of shape (1, out), or of another dtype (forward's addition promotes), or none."""
+    torch.manual_seed(12)
+    conv, weights = _basis_layer()
+    got, expected, products = _run(conv, _graph(9), 8, weights, torch.float32, None,
+                                   {"linear": (torch.randn(8, 13),), "bias": bias})
+    assert products == 1
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    assert torch.allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_terms_beside_relations_of_their_own_are_added_after_the_sum() -> None:
+    """No relation's weight is its last step (each has an activation): no product to join;
+    the self-loop and bias are added after DGL's sum, as forward adds them: the same bits."""
+    conv = dglnn.HeteroGraphConv({r: dglnn.GraphConv(6, 10, bias=False, activation=torch.tanh)
+                                  for _, r, _ in RELATIONS})
+    loop, bias = torch.randn(6, 10), torch.randn(10)
+    got, expected, products = _run(conv, _graph(10), 6, None, torch.float32, None,
+                                   {"linear": (loop,), "bias": bias})
+    assert products == len(RELATIONS) + 1
+    assert torch.equal(got, expected)
+
+
+class _Solves(TorchFunctionMode):
+    """Counts the least-squares solves (the basis's coefficients, _find_weight_basis)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.count += func is torch.linalg.lstsq
+        return func(*args, **(kwargs or {}))
+
+
+def test_the_basis_is_found_once_for_the_same_weights() -> None:
+    """Every batch of a layer's call is given the same weights: their basis is found once (it
+    was found per batch: up to 0.6 s per layer with torch's default threads), again for
+    weights changed in place or for other tensors of the same values."""
+    helpers = _helpers()
+    torch.manual_seed(13)
+    conv, weights = _basis_layer()
+    g = _graph(11)
+    inputs = {t: torch.randn(g.num_nodes(t), 8) for t in g.ntypes}
+    sources = {rel: inputs[rel[0]] for rel in RELATIONS}
+
+    def batches(mod_kwargs: dict, count: int = 3) -> tuple[int, torch.Tensor]:
+        with _Solves() as solves:
+            results = [helpers["_hetero_conv_sources"](conv, g, sources, mod_kwargs=mod_kwargs) for _ in range(count)]
+        assert all(torch.equal(r, results[0]) for r in results)
+        return solves.count, results[0]
+
+    expected = conv(g, inputs, mod_kwargs=weights)["paper"]
+    solves, got = batches(weights)
+    assert solves == 1 and torch.allclose(got, expected, rtol=1e-5, atol=1e-5)
+    assert batches(weights)[0] == 0  # the next layer call with the same weights
+    with torch.no_grad():
+        weights["cites"]["weight"].mul_(2.0)  # its coefficients change
+    solves, got = batches(weights)
+    assert solves == 1
+    assert torch.allclose(got, conv(g, inputs, mod_kwargs=weights)["paper"], rtol=1e-5, atol=1e-5)
+    copies = {r: {"weight": kw["weight"].clone()} for r, kw in weights.items()}
+    assert batches(copies)[0] == 1

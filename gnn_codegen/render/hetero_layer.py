@@ -9,6 +9,7 @@ import dgl.nn as dglnn
 import torch
 import torch.fx as fx
 
+from gnn_codegen.render.hetero_added_terms import AddedTerms, added_terms
 from gnn_codegen.render.hetero_expressions import Names, accessor, base_name
 from gnn_codegen.cut.hetero import nodes_in
 from gnn_codegen.trace.hetero_tracer import hetero_conv
@@ -186,15 +187,21 @@ class HeteroLayerFunction:
                     edge_exprs.append(name)
                 env[self.traced.edge_placeholders[(name, rel)]] = f"{name}[{self.expr(self.relation_key(rel), {})}]"
         outs = [n for n in nodes if n in plan.stored]
+        added = self._added_terms(nodes, env)
+        folded = {n for terms in added.values() for n in terms.folded}  # written by the call
         holder: dict[str, fx.Node] = {}  # local name -> the value it holds now
         for position, node in enumerate(nodes):
+            if node in folded:
+                continue
             if node.target is hetero_conv:
-                code = self._conv_call(node, sources[node], env)
+                code = self._conv_call(node, sources[node], env, added.get(node))
             else:
                 code = self.call(node, env)
             if node in plan.sizes:  # written where it is read: `h.view(h.shape[0], -1)`
                 env[node] = code
                 continue
+            if node in added:  # the call gives the value of the last op it stands for
+                position, node = nodes.index(added[node].last), added[node].last
             base = self.name_for(node)
             held = holder.get(base)
             # `h = h + self.h_bias` as the user wrote it: a name whose value nothing reads later
@@ -207,12 +214,35 @@ class HeteroLayerFunction:
             holder[name] = node
             body.append(f"{name} = {code}")
             env[node] = name
+            for other in (added[conv].folded for conv in added if added[conv].last is node):
+                env.update(dict.fromkeys(other, name))
         body = _without_last_assignment(body, [env[n] for n in outs])
         params += ["num_dst", "ntype"] if subgraph else ["ntype"]
         text = "\n".join([f"def layer({', '.join(params)}):", *(f"    {line}" for line in body)])
         return text, src_exprs, dst_exprs, outs, edge_exprs, params
 
-    def _conv_call(self, node: fx.Node, source: str, env: dict[fx.Node, str]) -> str:
+    def _added_terms(self, nodes: list[fx.Node], env: dict[fx.Node, str]) -> dict[fx.Node, AddedTerms]:
+        """The terms forward adds to the result of each HeteroGraphConv of GraphConvs whose
+        relations' work on source rows runs once per node (hetero_added_terms.py): its helper
+        takes them into the relations' one product."""
+        def constant(node: fx.Node) -> bool:
+            return node.op == "get_attr" or node.name in self.traced.constant_names or node in self.once
+
+        found = {}
+        for node in nodes:
+            module = self.model.get_submodule(str(node.args[0])) if node in self.conv_dst else None
+            if not isinstance(module, dglnn.HeteroGraphConv):
+                continue
+            if not all(type(m) is dglnn.GraphConv for m in module.mods.values()):
+                continue
+            terms = added_terms(node, nodes, self.plan.users, set(self.plan.stored), self.res,
+                                lambda n: n in env, constant)
+            if terms is not None:
+                found[node] = terms
+        return found
+
+    def _conv_call(self, node: fx.Node, source: str, env: dict[fx.Node, str],
+                   added: AddedTerms | None = None) -> str:
         path = str(node.args[0])
         module = self.model.get_submodule(path)
         extra = []
@@ -227,6 +257,9 @@ class HeteroLayerFunction:
         if node in self.conv_dst:  # its relations' work on source rows done once per node
             self.sections.add("relation_sources")
             dst = f", {self.conv_dst[node]}" if self.conv_dst[node] else ""
+            if added is not None:  # forward's terms added to the result (hetero_added_terms.py)
+                extra.append(f"linear=({self.expr(added.rows, env)}, {self.expr(added.weight, env)})")
+                extra += [f"bias={self.expr(added.bias, env)}"] if added.bias is not None else []
             weights = "".join(f", {e}" for e in extra)  # mod_kwargs: GraphConv's weights (_fixed_weights)
             return f"{HETERO_CONV_SOURCES}({accessor(self.model, path)}, block, {source}{dst}{weights})"
         if _reads_full_degrees(module):

@@ -148,7 +148,7 @@ class RGCN(nn.Module):
         return batches.result(h2, nodes)
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 578ff290f827 -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 0144fed0aa78 -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,

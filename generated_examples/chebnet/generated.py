@@ -97,23 +97,11 @@ class ChebNet(nn.Module):
                 )
                 h = block.dstdata["h"]
             h = h * D_invsqrt
-            X_1 = (
-                -(
-                    2.0
-                    / torch.tensor([2.0], dtype=torch.float32)
-                    .to(features)
-                    .unsqueeze(-1)
-                )
-            ) * h
-            X_1_2 = features * (
-                (
-                    2.0
-                    / torch.tensor([2.0], dtype=torch.float32)
-                    .to(features)
-                    .unsqueeze(-1)
-                )
-                - 1
-            )
+            re_norm = 2.0 / torch.tensor([2.0], dtype=torch.float32).to(
+                features
+            ).unsqueeze(-1)
+            X_1 = (-re_norm) * h
+            X_1_2 = features * (re_norm - 1)
             X_1 = X_1 + X_1_2
             return X_1, X_1 * D_invsqrt
 
@@ -135,25 +123,12 @@ class ChebNet(nn.Module):
                 )
                 h = block.dstdata["h"]
             h = h * D_invsqrt
-            X_i = (
-                (-2)
-                * (
-                    2.0
-                    / torch.tensor([2.0], dtype=torch.float32)
-                    .to(features)
-                    .unsqueeze(-1)
-                )
-            ) * h
+            re_norm = 2.0 / torch.tensor([2.0], dtype=torch.float32).to(
+                features
+            ).unsqueeze(-1)
+            X_i = ((-2) * re_norm) * h
             X_i_2 = X_1 * 2
-            X_i_2 = X_i_2 * (
-                (
-                    2.0
-                    / torch.tensor([2.0], dtype=torch.float32)
-                    .to(features)
-                    .unsqueeze(-1)
-                )
-                - 1
-            )
+            X_i_2 = X_i_2 * (re_norm - 1)
             X_i = X_i + X_i_2
             X_i = X_i - features
             # self.layers[0].linear(torch.cat([features, X_1, X_i], dim=1)) without making the
@@ -192,13 +167,11 @@ class ChebNet(nn.Module):
                 )
                 h = block.dstdata["h"]
             h = h * D_invsqrt2
-            X_1 = (
-                -(2.0 / torch.tensor([2.0], dtype=torch.float32).to(h2).unsqueeze(-1))
-            ) * h
-            X_1_2 = h2 * (
-                (2.0 / torch.tensor([2.0], dtype=torch.float32).to(h2).unsqueeze(-1))
-                - 1
+            re_norm = 2.0 / torch.tensor([2.0], dtype=torch.float32).to(h2).unsqueeze(
+                -1
             )
+            X_1 = (-re_norm) * h
+            X_1_2 = h2 * (re_norm - 1)
             X_1 = X_1 + X_1_2
             return X_1, X_1 * D_invsqrt2
 
@@ -220,15 +193,12 @@ class ChebNet(nn.Module):
                 )
                 h = block.dstdata["h"]
             h = h * D_invsqrt2
-            X_i = (
-                (-2)
-                * (2.0 / torch.tensor([2.0], dtype=torch.float32).to(h2).unsqueeze(-1))
-            ) * h
-            X_i_2 = X_13 * 2
-            X_i_2 = X_i_2 * (
-                (2.0 / torch.tensor([2.0], dtype=torch.float32).to(h2).unsqueeze(-1))
-                - 1
+            re_norm = 2.0 / torch.tensor([2.0], dtype=torch.float32).to(h2).unsqueeze(
+                -1
             )
+            X_i = ((-2) * re_norm) * h
+            X_i_2 = X_13 * 2
+            X_i_2 = X_i_2 * (re_norm - 1)
             X_i = X_i + X_i_2
             X_i = X_i - h2
             # self.layers[1].linear(torch.cat([h2, X_13, X_i], dim=1)) without making the

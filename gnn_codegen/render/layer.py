@@ -24,6 +24,7 @@ from gnn_codegen.cut.plan import Stage, value_deps
 from gnn_codegen.render.code import Code, Copy, comment
 from gnn_codegen.trace.write_out import ONCE_PER_NODE
 from gnn_codegen.render.layer_expressions import OpExpressions
+from gnn_codegen.render.shared_constants import inline_reads, shared_constants
 
 if TYPE_CHECKING:
     from gnn_codegen.analysis.attributes import Attributes
@@ -106,6 +107,9 @@ class LayerWriter(OpExpressions):
         # (block_as_graph.py)
         self.graph = ""
         self.in_place = self._sources_in_place()
+        # values of no rows read more than once here: computed once, named (shared_constants.py)
+        self.shared = shared_constants(self.program, r.inline, [p.name for p in stage.ops])
+        self.constants: dict[str, str] = {}  # shared value -> its local, once written
 
     # -- the stage's inputs ---------------------------------------------------------------------
     def _sources_in_place(self) -> bool:
@@ -154,11 +158,15 @@ class LayerWriter(OpExpressions):
             self.param(name, space)
         unpacked = self.unpackings()
         fused = self.linears_over_concatenations(uses)
-        nested = self.nested(uses, set(unpacked.values()) | set(fused.values()) | set(fused))
+        # what a shared value reads is written on a line of its own, not inside its reader's
+        # expression (which the shared value's line, above that reader, could not read)
+        shared_reads = set(value_deps(program, self.r.inline, tuple(program.op(s).args for s in self.shared)))
+        nested = self.nested(uses, set(unpacked.values()) | set(fused.values()) | set(fused) | shared_reads)
         noted = set()
         for placed in self.stage.ops:
             op = program.op(placed.name)
             self.r.note_origins(self.lines, op)
+            self.write_shared(op, placed.space)
             if placed.name in unpacked.values() or placed.name in fused.values():
                 continue  # taken where its tuple is computed / never made (the Linear takes parts)
             if self.as_graph(op.name) and not self.graph:
@@ -216,6 +224,16 @@ class LayerWriter(OpExpressions):
             self.local[(op.name, placed.space)] = target
         self.r.note_origins(self.lines, None)
         return self.finish()
+
+    def write_shared(self, op: Op, space: Space) -> None:
+        """`re_norm = 2.0 / lambda_max` before the first op that reads it, for the shared values
+        of no rows (shared_constants.py) it reads: its other readers read the name."""
+        for name in inline_reads(self.program, self.r.inline, op):
+            if name in self.shared and name not in self.constants:
+                shared = self.program.op(name)
+                local = self.names.take(shared.var or self.r.base_name(shared))
+                self.lines.append(f"{local} = {self.op_expression(shared, space).text}")
+                self.constants[name] = local
 
     def inline_update_all(self, op: Op, target: str) -> list[str]:
         """An update_all written in forward (inline_mp.py), written back as the user wrote it, on

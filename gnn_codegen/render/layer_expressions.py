@@ -32,6 +32,8 @@ class OpExpressions:
         op = self.program.op(name)
         if op.kind == "graph":
             return Code("block")
+        if name in self.constants:  # a value of no rows read more than once (shared_constants.py)
+            return Code(self.constants[name])
         if name in self.r.inline:
             return self.op_expression(op, need)
         if (name, need) in self.local:

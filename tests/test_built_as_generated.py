@@ -117,6 +117,9 @@ def test_the_digest_covers_settings_not_weights_nor_caches() -> None:
     cached.cache = torch.ones(3)  # a cache filled by a first forward
     cached.device = "cuda"
     assert built_digest(cached) == base
+    reordered = Net()
+    reordered.__dict__ = dict(reversed(vars(reordered).items()))  # the order set in is no setting
+    assert built_digest(reordered) == base
     assert built_digest(Net(width=9)) != base
     assert built_digest(Net(act=torch.tanh)) != base
     assert built_digest(Net(p=0.25)) != base

@@ -81,7 +81,7 @@ class HGT(nn.Module):
         """
         self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode
         # a model built otherwise (other layer counts, widths, k, ...): ValueError
-        _FullNeighbourBatches.check_built(self, "13c169ee1ddc379d")
+        _FullNeighbourBatches.check_built(self, "7344c3c283a50e84")
         batches = _FullNeighbourBatches(
             self,
             g,
@@ -131,7 +131,7 @@ class HGT(nn.Module):
         return batches.result(out, nodes=nodes)
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 2bb477bd5c8c -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 819d2d1b93a5 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
 # that inference hands each layer's function to, and what it uses. It is identical in every
 # module of this version and variant, and holds no model-specific code (the model's code, and
@@ -401,16 +401,20 @@ class _FullNeighbourBatches:
 
         own = set(vars(torch.nn.Module()))  # torch's state of every module
         parts = []
-        for path, module in model.named_modules():
+        # sorted by name, each module's entries too: the order attributes were set in is
+        # no setting (gnn-codegen's trace sets some anew)
+        for path, module in sorted(model.named_modules(), key=lambda item: item[0]):
             parts.append(f"module {path!r}: {type(module).__qualname__}")
             for kind in ("_parameters", "_buffers"):
-                for name, tensor in getattr(module, kind).items():
-                    parts.append(f"  {kind} {name}{' None' if tensor is None else ''}")
+                tensors = getattr(module, kind)
+                for name in sorted(tensors):
+                    none = " None" if tensors[name] is None else ""
+                    parts.append(f"  {kind} {name}{none}")
             # the names of forward's parameters
             code = getattr(type(module).forward, "__code__", None)
             count = code.co_argcount + code.co_kwonlyargcount if code else 0
             passed = code.co_varnames[:count] if code else ()
-            for key, value in vars(module).items():
+            for key, value in sorted(vars(module).items(), key=lambda item: item[0]):
                 left_out = key in own or key in passed or "device" in key.lower()
                 if left_out or value is None:
                     continue

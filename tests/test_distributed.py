@@ -293,7 +293,9 @@ def test_refused_on_a_dist_graph(tmp_path: Path) -> None:
         ("sage", "SAGE", MODELS[0][2], {"storage": str(tmp_path / "files")}),
         ("gat_self_loops", "GAT", MODELS[2][2], {}),
         # an LSTM over each node's in-edges, in order: partition_graph renumbers edges
-        ("sage_variants", "SAGEVariants", {"in_feats": 16, "n_hidden": 16, "n_classes": 3}, {}),
+        # built as generated (case.json's init): a model built otherwise is refused before this
+        ("sage_variants", "SAGEVariants", json.loads(
+            (ROOT / "generated_examples" / "sage_variants" / "case.json").read_text())["init"], {}),
         # a message-passing module of the user's: its reduce may read a node's in-edges in order
         ("custom_mp", "CustomNet", json.loads(
             (ROOT / "generated_examples" / "custom_mp" / "case.json").read_text())["init"], {"extra_inputs": 2}),

@@ -79,6 +79,8 @@ class GAT(nn.Module):
         each does is in _FullNeighbourBatches's docstring (below the runtime's banner).
         """
         self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode
+        # a model built otherwise (other layer counts, widths, k, ...): ValueError
+        _FullNeighbourBatches.check_built(self, "b4130f20e76e8263")
         batches = _FullNeighbourBatches(
             self,
             g,
@@ -232,7 +234,7 @@ def _check_in_degrees(conv, block):
         )
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 fd5b1715ae5f -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 819d2d1b93a5 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
 # that inference hands each layer's function to, and what it uses. It is identical in every
 # module of this version and variant, and holds no model-specific code (the model's code, and
@@ -435,6 +437,96 @@ class _FullNeighbourBatches:
             raise ValueError(
                 f"the model is on {where}, not on device={device}: call model.to(device)"
             )
+
+    @classmethod
+    def check_built(cls, model, digest):
+        """Refuse a model built otherwise than the one inference was generated for, whose
+        built(model) was `digest`: the generated code unrolled its loops (a ModuleList's
+        length) and read its settings (APPNP's k, GraphConv's norm, widths) as they were
+        then, so another build would give another function, without a word."""
+        found = cls.built(model)
+        if found != digest:
+            raise ValueError(
+                f"{type(model).__qualname__} is built differently from the model "
+                "inference was generated for (its modules, their classes or settings "
+                f"differ: layer counts, widths, k, norm, ...; built {found}, generated "
+                f"for {digest}): regenerate it with this model's constructor arguments "
+                "(--init)"
+            )
+
+    @staticmethod
+    def built(model):
+        """A digest (16 hex digits of a sha256) of how `model` is built, the same for every
+        instance built with the same constructor arguments, whatever its weights.
+
+        It covers, for each of model.named_modules() (the model itself included): its name
+        (so a ModuleList's length counts), its class's qualified name, the names of its
+        parameters and buffers (None ones marked), and its settings: the values in its
+        __dict__ that are int, bool, str, float (exactly, by repr), callables (by qualified
+        name: activation=F.relu), modules held in a plain list (by class), or tuples and
+        lists of those.
+
+        It leaves out what differs between instances of one build, or is no setting: torch's
+        own state of every module (training, hooks, the dicts of parameters, buffers and
+        submodules); tensors, graphs, dicts and other objects; the shapes and dtypes of
+        parameters and buffers (the widths are in settings such as in_features, and
+        model.double() is still the same model); whatever names a device, or is one (where
+        the model runs is inference's device=); nn.Embedding's num_embeddings (a row per
+        node, which differs between graphs); attributes named as a parameter of the
+        module's forward, which hold what its last call passed (HGTConv's and RelGraphConv's
+        presorted), not how it was built; and attributes whose value is None: None is what
+        a cache holds before its first forward (SGConv's _cached_h, a tensor after it),
+        while a setting of None against one of a value still differs, as the other counts.
+        Module and class names are qualified names without their module: the generated
+        module holds copies of the user's classes and functions."""
+
+        def setting(value):
+            # the text of a setting, or None for what is not one
+            if isinstance(value, bool):
+                return repr(value)
+            if isinstance(value, int):
+                return int.__repr__(value)
+            if isinstance(value, float):
+                return float.__repr__(value)
+            if isinstance(value, str):
+                return repr(str(value))
+            if isinstance(value, torch.nn.Module):  # in a plain list (not registered)
+                return f"module {type(value).__qualname__}"
+            if isinstance(value, (tuple, list)):
+                items = ["None" if v is None else setting(v) for v in value]
+                if None in items:
+                    return None
+                return f"{type(value).__name__}({', '.join(items)})"
+            if isinstance(value, (torch.Tensor, torch.device)) or not callable(value):
+                return None
+            name = getattr(value, "__qualname__", None)
+            return f"callable {name}" if isinstance(name, str) else None
+
+        own = set(vars(torch.nn.Module()))  # torch's state of every module
+        parts = []
+        # sorted by name, each module's entries too: the order attributes were set in is
+        # no setting (gnn-codegen's trace sets some anew)
+        for path, module in sorted(model.named_modules(), key=lambda item: item[0]):
+            parts.append(f"module {path!r}: {type(module).__qualname__}")
+            for kind in ("_parameters", "_buffers"):
+                tensors = getattr(module, kind)
+                for name in sorted(tensors):
+                    none = " None" if tensors[name] is None else ""
+                    parts.append(f"  {kind} {name}{none}")
+            # the names of forward's parameters
+            code = getattr(type(module).forward, "__code__", None)
+            count = code.co_argcount + code.co_kwonlyargcount if code else 0
+            passed = code.co_varnames[:count] if code else ()
+            for key, value in sorted(vars(module).items(), key=lambda item: item[0]):
+                left_out = key in own or key in passed or "device" in key.lower()
+                if left_out or value is None:
+                    continue
+                if key == "num_embeddings" and isinstance(module, torch.nn.Embedding):
+                    continue
+                text = setting(value)
+                if text is not None:
+                    parts.append(f"  {key} = {text}")
+        return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
     def check_rows(self, nodes=None, edges=None):
         """Each tensor in `nodes` has a row per node of g, each in `edges` a row per edge."""

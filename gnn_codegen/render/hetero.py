@@ -24,6 +24,7 @@ from gnn_codegen.trace.hetero import calls_own_layer
 from gnn_codegen.trace.hetero_tracer import hetero_conv
 from gnn_codegen.lower.spelling import locations
 from gnn_codegen.render.map_bindings import map_bindings
+from gnn_codegen.render.built import check_line
 from gnn_codegen.render.runtime_module import HETERO_RUNTIME as RUNTIME
 from gnn_codegen.render.squeezed_rows import hetero_checks as squeeze_checks
 from gnn_codegen.render.squeezed_rows import squeezes_every_axis, squeezes_first_axis
@@ -75,6 +76,7 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
         schema_relations = ", ".join(self.expr(r, {}) for r in header["relations"])
         reason = hetero_not_distributed(self)  # DistDGL: hetero/distributed.py
         lines = [
+            *(check_line(RUNTIME, header["built"]) if header.get("built") else []),  # built.py
             *(refusal(graph, reason) if reason else []),
             f"batches = {RUNTIME}(self, {graph}, batch_size, device, max_memory, progress, storage, changed, "
             "keep_layers)",

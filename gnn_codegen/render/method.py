@@ -56,8 +56,9 @@ class Rendered:
 
 class Renderer(LayerCalls, Preamble, MethodDocstring):
     def __init__(self, program: Program, attrs: Attributes, plan: Plan, module_names: set[str],
-                 runtime_module: str | None = None):
+                 runtime_module: str | None = None, built: str | None = None):
         self.program, self.attrs, self.plan = program, attrs, plan
+        self.built = built  # the digest of how the model traced was built (built.py)
         self.runtime_module = runtime_module  # the runtime is imported from it (--runtime-module)
         self.inline = inline_ops(program, attrs)
         self.users = program.consumers()
@@ -353,7 +354,7 @@ def _check_no_capture(method: str, reserved: set[str]) -> None:
 
 def render(program: Program, attrs: Attributes, plan: Plan, module_names: set[str],
            header: dict[str, Any]) -> Rendered:
-    r = Renderer(program, attrs, plan, module_names, header.get("runtime_module"))
+    r = Renderer(program, attrs, plan, module_names, header.get("runtime_module"), header.get("built"))
     method = r.method()
     _check_no_capture(method, r.reserved)
     imports, check = (imported(header["runtime_module"], RUNTIME, r.runtime, module_names | r.reserved, header["version"])

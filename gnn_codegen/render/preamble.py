@@ -23,6 +23,7 @@ from gnn_codegen.render.assumptions import entry_checks
 from gnn_codegen.lower.row_ranges import entry_checks as row_range_checks
 from gnn_codegen.render.squeezed_rows import homogeneous_checks as squeeze_checks
 from gnn_codegen.render.code import comment
+from gnn_codegen.render.built import check_line
 from gnn_codegen.render import incremental
 from gnn_codegen.render import type_offsets as by_type
 
@@ -52,8 +53,9 @@ class Preamble:
 
     def _preamble(self) -> list[str]:
         g = self.params[0]
+        lines = check_line(self.runtime, self.built) if self.built else []  # built.py
         reason = not_distributed(self.program, self.derived)  # DistDGL: distributed.py
-        lines = refusal(g, reason) if reason else []
+        lines += refusal(g, reason) if reason else []
         lines += unpacking_lines(self.program.dict_inputs, {self.program.op(n).target: self.buffer[n]
                                                             for n in self.program.inputs}, self.dicts)
         by_type_lines, self.type_counts = by_type.preamble(self.program, self.buffer, g, self.nodes, self.names.take)

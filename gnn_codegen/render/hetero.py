@@ -15,6 +15,7 @@ import dgl.nn as dglnn
 import torch
 import torch.fx as fx
 
+from gnn_codegen.render.type_index import shared_by_index
 from gnn_codegen.render.distributed import refusal
 from gnn_codegen.errors import UnsupportedOperationError
 from gnn_codegen.render.hetero_distributed import hetero_not_distributed
@@ -256,7 +257,9 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
         if not types:
             return []
         per_type = {t: self._function(stage, t) for t in types}
-        shared = _shared({t: f[0] for t, f in per_type.items()}) if len(types) > 1 else None
+        texts = {t: f[0] for t, f in per_type.items()}
+        # alike but for the type's name, or for a module's index a dict of the model's maps it to
+        shared = (_shared(texts) or shared_by_index(texts, self.model)) if len(types) > 1 else None
         group_names = self._output_groups(stage, per_type)
         convs = sorted({str(n.args[0]) for t in types for n in plan.at(stage, t) if n.target is hetero_conv})
         described = ", ".join(f"{accessor(self.model, c)} ({_describe_conv(self.model.get_submodule(c))})"

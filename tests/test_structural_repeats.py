@@ -2,7 +2,9 @@
 from the same operands in the other order (analysis/commuted.py), per-type functions alike but
 for a module index a dict of the model's maps each type to (render/type_index.py), a loop's
 function reading the loop variable by closure (render/layer_calls.py), and the batches over a
-graph forward derives built from the method's own (the runtime's `over`)."""
+graph forward derives built from the method's own (the runtime's `over`), and a dict forward
+builds by a comprehension over the relations written as that comprehension
+(render/dict_comprehension.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import pytest
 import torch.nn as nn
 
 from gnn_codegen.pipeline import GenerateOptions, generate_all
+from gnn_codegen.render.dict_comprehension import comprehension
 from gnn_codegen.render.type_index import shared_by_index
 from gnn_codegen.verify.check import check
 from tests.cases import all_cases
@@ -154,3 +157,42 @@ def test_per_type_functions_stay_apart_where_no_dict_the_model_reads_maps_them()
 def test_hgt_hetero_adapts_each_type_in_one_function() -> None:
     method = _method(next(c for c in CASES if c.name == "hgt_hetero").golden.read_text())
     assert method.count("def layer_0") == 1 and "self.adapt[self.node_dict[ntype]]" in method
+
+
+# --- a dict forward builds by a comprehension over the relations -------------------------------
+
+class _Relations(nn.Module):
+    def __init__(self, rel_names):
+        super().__init__()
+        self.rel_names = list(rel_names)
+        self.conv = nn.Identity()
+
+    def forward(self, weights):
+        return {rel: {"weight": w.squeeze(0)} for rel, w in zip(self.rel_names, weights)}
+
+
+_ENTRIES = {"follows": '{"weight": weights[0].squeeze(0)}', "plays": '{"weight": weights[1].squeeze(0)}'}
+
+
+def _spell(path: str) -> str:
+    return "self" + "".join(f".{p}" for p in path.split(".") if p)
+
+
+def test_a_dict_with_an_entry_per_relation_is_the_comprehension_forward_wrote() -> None:
+    written = comprehension(_ENTRIES, _Relations(["follows", "plays"]), "conv", _spell)
+    assert written == '{rel: {"weight": w.squeeze(0)} for rel, w in zip(self.rel_names, weights)}'
+    # keys no list of the model's holds in that order: over a tuple of them
+    written = comprehension(_ENTRIES, _Relations(["plays", "follows"]), "conv", _spell)
+    assert written == '{rel: {"weight": w.squeeze(0)} for rel, w in zip(("follows", "plays"), weights)}'
+
+
+def test_entries_alike_but_for_more_than_the_item_stay_a_literal() -> None:
+    model = _Relations(["follows", "plays"])
+    assert comprehension(dict(_ENTRIES, plays='{"weight": weights[1].squeeze(1)}'), model, "conv", _spell) is None
+    assert comprehension(dict(_ENTRIES, plays='{"weight": weights[0].squeeze(0)}'), model, "conv", _spell) is None
+    assert comprehension({"follows": _ENTRIES["follows"]}, model, "conv", _spell) is None
+
+
+def test_entity_classify_builds_each_wdict_as_forward_does() -> None:
+    method = _method(next(c for c in CASES if c.name == "entity_classify").golden.read_text())
+    assert method.count("for rel, w in zip(self.layers[") == 3 and '"follows": {' not in method

@@ -16,6 +16,7 @@ import torch
 import torch.fx as fx
 
 from gnn_codegen.render.type_index import shared_by_index
+from gnn_codegen.render.dict_comprehension import comprehension
 from gnn_codegen.render.distributed import refusal
 from gnn_codegen.errors import UnsupportedOperationError
 from gnn_codegen.render.hetero_distributed import hetero_not_distributed
@@ -212,7 +213,10 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
                     continue
                 match = pattern.search(locations(node, self.path)[1])
                 name = self.names.new(match.group(1) if match else ("mod_args", "mod_kwargs")[index - 4])
-                self.once_lines.append(f"{name} = {key[2]}")
+                # forward's comprehension over the relations, as it wrote it (dict_comprehension.py)
+                written = comprehension({k: self.expr(v, {}) for k, v in value.items()}, self.model, str(node.args[0]),
+                                        lambda path: accessor(self.model, path)) if isinstance(value, dict) else None
+                self.once_lines.append(f"{name} = {written or key[2]}")
                 self.arguments[key] = name
 
     def relation_key(self, rel: tuple[str, str, str]) -> Any:

@@ -159,22 +159,16 @@ class EntityClassify(nn.Module):
             "user": torch.matmul(self.embeds["user"], self.layers[0].loop_weight),
         }
         wdict = {
-            "follows": {"weight": weights[0].squeeze(0)},
-            "plays": {"weight": weights[1].squeeze(0)},
-            "played_by": {"weight": weights[2].squeeze(0)},
-            "develops": {"weight": weights[3].squeeze(0)},
+            rel: {"weight": w.squeeze(0)}
+            for rel, w in zip(self.layers[0].rel_names, weights)
         }
         wdict_1 = {
-            "follows": {"weight": weights_1[0].squeeze(0)},
-            "plays": {"weight": weights_1[1].squeeze(0)},
-            "played_by": {"weight": weights_1[2].squeeze(0)},
-            "develops": {"weight": weights_1[3].squeeze(0)},
+            rel: {"weight": w.squeeze(0)}
+            for rel, w in zip(self.layers[1].rel_names, weights_1)
         }
         wdict_2 = {
-            "follows": {"weight": weights_2[0].squeeze(0)},
-            "plays": {"weight": weights_2[1].squeeze(0)},
-            "played_by": {"weight": weights_2[2].squeeze(0)},
-            "develops": {"weight": weights_2[3].squeeze(0)},
+            rel: {"weight": w.squeeze(0)}
+            for rel, w in zip(self.layers[2].rel_names, weights_2)
         }
         # the nodes of each type whose rows each layer computes: all of them, or for nodes=
         # those, and before each layer the in-neighbours of the nodes the layer computes

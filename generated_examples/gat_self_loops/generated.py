@@ -103,9 +103,7 @@ class GAT(nn.Module):
         batches.check_rows(nodes={"inputs": inputs})
         # as forward derives it from its graph, once for the whole graph
         g_with_loops = dgl.add_self_loop(dgl.remove_self_loop(g))
-        batches_with_loops = _FullNeighbourBatches(
-            self, g_with_loops, batch_size, device, max_memory, progress, storage
-        )
+        batches_with_loops = batches.over(g_with_loops)
         # the nodes whose rows each layer computes: all of them; for nodes= those, and before
         # each layer the in-neighbours of the nodes the layer computes; for changed= those,
         # and after each layer their out-neighbours
@@ -250,7 +248,7 @@ def _check_in_degrees(conv, block):
         )
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 819d2d1b93a5 -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 14b99d4f8ddf -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
 # that inference hands each layer's function to, and what it uses. It is identical in every
 # module of this version and variant, and holds no model-specific code (the model's code, and
@@ -435,6 +433,22 @@ class _FullNeighbourBatches:
         self.kept, self.inputs = {}, ({}, {})
         self.model, self.identity = model, None
         self.kept_files = {}  # id of a kept layer's tensor -> its file, and the tensor
+
+    def over(self, g):
+        """Batches over g, a graph forward derives from this one's (dgl.add_self_loop(g),
+        a metapath graph), with this one's batch_size, device, max_memory, progress and
+        storage. Its layers' results are not kept for changed=: its in-edges are not this
+        graph's, so a run with changed= recomputes every row of a layer on it (exact).
+        """
+        return _FullNeighbourBatches(
+            self.model,
+            g,
+            self.batch_size,
+            self.device,
+            self.max_memory,
+            self.progress,
+            self.storage,
+        )
 
     def _check_arguments(self, model, batch_size, device, max_memory):
         if batch_size != "auto" and (type(batch_size) is not int or batch_size < 1):

@@ -119,25 +119,27 @@ class GCNII(nn.Module):
 
         # Layers 1 to 7 of 8, each the same function of the layer before with its own module,
         # [i] of the loop below: graph.update_all (copy_u, sum).
-        def layer_i(block, feat, norm, h0):
-            with block.local_scope():
-                block.srcdata["h"] = feat
-                block.update_all(
-                    dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
-                )
-                h = block.dstdata["h"]
-            h = (h * norm) * (1 - self.convs[i].alpha)
-            feat_sum = h + (h0[: h.size(0)] * self.convs[i].alpha)
-            feat_proj_sum = feat_sum @ self.convs[i].weight1
-            rst = (1 - self.convs[i].beta) * feat_sum
-            return (
-                F.relu(
-                    (rst + (self.convs[i].beta * feat_proj_sum)) + self.convs[i].bias
-                )
-                * norm
-            )
-
         for i in range(7):
+
+            def layer_i(block, feat, norm, h0, i=i):
+                with block.local_scope():
+                    block.srcdata["h"] = feat
+                    block.update_all(
+                        dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
+                    )
+                    h = block.dstdata["h"]
+                h = (h * norm) * (1 - self.convs[i].alpha)
+                feat_sum = h + (h0[: h.size(0)] * self.convs[i].alpha)
+                feat_proj_sum = feat_sum @ self.convs[i].weight1
+                rst = (1 - self.convs[i].beta) * feat_sum
+                return (
+                    F.relu(
+                        (rst + (self.convs[i].beta * feat_proj_sum))
+                        + self.convs[i].bias
+                    )
+                    * norm
+                )
+
             feat = batches.map(
                 layer_i,
                 source_rows=dict(feat=feat),
@@ -173,7 +175,7 @@ class GCNII(nn.Module):
         return batches.result(out, nodes=nodes)
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 819d2d1b93a5 -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 14b99d4f8ddf -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
 # that inference hands each layer's function to, and what it uses. It is identical in every
 # module of this version and variant, and holds no model-specific code (the model's code, and
@@ -358,6 +360,22 @@ class _FullNeighbourBatches:
         self.kept, self.inputs = {}, ({}, {})
         self.model, self.identity = model, None
         self.kept_files = {}  # id of a kept layer's tensor -> its file, and the tensor
+
+    def over(self, g):
+        """Batches over g, a graph forward derives from this one's (dgl.add_self_loop(g),
+        a metapath graph), with this one's batch_size, device, max_memory, progress and
+        storage. Its layers' results are not kept for changed=: its in-edges are not this
+        graph's, so a run with changed= recomputes every row of a layer on it (exact).
+        """
+        return _FullNeighbourBatches(
+            self.model,
+            g,
+            self.batch_size,
+            self.device,
+            self.max_memory,
+            self.progress,
+            self.storage,
+        )
 
     def _check_arguments(self, model, batch_size, device, max_memory):
         if batch_size != "auto" and (type(batch_size) is not int or batch_size < 1):

@@ -205,28 +205,15 @@ class HGT(nn.Module):
         needed = batches.needed(nodes, layers=2, result="paper")
 
         # Before layer 1: each node's own features, into author, field and paper.
-        def layer_0_author(inp_1, ntype):
-            adapt = self.adapt[0](inp_1)
-            return F.gelu(adapt)
-
-        def layer_0_field(inp_1, ntype):
-            adapt = self.adapt[1](inp_1)
-            return F.gelu(adapt)
-
-        def layer_0_paper(inp_1, ntype):
-            adapt = self.adapt[2](inp_1)
+        def layer_0(inp_1, ntype):
+            adapt = self.adapt[self.node_dict[ntype]](inp_1)
             return F.gelu(adapt)
 
         h0 = {}
-        h0["author"] = batches.map_rows(
-            layer_0_author, "author", rows=[inp["author"]], nodes=needed[0]["author"]
-        )
-        h0["field"] = batches.map_rows(
-            layer_0_field, "field", rows=[inp["field"]], nodes=needed[0]["field"]
-        )
-        h0["paper"] = batches.map_rows(
-            layer_0_paper, "paper", rows=[inp["paper"]], nodes=needed[0]["paper"]
-        )
+        for ntype in ("author", "field", "paper"):
+            h0[ntype] = batches.map_rows(
+                layer_0, ntype, rows=[inp[ntype]], nodes=needed[0][ntype]
+            )
 
         # Layer 1 of 2: self.layers[0] (HGTLayer, on each batch's graph of its in-edges), into
         # author, field and paper.

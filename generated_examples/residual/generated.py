@@ -101,10 +101,9 @@ class ResGCN(nn.Module):
                 _graph_conv_aggregate(self.conv1, block, feat0, weighted=False),
                 inplace=True,
             )
-            h = relu1 + x0
-            return h, x0 + relu1
+            return relu1 + x0
 
-        h1, readout1 = batches.map(
+        h1 = batches.map(
             layer_1,
             source_rows=dict(feat0=feat0),
             destination_rows=dict(x0=x0),
@@ -114,7 +113,7 @@ class ResGCN(nn.Module):
         del feat0, x0
 
         # Layer 2 of 3: self.conv2 (SAGEConv).
-        def layer_2(block, h1, readout1, h1_dst):
+        def layer_2(block, h1, h1_dst):
             relu2 = F.relu(
                 _sage_conv_mean(self.conv2, block, h1, h1_dst, projected=False),
                 inplace=True,
@@ -122,16 +121,16 @@ class ResGCN(nn.Module):
             h = self.norm(relu2 + h1_dst)
             # self.conv3's fc_neigh on each source row, once per node
             feat = self.conv3.fc_neigh(h)
-            return h, feat, readout1 + relu2
+            return h, feat, h1_dst + relu2
 
         h2, feat2, readout = batches.map(
             layer_2,
             source_rows=dict(h1=h1),
-            destination_rows=dict(readout1=readout1, h1_dst=h1),
+            destination_rows=dict(h1_dst=h1),
             in_place=True,
             nodes=needed[2],
         )
-        del h1, readout1
+        del h1
 
         # Layer 3 of 3: self.conv3 (SAGEConv).
         def layer_3(block, feat2, skip, h2):
@@ -235,7 +234,7 @@ def _check_in_degrees(conv, block):
         )
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 819d2d1b93a5 -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 14b99d4f8ddf -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
 # that inference hands each layer's function to, and what it uses. It is identical in every
 # module of this version and variant, and holds no model-specific code (the model's code, and
@@ -420,6 +419,22 @@ class _FullNeighbourBatches:
         self.kept, self.inputs = {}, ({}, {})
         self.model, self.identity = model, None
         self.kept_files = {}  # id of a kept layer's tensor -> its file, and the tensor
+
+    def over(self, g):
+        """Batches over g, a graph forward derives from this one's (dgl.add_self_loop(g),
+        a metapath graph), with this one's batch_size, device, max_memory, progress and
+        storage. Its layers' results are not kept for changed=: its in-edges are not this
+        graph's, so a run with changed= recomputes every row of a layer on it (exact).
+        """
+        return _FullNeighbourBatches(
+            self.model,
+            g,
+            self.batch_size,
+            self.device,
+            self.max_memory,
+            self.progress,
+            self.storage,
+        )
 
     def _check_arguments(self, model, batch_size, device, max_memory):
         if batch_size != "auto" and (type(batch_size) is not int or batch_size < 1):

@@ -206,7 +206,7 @@ def _rel_graph_conv(
     return conv.dropout(h)
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 819d2d1b93a5 -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 14b99d4f8ddf -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
 # that inference hands each layer's function to, and what it uses. It is identical in every
 # module of this version and variant, and holds no model-specific code (the model's code, and
@@ -391,6 +391,22 @@ class _FullNeighbourBatches:
         self.kept, self.inputs = {}, ({}, {})
         self.model, self.identity = model, None
         self.kept_files = {}  # id of a kept layer's tensor -> its file, and the tensor
+
+    def over(self, g):
+        """Batches over g, a graph forward derives from this one's (dgl.add_self_loop(g),
+        a metapath graph), with this one's batch_size, device, max_memory, progress and
+        storage. Its layers' results are not kept for changed=: its in-edges are not this
+        graph's, so a run with changed= recomputes every row of a layer on it (exact).
+        """
+        return _FullNeighbourBatches(
+            self.model,
+            g,
+            self.batch_size,
+            self.device,
+            self.max_memory,
+            self.progress,
+            self.storage,
+        )
 
     def _check_arguments(self, model, batch_size, device, max_memory):
         if batch_size != "auto" and (type(batch_size) is not int or batch_size < 1):

@@ -15,6 +15,8 @@ import dgl.nn as dglnn
 import torch
 import torch.fx as fx
 
+from gnn_codegen.render.type_index import shared_by_index
+from gnn_codegen.render.dict_comprehension import comprehension
 from gnn_codegen.render.distributed import refusal
 from gnn_codegen.errors import UnsupportedOperationError
 from gnn_codegen.render.hetero_distributed import hetero_not_distributed
@@ -211,7 +213,10 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
                     continue
                 match = pattern.search(locations(node, self.path)[1])
                 name = self.names.new(match.group(1) if match else ("mod_args", "mod_kwargs")[index - 4])
-                self.once_lines.append(f"{name} = {key[2]}")
+                # forward's comprehension over the relations, as it wrote it (dict_comprehension.py)
+                written = comprehension({k: self.expr(v, {}) for k, v in value.items()}, self.model, str(node.args[0]),
+                                        lambda path: accessor(self.model, path)) if isinstance(value, dict) else None
+                self.once_lines.append(f"{name} = {written or key[2]}")
                 self.arguments[key] = name
 
     def relation_key(self, rel: tuple[str, str, str]) -> Any:
@@ -256,7 +261,9 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
         if not types:
             return []
         per_type = {t: self._function(stage, t) for t in types}
-        shared = _shared({t: f[0] for t, f in per_type.items()}) if len(types) > 1 else None
+        texts = {t: f[0] for t, f in per_type.items()}
+        # alike but for the type's name, or for a module's index a dict of the model's maps it to
+        shared = (_shared(texts) or shared_by_index(texts, self.model)) if len(types) > 1 else None
         group_names = self._output_groups(stage, per_type)
         convs = sorted({str(n.args[0]) for t in types for n in plan.at(stage, t) if n.target is hetero_conv})
         described = ", ".join(f"{accessor(self.model, c)} ({_describe_conv(self.model.get_submodule(c))})"

@@ -48,11 +48,18 @@ class LayerCalls:
 
     def _loop_lines(self, loop: LayerLoop, runs, function: LayerFunction, which: str | None):
         """The loop over a run of identical layers: its function, named for any of them, and
-        `for k in range(first, last + 1): h = batches.map(layer_k, source_rows=dict(h=h), ...)`."""
+        `for k in range(first, last + 1): h = batches.map(layer_k, source_rows=dict(h=h), ...)`.
+        A function that reads the module's index (`self.convs[i]`) is made in the loop, with the
+        index as a parameter's default (`def layer_i(block, h, i=i)`): it reads no loop variable
+        by closure (flake8-bugbear's B023), so it computes the layer it was made for wherever it
+        runs. Returned: the function, the nodes it computes, the lines before the function (the
+        loop's header, where it is made in the loop) and those after it."""
         first, last = runs[loop.start][0].layer, runs[loop.end][0].layer
         # over the layers, or over the index of the module each layer runs (module_index.py)
         counter, base = (loop.counter, loop.base) if loop.indexed else (self.names.take("k"), 0)
         function = replace(function, name=self.names.take("layer_i" if loop.indexed else "layer_k"))
+        if loop.indexed:  # the index bound where the function is made, in the loop, not read by closure
+            function = replace(function, params=[*function.params, f"{counter}={counter}"])
         if which is not None:
             layer = counter if not base else f"{counter} - {base}" if base > 0 else f"{counter} + {-base}"
             which = f"{self.needed}[{layer}]"
@@ -70,8 +77,9 @@ class LayerCalls:
                   if self.buffer[values[0]] != self.buffer[values[-1]]]
         starts += [f"{listed} = []" for listed in lists.values()]
         appends = [f"    {lists[v]}.append({name})" for v, name in each.items()]
-        return function, which, [*starts, f"for {counter} in {_spelled_range(first + base, last + base + 1)}:",
-                                 f"    {targets} = {call}", *appends]
+        header = [*starts, f"for {counter} in {_spelled_range(first + base, last + base + 1)}:"]
+        body = [f"    {targets} = {call}", *appends]
+        return function, which, header if loop.indexed else [], body if loop.indexed else [*header, *body]
 
     def _before_loop(self, stage: Stage, writer: LayerWriter) -> list[str]:
         """The lines that compute the stage's reductions over all nodes from stored rows, in a

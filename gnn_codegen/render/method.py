@@ -272,8 +272,9 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
             end = loop.end if loop else position
             last = end == len(functions) - 1
             which = None if position < all_nodes_before else f"{self.needed}[{stage.layer}]"
+            opening: list[str] = []  # the loop's header, where its function is made in it
             if loop:  # the loop's last layer's function: the first may name its input otherwise
-                function, which, lines = self._loop_lines(loop, runs, functions[loop.end], which)
+                function, which, opening, lines = self._loop_lines(loop, runs, functions[loop.end], which)
             else:
                 call = self._call(function, self.runtimes.get(stage.graph, self.batches), which)
                 targets = [self.buffer[n] for n in stage.stores]
@@ -285,7 +286,8 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
             before = self._before_loop(stage, writer)
             if position in freed_after_reductions:
                 before.append(f"del {', '.join(freed_after_reductions[position])}")
-            stages.append({"comment": comment, "function": function, "after": lines, "before": before})
+            stages.append({"comment": comment, "function": function, "after": lines, "before": before,
+                           "opening": opening, "pad": "    " if opening else ""})
         preamble = self._preamble()  # before the result, which the names it takes may split by type
         before_return, returned = by_type.result(self.program, self._returned(self.program.output), self.type_counts,
                                                  self.names.take)

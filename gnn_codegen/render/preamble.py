@@ -170,11 +170,12 @@ class Preamble:
             elif op.target != GRAPH_ITEM:
                 lines.append("# as forward derives it from its graph, once for the whole graph")
                 lines.append(f"{name} = {self._graph_expression(op)}")
-            if op.name in self.runtimes:
-                lines.append(f"{self.runtimes[op.name]} = {self.runtime}(self, {name}, {self.batch_size}, "
-                             f"{self.device}, {self.max_memory}, {self.progress}, {self.storage}" + (
-                                 incremental.runtime_arguments(self.changed, self.keep_layers, derived=True)
-                                 if self.runtimes[op.name] == self.batches else "") + ")")
+            if op.name in self.runtimes and self.runtimes[op.name] == self.batches:  # forward's rows' graph
+                lines.append(f"{self.batches} = {self.runtime}(self, {name}, {self.batch_size}, "
+                             f"{self.device}, {self.max_memory}, {self.progress}, {self.storage}"
+                             f"{incremental.runtime_arguments(self.changed, self.keep_layers, derived=True)})")
+            elif op.name in self.runtimes:  # with the method's batches' parameters, from them
+                lines.append(f"{self.runtimes[op.name]} = {self.batches}.over({name})")
         if self.items and self.over_metapaths:
             gs, first = self.params[0], self.graph_name[self.items[0].name]
             count = self.program.graphs

@@ -1,0 +1,70 @@
+"""Render, a dict forward builds by a comprehension over the relations, written back as one:
+RGCN's `wdict = {rel: {"weight": w.squeeze(0)} for rel, w in zip(self.rel_names, weights)}`
+traces to a literal with an entry per relation (`"follows": {"weight": weights[0].squeeze(0)},
+"plays": {"weight": weights[1].squeeze(0)}, ...`). Where every entry is one expression of the
+i-th item of one tuple, the dict is that comprehension again, over the keys as a list of the
+model's that its source reads names them (`self.layers[0].rel_names`), or else as a tuple."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Any, Callable
+
+import torch
+
+_ITEM = r"\b{}\[{}\]"  # `weights[2]`: the tuple's name, the item's index
+
+
+def _source(module: torch.nn.Module) -> str:
+    texts = []
+    for cls in type(module).__mro__:
+        if cls.__module__.startswith(("torch", "dgl", "builtins")):
+            continue
+        try:
+            texts.append(inspect.getsource(cls))
+        except (OSError, TypeError):
+            continue
+    return "\n".join(texts)
+
+
+def _keys_spelled(model: torch.nn.Module, path: str, keys: list[str], spell: Callable[[str], str]) -> str:
+    """The keys as a list of the model's that holds them in that order, on the module at path
+    or one above it, whose source reads it (`self.rel_names`); else as a tuple literal."""
+    parts = path.split(".") if path else []
+    for end in range(len(parts), -1, -1):
+        where = ".".join(parts[:end])
+        module = model.get_submodule(where)
+        source = _source(module)
+        for name, value in sorted(vars(module).items()):
+            if name.startswith("_") or not isinstance(value, (list, tuple)) or f"self.{name}" not in source:
+                continue
+            if list(value) == keys:
+                return f"{spell(where)}.{name}" if where else f"self.{name}"
+    return "(" + ", ".join(f'"{k}"' for k in keys) + ("," if len(keys) == 1 else "") + ")"
+
+
+def comprehension(entries: dict[Any, str], model: torch.nn.Module, path: str,
+                  spell: Callable[[str], str]) -> str | None:
+    """`{rel: {"weight": w.squeeze(0)} for rel, w in zip(KEYS, weights)}` for a dict whose
+    entries (key -> its value's code) are each the same code of the i-th item of one tuple,
+    the i-th key's; None where they are not (or there are fewer than two). path: the module
+    the dict is given to (its relations' names are its own or above it); spell(path) is how
+    the generated code reaches a module."""
+    keys = list(entries)
+    if len(keys) < 2 or not all(isinstance(k, str) for k in keys):
+        return None
+    first = entries[keys[0]]
+    names = {m.group(1) for m in re.finditer(r"\b(\w+)\[0\]", first)}
+    for tuple_name in sorted(names):
+        shapes = {re.sub(_ITEM.format(re.escape(tuple_name), i), "\0", text) for i, text in enumerate(entries.values())}
+        if len(shapes) != 1:
+            continue
+        shape = shapes.pop()
+        if "\0" not in shape or re.search(rf"\b{re.escape(tuple_name)}\b", shape):
+            continue  # the tuple read otherwise too
+        item, key = next((a, b) for a, b in (("w", "rel"), ("item", "key"), ("item_", "key_"))
+                         if not re.search(rf"\b({a}|{b})\b", shape))
+        spelled = _keys_spelled(model, path, keys, spell)
+        return f"{{{key}: {shape.replace(chr(0), item)} for {key}, {item} in zip({spelled}, {tuple_name})}}"
+    return None

@@ -128,13 +128,7 @@ class TAGCN(nn.Module):
                 )
                 h = block.dstdata["h"]
             rst = h * norm
-            # self.layers[0].lin(torch.cat([features, rst1, rst], dim=1)) without making the
-            # concatenation: each part times its columns of the weight, summed in place
-            rst_2 = torch.nn.functional.linear(
-                features, self.layers[0].lin.weight[:, :16], self.layers[0].lin.bias
-            )
-            rst_2.addmm_(rst1, self.layers[0].lin.weight[:, 16:32].t())
-            rst_2.addmm_(rst, self.layers[0].lin.weight[:, 32:].t())
+            rst_2 = _linear_of_concatenation(self.layers[0].lin, [features, rst1, rst])
             rst_3 = F.relu(rst_2, inplace=True)
             norm_2 = in_degrees.to(rst_3)
             norm_2 = norm_2.clamp(min=1)
@@ -183,14 +177,7 @@ class TAGCN(nn.Module):
                 )
                 h = block.dstdata["h"]
             rst = h * norm2
-            # self.layers[1].lin(torch.cat([rst2, rst3, rst], dim=1)) without making the
-            # concatenation: each part times its columns of the weight, summed in place
-            rst_2 = torch.nn.functional.linear(
-                rst2, self.layers[1].lin.weight[:, :8], self.layers[1].lin.bias
-            )
-            rst_2.addmm_(rst3, self.layers[1].lin.weight[:, 8:16].t())
-            rst_2.addmm_(rst, self.layers[1].lin.weight[:, 16:].t())
-            return rst_2
+            return _linear_of_concatenation(self.layers[1].lin, [rst2, rst3, rst])
 
         rst = batches.map(
             layer_4,
@@ -200,6 +187,34 @@ class TAGCN(nn.Module):
             nodes=needed[4],
         )
         return batches.result(rst, nodes=nodes)
+
+
+# --- gnn-codegen convolution helpers 0.1.0, sha256 9f09d5baa518 -------------------------------
+# Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
+# helpers for the DGL modules this model's layers call, each module's forward split into its
+# work once per source row and the rest on each batch's block (a documented function per part,
+# read like DGL's forward). They are this version's templates (convs.py.j2, hetero_convs.py.j2)
+# rendered for the set of helpers this module calls, and hold no model-specific code; the sha256
+# is of the text below the banner's last line (blank lines before the next banner left out), for
+# anyone to recompute. Tested by:
+#   tests/test_goldens.py::test_helper_section_is_rendered_and_hashed
+#   tests/test_known_modules.py (each written-out convolution equals DGL's on blocks)
+#   tests/test_rel_graph_conv.py, test_attention_weighted_sum.py, test_block_as_graph.py
+#   tests/test_relation_sum.py, test_relation_product.py (HeteroGraphConv)
+#   tests/test_equivalence.py, test_hetero.py (every example equals its forward)
+# ----------------------------------------------------------------------------------------------
+
+
+def _linear_of_concatenation(linear, parts):
+    """linear(torch.cat(parts, dim=1)) for parts of 2-D rows, without making the
+    concatenation (a batch-sized tensor as wide as all parts): each part times its columns of
+    the weight, as many as the part is wide, summed in place. Equal to float rounding; parts
+    whose widths do not add up to linear.in_features raise, as the concatenation would."""
+    weights = linear.weight.split([part.shape[1] for part in parts], dim=1)
+    out = torch.nn.functional.linear(parts[0], weights[0], linear.bias)
+    for part, weight in zip(parts[1:], weights[1:]):
+        out.addmm_(part, weight.t())
+    return out
 
 
 # --- gnn-codegen runtime 0.1.0, sha256 819d2d1b93a5 -------------------------------------------

@@ -67,3 +67,19 @@ def test_linear_of_concatenation_is_the_linear_of_the_concatenation(widths: tupl
     torch.testing.assert_close(HELPERS["linear_of_concatenation"](linear, parts), expected)
     with pytest.raises(RuntimeError):  # parts that are not as wide as the weight: no silent slice
         HELPERS["linear_of_concatenation"](linear, parts[:-1])
+
+
+def test_a_move_onto_the_device_it_is_on_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """norm.to(h.device) of a norm computed in a layer: no move (every example is checked on the
+    simulated GPU, inputs on the host, before it is written); a state made on the host by
+    torch.zeros keeps its move."""
+    method = _generate("NormMovedToFeatures", '{"in_size": 8, "out_size": 3}', monkeypatch)
+    assert ".to(device)" not in method and "pow(-0.5)" in method
+    assert "torch.zeros(x.shape[0],self.hid_dim).to(device)" in _generate(
+        "ZeroState", '{"in_size": 8, "hid_size": 6, "out_size": 3}', monkeypatch)
+
+
+@pytest.mark.parametrize("example", ["tagcn", "appnp", "gcnii"])
+def test_the_goldens_move_no_norm_onto_the_device(example: str) -> None:
+    method = _method((REPO / "generated_examples" / example / "generated.py").read_text())
+    assert ".to(device)" not in method

@@ -108,14 +108,12 @@ class APPNP(nn.Module):
             src_norm = torch.reshape(
                 src_norm, src_norm.shape + ((1,) * (linear.dim() - 1))
             )
-            src_norm = src_norm.to(device)
             h_2 = in_degrees.to(linear)
             h_2 = h_2.clamp(min=1)
             dst_norm = torch.pow(h_2, -0.5)
             dst_norm = torch.reshape(
                 dst_norm, dst_norm.shape + ((1,) * (linear.dim() - 1))
             )
-            dst_norm = dst_norm.to(device)
             feat = linear * src_norm
             return src_norm, dst_norm, feat, self.propagate._alpha * linear
 

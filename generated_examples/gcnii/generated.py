@@ -107,9 +107,7 @@ class GCNII(nn.Module):
         # Before the first layer, once per node: self.fcs[0] (Linear).
         def prologue(in_degrees, features):
             h = F.relu(self.fcs[0](features))
-            norm = (
-                torch.pow(in_degrees.to(h).clamp(min=1), -0.5).to(device).unsqueeze(1)
-            )
+            norm = torch.pow(in_degrees.to(h).clamp(min=1), -0.5).unsqueeze(1)
             return h, norm, h * norm
 
         h0, norm, feat = batches.map_nodes(

@@ -94,7 +94,6 @@ class TAGCN(nn.Module):
             norm = norm.clamp(min=1)
             norm = torch.pow(norm, -0.5)
             norm = torch.reshape(norm, norm.shape + ((1,) * (features.dim() - 1)))
-            norm = norm.to(device)
             return norm, features * norm
 
         norm, rst0 = batches.map_nodes(prologue, features, in_degrees, nodes=needed[0])
@@ -134,8 +133,7 @@ class TAGCN(nn.Module):
             norm_2 = norm_2.clamp(min=1)
             norm_3 = torch.pow(norm_2, -0.5)
             norm_3 = torch.reshape(norm_3, norm_3.shape + ((1,) * (rst_3.dim() - 1)))
-            norm_4 = norm_3.to(device)
-            return rst_3, norm_4, rst_3 * norm_4
+            return rst_3, norm_3, rst_3 * norm_3
 
         rst2, norm2, rst2_2 = batches.map(
             layer_2,

@@ -1,8 +1,10 @@
 """Models that write widths from their constructor into forward, as users do: the width of
 flattened attention heads kept as an attribute, a recurrent state's width, a TAGConv stack
 whose Linear reads a concatenation of hops (lower/module_constants.py writes the ints as the
-attributes; render/layer.py slices the Linear's weight by the parts' widths at run time)."""
+attributes; render/layer.py slices the Linear's weight by the parts' widths at run time); and
+moves onto the device of tensors that are there already (analysis/device_moves.py)."""
 
+import dgl.function as fn
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -62,3 +64,20 @@ class TAGStack(nn.Module):
         for layer in self.layers:
             h = layer(g, h)
         return h
+
+
+class NormMovedToFeatures(nn.Module):
+    """A GCN norm written in forward, moved to the features' device as DGL's convs write it
+    (`norm.to(feat.device)`): computed in a layer, where it is on the device already."""
+
+    def __init__(self, in_size, out_size):
+        super().__init__()
+        self.lin = nn.Linear(in_size, out_size)
+
+    def forward(self, g, x):
+        h = self.lin(x)
+        norm = g.in_degrees().float().clamp(min=1).pow(-0.5).to(h.device).unsqueeze(1)
+        with g.local_scope():
+            g.ndata["h"] = h * norm
+            g.update_all(fn.copy_u("h", "m"), fn.sum("m", "h"))
+            return g.ndata["h"] * norm

@@ -94,6 +94,12 @@ class MessagePassing:
     # a user's module that fails on a block (it reads or writes g.ndata) and is proven exact on
     # the block as a graph over its source nodes (block_as_graph.py): called so per batch
     as_graph: bool = False
+    # message passing written inline in a module's forward (TAGConv, APPNPConv, a user's
+    # module): that module as comments name it (`self.layers[0] (TAGConv)`), and which of its
+    # update_all calls this is, hop of hops, for the comment of the layer it computes (hops.py)
+    within: str = ""
+    hop: int = 0
+    hops: int = 0
 
 
 @dataclass(frozen=True)

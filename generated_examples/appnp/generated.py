@@ -122,8 +122,8 @@ class APPNP(nn.Module):
         )
         del in_degrees, out_degrees
 
-        # Layers 1 to 9 of 10, each the same function of the layer before: g.update_all
-        # (copy_u, sum).
+        # Layers 1 to 9 of 10, each the same function of the layer before: self.propagate
+        # (APPNPConv), hops 1 to 9 of 10.
         def layer_k(block, feat_2, src_norm, feat0_2, dst_norm):
             with block.local_scope():
                 block.srcdata["h"] = feat_2
@@ -148,7 +148,7 @@ class APPNP(nn.Module):
             )
         del src_norm
 
-        # Layer 10 of 10: g.update_all (copy_u, sum).
+        # Layer 10 of 10: self.propagate (APPNPConv), hop 10 of 10.
         def layer_10(block, feat_2, feat0_2, dst_norm):
             with block.local_scope():
                 block.srcdata["h"] = feat_2

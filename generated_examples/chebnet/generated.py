@@ -90,7 +90,7 @@ class ChebNet(nn.Module):
             prologue, features, in_degrees, nodes=needed[0]
         )
 
-        # Layer 1 of 4: g.update_all (copy_u, sum).
+        # Layer 1 of 4: self.layers[0] (ChebConv), hop 1 of 2.
         def layer_1(block, h0, D_invsqrt, features):
             with block.local_scope():
                 block.srcdata["h"] = h0
@@ -116,7 +116,7 @@ class ChebNet(nn.Module):
         )
         del h0
 
-        # Layer 2 of 4: g.update_all (copy_u, sum).
+        # Layer 2 of 4: self.layers[0] (ChebConv), hop 2 of 2.
         def layer_2(block, h1, in_degrees, features, X_1, D_invsqrt):
             with block.local_scope():
                 block.srcdata["h"] = h1
@@ -152,7 +152,7 @@ class ChebNet(nn.Module):
         )
         del in_degrees, D_invsqrt, h1, X_1
 
-        # Layer 3 of 4: g.update_all (copy_u, sum).
+        # Layer 3 of 4: self.layers[1] (ChebConv), hop 1 of 2.
         def layer_3(block, h2_2, D_invsqrt2, h2):
             with block.local_scope():
                 block.srcdata["h"] = h2_2
@@ -178,7 +178,7 @@ class ChebNet(nn.Module):
         )
         del h2_2
 
-        # Layer 4 of 4: g.update_all (copy_u, sum).
+        # Layer 4 of 4: self.layers[1] (ChebConv), hop 2 of 2.
         def layer_4(block, h3, h2, X_13, D_invsqrt2):
             with block.local_scope():
                 block.srcdata["h"] = h3

@@ -98,7 +98,7 @@ class TAGCN(nn.Module):
 
         norm, rst0 = batches.map_nodes(prologue, features, in_degrees, nodes=needed[0])
 
-        # Layer 1 of 4: g.update_all (copy_u, sum).
+        # Layer 1 of 4: self.layers[0] (TAGConv), hop 1 of 2.
         def layer_1(block, rst0, norm):
             with block.local_scope():
                 block.srcdata["h"] = rst0
@@ -118,7 +118,7 @@ class TAGCN(nn.Module):
         )
         del rst0
 
-        # Layer 2 of 4: g.update_all (copy_u, sum).
+        # Layer 2 of 4: self.layers[0] (TAGConv), hop 2 of 2.
         def layer_2(block, rst1_2, in_degrees, features, rst1, norm):
             with block.local_scope():
                 block.srcdata["h"] = rst1_2
@@ -146,7 +146,7 @@ class TAGCN(nn.Module):
         )
         del in_degrees, norm, rst1_2, rst1
 
-        # Layer 3 of 4: g.update_all (copy_u, sum).
+        # Layer 3 of 4: self.layers[1] (TAGConv), hop 1 of 2.
         def layer_3(block, rst2_2, norm2):
             with block.local_scope():
                 block.srcdata["h"] = rst2_2
@@ -166,7 +166,7 @@ class TAGCN(nn.Module):
         )
         del rst2_2
 
-        # Layer 4 of 4: g.update_all (copy_u, sum).
+        # Layer 4 of 4: self.layers[1] (TAGConv), hop 2 of 2.
         def layer_4(block, rst3_2, rst2, rst3, norm2):
             with block.local_scope():
                 block.srcdata["h"] = rst3_2

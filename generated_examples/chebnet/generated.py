@@ -89,6 +89,7 @@ class ChebNet(nn.Module):
         D_invsqrt, h0 = batches.map_nodes(
             prologue, features, in_degrees, nodes=needed[0]
         )
+        del in_degrees
 
         # Layer 1 of 4: self.layers[0] (ChebConv), hop 1 of 2.
         def layer_1(block, h0, D_invsqrt, features):
@@ -117,7 +118,7 @@ class ChebNet(nn.Module):
         del h0
 
         # Layer 2 of 4: self.layers[0] (ChebConv), hop 2 of 2.
-        def layer_2(block, h1, in_degrees, features, X_1, D_invsqrt):
+        def layer_2(block, h1, D_invsqrt, features, X_1):
             with block.local_scope():
                 block.srcdata["h"] = h1
                 block.update_all(
@@ -135,58 +136,52 @@ class ChebNet(nn.Module):
             X_i = X_i - features
             h_2 = _linear_of_concatenation(self.layers[0].linear, [features, X_1, X_i])
             h_2 = torch.nn.functional.relu(h_2, inplace=True)
-            h_3 = in_degrees.to(h_2)
-            h_3 = h_3.clamp(min=1)
-            D_invsqrt_2 = torch.pow(h_3, -0.5)
-            D_invsqrt_2 = D_invsqrt_2.unsqueeze(-1)
-            return h_2, D_invsqrt_2, h_2 * D_invsqrt_2
+            return h_2, h_2 * D_invsqrt
 
-        h2, D_invsqrt2, h2_2 = batches.map(
+        h2, h2_2 = batches.map(
             layer_2,
             source_rows=dict(h1=h1),
-            destination_rows=dict(
-                in_degrees=in_degrees, features=features, X_1=X_1, D_invsqrt=D_invsqrt
-            ),
+            destination_rows=dict(D_invsqrt=D_invsqrt, features=features, X_1=X_1),
             in_place=True,
             nodes=needed[2],
         )
-        del in_degrees, D_invsqrt, h1, X_1
+        del h1, X_1
 
         # Layer 3 of 4: self.layers[1] (ChebConv), hop 1 of 2.
-        def layer_3(block, h2_2, D_invsqrt2, h2):
+        def layer_3(block, h2_2, D_invsqrt, h2):
             with block.local_scope():
                 block.srcdata["h"] = h2_2
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
-            h = h * D_invsqrt2
+            h = h * D_invsqrt
             re_norm = 2.0 / torch.tensor([2.0], dtype=torch.float32).to(h2).unsqueeze(
                 -1
             )
             X_1 = (-re_norm) * h
             X_1_2 = h2 * (re_norm - 1)
             X_1 = X_1 + X_1_2
-            return X_1, X_1 * D_invsqrt2
+            return X_1, X_1 * D_invsqrt
 
         X_13, h3 = batches.map(
             layer_3,
             source_rows=dict(h2_2=h2_2),
-            destination_rows=dict(D_invsqrt2=D_invsqrt2, h2=h2),
+            destination_rows=dict(D_invsqrt=D_invsqrt, h2=h2),
             in_place=True,
             nodes=needed[3],
         )
         del h2_2
 
         # Layer 4 of 4: self.layers[1] (ChebConv), hop 2 of 2.
-        def layer_4(block, h3, h2, X_13, D_invsqrt2):
+        def layer_4(block, h3, h2, X_13, D_invsqrt):
             with block.local_scope():
                 block.srcdata["h"] = h3
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
-            h = h * D_invsqrt2
+            h = h * D_invsqrt
             re_norm = 2.0 / torch.tensor([2.0], dtype=torch.float32).to(h2).unsqueeze(
                 -1
             )
@@ -201,7 +196,7 @@ class ChebNet(nn.Module):
         h = batches.map(
             layer_4,
             source_rows=dict(h3=h3),
-            destination_rows=dict(h2=h2, X_13=X_13, D_invsqrt2=D_invsqrt2),
+            destination_rows=dict(h2=h2, X_13=X_13, D_invsqrt=D_invsqrt),
             in_place=True,
             nodes=needed[4],
         )

@@ -97,6 +97,7 @@ class TAGCN(nn.Module):
             return norm, features * norm
 
         norm, rst0 = batches.map_nodes(prologue, features, in_degrees, nodes=needed[0])
+        del in_degrees
 
         # Layer 1 of 4: self.layers[0] (TAGConv), hop 1 of 2.
         def layer_1(block, rst0, norm):
@@ -119,7 +120,7 @@ class TAGCN(nn.Module):
         del rst0
 
         # Layer 2 of 4: self.layers[0] (TAGConv), hop 2 of 2.
-        def layer_2(block, rst1_2, in_degrees, features, rst1, norm):
+        def layer_2(block, rst1_2, norm, features, rst1):
             with block.local_scope():
                 block.srcdata["h"] = rst1_2
                 block.update_all(
@@ -129,58 +130,52 @@ class TAGCN(nn.Module):
             rst = h * norm
             rst_2 = _linear_of_concatenation(self.layers[0].lin, [features, rst1, rst])
             rst_3 = F.relu(rst_2, inplace=True)
-            norm_2 = in_degrees.to(rst_3)
-            norm_2 = norm_2.clamp(min=1)
-            norm_3 = torch.pow(norm_2, -0.5)
-            norm_3 = torch.reshape(norm_3, norm_3.shape + ((1,) * (rst_3.dim() - 1)))
-            return rst_3, norm_3, rst_3 * norm_3
+            return rst_3, rst_3 * norm
 
-        rst2, norm2, rst2_2 = batches.map(
+        rst2, rst2_2 = batches.map(
             layer_2,
             source_rows=dict(rst1_2=rst1_2),
-            destination_rows=dict(
-                in_degrees=in_degrees, features=features, rst1=rst1, norm=norm
-            ),
+            destination_rows=dict(norm=norm, features=features, rst1=rst1),
             in_place=True,
             nodes=needed[2],
         )
-        del in_degrees, norm, rst1_2, rst1
+        del rst1_2, rst1
 
         # Layer 3 of 4: self.layers[1] (TAGConv), hop 1 of 2.
-        def layer_3(block, rst2_2, norm2):
+        def layer_3(block, rst2_2, norm):
             with block.local_scope():
                 block.srcdata["h"] = rst2_2
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
-            rst = h * norm2
-            return rst, rst * norm2
+            rst = h * norm
+            return rst, rst * norm
 
         rst3, rst3_2 = batches.map(
             layer_3,
             source_rows=dict(rst2_2=rst2_2),
-            destination_rows=dict(norm2=norm2),
+            destination_rows=dict(norm=norm),
             in_place=True,
             nodes=needed[3],
         )
         del rst2_2
 
         # Layer 4 of 4: self.layers[1] (TAGConv), hop 2 of 2.
-        def layer_4(block, rst3_2, rst2, rst3, norm2):
+        def layer_4(block, rst3_2, rst2, rst3, norm):
             with block.local_scope():
                 block.srcdata["h"] = rst3_2
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
-            rst = h * norm2
+            rst = h * norm
             return _linear_of_concatenation(self.layers[1].lin, [rst2, rst3, rst])
 
         rst = batches.map(
             layer_4,
             source_rows=dict(rst3_2=rst3_2),
-            destination_rows=dict(rst2=rst2, rst3=rst3, norm2=norm2),
+            destination_rows=dict(rst2=rst2, rst3=rst3, norm=norm),
             in_place=True,
             nodes=needed[4],
         )

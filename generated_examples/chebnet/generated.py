@@ -203,7 +203,7 @@ class ChebNet(nn.Module):
         return batches.result(h, nodes=nodes)
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 9f09d5baa518 -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 d12648036c68 -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -223,7 +223,7 @@ def _linear_of_concatenation(linear, parts):
     """linear(torch.cat(parts, dim=1)) for parts of 2-D rows, without making the
     concatenation (a batch-sized tensor as wide as all parts): each part times its columns of
     the weight, as many as the part is wide, summed in place. Equal to float rounding; parts
-    whose widths do not add up to linear.in_features raise, as the concatenation would."""
+    not as wide as linear.in_features together raise, as the concatenation would."""
     weights = linear.weight.split([part.shape[1] for part in parts], dim=1)
     out = torch.nn.functional.linear(parts[0], weights[0], linear.bias)
     for part, weight in zip(parts[1:], weights[1:]):

@@ -36,6 +36,28 @@ class ModuleFloat(float):
         return ModuleFloat, (float(self), self.expression, self.atom)
 
 
+class ModuleInt(int):
+    """An int fx folded from a module's int attribute named on the op's line (`self.hid_dim`
+    in `torch.zeros(n, self.hid_dim)`, `self.hidden_channels` in `.view(-1, ...)`), written as
+    that attribute (module_constants.py), as ModuleFloat is: an int like any other to every
+    pass, so a width from --init does not read as a number from nowhere. Never a bool."""
+
+    expression: str
+    atom: bool
+
+    def __new__(cls, value: int, expression: str, atom: bool) -> "ModuleInt":
+        made = super().__new__(cls, value)
+        made.expression, made.atom = expression, atom
+        return made
+
+    def __reduce__(self) -> Any:
+        return ModuleInt, (int(self), self.expression, self.atom)
+
+
+# the constants written as the module's attributes they were folded from
+MODULE_CONSTANTS = (ModuleFloat, ModuleInt)
+
+
 @dataclass(frozen=True)
 class Spelled:
     """A value forward computes from its inputs alone, folded into the derived graph that reads
@@ -72,6 +94,12 @@ class MessagePassing:
     # a user's module that fails on a block (it reads or writes g.ndata) and is proven exact on
     # the block as a graph over its source nodes (block_as_graph.py): called so per batch
     as_graph: bool = False
+    # message passing written inline in a module's forward (TAGConv, APPNPConv, a user's
+    # module): that module as comments name it (`self.layers[0] (TAGConv)`), and which of its
+    # update_all calls this is, hop of hops, for the comment of the layer it computes (hops.py)
+    within: str = ""
+    hop: int = 0
+    hops: int = 0
 
 
 @dataclass(frozen=True)

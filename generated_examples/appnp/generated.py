@@ -108,14 +108,12 @@ class APPNP(nn.Module):
             src_norm = torch.reshape(
                 src_norm, src_norm.shape + ((1,) * (linear.dim() - 1))
             )
-            src_norm = src_norm.to(device)
             h_2 = in_degrees.to(linear)
             h_2 = h_2.clamp(min=1)
             dst_norm = torch.pow(h_2, -0.5)
             dst_norm = torch.reshape(
                 dst_norm, dst_norm.shape + ((1,) * (linear.dim() - 1))
             )
-            dst_norm = dst_norm.to(device)
             feat = linear * src_norm
             return src_norm, dst_norm, feat, self.propagate._alpha * linear
 
@@ -124,8 +122,8 @@ class APPNP(nn.Module):
         )
         del in_degrees, out_degrees
 
-        # Layers 1 to 9 of 10, each the same function of the layer before: g.update_all
-        # (copy_u, sum).
+        # Layers 1 to 9 of 10, each the same function of the layer before: self.propagate
+        # (APPNPConv), hops 1 to 9 of 10.
         def layer_k(block, feat_2, src_norm, feat0_2, dst_norm):
             with block.local_scope():
                 block.srcdata["h"] = feat_2
@@ -150,7 +148,7 @@ class APPNP(nn.Module):
             )
         del src_norm
 
-        # Layer 10 of 10: g.update_all (copy_u, sum).
+        # Layer 10 of 10: self.propagate (APPNPConv), hop 10 of 10.
         def layer_10(block, feat_2, feat0_2, dst_norm):
             with block.local_scope():
                 block.srcdata["h"] = feat_2

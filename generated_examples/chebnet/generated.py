@@ -89,8 +89,9 @@ class ChebNet(nn.Module):
         D_invsqrt, h0 = batches.map_nodes(
             prologue, features, in_degrees, nodes=needed[0]
         )
+        del in_degrees
 
-        # Layer 1 of 4: g.update_all (copy_u, sum).
+        # Layer 1 of 4: self.layers[0] (ChebConv), hop 1 of 2.
         def layer_1(block, h0, D_invsqrt, features):
             with block.local_scope():
                 block.srcdata["h"] = h0
@@ -116,8 +117,8 @@ class ChebNet(nn.Module):
         )
         del h0
 
-        # Layer 2 of 4: g.update_all (copy_u, sum).
-        def layer_2(block, h1, in_degrees, features, X_1, D_invsqrt):
+        # Layer 2 of 4: self.layers[0] (ChebConv), hop 2 of 2.
+        def layer_2(block, h1, D_invsqrt, features, X_1):
             with block.local_scope():
                 block.srcdata["h"] = h1
                 block.update_all(
@@ -133,68 +134,54 @@ class ChebNet(nn.Module):
             X_i_2 = X_i_2 * (re_norm - 1)
             X_i = X_i + X_i_2
             X_i = X_i - features
-            # self.layers[0].linear(torch.cat([features, X_1, X_i], dim=1)) without making the
-            # concatenation: each part times its columns of the weight, summed in place
-            h_2 = torch.nn.functional.linear(
-                features,
-                self.layers[0].linear.weight[:, :16],
-                self.layers[0].linear.bias,
-            )
-            h_2.addmm_(X_1, self.layers[0].linear.weight[:, 16:32].t())
-            h_2.addmm_(X_i, self.layers[0].linear.weight[:, 32:].t())
+            h_2 = _linear_of_concatenation(self.layers[0].linear, [features, X_1, X_i])
             h_2 = torch.nn.functional.relu(h_2, inplace=True)
-            h_3 = in_degrees.to(h_2)
-            h_3 = h_3.clamp(min=1)
-            D_invsqrt_2 = torch.pow(h_3, -0.5)
-            D_invsqrt_2 = D_invsqrt_2.unsqueeze(-1)
-            return h_2, D_invsqrt_2, h_2 * D_invsqrt_2
+            return h_2, h_2 * D_invsqrt
 
-        h2, D_invsqrt2, h2_2 = batches.map(
+        h2, h2_2 = batches.map(
             layer_2,
             source_rows=dict(h1=h1),
-            destination_rows=dict(
-                in_degrees=in_degrees, features=features, X_1=X_1, D_invsqrt=D_invsqrt
-            ),
+            destination_rows=dict(D_invsqrt=D_invsqrt, features=features, X_1=X_1),
             in_place=True,
             nodes=needed[2],
         )
-        del in_degrees, D_invsqrt, h1, X_1
+        del h1, X_1
 
-        # Layer 3 of 4: g.update_all (copy_u, sum).
-        def layer_3(block, h2_2, D_invsqrt2, h2):
+        # Layer 3 of 4: self.layers[1] (ChebConv), hop 1 of 2.
+        def layer_3(block, h2_2, D_invsqrt, h2):
             with block.local_scope():
                 block.srcdata["h"] = h2_2
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
-            h = h * D_invsqrt2
+            h = h * D_invsqrt
             re_norm = 2.0 / torch.tensor([2.0], dtype=torch.float32).to(h2).unsqueeze(
                 -1
             )
             X_1 = (-re_norm) * h
             X_1_2 = h2 * (re_norm - 1)
             X_1 = X_1 + X_1_2
-            return X_1, X_1 * D_invsqrt2
+            return X_1, X_1 * D_invsqrt
 
         X_13, h3 = batches.map(
             layer_3,
             source_rows=dict(h2_2=h2_2),
-            destination_rows=dict(D_invsqrt2=D_invsqrt2, h2=h2),
+            destination_rows=dict(D_invsqrt=D_invsqrt, h2=h2),
             in_place=True,
             nodes=needed[3],
         )
         del h2_2
 
-        # Layer 4 of 4: g.update_all (copy_u, sum).
-        def layer_4(block, h3, h2, X_13, D_invsqrt2):
+        # Layer 4 of 4: self.layers[1] (ChebConv), hop 2 of 2.
+        def layer_4(block, h3, h2, X_13, D_invsqrt):
             with block.local_scope():
                 block.srcdata["h"] = h3
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
-            h = h * D_invsqrt2
+            h = h * D_invsqrt
             re_norm = 2.0 / torch.tensor([2.0], dtype=torch.float32).to(h2).unsqueeze(
                 -1
             )
@@ -203,23 +190,45 @@ class ChebNet(nn.Module):
             X_i_2 = X_i_2 * (re_norm - 1)
             X_i = X_i + X_i_2
             X_i = X_i - h2
-            # self.layers[1].linear(torch.cat([h2, X_13, X_i], dim=1)) without making the
-            # concatenation: each part times its columns of the weight, summed in place
-            h_2 = torch.nn.functional.linear(
-                h2, self.layers[1].linear.weight[:, :8], self.layers[1].linear.bias
-            )
-            h_2.addmm_(X_13, self.layers[1].linear.weight[:, 8:16].t())
-            h_2.addmm_(X_i, self.layers[1].linear.weight[:, 16:].t())
+            h_2 = _linear_of_concatenation(self.layers[1].linear, [h2, X_13, X_i])
             return torch.nn.functional.relu(h_2, inplace=True)
 
         h = batches.map(
             layer_4,
             source_rows=dict(h3=h3),
-            destination_rows=dict(h2=h2, X_13=X_13, D_invsqrt2=D_invsqrt2),
+            destination_rows=dict(h2=h2, X_13=X_13, D_invsqrt=D_invsqrt),
             in_place=True,
             nodes=needed[4],
         )
         return batches.result(h, nodes=nodes)
+
+
+# --- gnn-codegen convolution helpers 0.1.0, sha256 d12648036c68 -------------------------------
+# Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
+# helpers for the DGL modules this model's layers call, each module's forward split into its
+# work once per source row and the rest on each batch's block (a documented function per part,
+# read like DGL's forward). They are this version's templates (convs.py.j2, hetero_convs.py.j2)
+# rendered for the set of helpers this module calls, and hold no model-specific code; the sha256
+# is of the text below the banner's last line (blank lines before the next banner left out), for
+# anyone to recompute. Tested by:
+#   tests/test_goldens.py::test_helper_section_is_rendered_and_hashed
+#   tests/test_known_modules.py (each written-out convolution equals DGL's on blocks)
+#   tests/test_rel_graph_conv.py, test_attention_weighted_sum.py, test_block_as_graph.py
+#   tests/test_relation_sum.py, test_relation_product.py (HeteroGraphConv)
+#   tests/test_equivalence.py, test_hetero.py (every example equals its forward)
+# ----------------------------------------------------------------------------------------------
+
+
+def _linear_of_concatenation(linear, parts):
+    """linear(torch.cat(parts, dim=1)) for parts of 2-D rows, without making the
+    concatenation (a batch-sized tensor as wide as all parts): each part times its columns of
+    the weight, as many as the part is wide, summed in place. Equal to float rounding; parts
+    not as wide as linear.in_features together raise, as the concatenation would."""
+    weights = linear.weight.split([part.shape[1] for part in parts], dim=1)
+    out = torch.nn.functional.linear(parts[0], weights[0], linear.bias)
+    for part, weight in zip(parts[1:], weights[1:]):
+        out.addmm_(part, weight.t())
+    return out
 
 
 # --- gnn-codegen runtime 0.1.0, sha256 14b99d4f8ddf -------------------------------------------

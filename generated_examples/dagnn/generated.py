@@ -129,7 +129,7 @@ class DAGNN(nn.Module):
             h = F.relu(h)
             h = self.mlp[1].linear(h)
             degs = in_degrees.float()
-            norm = torch.pow(degs, -0.5).to(device).unsqueeze(1)
+            norm = torch.pow(degs, -0.5).unsqueeze(1)
             return h, norm, h * norm
 
         h0, norm, feats_2 = batches.map_nodes(
@@ -137,8 +137,8 @@ class DAGNN(nn.Module):
         )
         del in_degrees
 
-        # Layers 1 to 3 of 4, each the same function of the layer before: graph.update_all
-        # (copy_u, sum).
+        # Layers 1 to 3 of 4, each the same function of the layer before: self.dagnn
+        # (DAGNNConv), hops 1 to 3 of 4.
         def layer_k(block, feats_2, norm):
             with block.local_scope():
                 block.srcdata["h"] = feats_2
@@ -158,7 +158,7 @@ class DAGNN(nn.Module):
             )
             feats_by_layer.append(feats_k)
 
-        # Layer 4 of 4: graph.update_all (copy_u, sum).
+        # Layer 4 of 4: self.dagnn (DAGNNConv), hop 4 of 4.
         def layer_4(
             block,
             feats_2,

@@ -107,9 +107,7 @@ class GCNII(nn.Module):
         # Before the first layer, once per node: self.fcs[0] (Linear).
         def prologue(in_degrees, features):
             h = F.relu(self.fcs[0](features))
-            norm = (
-                torch.pow(in_degrees.to(h).clamp(min=1), -0.5).to(device).unsqueeze(1)
-            )
+            norm = torch.pow(in_degrees.to(h).clamp(min=1), -0.5).unsqueeze(1)
             return h, norm, h * norm
 
         h0, norm, feat = batches.map_nodes(
@@ -118,7 +116,7 @@ class GCNII(nn.Module):
         del in_degrees
 
         # Layers 1 to 7 of 8, each the same function of the layer before with its own module,
-        # [i] of the loop below: graph.update_all (copy_u, sum).
+        # [i] of the loop below: self.convs[0] (GCN2Conv) to self.convs[6] (GCN2Conv).
         for i in range(7):
 
             def layer_i(block, feat, norm, h0, i=i):
@@ -148,7 +146,7 @@ class GCNII(nn.Module):
                 nodes=needed[i + 1],
             )
 
-        # Layer 8 of 8: graph.update_all (copy_u, sum).
+        # Layer 8 of 8: self.convs[7] (GCN2Conv).
         def layer_8(block, feat, h0, norm):
             with block.local_scope():
                 block.srcdata["h"] = feat

@@ -117,8 +117,8 @@ class GeniePath(nn.Module):
             x_3, h, c = _lstm_step(
                 self.layers[0].depth_func,
                 x_2,
-                torch.zeros(x.shape[0], 8).to(device),
-                torch.zeros(x.shape[0], 8).to(device),
+                torch.zeros(x.shape[0], self.hid_dim).to(device),
+                torch.zeros(x.shape[0], self.hid_dim).to(device),
             )
             # self.layers[1].breadth_func's fc and attention term on each source row, once per
             # node

@@ -169,7 +169,7 @@ class RGAT(nn.Module):
             x_skip = self.skips[0](x)
             return x_skip + _gat_conv_aggregate(
                 self.convs[0][0], block, feat0, el0, feat0_dst
-            ).view(-1, 16)
+            ).view(-1, self.hidden_channels)
 
         x_skip = batches_etype_0.map(
             layer_1,
@@ -184,7 +184,7 @@ class RGAT(nn.Module):
         def layer_2(block, feat0_2, el0_2, x_skip, feat0_2_dst):
             return x_skip + _gat_conv_aggregate(
                 self.convs[0][1], block, feat0_2, el0_2, feat0_2_dst
-            ).view(-1, 16)
+            ).view(-1, self.hidden_channels)
 
         x_skip2 = batches_etype_1.map(
             layer_2,
@@ -199,7 +199,7 @@ class RGAT(nn.Module):
         def layer_3(block, feat0_3, el0_3, x_skip2, feat0_3_dst):
             x_skip = x_skip2 + _gat_conv_aggregate(
                 self.convs[0][2], block, feat0_3, el0_3, feat0_3_dst
-            ).view(-1, 16)
+            ).view(-1, self.hidden_channels)
             x_skip = self.norms[0](x_skip)
             x_skip = F.elu(x_skip)
             x_skip_2 = self.skips[1](x_skip)
@@ -224,7 +224,7 @@ class RGAT(nn.Module):
         def layer_4(block, feat3, el3, x_skip3, feat3_dst):
             return x_skip3 + _gat_conv_aggregate(
                 self.convs[1][0], block, feat3, el3, feat3_dst
-            ).view(-1, 16)
+            ).view(-1, self.hidden_channels)
 
         x_skip4 = batches_etype_0.map(
             layer_4,
@@ -239,7 +239,7 @@ class RGAT(nn.Module):
         def layer_5(block, feat3_2, el3_2, x_skip4, feat3_2_dst):
             return x_skip4 + _gat_conv_aggregate(
                 self.convs[1][1], block, feat3_2, el3_2, feat3_2_dst
-            ).view(-1, 16)
+            ).view(-1, self.hidden_channels)
 
         x_skip5 = batches_etype_1.map(
             layer_5,
@@ -254,7 +254,7 @@ class RGAT(nn.Module):
         def layer_6(block, feat3_3, el3_3, x_skip5, feat3_3_dst):
             x_skip = x_skip5 + _gat_conv_aggregate(
                 self.convs[1][2], block, feat3_3, el3_3, feat3_3_dst
-            ).view(-1, 16)
+            ).view(-1, self.hidden_channels)
             x_skip = self.norms[1](x_skip)
             x_skip = F.elu(x_skip)
             return self.mlp(x_skip)

@@ -78,17 +78,13 @@ class SGC(nn.Module):
 
         # Before the first layer, once per node: work on the inputs.
         def prologue(features, in_degrees):
-            norm = (
-                torch.pow(in_degrees.to(features).clamp(min=1), -0.5)
-                .to(device)
-                .unsqueeze(1)
-            )
+            norm = torch.pow(in_degrees.to(features).clamp(min=1), -0.5).unsqueeze(1)
             return norm, features * norm
 
         norm, feat0 = batches.map_nodes(prologue, features, in_degrees, nodes=needed[0])
         del in_degrees
 
-        # Layer 1 of 2: g.update_all (copy_u, sum).
+        # Layer 1 of 2: self.net (SGConv), hop 1 of 2.
         def layer_1(block, feat0, norm):
             with block.local_scope():
                 block.srcdata["h"] = feat0
@@ -107,7 +103,7 @@ class SGC(nn.Module):
         )
         del feat0
 
-        # Layer 2 of 2: g.update_all (copy_u, sum).
+        # Layer 2 of 2: self.net (SGConv), hop 2 of 2.
         def layer_2(block, feat1, norm):
             with block.local_scope():
                 block.srcdata["h"] = feat1

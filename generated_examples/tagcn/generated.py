@@ -94,12 +94,12 @@ class TAGCN(nn.Module):
             norm = norm.clamp(min=1)
             norm = torch.pow(norm, -0.5)
             norm = torch.reshape(norm, norm.shape + ((1,) * (features.dim() - 1)))
-            norm = norm.to(device)
             return norm, features * norm
 
         norm, rst0 = batches.map_nodes(prologue, features, in_degrees, nodes=needed[0])
+        del in_degrees
 
-        # Layer 1 of 4: g.update_all (copy_u, sum).
+        # Layer 1 of 4: self.layers[0] (TAGConv), hop 1 of 2.
         def layer_1(block, rst0, norm):
             with block.local_scope():
                 block.srcdata["h"] = rst0
@@ -119,8 +119,8 @@ class TAGCN(nn.Module):
         )
         del rst0
 
-        # Layer 2 of 4: g.update_all (copy_u, sum).
-        def layer_2(block, rst1_2, in_degrees, features, rst1, norm):
+        # Layer 2 of 4: self.layers[0] (TAGConv), hop 2 of 2.
+        def layer_2(block, rst1_2, norm, features, rst1):
             with block.local_scope():
                 block.srcdata["h"] = rst1_2
                 block.update_all(
@@ -128,78 +128,86 @@ class TAGCN(nn.Module):
                 )
                 h = block.dstdata["h"]
             rst = h * norm
-            # self.layers[0].lin(torch.cat([features, rst1, rst], dim=1)) without making the
-            # concatenation: each part times its columns of the weight, summed in place
-            rst_2 = torch.nn.functional.linear(
-                features, self.layers[0].lin.weight[:, :16], self.layers[0].lin.bias
-            )
-            rst_2.addmm_(rst1, self.layers[0].lin.weight[:, 16:32].t())
-            rst_2.addmm_(rst, self.layers[0].lin.weight[:, 32:].t())
+            rst_2 = _linear_of_concatenation(self.layers[0].lin, [features, rst1, rst])
             rst_3 = F.relu(rst_2, inplace=True)
-            norm_2 = in_degrees.to(rst_3)
-            norm_2 = norm_2.clamp(min=1)
-            norm_3 = torch.pow(norm_2, -0.5)
-            norm_3 = torch.reshape(norm_3, norm_3.shape + ((1,) * (rst_3.dim() - 1)))
-            norm_4 = norm_3.to(device)
-            return rst_3, norm_4, rst_3 * norm_4
+            return rst_3, rst_3 * norm
 
-        rst2, norm2, rst2_2 = batches.map(
+        rst2, rst2_2 = batches.map(
             layer_2,
             source_rows=dict(rst1_2=rst1_2),
-            destination_rows=dict(
-                in_degrees=in_degrees, features=features, rst1=rst1, norm=norm
-            ),
+            destination_rows=dict(norm=norm, features=features, rst1=rst1),
             in_place=True,
             nodes=needed[2],
         )
-        del in_degrees, norm, rst1_2, rst1
+        del rst1_2, rst1
 
-        # Layer 3 of 4: g.update_all (copy_u, sum).
-        def layer_3(block, rst2_2, norm2):
+        # Layer 3 of 4: self.layers[1] (TAGConv), hop 1 of 2.
+        def layer_3(block, rst2_2, norm):
             with block.local_scope():
                 block.srcdata["h"] = rst2_2
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
-            rst = h * norm2
-            return rst, rst * norm2
+            rst = h * norm
+            return rst, rst * norm
 
         rst3, rst3_2 = batches.map(
             layer_3,
             source_rows=dict(rst2_2=rst2_2),
-            destination_rows=dict(norm2=norm2),
+            destination_rows=dict(norm=norm),
             in_place=True,
             nodes=needed[3],
         )
         del rst2_2
 
-        # Layer 4 of 4: g.update_all (copy_u, sum).
-        def layer_4(block, rst3_2, rst2, rst3, norm2):
+        # Layer 4 of 4: self.layers[1] (TAGConv), hop 2 of 2.
+        def layer_4(block, rst3_2, rst2, rst3, norm):
             with block.local_scope():
                 block.srcdata["h"] = rst3_2
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
-            rst = h * norm2
-            # self.layers[1].lin(torch.cat([rst2, rst3, rst], dim=1)) without making the
-            # concatenation: each part times its columns of the weight, summed in place
-            rst_2 = torch.nn.functional.linear(
-                rst2, self.layers[1].lin.weight[:, :8], self.layers[1].lin.bias
-            )
-            rst_2.addmm_(rst3, self.layers[1].lin.weight[:, 8:16].t())
-            rst_2.addmm_(rst, self.layers[1].lin.weight[:, 16:].t())
-            return rst_2
+            rst = h * norm
+            return _linear_of_concatenation(self.layers[1].lin, [rst2, rst3, rst])
 
         rst = batches.map(
             layer_4,
             source_rows=dict(rst3_2=rst3_2),
-            destination_rows=dict(rst2=rst2, rst3=rst3, norm2=norm2),
+            destination_rows=dict(rst2=rst2, rst3=rst3, norm=norm),
             in_place=True,
             nodes=needed[4],
         )
         return batches.result(rst, nodes=nodes)
+
+
+# --- gnn-codegen convolution helpers 0.1.0, sha256 d12648036c68 -------------------------------
+# Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
+# helpers for the DGL modules this model's layers call, each module's forward split into its
+# work once per source row and the rest on each batch's block (a documented function per part,
+# read like DGL's forward). They are this version's templates (convs.py.j2, hetero_convs.py.j2)
+# rendered for the set of helpers this module calls, and hold no model-specific code; the sha256
+# is of the text below the banner's last line (blank lines before the next banner left out), for
+# anyone to recompute. Tested by:
+#   tests/test_goldens.py::test_helper_section_is_rendered_and_hashed
+#   tests/test_known_modules.py (each written-out convolution equals DGL's on blocks)
+#   tests/test_rel_graph_conv.py, test_attention_weighted_sum.py, test_block_as_graph.py
+#   tests/test_relation_sum.py, test_relation_product.py (HeteroGraphConv)
+#   tests/test_equivalence.py, test_hetero.py (every example equals its forward)
+# ----------------------------------------------------------------------------------------------
+
+
+def _linear_of_concatenation(linear, parts):
+    """linear(torch.cat(parts, dim=1)) for parts of 2-D rows, without making the
+    concatenation (a batch-sized tensor as wide as all parts): each part times its columns of
+    the weight, as many as the part is wide, summed in place. Equal to float rounding; parts
+    not as wide as linear.in_features together raise, as the concatenation would."""
+    weights = linear.weight.split([part.shape[1] for part in parts], dim=1)
+    out = torch.nn.functional.linear(parts[0], weights[0], linear.bias)
+    for part, weight in zip(parts[1:], weights[1:]):
+        out.addmm_(part, weight.t())
+    return out
 
 
 # --- gnn-codegen runtime 0.1.0, sha256 14b99d4f8ddf -------------------------------------------

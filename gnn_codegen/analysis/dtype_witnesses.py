@@ -11,7 +11,10 @@ Why that is the same value: a layer's function holds the rows it reads and compu
 ancestor of the later, computed from it through tensors of that dtype alone (a cast on the way,
 as `.double()`, stops the walk). Forward's inputs are never witnesses: their dtype is the
 caller's at run time (float16 features beside float32 parameters promote differently from
-what the probe saw), so a cast that reads an input keeps it. The
+what the probe saw), so a cast that reads an input keeps it, unless forward could not run with
+the input's dtype (or rank) other than a computed witness's (forced_traits.py: TAGConv's first
+layer's norm, cast to the features, and its second's, cast to a Linear's output over hops of
+the features): then the casts are one, reading the input. The
 generated module is verified against forward before it is written, as always."""
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gnn_codegen.analysis.attributes import Attributes, _takes_only_dtype_and_device
+from gnn_codegen.analysis.forced_traits import equal_to_inputs
 from gnn_codegen.ir import Op, Program, Ref
 from gnn_codegen.lower.simplify import computed_once
 
@@ -85,19 +89,27 @@ def one_dtype_witness(program: Program, attrs: Attributes) -> Program:
     computed from them) that became one, computed once. A cast alone keeps its witness."""
     cache: dict[tuple[str, str], str] = {}
     groups: dict[tuple, list[Op]] = {}
+    forced = {trait: equal_to_inputs(program, attrs, trait) for trait in ("dtype", "rank")}
     for op in program.ops:
         at = _cast_witness(op)
         if at is None:
             continue
         witness = op.args[at].name
-        if program.op(witness).kind not in _COMPUTED or attrs[witness].rows != "node" or not attrs[witness].dtype:
+        trait = "rank" if _reads_rank(op) else "dtype"
+        if attrs[witness].rows != "node" or not attrs[witness].dtype:
+            continue
+        if program.op(witness).kind == "input" and witness in forced[trait].values():
+            found = witness  # an input the program forces (forced_traits.py): the casts to it
+        elif program.op(witness).kind in _COMPUTED:
+            found = _witness(witness, program, attrs, cache, trait)
+        else:
             continue
         others = tuple(a for i, a in enumerate(op.args) if i != at)
-        trait = "rank" if _reads_rank(op) else "dtype"
-        key = (op.kind, op.target, others, op.kwargs, trait, _witness(witness, program, attrs, cache, trait))
+        key = (op.kind, op.target, others, op.kwargs, trait, found)
         groups.setdefault(key, []).append(op)
     order = {op.name: i for i, op in enumerate(program.ops)}
     chosen: dict[str, str] = {}  # cast -> the witness it reads now
+    groups = _joined_by_inputs(groups, forced, program)
     for key, casts in groups.items():
         witnesses = {op.args[_cast_witness(op)].name for op in casts}  # type: ignore[index]
         if len(witnesses) < 2:
@@ -120,3 +132,23 @@ def one_dtype_witness(program: Program, attrs: Attributes) -> Program:
     if not chosen:
         return program
     return computed_once(program.with_ops(tuple(rewritten(op) for op in program.ops)))
+
+
+def _joined_by_inputs(groups: dict[tuple, list[Op]], forced: dict[str, dict[str, str]],
+                      program: Program) -> dict[tuple, list[Op]]:
+    """groups, those alike but for their witness joined where a witness of each has the same
+    input's dtype (or rank) in every run (forced_traits.py): one group, keyed by that input,
+    which its casts then read."""
+    by_input: dict[tuple, list[tuple]] = {}
+    for key in groups:
+        trait = key[-2]
+        inputs = {forced[trait][op.args[_cast_witness(op)].name]  # type: ignore[index]
+                  for op in groups[key] if op.args[_cast_witness(op)].name in forced[trait]}  # type: ignore[index]
+        if len(inputs) == 1:
+            by_input.setdefault((*key[:-1], inputs.pop()), []).append(key)
+    joined = dict(groups)
+    for anchor, keys in by_input.items():
+        if len(keys) < 2:
+            continue  # nothing to join: the group keeps the witness it found
+        joined[anchor] = [op for k in keys for op in joined.pop(k)]
+    return joined

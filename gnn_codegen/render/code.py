@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from gnn_codegen.errors import internal
-from gnn_codegen.ir import ModuleFloat
+from gnn_codegen.ir import MODULE_CONSTANTS
 
 BINARY = {
     "add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%", "pow": "**",
@@ -38,7 +38,7 @@ class Copy:
 
 
 def constant(value: Any) -> str:
-    if isinstance(value, ModuleFloat):  # read from its module (module_constants.py)
+    if isinstance(value, MODULE_CONSTANTS):  # read from its module (module_constants.py)
         return value.expression if value.atom else f"({value.expression})"
     if isinstance(value, float) and (math.isinf(value) or math.isnan(value)):
         return f'float("{value}")'

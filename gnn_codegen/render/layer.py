@@ -41,6 +41,7 @@ class Renderer(Protocol):
     buffer: dict[str, str]
     users: dict[str, list[str]]
     helper_names: dict[str, str]
+    sections: set[str]  # the helpers' template sections the module's code calls
     generic: set[str]
     device: str
     block_as_graph: str
@@ -352,24 +353,14 @@ class LayerWriter(OpExpressions):
 
     def linear_over_concatenation(self, op: Op, cat: Op, target: str) -> list[str]:
         """`target = linear(torch.cat(parts, dim=1))` as a product per part, summed in place:
-        equal to float rounding, without the concatenation."""
+        equal to float rounding, without the concatenation. The helper slices the weight by
+        each part's width at run time, so no width of the model's construction is written here."""
         space = self.space[op.name]
         parts = [self.arg(part, space).text for part in cat.args[0]]
-        widths = [self.r.attrs[part.name].shape[0] for part in cat.args[0]]
-        lines = comment(
-            f"{op.accessor}(torch.cat([{', '.join(parts)}], dim=1)) without making the "
-            "concatenation: each part times its columns of the weight, summed in place"
-        )
-        start = 0
-        for i, (part, width) in enumerate(zip(parts, widths)):
-            stop = "" if i == len(parts) - 1 else start + width
-            columns = f"{op.accessor}.weight[:, {start or ''}:{stop}]"
-            if i == 0:
-                lines.append(f"{target} = torch.nn.functional.linear({part}, {columns}, {op.accessor}.bias)")
-            else:
-                lines.append(f"{target}.addmm_({part}, {columns}.t())")
-            start += width
-        return lines
+        self.r.sections.add("linear_of_concatenation")
+        helper = self.r.helper_names["linear_of_concatenation"]
+        # the call reads as the user's `linear(torch.cat(parts, dim=1))`; the helper says the rest
+        return [f"{target} = {helper}({op.accessor}, [{', '.join(parts)}])"]
 
     def unpackings(self) -> dict[tuple[str, int], str]:
         """(tuple value, index) -> element op, for tuples whose every element is taken by

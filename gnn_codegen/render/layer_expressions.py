@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from gnn_codegen.errors import internal
-from gnn_codegen.ir import ModuleFloat, Op, Ref, iter_refs, reads_device
+from gnn_codegen.ir import MODULE_CONSTANTS, Op, Ref, iter_refs, reads_device
 from gnn_codegen.analysis.mp_arguments import Space, mp_extra_arguments, mp_features
 from gnn_codegen.render.code import BINARY, UNARY, Code, Copy, constant
 from gnn_codegen.trace.write_out import helper_parameters
@@ -68,7 +68,7 @@ class OpExpressions:
             return Code(f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})")
         if isinstance(value, list):
             return Code(f"[{', '.join(self.arg(v, need).text for v in value)}]")
-        if isinstance(value, ModuleFloat):  # `1 - self.convs[4].beta` (module_constants.py)
+        if isinstance(value, MODULE_CONSTANTS):  # `1 - self.convs[4].beta` (module_constants.py)
             return Code(value.expression, atom=value.atom)
         text = constant(value)
         return Code(text, atom=not text.startswith("-"))

@@ -7,6 +7,7 @@ import textwrap
 
 from gnn_codegen.trace.homogenized import kept_fields, subgraph_types
 from gnn_codegen.cut.plan import Stage
+from gnn_codegen.ir import Op
 from gnn_codegen.lower.row_ranges import range_docstring
 from gnn_codegen.render.code import comment
 from gnn_codegen.render.runtime_section import parameters_sentence
@@ -43,12 +44,13 @@ class MethodDocstring:
             what = ", ".join(f"{op.accessor} ({op.class_name})" for op in ops if op.kind == "module" or op.helper)
             when = "Before the first layer, once" if self.plan.num_layers else "Once"  # none: an MLP's forward
             return comment(f"{when} per node: {what or 'work on the inputs'}.")
-        convs = ", ".join(f"{op.accessor} ({op.class_name})" for op in ops if op.kind == "mp")
+        convs = _computes(ops)
         # on a graph forward derives (dgl.add_self_loop, an edge subgraph): say which
         on = f", on {self.graph_name[stage.graph]}" if stage.graph and stage.graph != self.program.graph else ""
         if last is not None and last is not stage:  # a loop over identical layers (layer_loops.py)
             # layers that differ in their module's index read it from the loop (module_index.py)
             index = f" with its own module, [{counter}] of the loop below" if counter else ""
+            convs = _span(convs, _computes([self.program.op(p.name) for p in last.ops]))
             return comment(f"Layers {stage.layer} to {last.layer} of {self.plan.num_layers}, each the same function "
                            f"of the layer before{index}: {convs}{on}.")
         return comment(f"Layer {stage.layer} of {self.plan.num_layers}: {convs}{on}.")
@@ -95,3 +97,31 @@ class MethodDocstring:
         paragraphs += range_docstring(self.program.output, self.nodes)
         paragraphs.append(parameters_sentence(own, self.runtime, self.runtime_module))
         return [line for i, text in enumerate(paragraphs) for line in ([""] if i else []) + textwrap.wrap(text, 88)]
+
+
+def _computes(ops: list[Op]) -> str:
+    """What a layer's message passing is: `self.conv1 (GATConv)`; for an update_all of a
+    module traced into, that module and the hop (lower/hops.py): `self.layers[0] (TAGConv),
+    hop 2 of 2`; for one of forward's own, `g.update_all (copy_u, sum)`."""
+    parts = []
+    for op in ops:
+        if op.kind != "mp":
+            continue
+        if op.mp is not None and op.mp.within:
+            hop = f", hop {op.mp.hop} of {op.mp.hops}" if op.mp.hop and op.mp.hops > 1 else ""
+            parts.append(f"{op.mp.within}{hop}")
+        else:
+            parts.append(f"{op.accessor} ({op.class_name})")
+    return ", ".join(dict.fromkeys(parts))
+
+
+def _span(first: str, last: str) -> str:
+    """The message passing of a run of layers, from the first's to the last's: `self.propagate
+    (APPNPConv), hops 1 to 9 of 10`, `self.convs[0] (GCN2Conv) to self.convs[6] (GCN2Conv)`."""
+    if first == last:
+        return first
+    head, hop, rest = first.rpartition(", hop ")
+    tail_head, tail_hop, tail_rest = last.rpartition(", hop ")
+    if hop and tail_hop and head == tail_head and rest.split(" of ")[1:] == tail_rest.split(" of ")[1:]:
+        return f"{head}, hops {rest.split(' of ')[0]} to {tail_rest}"
+    return f"{first} to {last}"

@@ -44,6 +44,9 @@ SECTIONS = (
     "with_graph_out_degrees", "with_graph_data",
     # not convolutions: an LSTM's and a GRU's step with its states rows first (rows_first.py)
     "lstm_step", "gru_step",
+    # not put into the graph: how render/layer.py writes a Linear over a concatenation of
+    # columns without making it (its slices as wide as the parts, read at run time)
+    "linear_of_concatenation",
 )
 MESSAGE_PASSING = {
     "sage_conv_mean": ("graph", "src", "dst", None, "edge"),

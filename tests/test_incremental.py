@@ -122,13 +122,13 @@ def test_only_the_rows_the_changes_reach_are_computed(tmp_path: Path) -> None:
     assert computed[0] == 1 and 1 < computed[1] < NUM_NODES / 2, computed
 
 
-def _chain_beside_a_clique():
-    """A graph whose edges are mostly among nodes 31-60 (each to each: 900 edges), and a chain
-    0 -> 1 -> 2 -> 3: a change at node 0 reaches 4 nodes in 3 layers, and few of the edges."""
-    clique = torch.arange(31, NUM_NODES)
+def _chain_beside_a_clique(num_nodes: int = NUM_NODES):
+    """A graph whose edges are mostly among its last 30 nodes (each to each: 900 edges), and a
+    chain 0 -> 1 -> 2 -> 3: a change at node 0 reaches 4 nodes in 3 layers, and few of the edges."""
+    clique = torch.arange(num_nodes - 30, num_nodes)
     src = torch.cat([torch.tensor([0, 1, 2]), clique.repeat_interleave(len(clique))])
     dst = torch.cat([torch.tensor([1, 2, 3]), clique.repeat(len(clique))])
-    return dgl.graph((src, dst), num_nodes=NUM_NODES)
+    return dgl.graph((src, dst), num_nodes=num_nodes)
 
 
 class _Largest(torch.utils._python_dispatch.TorchDispatchMode):
@@ -175,6 +175,81 @@ def test_the_rows_a_change_reaches_are_found_in_proportion_to_their_edges(tmp_pa
     fresh = run_inference(model, generated, g, inputs, batch_size=16, device="cpu")
     assert allclose(result, fresh, atol=1e-4, rtol=1e-4)
     assert sizes and max(sizes) < g.num_edges() / 4, (sizes, g.num_edges())
+
+
+def _sage_on_a_chain(tmp_path: Path, num_nodes: int):
+    """sage's generated model, a chain beside a clique of num_nodes nodes, inputs and the
+    arguments of a call."""
+    generated = generate_case(CASES_BY_NAME["sage"])
+    module = import_source(generated.source, generated.loaded.path.parent)
+    model = generated_model(generated, module)
+    g = _chain_beside_a_clique(num_nodes)
+    inputs = make_inputs(generated, num_nodes, 0, g.num_edges())
+    return generated, model, g, inputs, dict(batch_size=16, device="cpu", storage=str(tmp_path))
+
+
+def test_the_rows_a_change_reaches_are_sorted_not_marked_among_all_nodes(tmp_path: Path) -> None:
+    """A few rows reached, layer by layer: their out-neighbours are sorted with them, in
+    proportion to their edges, not marked in a tensor of every node of g."""
+    generated, model, g, inputs, call = _sage_on_a_chain(tmp_path, 4000)
+    runtime, sizes = _runtime(model), []
+    original = runtime._with_out_neighbours
+
+    def measured(self, nodes):
+        with _Largest() as mode:
+            reached = original(self, nodes)
+        sizes.append(mode.largest)
+        return reached
+
+    runtime._with_out_neighbours = measured  # (for the full run too: the manifest holds the code)
+    try:
+        run_inference(model, generated, g, inputs, **call, keep_layers=True)
+        result = run_inference(model, generated, g, inputs, **call, changed=torch.tensor([0]))
+    finally:
+        runtime._with_out_neighbours = original
+    fresh = run_inference(model, generated, g, inputs, batch_size=16, device="cpu")
+    assert allclose(result, fresh, atol=1e-4, rtol=1e-4)
+    assert sizes and max(sizes) < 100, sizes
+
+
+def test_a_change_writes_its_own_rows_of_the_kept_hashes_and_out_degrees(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """changed= updates the kept per-node hashes and out-degrees where they are, the changed
+    nodes' rows alone (no file of a row per node written whole), and does not wait for the
+    disk (no fsync: what the manifest guards against is a call that did not finish)."""
+    generated, model, g, inputs, call = _sage_on_a_chain(tmp_path, 4000)
+    new_inputs = [t.clone() for t in inputs]
+    new_inputs[0][0] += 1  # node 0's features
+    new_g = dgl.add_edges(g, torch.tensor([5]), torch.tensor([0]))  # and an in-edge of node 0
+    fresh = run_inference(model, generated, new_g, new_inputs, batch_size=16, device="cpu")
+    computed = []
+    runtime = _runtime(model)
+    original = runtime.map
+
+    def counting(self, layer, *args, nodes=None, **kwargs):
+        computed.append(self.num_nodes if nodes is None else len(nodes))
+        return original(self, layer, *args, nodes=nodes, **kwargs)
+
+    runtime.map = counting  # (for the full run too: the manifest holds the runtime's code)
+    try:
+        run_inference(model, generated, g, inputs, **call, keep_layers=True)
+        saved, synced, save = [], [], np.save
+        monkeypatch.setattr(np, "save", lambda path, *a, **kw: (saved.append(str(path)), save(path, *a, **kw)))
+        monkeypatch.setattr("os.fsync", lambda fd: synced.append(fd))
+        result = run_inference(model, generated, new_g, new_inputs, **call, changed=torch.tensor([0]))
+        monkeypatch.undo()
+        assert not [p for p in saved if "hashes" in p or "out_degrees" in p], saved
+        assert not synced
+        assert allclose(result, fresh, atol=1e-4, rtol=1e-4)
+        # node 0's kept hashes are those of the new inputs and in-edges, and node 5's kept
+        # out-degree the new one: "auto" finds nothing changed since
+        computed.clear()
+        again = run_inference(model, generated, new_g, new_inputs, **call, changed="auto")
+    finally:
+        runtime.map = original
+    assert allclose(again, fresh, atol=1e-4, rtol=1e-4)
+    assert max(computed) == 1, computed  # no node changed: one row, for the result's width
 
 
 def test_a_graph_that_allows_csc_alone(tmp_path: Path) -> None:

@@ -148,7 +148,7 @@ class GIN(nn.Module):
         return batches.result(out, nodes=nodes)
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 14b99d4f8ddf -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 aaf64b0334ba -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
 # that inference hands each layer's function to, and what it uses. It is identical in every
 # module of this version and variant, and holds no model-specific code (the model's code, and
@@ -813,26 +813,34 @@ class _FullNeighbourBatches:
             hashes = self._node_hashes()
         else:
             self._manifest(expected)
-            hashes = torch.from_numpy(numpy.load(self._kept_path("hashes")))
-            ids = self.changed
-            if isinstance(ids, str):  # "auto": what differs from the hashes kept
-                new = self._node_hashes()
-                ids = (hashes.to(new.device) != new).any(1).nonzero().squeeze(1)
-                hashes = new
+            # the kept hashes and out-degrees read in place (memory maps: no copy), and
+            # after the "in progress" below, their rows that changed written there alone
+            kept_hashes = self._kept_array("hashes")
+            kept_degrees = self._kept_array("out_degrees")
+            if isinstance(self.changed, str):  # "auto": what differs from the kept
+                hashes = self._node_hashes()
+                old = torch.from_numpy(kept_hashes).to(hashes.device)
+                ids = (old != hashes).any(1).nonzero().squeeze(1)
+                hashes = hashes[ids.to(hashes.device)]
             else:  # the hashes of the changed nodes alone: the others' are the same
-                ids = self._node_ids(ids).to(self.indices)
-                hashes[ids.cpu().long()] = self._node_hashes(ids).to(hashes.device)
+                ids = self._node_ids(self.changed).to(self.indices)
+                hashes = self._node_hashes(ids)
             ids = ids.to(self.indices)
-            old = torch.from_numpy(numpy.load(self._kept_path("out_degrees")))
-            moved = (old.to(out_degrees) != out_degrees).nonzero().squeeze(1)
+            old = torch.from_numpy(kept_degrees).to(out_degrees)
+            moved = (old != out_degrees).nonzero().squeeze(1)
             sources = [ids, moved.to(self.indices)]
             if self.inputs[1]:  # edge data: sums over a node's out-edges may read it
                 sources.append(self.indices[self._in_edges(ids)[0]])
             sources = torch.unique(torch.cat(sources))
         # from here the kept files may change: a crash leaves the manifest "in progress"
         self._write_manifest(expected, "in progress")
-        numpy.save(self._kept_path("hashes"), hashes.cpu().numpy())
-        numpy.save(self._kept_path("out_degrees"), out_degrees.cpu().numpy())
+        if self.changed is None:
+            numpy.save(self._kept_path("hashes"), hashes.cpu().numpy())
+            numpy.save(self._kept_path("out_degrees"), out_degrees.cpu().numpy())
+        else:  # work in proportion to the rows that changed, not to g's nodes
+            kept_hashes[ids.cpu().long().numpy()] = hashes.cpu().numpy()
+            moved = moved.cpu().long()
+            kept_degrees[moved.numpy()] = out_degrees.cpu()[moved].numpy()
         same_graph = isinstance(layers, int) or all(b is self for b in layers)
         if sources is None or self.derived or not same_graph:
             # a graph derived from g (its in-edges are not g's): every row, still exact
@@ -850,12 +858,28 @@ class _FullNeighbourBatches:
 
     def _with_out_neighbours(self, nodes):
         """nodes (sorted IDs) and the destinations of their out-edges in g, sorted: their
-        ranges of g's CSR, marked among g's nodes (no sort of the edges reached)."""
+        ranges of g's CSR, sorted where they are few next to g's nodes, else marked among
+        g's nodes (no sort of many edges): work in proportion to the edges reached."""
         positions, _ = self._in_edges(nodes, self.out_indptr)
+        reached = self.out_indices[positions]
+        if (len(nodes) + len(reached)) * 32 < self.num_nodes:  # few: sort them
+            return torch.unique(torch.cat([nodes, reached]))
         marked = torch.zeros(self.num_nodes, dtype=torch.bool, device=nodes.device)
         marked[nodes] = True
-        marked[self.out_indices[positions]] = True
+        marked[reached] = True
         return marked.nonzero().squeeze(1).to(nodes.dtype)  # sorted, once each
+
+    def _kept_array(self, name):
+        """A kept per-node array (hashes, out-degrees) as a memory map of its file, to read
+        and to write the rows that changed in place: stale where it has not a row per node
+        of g."""
+        try:
+            array = numpy.load(self._kept_path(name), mmap_mode="r+")
+        except (OSError, ValueError):
+            array = None
+        if array is None or len(array) != self.num_nodes:
+            self._stale(f"its kept_{name}.npy is missing or not of a row per node")
+        return array
 
     def _out_edges(self):
         """g's CSR (indptr, destinations), g's own where it has one (DGL keeps the formats
@@ -1033,12 +1057,16 @@ class _FullNeighbourBatches:
         self.kept = manifest.get("kept", {})
 
     def _write_manifest(self, expected, status):
+        """The manifest, replaced whole or not at all. Not synced to the disk: what it
+        guards against is a call that did not finish (an exception, a killed process),
+        whose "in progress" the next call reads from the page cache; after a crash of the
+        machine the kept files' own pages, which no call syncs, may be lost too, so a sync
+        of the manifest alone promised nothing more, and on a busy disk it waited for
+        every process's writes (25 ms of a 0.19 s changed= call, measured)."""
         path = self._kept_path("manifest", ".json")
         with open(path + ".tmp", "w") as file:
             json.dump({**expected, "status": status, "kept": self.kept}, file)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(path + ".tmp", path)  # whole, or not at all
+        os.replace(path + ".tmp", path)
 
     def _stale(self, why):
         raise ValueError(
@@ -1118,8 +1146,7 @@ class _FullNeighbourBatches:
                 threads = self.fastest
                 if i == trial:
                     threads = self._next_to(threads, counts)
-                if threads != torch.get_num_threads():  # a change resizes torch's pools
-                    torch.set_num_threads(threads)
+                self._set_threads(threads)
                 start = time.perf_counter()
                 yield batch
                 spent = (time.perf_counter() - start) / max(work(batch), 1)
@@ -1136,20 +1163,25 @@ class _FullNeighbourBatches:
                 seconds[threads] = spent if mean is None else (mean + spent) / 2
                 self.fastest = min(seconds, key=seconds.get)
         finally:
-            torch.set_num_threads(self.threads)
+            self._set_threads(self.threads)
             type(self).fastest_seen = (self.threads, self.fastest)
 
     def _on_threads(self, count, call, *args):
         """call(*args) on `count` torch threads, then the user's count again: for work of
         many small operations outside the batches, which on more threads would each wait
         for a thread another process preempts (_paced)."""
-        if count == torch.get_num_threads():
-            return call(*args)
-        torch.set_num_threads(count)
+        self._set_threads(count)
         try:
             return call(*args)
         finally:
-            torch.set_num_threads(self.threads)
+            self._set_threads(self.threads)
+
+    @staticmethod
+    def _set_threads(count):
+        """torch's intra-op thread count set to count, where it is another (a change
+        resizes torch's pools: _paced per batch, _on_threads around its call)."""
+        if count != torch.get_num_threads():
+            torch.set_num_threads(count)
 
     def _next_to(self, threads, counts):
         """A count next to threads in counts: fewer and more in turn, where there are both."""

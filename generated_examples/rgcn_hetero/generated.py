@@ -423,7 +423,7 @@ def _check_in_degrees(conv, block):
         )
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 a34ad352464f -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 a9499f5173c7 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _HeteroBatches, the batch loop that
 # inference hands each layer's function to, and what it uses. It is identical in every module of
 # this version and variant, and holds no model-specific code (the model's code, and the helpers
@@ -1611,12 +1611,16 @@ class _HeteroBatches:
         self.kept = manifest.get("kept", {})
 
     def _write_manifest(self, expected, status):
+        """The manifest, replaced whole or not at all. Not synced to the disk: what it
+        guards against is a call that did not finish (an exception, a killed process),
+        whose "in progress" the next call reads from the page cache; after a crash of the
+        machine the kept files' own pages, which no call syncs, may be lost too, so a sync
+        of the manifest alone promised nothing more, and on a busy disk it waited for
+        every process's writes (25 ms of a 0.19 s changed= call, measured)."""
         path = self._kept_path("manifest", ".json")
         with open(path + ".tmp", "w") as file:
             json.dump({**expected, "status": status, "kept": self.kept}, file)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(path + ".tmp", path)  # whole, or not at all
+        os.replace(path + ".tmp", path)
 
     def _stale(self, why):
         raise ValueError(
@@ -1673,8 +1677,7 @@ class _HeteroBatches:
                 threads = self.fastest
                 if i == trial:
                     threads = self._next_to(threads, counts)
-                if threads != torch.get_num_threads():  # a change resizes torch's pools
-                    torch.set_num_threads(threads)
+                self._set_threads(threads)
                 start = time.perf_counter()
                 yield batch
                 spent = (time.perf_counter() - start) / max(work(batch), 1)
@@ -1691,20 +1694,25 @@ class _HeteroBatches:
                 seconds[threads] = spent if mean is None else (mean + spent) / 2
                 self.fastest = min(seconds, key=seconds.get)
         finally:
-            torch.set_num_threads(self.threads)
+            self._set_threads(self.threads)
             type(self).fastest_seen = (self.threads, self.fastest)
 
     def _on_threads(self, count, call, *args):
         """call(*args) on `count` torch threads, then the user's count again: for work of
         many small operations outside the batches, which on more threads would each wait
         for a thread another process preempts (_paced)."""
-        if count == torch.get_num_threads():
-            return call(*args)
-        torch.set_num_threads(count)
+        self._set_threads(count)
         try:
             return call(*args)
         finally:
-            torch.set_num_threads(self.threads)
+            self._set_threads(self.threads)
+
+    @staticmethod
+    def _set_threads(count):
+        """torch's intra-op thread count set to count, where it is another (a change
+        resizes torch's pools: _paced per batch, _on_threads around its call)."""
+        if count != torch.get_num_threads():
+            torch.set_num_threads(count)
 
     def _next_to(self, threads, counts):
         """A count next to threads in counts: fewer and more in turn, where there are both."""

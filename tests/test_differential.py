@@ -56,7 +56,7 @@ from gnn_codegen.analysis.perturb import perturb
 from tests.deletion_watch import views_kept_alive
 from tests.graph_updates import updated
 from tests.random_models import (
-    RELATIONS_METAGRAPH, USER_MODULES, ModelSpec, model_specs, multi_round_specs, render_model_source,
+    RELATIONS_METAGRAPH, USER_MODULES, ModelSpec, Step, model_specs, multi_round_specs, render_model_source,
     user_propagation_specs,
 )
 
@@ -176,6 +176,20 @@ def _model_file(source: str) -> Iterator[tuple[Path, Path]]:
 )
 def test_generated_inference_equals_full_graph_forward(spec: ModelSpec, seed: int) -> None:
     check_spec(spec, seed)
+
+
+@pytest.mark.parametrize("then", [Step("conv", (1,), 5, "SAGEConv", "mean"),
+                                  Step("conv", (1,), 6, "APPNPConv", edge_weight=True)],
+                         ids=["update", "edge_weight_norm"])
+def test_a_table_left_on_forwards_graph_keeps_its_rows(then: Step) -> None:
+    """A table as x (`x = self.table.weight`, 50 rows) into NdataConv, which leaves it on
+    forward's graph as g.ndata["h"]; the check swapped the table's rows in place, so that column
+    went back to 50 rows afterwards: the next layer's EdgeWeightNorm(g, w) on the check's graph
+    raised (a false "bug in gnn-codegen"), and the update's copy of the graph's columns into a
+    graph of N nodes did. Seed 3: the draw runs the update and changed= (check_spec)."""
+    spec = ModelSpec(style="full", in_width=6, table=True, edge_weights=then.edge_weight,
+                     steps=(Step("conv", (0,), 6, "NdataConv", "sum"), then), outputs=(2,))
+    check_spec(spec, seed=3)
 
 
 @given(model_specs(), st.integers(0, 2**16))

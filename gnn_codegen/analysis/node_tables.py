@@ -87,20 +87,44 @@ def lift_node_tables(gm: fx.GraphModule, model: torch.nn.Module, taken: set[str]
 
 @contextlib.contextmanager
 def tables_set_on(model: torch.nn.Module, tables: dict[str, torch.Tensor]) -> Iterator[None]:
-    """While inside, each table of the model (attribute path -> value) holds `value`, of the
-    rows of the graph a check runs on; afterwards its own rows again."""
-    saved = []
+    """While inside, each table of the model (attribute path -> value) is `value`, of the rows of
+    the graph a check runs on; afterwards the model's own table again.
+
+    The table is swapped for another tensor in every module that holds it (a table tied to two
+    modules stays one), not filled with other rows in place: forward may hand the table itself
+    on (`g.ndata["h"] = self.emb.weight` in a user's layer without a local scope), and what it
+    left there must keep the rows it had, as a user's graph keeps them; rows swapped back in
+    place changed that graph's column after the fact (a column of the table's rows on the
+    check's larger graph, which the next call on it refused)."""
+    saved: list[tuple[dict[str, Any], str, torch.Tensor]] = []
     with torch.no_grad():
         for path, value in tables.items():
             tensor = table_of(model, path)
-            saved.append((tensor, tensor.data))
-            tensor.data = value.to(tensor.dtype)
+            stand_in = _like(tensor, value.to(tensor.dtype))
+            for slots, name in _slots_holding(model, tensor):
+                saved.append((slots, name, tensor))
+                slots[name] = stand_in
     try:
         yield
     finally:
-        with torch.no_grad():
-            for tensor, data in saved:
-                tensor.data = data
+        for slots, name, tensor in reversed(saved):
+            slots[name] = tensor
+
+
+def _like(tensor: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """value as what `tensor` is: a parameter (requiring grad as it does) or a plain buffer."""
+    if isinstance(tensor, torch.nn.Parameter):
+        return torch.nn.Parameter(value, requires_grad=tensor.requires_grad)
+    return value
+
+
+def _slots_holding(model: torch.nn.Module, tensor: torch.Tensor) -> list[tuple[dict[str, Any], str]]:
+    """Each (module's parameter or buffer dict, name) that holds `tensor` itself."""
+    found = []
+    for module in model.modules():  # each module once, however often it is registered
+        for slots in (module._parameters, module._buffers):
+            found += [(slots, name) for name, held in slots.items() if held is tensor]
+    return found
 
 
 def table_of(model: torch.nn.Module, path: str) -> torch.Tensor:

@@ -4,6 +4,7 @@ hazard it draws only rarely. Its docstring says what went wrong or what it guard
 still fails sets XFAIL = "<what fails>".
 """
 
+import dgl.function as fn
 import dgl.nn as dglnn
 import torch
 import torch.nn as nn
@@ -409,3 +410,38 @@ class ReturnsADict(nn.Module):
     def forward(self, g, x):
         h = F.relu(self.conv(g, x))
         return {"logits": self.cls(h), "embedding": h}
+
+
+class _NeighbourSumOnTheGraph(nn.Module):
+    """A user's layer as benchmarking-gnns writes one: g.ndata written and read without a local
+    scope, so forward leaves its input on the caller's graph."""
+
+    def __init__(self, in_feats, out_feats):
+        super().__init__()
+        self.linear = nn.Linear(in_feats, out_feats)
+        self.self_linear = nn.Linear(in_feats, out_feats)
+
+    def forward(self, g, h):
+        g.ndata["h"] = h
+        g.update_all(lambda edges: {"m": edges.src["h"]}, fn.sum("m", "neigh"))
+        return self.linear(g.ndata["neigh"]) + self.self_linear(g.ndata["h"])
+
+
+class TableLeftOnTheGraph(nn.Module):
+    """An embedding table as node features into a layer that leaves them on forward's graph
+    (`g.ndata["h"] = self.emb.weight`, no local scope), then APPNP with edge weights, which DGL's
+    EdgeWeightNorm normalises on that graph. The check swapped the table's rows for its graph's
+    in place and back, so the column forward had left on the check's 240-node graph became the
+    table's 50 rows, and the generated inference's EdgeWeightNorm(g, w) on that graph raised
+    DGLError: refused as "a bug in gnn-codegen" (the differential test, random 1,000-draw runs).
+    A user's graph keeps the table forward gave it."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(50, 6)
+        self.conv1 = _NeighbourSumOnTheGraph(6, 6)
+        self.conv2 = dglnn.APPNPConv(k=2, alpha=0.2)
+
+    def forward(self, g, w):
+        h = F.relu(self.conv1(g, self.emb.weight))
+        return self.conv2(g, h, edge_weight=w)

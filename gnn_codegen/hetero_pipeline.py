@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 # -> the written-out convolutions' parts they call (templates/convs.py.j2), by the modules the
 # model's HeteroGraphConvs hold: a GATConv's parts only where one does
 HETERO_SECTIONS = {"hetero_conv": ("graph_conv_source", "graph_conv_aggregate"), "relation_sources": ()}
-_RELATION_PARTS = {"graph_conv": ("graph_conv_source", "graph_conv_aggregate"), "gat": ("gat_conv_aggregate",)}
+_RELATION_PARTS = {"graph_conv": ("graph_conv_source", "graph_conv_aggregate"), "gat": ("gat_conv_attention", "gat_conv_destination")}
 
 
 def relation_kinds(model: torch.nn.Module) -> frozenset[str]:

@@ -150,7 +150,7 @@ class GAT(nn.Module):
         return batches.result(h, nodes=nodes)
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 6f7ddf5efc2d -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 0f80b53d8ee7 -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -176,11 +176,20 @@ def _gat_conv_source(conv, h):
 def _gat_conv_aggregate(
     conv, block, feat_src, el, feat_dst, h_dst=None, edge_weight=None
 ):
-    """The rest of GATConv.forward on a block, given _gat_conv_source's rows:
-    attention from el and er, its softmax over each node's in-edges, the weighted sum,
-    residual (from h_dst, the layer input's destination rows), bias and activation."""
-    _check_in_degrees(conv, block)
+    """The rest of GATConv.forward on a block, given _gat_conv_source's rows and the
+    destination rows as fc projected them (feat_dst: the source rows' own, where the block's
+    destinations are its first sources): the attention's destination term
+    er = (feat_dst * attn_r).sum(-1), then _gat_conv_attention."""
     er = _attention_term(feat_dst, conv.attn_r)
+    return _gat_conv_attention(conv, block, feat_src, el, er, h_dst, edge_weight)
+
+
+def _gat_conv_attention(conv, block, feat_src, el, er, h_dst=None, edge_weight=None):
+    """The rest of GATConv.forward on a block, given the attention's source term el and its
+    destination term er: the attention from el and er, its softmax over each node's
+    in-edges, the weighted sum, residual (from h_dst, the layer input's destination rows),
+    bias and activation."""
+    _check_in_degrees(conv, block)
     a = dgl.ops.edge_softmax(block, conv.leaky_relu(dgl.ops.u_add_v(block, el, er)))
     if edge_weight is not None:
         a = a * edge_weight.tile(1, conv._num_heads, 1).transpose(0, 2)

@@ -185,7 +185,7 @@ class RGAT(nn.Module):
         return batches.result(h3["paper"], nodes)
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 8f8bb8923b4c -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 56673859660a -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -237,8 +237,8 @@ def _hetero_conv_sources(conv, block, sources, feat_dst=None, mod_kwargs=None):
     """HeteroGraphConv.forward on a block, given each relation's _relation_source
     rows for the block's source nodes: per relation the rest of its module (the helpers
     that follow), then DGL's aggregation across relations. feat_dst: the layer
-    input's destination rows, from which GATConv makes its attention's destination term and
-    residual. The result
+    input's destination rows, from which GATConv makes its attention's destination term
+    (_gat_conv_destination) and residual. The result
     for the block's destination type."""
     outputs, ntype = [], None
     for rel in block.canonical_etypes:
@@ -248,21 +248,20 @@ def _hetero_conv_sources(conv, block, sources, feat_dst=None, mod_kwargs=None):
         mod = conv.mod_dict.get(rel, conv.mod_dict.get(rel[1]))
         weight = (mod_kwargs or {}).get(rel[1], {}).get("weight")
         if isinstance(mod, dgl.nn.GATConv):
-            fc = mod.fc_dst if hasattr(mod, "fc_dst") else mod.fc
-            dst = fc(feat_dst).view(-1, *mod.attn_r.shape[1:])
-            rst = _gat_conv_aggregate(mod, block[rel], *sources[rel], dst, feat_dst)
+            # the destination rows read for er alone (and the residual's own res_fc): fc
+            # folded into er, not run on them
+            er = _gat_conv_destination(mod, feat_dst)
+            rst = _gat_conv_attention(mod, block[rel], *sources[rel], er, feat_dst)
         outputs.append(rst)
     return _relation_sum(conv, outputs, ntype)
 
 
-def _gat_conv_aggregate(
-    conv, block, feat_src, el, feat_dst, h_dst=None, edge_weight=None
-):
-    """The rest of GATConv.forward on a block, given _gat_conv_source's rows:
-    attention from el and er, its softmax over each node's in-edges, the weighted sum,
-    residual (from h_dst, the layer input's destination rows), bias and activation."""
+def _gat_conv_attention(conv, block, feat_src, el, er, h_dst=None, edge_weight=None):
+    """The rest of GATConv.forward on a block, given the attention's source term el and its
+    destination term er: the attention from el and er, its softmax over each node's
+    in-edges, the weighted sum, residual (from h_dst, the layer input's destination rows),
+    bias and activation."""
     _check_in_degrees(conv, block)
-    er = _attention_term(feat_dst, conv.attn_r)
     a = dgl.ops.edge_softmax(block, conv.leaky_relu(dgl.ops.u_add_v(block, el, er)))
     if edge_weight is not None:
         a = a * edge_weight.tile(1, conv._num_heads, 1).transpose(0, 2)
@@ -278,6 +277,50 @@ def _gat_conv_aggregate(
     if conv.activation:
         rst = conv.activation(rst)
     return rst
+
+
+def _gat_conv_destination(conv, h_dst):
+    """GATConv's attention term of its destination rows, er = (fc(h_dst) * attn_r).sum(-1)
+    (fc_dst for a pair of widths), from the layer input's rows h_dst: where fc is a Linear
+    without bias, h_dst @ W with W fc's weight folded with attn_r (_gat_fold): in
+    x heads, where fc's is in x heads x width, so width times fewer multiply-adds than
+    projecting every destination row only to form er. Equal to within float rounding."""
+    fc = conv.fc_dst if hasattr(conv, "fc_dst") else conv.fc
+    folded = _gat_fold(fc, conv.attn_r)
+    if folded is None or h_dst.dim() != 2 or h_dst.dtype != folded.dtype:
+        feat_dst = fc(h_dst).view(-1, *conv.attn_r.shape[1:])  # as forward does
+        return _attention_term(feat_dst, conv.attn_r)
+    return (h_dst @ folded).unsqueeze(-1)
+
+
+def _gat_fold(fc, attn):
+    """fc's weight folded with attn (1, heads, width): W[i, k] = sum_f fc.weight[k * width
+    + f, i] * attn[0, k, f], summed in float64 and rounded once; None where fc is not a
+    Linear without bias or the shapes do not fit. Folded once for the same tensors, as
+    every batch of a layer's call is given them: kept by fc's weight (weakly: no weight is
+    kept alive by it), looked at again where either tensor changed (its version counter,
+    storage, shape, device or dtype)."""
+    if type(fc) is not torch.nn.Linear or fc.bias is not None or attn.dim() != 3:
+        return None
+    weight, (_, heads, width) = fc.weight, attn.shape
+    if weight.shape[0] != heads * width or not weight.is_floating_point():
+        return None
+    key = tuple(
+        (t._version, t.data_ptr(), t.shape, t.device, t.dtype) for t in (weight, attn)
+    )
+    known = _gat_folds.get(weight)
+    if known is not None and known[0] == key and known[1]() is attn:
+        return known[2]
+    per_head = weight.detach().double().view(heads, width, -1)
+    folded = (per_head * attn.detach().double()[0, :, :, None]).sum(1).t()
+    folded = folded.to(weight.dtype).contiguous()
+    _gat_folds[weight] = (key, torch.utils.weak.WeakIdRef(attn), folded)
+    return folded
+
+
+# _gat_fold's: fc's weight (held weakly) -> (both tensors' versions and storage,
+# attn's weak reference, the folded weight)
+_gat_folds = torch.utils.weak.WeakIdKeyDictionary()
 
 
 def _attention_term(feat, attn):

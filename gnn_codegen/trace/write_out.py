@@ -39,7 +39,10 @@ ONCE_PER_NODE = ", once per node"
 # "edge" rows, None for a constant. Message-passing helpers take the graph second.
 SECTIONS = (
     "sage_conv_mean", "graph_conv_source", "graph_conv_aggregate", "gat_conv_source",
-    "gat_conv_aggregate", "attention_term", "attention_weighted_sum", "check_in_degrees", "rel_graph_conv",
+    "gat_conv_aggregate", "gat_conv_attention", "gat_conv_destination", "gat_fold", "attention_term",
+    "attention_weighted_sum", "check_in_degrees", "rel_graph_conv",
+    # not a function: gat_fold's cache, a name the module defines beside it
+    "gat_folds",
     # a user's module given the whole graph's out-degrees or data on a block (graph_fields.py)
     "with_graph_out_degrees", "with_graph_data",
     # not convolutions: an LSTM's and a GRU's step with its states rows first (rows_first.py)
@@ -52,6 +55,7 @@ MESSAGE_PASSING = {
     "sage_conv_mean": ("graph", "src", "dst", None, "edge"),
     "graph_conv_aggregate": ("graph", "src", None, "edge"),
     "gat_conv_aggregate": ("graph", "src", "src", "dst", "dst", "edge"),
+    "gat_conv_attention": ("graph", "src", "src", "dst", "dst", "edge"),
     "with_graph_out_degrees": ("graph", "src", "src"),
     "rel_graph_conv": ("graph", "src", "dst"),  # etypes= and norm=: rows of edges
 }
@@ -60,7 +64,9 @@ PROVEN_ON_BLOCKS = frozenset({"with_graph_out_degrees", "with_graph_data"})
 # what each section calls, so that a module that uses one gets those too
 NEEDS = {
     "gat_conv_source": ("attention_term",),
-    "gat_conv_aggregate": ("attention_term", "attention_weighted_sum", "check_in_degrees"),
+    "gat_conv_aggregate": ("gat_conv_attention", "attention_term", "attention_weighted_sum", "check_in_degrees"),
+    "gat_conv_attention": ("attention_term", "attention_weighted_sum", "check_in_degrees"),
+    "gat_conv_destination": ("gat_fold", "gat_folds", "attention_term"),
     "graph_conv_aggregate": ("check_in_degrees",),
 }
 
@@ -237,12 +243,14 @@ def _gat_conv(graph: fx.Graph, node: fx.Node, module: torch.nn.Module, call: _Ca
     source = _named(_helper(graph, "gat_conv_source", conv, call.src), "source", note)
     feat = _named(graph.call_function(operator.getitem, (source, 0)), "feat", note)
     el = _named(graph.call_function(operator.getitem, (source, 1)), "el", note)
-    feat_dst = feat
-    if not call.same_rows():
-        destination = _named(_helper(graph, "gat_conv_source", conv, call.dst), "destination", note)
-        feat_dst = _named(graph.call_function(operator.getitem, (destination, 0)), "feat_dst", note)
     h_dst = call.dst if module.res_fc is not None else None
-    return _helper(graph, "gat_conv_aggregate", conv, call.graph, feat, el, feat_dst, h_dst, **_edge_kwargs(call))
+    if call.same_rows():  # the destination rows projected already: the source rows' own
+        return _helper(graph, "gat_conv_aggregate", conv, call.graph, feat, el, feat, h_dst, **_edge_kwargs(call))
+    # other destination rows: read by the attention's destination term alone (and the residual,
+    # through res_fc), so not projected by fc but folded into er (gat_conv_destination)
+    er = _named(_helper(graph, "gat_conv_destination", conv, call.dst), "er",
+                (str(node.target), f"attention's destination term on each destination row{ONCE_PER_NODE}"))
+    return _helper(graph, "gat_conv_attention", conv, call.graph, feat, el, er, h_dst, **_edge_kwargs(call))
 
 
 def _rel_graph_conv(graph: fx.Graph, node: fx.Node, module: torch.nn.Module, call: _Call) -> fx.Node | None:

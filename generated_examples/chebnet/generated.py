@@ -135,21 +135,21 @@ class ChebNet(nn.Module):
             X_i = X_i - features
             # self.layers[0].linear(torch.cat([features, X_1, X_i], dim=1)) without making the
             # concatenation: each part times its columns of the weight, summed in place
-            h_2 = torch.nn.functional.linear(
+            h = torch.nn.functional.linear(
                 features,
                 self.layers[0].linear.weight[:, :16],
                 self.layers[0].linear.bias,
             )
-            h_2.addmm_(X_1, self.layers[0].linear.weight[:, 16:32].t())
-            h_2.addmm_(X_i, self.layers[0].linear.weight[:, 32:].t())
-            h_2 = torch.nn.functional.relu(h_2, inplace=True)
-            h_3 = in_degrees.to(h_2)
+            h.addmm_(X_1, self.layers[0].linear.weight[:, 16:32].t())
+            h.addmm_(X_i, self.layers[0].linear.weight[:, 32:].t())
+            h = torch.nn.functional.relu(h, inplace=True)
+            h_3 = in_degrees.to(h)
             h_3 = h_3.clamp(min=1)
             D_invsqrt_2 = torch.pow(h_3, -0.5)
             D_invsqrt_2 = D_invsqrt_2.unsqueeze(-1)
-            return h_2, D_invsqrt_2, h_2 * D_invsqrt_2
+            return h, D_invsqrt_2, h * D_invsqrt_2
 
-        h2, D_invsqrt2, h2_2 = batches.map(
+        h2, D_invsqrt2, h2_src = batches.map(
             layer_2,
             source_rows=dict(h1=h1),
             destination_rows=dict(
@@ -161,9 +161,9 @@ class ChebNet(nn.Module):
         del in_degrees, D_invsqrt, h1, X_1
 
         # Layer 3 of 4: g.update_all (copy_u, sum).
-        def layer_3(block, h2_2, D_invsqrt2, h2):
+        def layer_3(block, h2_src, D_invsqrt2, h2):
             with block.local_scope():
-                block.srcdata["h"] = h2_2
+                block.srcdata["h"] = h2_src
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
@@ -179,12 +179,12 @@ class ChebNet(nn.Module):
 
         X_13, h3 = batches.map(
             layer_3,
-            source_rows=dict(h2_2=h2_2),
+            source_rows=dict(h2_src=h2_src),
             destination_rows=dict(D_invsqrt2=D_invsqrt2, h2=h2),
             in_place=True,
             nodes=needed[3],
         )
-        del h2_2
+        del h2_src
 
         # Layer 4 of 4: g.update_all (copy_u, sum).
         def layer_4(block, h3, h2, X_13, D_invsqrt2):
@@ -205,12 +205,12 @@ class ChebNet(nn.Module):
             X_i = X_i - h2
             # self.layers[1].linear(torch.cat([h2, X_13, X_i], dim=1)) without making the
             # concatenation: each part times its columns of the weight, summed in place
-            h_2 = torch.nn.functional.linear(
+            h = torch.nn.functional.linear(
                 h2, self.layers[1].linear.weight[:, :8], self.layers[1].linear.bias
             )
-            h_2.addmm_(X_13, self.layers[1].linear.weight[:, 8:16].t())
-            h_2.addmm_(X_i, self.layers[1].linear.weight[:, 16:].t())
-            return torch.nn.functional.relu(h_2, inplace=True)
+            h.addmm_(X_13, self.layers[1].linear.weight[:, 8:16].t())
+            h.addmm_(X_i, self.layers[1].linear.weight[:, 16:].t())
+            return torch.nn.functional.relu(h, inplace=True)
 
         h = batches.map(
             layer_4,

@@ -110,7 +110,7 @@ class TAGCN(nn.Module):
             rst = h * norm
             return rst, rst * norm
 
-        rst1, rst1_2 = batches.map(
+        rst1, rst1_src = batches.map(
             layer_1,
             source_rows=dict(rst0=rst0),
             destination_rows=dict(norm=norm),
@@ -120,9 +120,9 @@ class TAGCN(nn.Module):
         del rst0
 
         # Layer 2 of 4: g.update_all (copy_u, sum).
-        def layer_2(block, rst1_2, in_degrees, features, rst1, norm):
+        def layer_2(block, rst1_src, in_degrees, features, rst1, norm):
             with block.local_scope():
-                block.srcdata["h"] = rst1_2
+                block.srcdata["h"] = rst1_src
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
@@ -135,29 +135,29 @@ class TAGCN(nn.Module):
             )
             rst_2.addmm_(rst1, self.layers[0].lin.weight[:, 16:32].t())
             rst_2.addmm_(rst, self.layers[0].lin.weight[:, 32:].t())
-            rst_3 = F.relu(rst_2, inplace=True)
-            norm_2 = in_degrees.to(rst_3)
+            rst = F.relu(rst_2, inplace=True)
+            norm_2 = in_degrees.to(rst)
             norm_2 = norm_2.clamp(min=1)
             norm_3 = torch.pow(norm_2, -0.5)
-            norm_3 = torch.reshape(norm_3, norm_3.shape + ((1,) * (rst_3.dim() - 1)))
+            norm_3 = torch.reshape(norm_3, norm_3.shape + ((1,) * (rst.dim() - 1)))
             norm_4 = norm_3.to(device)
-            return rst_3, norm_4, rst_3 * norm_4
+            return rst, norm_4, rst * norm_4
 
-        rst2, norm2, rst2_2 = batches.map(
+        rst2, norm2, rst2_src = batches.map(
             layer_2,
-            source_rows=dict(rst1_2=rst1_2),
+            source_rows=dict(rst1_src=rst1_src),
             destination_rows=dict(
                 in_degrees=in_degrees, features=features, rst1=rst1, norm=norm
             ),
             in_place=True,
             nodes=needed[2],
         )
-        del in_degrees, norm, rst1_2, rst1
+        del in_degrees, norm, rst1_src, rst1
 
         # Layer 3 of 4: g.update_all (copy_u, sum).
-        def layer_3(block, rst2_2, norm2):
+        def layer_3(block, rst2_src, norm2):
             with block.local_scope():
-                block.srcdata["h"] = rst2_2
+                block.srcdata["h"] = rst2_src
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
@@ -165,19 +165,19 @@ class TAGCN(nn.Module):
             rst = h * norm2
             return rst, rst * norm2
 
-        rst3, rst3_2 = batches.map(
+        rst3, rst3_src = batches.map(
             layer_3,
-            source_rows=dict(rst2_2=rst2_2),
+            source_rows=dict(rst2_src=rst2_src),
             destination_rows=dict(norm2=norm2),
             in_place=True,
             nodes=needed[3],
         )
-        del rst2_2
+        del rst2_src
 
         # Layer 4 of 4: g.update_all (copy_u, sum).
-        def layer_4(block, rst3_2, rst2, rst3, norm2):
+        def layer_4(block, rst3_src, rst2, rst3, norm2):
             with block.local_scope():
-                block.srcdata["h"] = rst3_2
+                block.srcdata["h"] = rst3_src
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
@@ -194,7 +194,7 @@ class TAGCN(nn.Module):
 
         rst = batches.map(
             layer_4,
-            source_rows=dict(rst3_2=rst3_2),
+            source_rows=dict(rst3_src=rst3_src),
             destination_rows=dict(rst2=rst2, rst3=rst3, norm2=norm2),
             in_place=True,
             nodes=needed[4],

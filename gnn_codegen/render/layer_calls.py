@@ -20,6 +20,7 @@ from gnn_codegen.lower.row_axis import RowAxis
 from gnn_codegen.lower.row_ranges import RowRange, spelled_result
 from gnn_codegen.render.code import comment
 from gnn_codegen.render.layer import LayerFunction, LayerWriter
+from gnn_codegen.render.stored_names import stored_name
 
 # an item of a list a loop appends to (`feats_by_layer[0]`, layer_loops.py)
 _LISTED = re.compile(r"^(\w+)\[\d+\]$")
@@ -43,7 +44,10 @@ class LayerCalls:
             self.origins = []
             return [LayerWriter(self, stage, writer.name).write() for stage, writer in runs]
 
-        return fold([stage for stage, _ in runs], functions, self.buffer, private, dict(readers), self.names.take,
+        def take_name(base: str, value: str | None = None) -> str:
+            return stored_name(base, value, self.sources, self.buffer, self.names.taken, self.names.take)
+
+        return fold([stage for stage, _ in runs], functions, self.buffer, private, dict(readers), take_name,
                      rewrite)
 
     def _loop_lines(self, loop: LayerLoop, runs, function: LayerFunction, which: str | None):

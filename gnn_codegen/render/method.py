@@ -31,6 +31,7 @@ from gnn_codegen.render.runtime_module import DIST_RUNTIME, RUNTIME, imported
 from gnn_codegen.render.helpers_section import model_helpers, under_banner
 from gnn_codegen.render.runtime_section import runtime_helpers
 from gnn_codegen.render.templating import render_template
+from gnn_codegen.render.stored_names import source_only, stored_name
 from gnn_codegen.trace.write_out import SECTIONS, sections_needed
 from gnn_codegen.render.layer_calls import LayerCalls
 from gnn_codegen.render.method_doc import MethodDocstring
@@ -173,6 +174,7 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
             op = program.op(name)
             if op.var and op.var not in unfit:
                 self.buffer[name] = self.names.take(op.var)
+        self.sources = source_only(plan)  # stored values sent to neighbours only
         self._name_buffers()
         for stage in plan.stages:  # reductions over all nodes: `h1_mean`, after what they reduce
             for name, value in stage.reductions:
@@ -220,7 +222,9 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
         theirs); generic names (h, x, feat) get the stage that writes them: h1, feat2."""
         outputs = self.plan.outputs
         stores = [(stage, name) for stage in self.plan.stages for name in stage.stores]
-        stores.sort(key=lambda item: item[1] not in outputs)
+        # forward's results first; a value sent to neighbours after the others, so that where
+        # two are named alike it is the one named for that (stored_names.py)
+        stores.sort(key=lambda item: (item[1] not in outputs, item[1] in self.sources))
         for stage, name in stores:
             op = self.program.op(name)
             own = self.base_name(op)
@@ -232,7 +236,7 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
                 base = own
             else:  # readout1: the part of readout that layer 1 computes
                 base = f"{own}{stage.layer}"
-            self.buffer[name] = self.names.take(base)
+            self.buffer[name] = stored_name(base, name, self.sources, self.buffer, self.names.taken, self.names.take)
 
     # -- the method -----------------------------------------------------------------------------
     def method(self) -> str:

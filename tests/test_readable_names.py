@@ -113,3 +113,15 @@ def test_no_golden_layer_function_keeps_a_counter_it_could_drop(case) -> None:
         stored = {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         counted = {name: m.group(1) for name in stored if (m := _COUNTED.match(name))}
         assert renamed(params, body, counted) == {}, (function.name, ast.unparse(function))
+
+
+# --- several results, each taken under its own name --------------------------------------------
+
+@pytest.mark.parametrize("name", ["residual", "edge_features"])
+def test_several_results_are_named_before_they_are_returned(name: str) -> None:
+    """`return batches.result(out, ...), batches.result(` split by black mid-call read badly:
+    each result is taken under its own name, and the return is forward's tuple of names."""
+    method = _golden(name)
+    returned = method[method.rindex("        return "):].strip()
+    assert re.fullmatch(r"return \w+, \w+", returned), returned
+    assert len(re.findall(r"^        (\w+) = batches\.result\(\1, ", method, re.MULTILINE)) == 2, method

@@ -13,7 +13,7 @@ from typing import Any
 from gnn_codegen.render.layer_loops import LayerLoop, fold
 from gnn_codegen.render.map_bindings import map_bindings
 from gnn_codegen.errors import internal
-from gnn_codegen.ir import Ref
+from gnn_codegen.ir import Ref, iter_refs
 from gnn_codegen.analysis.node_reductions import node_reduction, pass_expression
 from gnn_codegen.cut.plan import Stage
 from gnn_codegen.lower.row_axis import RowAxis
@@ -141,11 +141,18 @@ class LayerCalls:
                     last[tensor] = position
         return last
 
-    def _returned(self, value: Any) -> str:
+    def _returned(self, value: Any) -> tuple[list[str], str]:
         """What inference returns: forward's results, each with a row per node or edge through
-        the runtime's `result` (its rows for `nodes`, its file out of core)."""
+        the runtime's `result` (its rows for `nodes`, its file out of core). Where there are
+        several, each is taken under its own name first (`out = batches.result(out, ...)`), so
+        that the return reads as forward's and black splits no call inside it: the lines that
+        take them, and what is returned."""
         with_rows = [n for n in self._output_names() if self.attrs[n].rows in ("node", "edge")]
         files = iter(range(len(with_rows)))  # out of core, each in a file of its own
+        lines: list[str] = []
+        # a tensor returned twice (or also as a range of its rows) keeps its calls in the return
+        refs = list(iter_refs(value))
+        repeated = len(refs) != len(set(refs))
 
         def spell(value: Any) -> str:
             if isinstance(value, tuple):
@@ -166,11 +173,14 @@ class LayerCalls:
             args = [name]
             if self.attrs[value.name].rows == "node":
                 args.append(f"{self.nodes}={self.nodes}")
-            if len(with_rows) > 1:
-                args.append(f'name="result_{next(files)}"')
-            return f"{self.batches}.result({', '.join(args)})"
+            if len(with_rows) == 1 or repeated:
+                return f"{self.batches}.result({', '.join(args)})"
+            args.append(f'name="result_{next(files)}"')
+            lines.append(f"{name} = {self.batches}.result({', '.join(args)})")
+            return name
 
-        return spell(value)
+        returned = spell(value)
+        return lines, returned
 
 
 def _spelled_range(start: int, stop: int) -> str:

@@ -293,8 +293,9 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
             stages.append({"comment": comment, "function": function, "after": lines, "before": before,
                            "opening": opening, "pad": "    " if opening else ""})
         preamble = self._preamble()  # before the result, which the names it takes may split by type
-        before_return, returned = by_type.result(self.program, self._returned(self.program.output), self.type_counts,
-                                                 self.names.take)
+        results, spelled = self._returned(self.program.output)
+        before_return, returned = by_type.result(self.program, spelled, self.type_counts, self.names.take)
+        before_return = results + before_return
         return render_template(
             "inference.py.j2",
             params=[*self.in_forwards_order, self.batch_size, self.device, f"{self.max_memory}=2**30", f"{self.progress}=False",

@@ -125,3 +125,22 @@ def test_several_results_are_named_before_they_are_returned(name: str) -> None:
     returned = method[method.rindex("        return "):].strip()
     assert re.fullmatch(r"return \w+, \w+", returned), returned
     assert len(re.findall(r"^        (\w+) = batches\.result\(\1, ", method, re.MULTILINE)) == 2, method
+
+
+# --- loop counts read from the model's lists ---------------------------------------------------
+
+def test_a_loop_over_a_module_list_reads_its_count_from_the_list() -> None:
+    gcnii = _golden("gcnii")  # 8 GCN2Convs: the loop runs 7 of them, the last layer adds fcs[1]
+    assert "for i in range(len(self.convs) - 1):" in gcnii, gcnii
+    assert "range(7)" not in gcnii, gcnii
+
+
+def test_the_loops_end_as_the_list_gives_it() -> None:
+    from gnn_codegen.render.layer import LayerFunction
+    from gnn_codegen.render.module_index import spelled_stop
+
+    function = LayerFunction("layer_i", ["block", "h"], ["return self.convs[i](block, h) + self.fcs[i + 1](h)"])
+    assert spelled_stop(function, "i", 7, {"self.convs": 8}) == "len(self.convs) - 1"
+    assert spelled_stop(function, "i", 8, {"self.convs": 8}) == "len(self.convs)"
+    assert spelled_stop(function, "i", 7, {"self.fcs": 8}) == "7"  # read at i + 1 only: a number
+    assert spelled_stop(function, "i", 9, {"self.convs": 8}) == "9"  # never a length it exceeds

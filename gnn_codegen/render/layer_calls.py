@@ -12,6 +12,7 @@ from typing import Any
 
 from gnn_codegen.render.layer_loops import LayerLoop, fold
 from gnn_codegen.render.map_bindings import map_bindings
+from gnn_codegen.render.module_index import spelled_stop
 from gnn_codegen.errors import internal
 from gnn_codegen.ir import Ref, iter_refs
 from gnn_codegen.analysis.node_reductions import node_reduction, pass_expression
@@ -81,7 +82,10 @@ class LayerCalls:
                   if self.buffer[values[0]] != self.buffer[values[-1]]]
         starts += [f"{listed} = []" for listed in lists.values()]
         appends = [f"    {lists[v]}.append({name})" for v, name in each.items()]
-        header = [*starts, f"for {counter} in {_spelled_range(first + base, last + base + 1)}:"]
+        stop = str(last + base + 1)
+        if loop.indexed:  # `len(self.convs) - 1`, where the layers run the list's modules
+            stop = spelled_stop(function, counter, last + base + 1, dict(self.program.module_lengths))
+        header = [*starts, f"for {counter} in {_spelled_range(first + base, stop)}:"]
         body = [f"    {targets} = {call}", *appends]
         return function, which, header if loop.indexed else [], body if loop.indexed else [*header, *body]
 
@@ -183,6 +187,6 @@ class LayerCalls:
         return lines, returned
 
 
-def _spelled_range(start: int, stop: int) -> str:
+def _spelled_range(start: int, stop: str) -> str:
     """`range(7)` for range(0, 7), as a person writes it."""
     return f"range({stop})" if start == 0 else f"range({start}, {stop})"

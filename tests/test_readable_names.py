@@ -144,3 +144,12 @@ def test_the_loops_end_as_the_list_gives_it() -> None:
     assert spelled_stop(function, "i", 8, {"self.convs": 8}) == "len(self.convs)"
     assert spelled_stop(function, "i", 7, {"self.fcs": 8}) == "7"  # read at i + 1 only: a number
     assert spelled_stop(function, "i", 9, {"self.convs": 8}) == "9"  # never a length it exceeds
+
+
+def test_batches_over_derived_graphs_are_named_alike() -> None:
+    """han: the method's batches are over the first metapath's graph; named for it, as the
+    second metapath's are (`batches_pa_ap` beside `batches_pf_fp`, not `batches`)."""
+    han = _golden("han")
+    assert re.search(r"\bbatches_pa_ap = _FullNeighbourBatches\(", han), han
+    assert "batches_pf_fp = batches_pa_ap.over(g_pf_fp)" in han, han
+    assert not re.search(r"\bbatches\.", han), han

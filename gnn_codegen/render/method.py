@@ -134,6 +134,7 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
         # a name the user's line gives the one graph it derives (`sg = ...`), not a line that
         # makes several (`graphs = [dgl.edge_subgraph(g, etype == r) for r in ...]`)
         lines_made = Counter(op.location for op in self.derived)
+        batches = self.batches  # each derived graph's batches: `batches_pf_fp`
         for op in self.derived:
             path = metapath_of(op)
             suffix = "_".join(path) if path else DERIVED.get(op.target.rsplit(".", 1)[-1], "derived")
@@ -149,9 +150,13 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
             else:
                 self.graph_name[op.name] = self.names.take(own or f"{self.params[0]}_{suffix}")
             if self.over_metapaths and op is self.metapaths[0]:
+                # where the other graphs have batches of their own, these are named for their
+                # graph as those are (`batches_pa_ap` beside `batches_pf_fp`)
+                if any(other.name in iterated for other in self.derived if other is not op):
+                    self.batches = self.names.take(f"{batches}_{suffix}")
                 self.runtimes[op.name] = self.batches
             elif op.name in iterated:
-                self.runtimes[op.name] = self.names.take(f"{self.batches}_{suffix}")
+                self.runtimes[op.name] = self.names.take(f"{batches}_{suffix}")
         self.graph_values = [op for op in program.ops if op.kind == "graph_value"]
         for op in self.graph_values:
             receiver = op.args[0].name if op.args and isinstance(op.args[0], Ref) else program.graph

@@ -177,9 +177,10 @@ class LayerCalls:
             args = [name]
             if self.attrs[value.name].rows == "node":
                 args.append(f"{self.nodes}={self.nodes}")
+            if len(with_rows) > 1:
+                args.append(f'name="result_{next(files)}"')
             if len(with_rows) == 1 or repeated:
                 return f"{self.batches}.result({', '.join(args)})"
-            args.append(f'name="result_{next(files)}"')
             lines.append(f"{name} = {self.batches}.result({', '.join(args)})")
             return name
 

@@ -37,7 +37,10 @@ def renamed(params: list[str], body: list[str], counted: dict[str, str]) -> dict
     first assignment to its last use reads or assigns, and that is assigned again before any
     later read."""
     source = "def f(" + ", ".join(p.split("=")[0] for p in params) + "):\n" + textwrap.indent("\n".join(body), "    ")
-    function = ast.parse(source).body[0]
+    try:
+        function = ast.parse(source).body[0]
+    except SyntaxError:  # not ours to report here: the module's own parse does (write/format.py)
+        return {}
     assert isinstance(function, ast.FunctionDef)
     flat = _flat(function.body)
     if flat is None:

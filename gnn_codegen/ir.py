@@ -214,6 +214,8 @@ class Program:
     optional: tuple[tuple[str, str], ...] = ()
     # forward's dicts of features by node type, each type an input (dict_inputs.DictInput)
     dict_inputs: tuple[Any, ...] = ()
+    # the length of each of the model's module lists, `self.convs` -> 8: lower.module_lengths
+    module_lengths: tuple[tuple[str, int], ...] = ()
     by_name: dict[str, Op] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

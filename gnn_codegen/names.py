@@ -11,6 +11,9 @@ import re
 class NameAllocator:
     def __init__(self, reserved: set[str] | frozenset[str] = frozenset()):
         self.taken = set(reserved) | set(keyword.kwlist) | set(dir(builtins))
+        # names given a counter because their base was taken (h_2 -> h): a later pass may give
+        # one its base back where the holder is dead (render/local_names.py)
+        self.counted: dict[str, str] = {}
 
     def child(self) -> "NameAllocator":
         """An allocator for a nested scope: sees every name taken so far, adds its own."""
@@ -27,4 +30,6 @@ class NameAllocator:
             name = f"{base}_{i}"
             i += 1
         self.taken.add(name)
+        if name != base:
+            self.counted[name] = base
         return name

@@ -26,8 +26,8 @@ CASES = {
 }
 # what the generated layers must say
 READS = {
-    "GatedEdgeNet": ["graph = _block_as_graph(block)", "h_2, e_2 = self.layers[0](graph, h, e)",
-                     "return h_2[: block.num_dst_nodes()], e_2", 'returns=("nodes", "edges")'],
+    "GatedEdgeNet": ["graph = _block_as_graph(block)", "h, e = self.layers[0](graph, h, e)",
+                     "return h[: block.num_dst_nodes()], e", 'returns=("nodes", "edges")'],
     "EdgeScoresNet": ["h, e = self.layer(graph, embed_h, embed_e)", "h = h[: block.num_dst_nodes()]",
                       "return h, e.sum(-1)"],
     "SumAggregatorNet": ["torch.relu(self.conv1(graph, x)[: block.num_dst_nodes()])"],

@@ -108,40 +108,40 @@ class APPNP(nn.Module):
             src_norm = torch.reshape(
                 src_norm, src_norm.shape + ((1,) * (linear.dim() - 1))
             )
-            h_2 = in_degrees.to(linear)
-            h_2 = h_2.clamp(min=1)
-            dst_norm = torch.pow(h_2, -0.5)
+            h = in_degrees.to(linear)
+            h = h.clamp(min=1)
+            dst_norm = torch.pow(h, -0.5)
             dst_norm = torch.reshape(
                 dst_norm, dst_norm.shape + ((1,) * (linear.dim() - 1))
             )
             feat = linear * src_norm
             return src_norm, dst_norm, feat, self.propagate._alpha * linear
 
-        src_norm, dst_norm, feat_2, feat0_2 = batches.map_nodes(
+        src_norm, dst_norm, feat_src, feat0 = batches.map_nodes(
             prologue, in_degrees, out_degrees, features, nodes=needed[0]
         )
         del in_degrees, out_degrees
 
         # Layers 1 to 9 of 10, each the same function of the layer before: self.propagate
         # (APPNPConv), hops 1 to 9 of 10.
-        def layer_k(block, feat_2, src_norm, feat0_2, dst_norm):
+        def layer_k(block, feat_src, src_norm, feat0, dst_norm):
             with block.local_scope():
-                block.srcdata["h"] = feat_2
+                block.srcdata["h"] = feat_src
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
             h = h * dst_norm
             feat = (1 - self.propagate._alpha) * h
-            feat = feat + feat0_2
+            feat = feat + feat0
             return feat * src_norm
 
         for k in range(1, 10):
-            feat_2 = batches.map(
+            feat_src = batches.map(
                 layer_k,
-                source_rows=dict(feat_2=feat_2),
+                source_rows=dict(feat_src=feat_src),
                 destination_rows=dict(
-                    src_norm=src_norm, feat0_2=feat0_2, dst_norm=dst_norm
+                    src_norm=src_norm, feat0=feat0, dst_norm=dst_norm
                 ),
                 in_place=True,
                 nodes=needed[k],
@@ -149,21 +149,21 @@ class APPNP(nn.Module):
         del src_norm
 
         # Layer 10 of 10: self.propagate (APPNPConv), hop 10 of 10.
-        def layer_10(block, feat_2, feat0_2, dst_norm):
+        def layer_10(block, feat_src, feat0, dst_norm):
             with block.local_scope():
-                block.srcdata["h"] = feat_2
+                block.srcdata["h"] = feat_src
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
             h = h * dst_norm
             feat = (1 - self.propagate._alpha) * h
-            return feat + feat0_2
+            return feat + feat0
 
         feat = batches.map(
             layer_10,
-            source_rows=dict(feat_2=feat_2),
-            destination_rows=dict(feat0_2=feat0_2, dst_norm=dst_norm),
+            source_rows=dict(feat_src=feat_src),
+            destination_rows=dict(feat0=feat0, dst_norm=dst_norm),
             in_place=True,
             nodes=needed[10],
         )

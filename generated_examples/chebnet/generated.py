@@ -134,11 +134,11 @@ class ChebNet(nn.Module):
             X_i_2 = X_i_2 * (re_norm - 1)
             X_i = X_i + X_i_2
             X_i = X_i - features
-            h_2 = _linear_of_concatenation(self.layers[0].linear, [features, X_1, X_i])
-            h_2 = torch.nn.functional.relu(h_2, inplace=True)
-            return h_2, h_2 * D_invsqrt
+            h = _linear_of_concatenation(self.layers[0].linear, [features, X_1, X_i])
+            h = torch.nn.functional.relu(h, inplace=True)
+            return h, h * D_invsqrt
 
-        h2, h2_2 = batches.map(
+        h2, h2_src = batches.map(
             layer_2,
             source_rows=dict(h1=h1),
             destination_rows=dict(D_invsqrt=D_invsqrt, features=features, X_1=X_1),
@@ -148,9 +148,9 @@ class ChebNet(nn.Module):
         del h1, X_1
 
         # Layer 3 of 4: self.layers[1] (ChebConv), hop 1 of 2.
-        def layer_3(block, h2_2, D_invsqrt, h2):
+        def layer_3(block, h2_src, D_invsqrt, h2):
             with block.local_scope():
-                block.srcdata["h"] = h2_2
+                block.srcdata["h"] = h2_src
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
@@ -166,12 +166,12 @@ class ChebNet(nn.Module):
 
         X_13, h3 = batches.map(
             layer_3,
-            source_rows=dict(h2_2=h2_2),
+            source_rows=dict(h2_src=h2_src),
             destination_rows=dict(D_invsqrt=D_invsqrt, h2=h2),
             in_place=True,
             nodes=needed[3],
         )
-        del h2_2
+        del h2_src
 
         # Layer 4 of 4: self.layers[1] (ChebConv), hop 2 of 2.
         def layer_4(block, h3, h2, X_13, D_invsqrt):
@@ -190,8 +190,8 @@ class ChebNet(nn.Module):
             X_i_2 = X_i_2 * (re_norm - 1)
             X_i = X_i + X_i_2
             X_i = X_i - h2
-            h_2 = _linear_of_concatenation(self.layers[1].linear, [h2, X_13, X_i])
-            return torch.nn.functional.relu(h_2, inplace=True)
+            h = _linear_of_concatenation(self.layers[1].linear, [h2, X_13, X_i])
+            return torch.nn.functional.relu(h, inplace=True)
 
         h = batches.map(
             layer_4,

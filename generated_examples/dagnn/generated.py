@@ -132,16 +132,16 @@ class DAGNN(nn.Module):
             norm = torch.pow(degs, -0.5).unsqueeze(1)
             return h, norm, h * norm
 
-        h0, norm, feats_2 = batches.map_nodes(
+        h0, norm, feats_src = batches.map_nodes(
             prologue, in_degrees, feats, nodes=needed[0]
         )
         del in_degrees
 
         # Layers 1 to 3 of 4, each the same function of the layer before: self.dagnn
         # (DAGNNConv), hops 1 to 3 of 4.
-        def layer_k(block, feats_2, norm):
+        def layer_k(block, feats_src, norm):
             with block.local_scope():
-                block.srcdata["h"] = feats_2
+                block.srcdata["h"] = feats_src
                 block.update_all(fn.copy_u("h", "m"), fn.sum("m", "h"))
                 h = block.dstdata["h"]
             h = h * norm
@@ -149,9 +149,9 @@ class DAGNN(nn.Module):
 
         feats_by_layer = []
         for k in range(1, 4):
-            feats_k, feats_2 = batches.map(
+            feats_k, feats_src = batches.map(
                 layer_k,
-                source_rows=dict(feats_2=feats_2),
+                source_rows=dict(feats_src=feats_src),
                 destination_rows=dict(norm=norm),
                 in_place=True,
                 nodes=needed[k],
@@ -161,7 +161,7 @@ class DAGNN(nn.Module):
         # Layer 4 of 4: self.dagnn (DAGNNConv), hop 4 of 4.
         def layer_4(
             block,
-            feats_2,
+            feats_src,
             h0,
             feats_by_layer_0,
             feats_by_layer_1,
@@ -169,7 +169,7 @@ class DAGNN(nn.Module):
             norm,
         ):
             with block.local_scope():
-                block.srcdata["h"] = feats_2
+                block.srcdata["h"] = feats_src
                 block.update_all(fn.copy_u("h", "m"), fn.sum("m", "h"))
                 h = block.dstdata["h"]
             h = h * norm
@@ -181,7 +181,7 @@ class DAGNN(nn.Module):
 
         out = batches.map(
             layer_4,
-            source_rows=dict(feats_2=feats_2),
+            source_rows=dict(feats_src=feats_src),
             destination_rows=dict(
                 h0=h0,
                 feats_by_layer_0=feats_by_layer[0],

@@ -160,9 +160,9 @@ class EdgeAwareGNN(nn.Module):
             returns=("nodes", "edges"),
             nodes=needed[4],
         )
-        return batches.result(out0, nodes=nodes, name="result_0"), batches.result(
-            out1, name="result_1"
-        )
+        out0 = batches.result(out0, nodes=nodes, name="result_0")
+        out1 = batches.result(out1, name="result_1")
+        return out0, out1
 
 
 # --- gnn-codegen convolution helpers 0.1.0, sha256 baeae7ac13a6 -------------------------------

@@ -117,7 +117,7 @@ class GCNII(nn.Module):
 
         # Layers 1 to 7 of 8, each the same function of the layer before with its own module,
         # [i] of the loop below: self.convs[0] (GCN2Conv) to self.convs[6] (GCN2Conv).
-        for i in range(7):
+        for i in range(len(self.convs) - 1):
 
             def layer_i(block, feat, norm, h0, i=i):
                 with block.local_scope():

@@ -142,11 +142,11 @@ class GeniePath(nn.Module):
                 )
             )
             x = torch.mean(x, dim=1)
-            x_2, h, c = _lstm_step(self.layers[1].depth_func, x, h1, c1)
+            x, h, c = _lstm_step(self.layers[1].depth_func, x, h1, c1)
             # self.layers[2].breadth_func's fc and attention term on each source row, once per
             # node
-            feat, el = _gat_conv_source(self.layers[2].breadth_func, x_2)
-            return x_2, h, c, feat, el
+            feat, el = _gat_conv_source(self.layers[2].breadth_func, x)
+            return x, h, c, feat, el
 
         x2, h2, c2, feat2, el2 = batches.map(
             layer_2,

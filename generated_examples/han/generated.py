@@ -125,7 +125,7 @@ class HAN(nn.Module):
             )
         # as forward derives it from its graph, once for the whole graph
         g_pa_ap = dgl.metapath_reachable_graph(g, ("pa", "ap"))
-        batches = _FullNeighbourBatches(
+        batches_pa_ap = _FullNeighbourBatches(
             self,
             g_pa_ap,
             batch_size,
@@ -139,18 +139,18 @@ class HAN(nn.Module):
         )
         # as forward derives it from its graph, once for the whole graph
         g_pf_fp = dgl.metapath_reachable_graph(g, ("pf", "fp"))
-        batches_pf_fp = batches.over(g_pf_fp)
+        batches_pf_fp = batches_pa_ap.over(g_pf_fp)
         # forward's rows are the nodes of the type where its metapaths start and end
         if {t for mg in (g_pa_ap, g_pf_fp) for t in mg.ntypes} != {g_pa_ap.ntypes[0]}:
             raise ValueError(
                 "the metapaths must start and end at one node type, the same for all"
             )
-        batches.check_rows(nodes={"h": h})
+        batches_pa_ap.check_rows(nodes={"h": h})
         # the nodes whose rows each layer computes: all of them; for nodes= those, and before
         # each layer the in-neighbours of the nodes the layer computes; for changed= those,
         # and after each layer their out-neighbours
-        needed = batches.needed(
-            nodes, layers=[batches, batches_pf_fp, batches, batches_pf_fp]
+        needed = batches_pa_ap.needed(
+            nodes, layers=[batches_pa_ap, batches_pf_fp, batches_pa_ap, batches_pf_fp]
         )
 
         # Before the first layer, once per node: self.layers[0].gats[0] (GATConv),
@@ -162,7 +162,7 @@ class HAN(nn.Module):
             feat_2, el_2 = _gat_conv_source(self.layers[0].gats[1], h)
             return feat, el, feat_2, el_2
 
-        feat0, el0, feat0_2, el0_2 = batches.map_nodes(prologue, h)
+        feat0, el0, feat0_2, el0_2 = batches_pa_ap.map_nodes(prologue, h)
 
         # Layer 1 of 4: self.layers[0].gats[0] (GATConv), on g_pa_ap.
         def layer_1(block, feat0, el0, feat0_dst):
@@ -170,7 +170,7 @@ class HAN(nn.Module):
                 self.layers[0].gats[0], block, feat0, el0, feat0_dst
             ).flatten(1)
 
-        z1 = batches.map(
+        z1 = batches_pa_ap.map(
             layer_1,
             source_rows=dict(feat0=feat0, el0=el0),
             destination_rows=dict(feat0_dst=feat0),
@@ -196,7 +196,7 @@ class HAN(nn.Module):
 
         # score.mean(0) over all nodes, which the pass before layer 3 reads: summed in a pass
         # over ranges of the stored rows
-        importance = batches.sum_nodes(score) / score.shape[0]
+        importance = batches_pa_ap.sum_nodes(score) / score.shape[0]
         beta = torch.softmax(importance, dim=0)
         del score
 
@@ -209,7 +209,7 @@ class HAN(nn.Module):
             feat_2, el_2 = _gat_conv_source(self.layers[1].gats[1], hidden)
             return feat, el, feat_2, el_2
 
-        feat2, el2, feat2_2, el2_2 = batches.map_nodes(before_layer_3, hidden2)
+        feat2, el2, feat2_2, el2_2 = batches_pa_ap.map_nodes(before_layer_3, hidden2)
         del hidden2
 
         # Layer 3 of 4: self.layers[1].gats[0] (GATConv), on g_pa_ap.
@@ -218,7 +218,7 @@ class HAN(nn.Module):
                 self.layers[1].gats[0], block, feat2, el2, feat2_dst
             ).flatten(1)
 
-        z3 = batches.map(
+        z3 = batches_pa_ap.map(
             layer_3,
             source_rows=dict(feat2=feat2, el2=el2),
             destination_rows=dict(feat2_dst=feat2),
@@ -244,7 +244,7 @@ class HAN(nn.Module):
 
         # score4.mean(0) over all nodes, which the pass after the last layer reads: summed in
         # a pass over ranges of the stored rows
-        importance_2 = batches.sum_nodes(score4) / score4.shape[0]
+        importance_2 = batches_pa_ap.sum_nodes(score4) / score4.shape[0]
         beta_2 = torch.softmax(importance_2, dim=0)
         del score4
 
@@ -255,8 +255,8 @@ class HAN(nn.Module):
             )
             return self.predict(hidden)
 
-        out = batches.map_nodes(after_last_layer, hidden4, nodes=needed[4])
-        return batches.result(out, nodes=nodes)
+        out = batches_pa_ap.map_nodes(after_last_layer, hidden4, nodes=needed[4])
+        return batches_pa_ap.result(out, nodes=nodes)
 
 
 # --- gnn-codegen convolution helpers 0.1.0, sha256 0f80b53d8ee7 -------------------------------

@@ -91,8 +91,8 @@ class JKNet(nn.Module):
             h = _sage_conv_mean(self.mean_branch, block, feat, x_dst, projected=True)
             h = F.relu(h + self.pool_branch(block, x))
             # self.layers[0]'s fc and attention term on each source row, once per node
-            feat_2, el = _gat_conv_source(self.layers[0], h)
-            return h, feat_2, el
+            feat, el = _gat_conv_source(self.layers[0], h)
+            return h, feat, el
 
         h1, feat1, el1 = batches.map(
             layer_1,

@@ -143,9 +143,9 @@ class ResGCN(nn.Module):
             in_place=True,
             nodes=needed[3],
         )
-        return batches.result(out, nodes=nodes, name="result_0"), batches.result(
-            readout, nodes=nodes, name="result_1"
-        )
+        out = batches.result(out, nodes=nodes, name="result_0")
+        readout = batches.result(readout, nodes=nodes, name="result_1")
+        return out, readout
 
 
 # --- gnn-codegen convolution helpers 0.1.0, sha256 5c104d825cdb -------------------------------

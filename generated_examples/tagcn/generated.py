@@ -110,7 +110,7 @@ class TAGCN(nn.Module):
             rst = h * norm
             return rst, rst * norm
 
-        rst1, rst1_2 = batches.map(
+        rst1, rst1_src = batches.map(
             layer_1,
             source_rows=dict(rst0=rst0),
             destination_rows=dict(norm=norm),
@@ -120,31 +120,31 @@ class TAGCN(nn.Module):
         del rst0
 
         # Layer 2 of 4: self.layers[0] (TAGConv), hop 2 of 2.
-        def layer_2(block, rst1_2, norm, features, rst1):
+        def layer_2(block, rst1_src, norm, features, rst1):
             with block.local_scope():
-                block.srcdata["h"] = rst1_2
+                block.srcdata["h"] = rst1_src
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
             rst = h * norm
-            rst_2 = _linear_of_concatenation(self.layers[0].lin, [features, rst1, rst])
-            rst_3 = F.relu(rst_2, inplace=True)
-            return rst_3, rst_3 * norm
+            rst = _linear_of_concatenation(self.layers[0].lin, [features, rst1, rst])
+            rst = F.relu(rst, inplace=True)
+            return rst, rst * norm
 
-        rst2, rst2_2 = batches.map(
+        rst2, rst2_src = batches.map(
             layer_2,
-            source_rows=dict(rst1_2=rst1_2),
+            source_rows=dict(rst1_src=rst1_src),
             destination_rows=dict(norm=norm, features=features, rst1=rst1),
             in_place=True,
             nodes=needed[2],
         )
-        del rst1_2, rst1
+        del rst1_src, rst1
 
         # Layer 3 of 4: self.layers[1] (TAGConv), hop 1 of 2.
-        def layer_3(block, rst2_2, norm):
+        def layer_3(block, rst2_src, norm):
             with block.local_scope():
-                block.srcdata["h"] = rst2_2
+                block.srcdata["h"] = rst2_src
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
@@ -152,19 +152,19 @@ class TAGCN(nn.Module):
             rst = h * norm
             return rst, rst * norm
 
-        rst3, rst3_2 = batches.map(
+        rst3, rst3_src = batches.map(
             layer_3,
-            source_rows=dict(rst2_2=rst2_2),
+            source_rows=dict(rst2_src=rst2_src),
             destination_rows=dict(norm=norm),
             in_place=True,
             nodes=needed[3],
         )
-        del rst2_2
+        del rst2_src
 
         # Layer 4 of 4: self.layers[1] (TAGConv), hop 2 of 2.
-        def layer_4(block, rst3_2, rst2, rst3, norm):
+        def layer_4(block, rst3_src, rst2, rst3, norm):
             with block.local_scope():
-                block.srcdata["h"] = rst3_2
+                block.srcdata["h"] = rst3_src
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
@@ -174,7 +174,7 @@ class TAGCN(nn.Module):
 
         rst = batches.map(
             layer_4,
-            source_rows=dict(rst3_2=rst3_2),
+            source_rows=dict(rst3_src=rst3_src),
             destination_rows=dict(rst2=rst2, rst3=rst3, norm=norm),
             in_place=True,
             nodes=needed[4],

@@ -25,6 +25,7 @@ from gnn_codegen.render.code import Code, Copy, comment
 from gnn_codegen.trace.write_out import ONCE_PER_NODE
 from gnn_codegen.render.layer_expressions import OpExpressions
 from gnn_codegen.render.shared_constants import inline_reads, shared_constants
+from gnn_codegen.render.local_names import renamed, rename
 
 if TYPE_CHECKING:
     from gnn_codegen.analysis.attributes import Attributes
@@ -47,6 +48,7 @@ class Renderer(Protocol):
     block_as_graph: str
     reserved: set[str]
     closure_names: frozenset[str]
+    origins: list[tuple[str, str]]
 
     def note_origins(self, lines: list[str], op: Op | None) -> None: ...
 
@@ -321,6 +323,12 @@ class LayerWriter(OpExpressions):
         body.append(f"return {', '.join(results)}")
         params = ([] if self.node_ranges else ["block"])
         params += [local for space in ("src", "dst", "edge") for _, local in self.params[space]]
+        # `h` again where the `h` before is read no more, not `h_2` (local_names.py)
+        renamed_body = rename(body, renamed(params, body, self.names.counted))
+        if renamed_body != body:
+            moved = dict(zip(body, renamed_body))
+            self.r.origins[:] = [(moved.get(line, line), location) for line, location in self.r.origins]
+            body = renamed_body
         return LayerFunction(
             self.name, params, body,
             src=[self.r.buffer[n] for n, _ in self.params["src"]],

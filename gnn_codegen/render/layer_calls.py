@@ -12,14 +12,16 @@ from typing import Any
 
 from gnn_codegen.render.layer_loops import LayerLoop, fold
 from gnn_codegen.render.map_bindings import map_bindings
+from gnn_codegen.render.module_index import spelled_stop
 from gnn_codegen.errors import internal
-from gnn_codegen.ir import Ref
+from gnn_codegen.ir import Ref, iter_refs
 from gnn_codegen.analysis.node_reductions import node_reduction, pass_expression
 from gnn_codegen.cut.plan import Stage
 from gnn_codegen.lower.row_axis import RowAxis
 from gnn_codegen.lower.row_ranges import RowRange, spelled_result
 from gnn_codegen.render.code import comment
 from gnn_codegen.render.layer import LayerFunction, LayerWriter
+from gnn_codegen.render.stored_names import stored_name
 
 # an item of a list a loop appends to (`feats_by_layer[0]`, layer_loops.py)
 _LISTED = re.compile(r"^(\w+)\[\d+\]$")
@@ -43,7 +45,10 @@ class LayerCalls:
             self.origins = []
             return [LayerWriter(self, stage, writer.name).write() for stage, writer in runs]
 
-        return fold([stage for stage, _ in runs], functions, self.buffer, private, dict(readers), self.names.take,
+        def take_name(base: str, value: str | None = None) -> str:
+            return stored_name(base, value, self.sources, self.buffer, self.names.taken, self.names.take)
+
+        return fold([stage for stage, _ in runs], functions, self.buffer, private, dict(readers), take_name,
                      rewrite)
 
     def _loop_lines(self, loop: LayerLoop, runs, function: LayerFunction, which: str | None):
@@ -77,7 +82,10 @@ class LayerCalls:
                   if self.buffer[values[0]] != self.buffer[values[-1]]]
         starts += [f"{listed} = []" for listed in lists.values()]
         appends = [f"    {lists[v]}.append({name})" for v, name in each.items()]
-        header = [*starts, f"for {counter} in {_spelled_range(first + base, last + base + 1)}:"]
+        stop = str(last + base + 1)
+        if loop.indexed:  # `len(self.convs) - 1`, where the layers run the list's modules
+            stop = spelled_stop(function, counter, last + base + 1, dict(self.program.module_lengths))
+        header = [*starts, f"for {counter} in {_spelled_range(first + base, stop)}:"]
         body = [f"    {targets} = {call}", *appends]
         return function, which, header if loop.indexed else [], body if loop.indexed else [*header, *body]
 
@@ -137,11 +145,18 @@ class LayerCalls:
                     last[tensor] = position
         return last
 
-    def _returned(self, value: Any) -> str:
+    def _returned(self, value: Any) -> tuple[list[str], str]:
         """What inference returns: forward's results, each with a row per node or edge through
-        the runtime's `result` (its rows for `nodes`, its file out of core)."""
+        the runtime's `result` (its rows for `nodes`, its file out of core). Where there are
+        several, each is taken under its own name first (`out = batches.result(out, ...)`), so
+        that the return reads as forward's and black splits no call inside it: the lines that
+        take them, and what is returned."""
         with_rows = [n for n in self._output_names() if self.attrs[n].rows in ("node", "edge")]
         files = iter(range(len(with_rows)))  # out of core, each in a file of its own
+        lines: list[str] = []
+        # a tensor returned twice (or also as a range of its rows) keeps its calls in the return
+        refs = list(iter_refs(value))
+        repeated = len(refs) != len(set(refs))
 
         def spell(value: Any) -> str:
             if isinstance(value, tuple):
@@ -164,11 +179,15 @@ class LayerCalls:
                 args.append(f"{self.nodes}={self.nodes}")
             if len(with_rows) > 1:
                 args.append(f'name="result_{next(files)}"')
-            return f"{self.batches}.result({', '.join(args)})"
+            if len(with_rows) == 1 or repeated:
+                return f"{self.batches}.result({', '.join(args)})"
+            lines.append(f"{name} = {self.batches}.result({', '.join(args)})")
+            return name
 
-        return spell(value)
+        returned = spell(value)
+        return lines, returned
 
 
-def _spelled_range(start: int, stop: int) -> str:
+def _spelled_range(start: int, stop: str) -> str:
     """`range(7)` for range(0, 7), as a person writes it."""
     return f"range({stop})" if start == 0 else f"range({start}, {stop})"

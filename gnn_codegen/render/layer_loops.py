@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from gnn_codegen.cut.plan import Stage
 from gnn_codegen.render.layer import LayerFunction
 from gnn_codegen.render.module_index import counted, offsets, relative, uses_name
+from gnn_codegen.render.stored_names import running_name
 
 MIN_RUN = 3  # two copies read as well as a loop; three or more do not
 
@@ -152,15 +153,9 @@ def find_loops(stages: list[Stage], functions: list[LayerFunction], buffer: dict
     return loops
 
 
-def loop_variable(last: str) -> str:
-    """The loop variable's base name: the last layer's name without its layer number and
-    suffix (`feat9_2`, `feat9`: feat), as a person names the running state of a loop."""
-    return re.sub(r"(_\d+)?$", "", last).rstrip("0123456789") or last
-
-
 def fold(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, str], private: set[str],
          readers: dict[str, int], take_name, rewrite) -> tuple[list[LayerFunction], list[LayerLoop]]:
-    """Finds the loops, gives each loop's chained values one name (take_name(base) allocates
+    """Finds the loops, gives each loop's chained values one name (take_name(base, value) allocates
     it), and writes the functions again (rewrite()); a loop whose functions did not come out
     identical, but for their names, leaves every layer apart, with the names put back."""
     loops = find_loops(stages, functions, buffer, private, readers)
@@ -170,7 +165,7 @@ def fold(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, 
     for loop in loops:
         for values in loop.chained:
             last = values[-1]  # forward's result keeps its name; else the running state's
-            name = take_name(loop_variable(buffer[last])) if last in private else buffer[last]
+            name = take_name(running_name(buffer[last]), last) if last in private else buffer[last]
             # the first input too, where a stage before stored it for the loop alone; else (the
             # caller's x, a tensor read later) the loop's variable starts as a copy of it
             first = values[0]
@@ -178,7 +173,7 @@ def fold(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, 
             for value in values if entry else values[1:]:
                 buffer[value] = name
         for values in loop.collected:  # `feats_by_layer[0]`, ... (layer_calls.py appends them)
-            listed = take_name(f"{loop_variable(buffer[values[-1]])}_by_layer")
+            listed = take_name(f"{running_name(buffer[values[-1]])}_by_layer")
             for i, value in enumerate(values):
                 buffer[value] = f"{listed}[{i}]"
     loops = [replace(loop, counter=take_name("i")) if loop.indexed else loop for loop in loops]

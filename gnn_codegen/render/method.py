@@ -31,6 +31,7 @@ from gnn_codegen.render.runtime_module import DIST_RUNTIME, RUNTIME, imported
 from gnn_codegen.render.helpers_section import model_helpers, under_banner
 from gnn_codegen.render.runtime_section import runtime_helpers
 from gnn_codegen.render.templating import render_template
+from gnn_codegen.render.stored_names import source_only, stored_name
 from gnn_codegen.trace.write_out import SECTIONS, sections_needed
 from gnn_codegen.render.layer_calls import LayerCalls
 from gnn_codegen.render.method_doc import MethodDocstring
@@ -133,6 +134,7 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
         # a name the user's line gives the one graph it derives (`sg = ...`), not a line that
         # makes several (`graphs = [dgl.edge_subgraph(g, etype == r) for r in ...]`)
         lines_made = Counter(op.location for op in self.derived)
+        batches = self.batches  # each derived graph's batches: `batches_pf_fp`
         for op in self.derived:
             path = metapath_of(op)
             suffix = "_".join(path) if path else DERIVED.get(op.target.rsplit(".", 1)[-1], "derived")
@@ -148,9 +150,13 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
             else:
                 self.graph_name[op.name] = self.names.take(own or f"{self.params[0]}_{suffix}")
             if self.over_metapaths and op is self.metapaths[0]:
+                # where the other graphs have batches of their own, these are named for their
+                # graph as those are (`batches_pa_ap` beside `batches_pf_fp`)
+                if any(other.name in iterated for other in self.derived if other is not op):
+                    self.batches = self.names.take(f"{batches}_{suffix}")
                 self.runtimes[op.name] = self.batches
             elif op.name in iterated:
-                self.runtimes[op.name] = self.names.take(f"{self.batches}_{suffix}")
+                self.runtimes[op.name] = self.names.take(f"{batches}_{suffix}")
         self.graph_values = [op for op in program.ops if op.kind == "graph_value"]
         for op in self.graph_values:
             receiver = op.args[0].name if op.args and isinstance(op.args[0], Ref) else program.graph
@@ -173,6 +179,7 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
             op = program.op(name)
             if op.var and op.var not in unfit:
                 self.buffer[name] = self.names.take(op.var)
+        self.sources = source_only(plan)  # stored values sent to neighbours only
         self._name_buffers()
         for stage in plan.stages:  # reductions over all nodes: `h1_mean`, after what they reduce
             for name, value in stage.reductions:
@@ -220,7 +227,9 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
         theirs); generic names (h, x, feat) get the stage that writes them: h1, feat2."""
         outputs = self.plan.outputs
         stores = [(stage, name) for stage in self.plan.stages for name in stage.stores]
-        stores.sort(key=lambda item: item[1] not in outputs)
+        # forward's results first; a value sent to neighbours after the others, so that where
+        # two are named alike it is the one named for that (stored_names.py)
+        stores.sort(key=lambda item: (item[1] not in outputs, item[1] in self.sources))
         for stage, name in stores:
             op = self.program.op(name)
             own = self.base_name(op)
@@ -232,7 +241,7 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
                 base = own
             else:  # readout1: the part of readout that layer 1 computes
                 base = f"{own}{stage.layer}"
-            self.buffer[name] = self.names.take(base)
+            self.buffer[name] = stored_name(base, name, self.sources, self.buffer, self.names.taken, self.names.take)
 
     # -- the method -----------------------------------------------------------------------------
     def method(self) -> str:
@@ -289,8 +298,9 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
             stages.append({"comment": comment, "function": function, "after": lines, "before": before,
                            "opening": opening, "pad": "    " if opening else ""})
         preamble = self._preamble()  # before the result, which the names it takes may split by type
-        before_return, returned = by_type.result(self.program, self._returned(self.program.output), self.type_counts,
-                                                 self.names.take)
+        results, spelled = self._returned(self.program.output)
+        before_return, returned = by_type.result(self.program, spelled, self.type_counts, self.names.take)
+        before_return = results + before_return
         return render_template(
             "inference.py.j2",
             params=[*self.in_forwards_order, self.batch_size, self.device, f"{self.max_memory}=2**30", f"{self.progress}=False",

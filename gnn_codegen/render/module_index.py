@@ -42,3 +42,16 @@ def uses_name(function: "LayerFunction", name: str) -> bool:
     """The function has a parameter or local of that name (it would hide the loop's variable)."""
     word = re.compile(rf"\b{re.escape(name)}\b")
     return name in function.params or any(word.search(line) for line in function.body)
+
+
+def spelled_stop(function: "LayerFunction", counter: str, stop: int, lengths: dict[str, int]) -> str:
+    """The loop's end as the model's list gives it: `len(self.convs) - 1` where the function
+    reads `self.convs[i]` and the list has one module more than the loop runs over, not `7`
+    (which says nothing of where it comes from). Equal to `stop` here by construction, and at
+    run time, since inference first checks the model is built as the one traced (built.py)."""
+    read = re.compile(rf"\b(self(?:\.\w+)+)\[{re.escape(counter)}\]")
+    for path in dict.fromkeys(m.group(1) for line in function.body for m in read.finditer(line)):
+        if path in lengths and stop <= lengths[path]:
+            rest = lengths[path] - stop
+            return f"len({path})" + (f" - {rest}" if rest else "")
+    return str(stop)

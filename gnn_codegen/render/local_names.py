@@ -1,0 +1,94 @@
+"""Stage 6, render, locals that take back their name: inside a layer's function every value
+gets a name of its own, so the user's `h` written once per hop comes out `h`, `h_2`, `h_3`
+(the allocator's counters). A person reuses `h` once the value it held is read no more; this
+pass does the same on the written function: a counted local is renamed to its base where
+the base's value is dead from the counted one's first assignment until its last use, so the
+function computes what it did."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+
+def _flat(statements: list[ast.stmt]) -> list[tuple[ast.AST, ...]] | None:
+    """The statements in the order they run, each as the nodes it reads and writes (a `with`'s
+    items, then its body); None where the body branches or loops (never renamed)."""
+    flat: list[tuple[ast.AST, ...]] = []
+    for statement in statements:
+        if isinstance(statement, ast.With):
+            flat.append(tuple(statement.items))
+            inner = _flat(statement.body)
+            if inner is None:
+                return None
+            flat += inner
+        elif isinstance(statement, (ast.For, ast.While, ast.If, ast.Try, ast.FunctionDef, ast.ClassDef,
+                                    ast.AsyncFunctionDef, ast.AsyncFor, ast.AsyncWith)):
+            return None
+        else:
+            flat.append((statement,))
+    return flat
+
+
+def renamed(params: list[str], body: list[str], counted: dict[str, str]) -> dict[str, str]:
+    """{counted local: its base} for every counted local of the function that may take its
+    base's name: the base is one of the function's own locals (assigned in it, not a
+    parameter, which keeps its stored tensor's name) that no statement from the counted one's
+    first assignment to its last use reads or assigns, and that is assigned again before any
+    later read."""
+    source = "def f(" + ", ".join(p.split("=")[0] for p in params) + "):\n" + textwrap.indent("\n".join(body), "    ")
+    try:
+        function = ast.parse(source).body[0]
+    except SyntaxError:  # not ours to report here: the module's own parse does (write/format.py)
+        return {}
+    assert isinstance(function, ast.FunctionDef)
+    flat = _flat(function.body)
+    if flat is None:
+        return {}
+    # per statement: the names it reads and those it assigns
+    events = []
+    for nodes in flat:
+        names = [n for node in nodes for n in ast.walk(node) if isinstance(n, ast.Name)]
+        events.append(({n.id for n in names if isinstance(n.ctx, ast.Load)},
+                       {n.id for n in names if not isinstance(n.ctx, ast.Load)}))
+    parameters = {p.split("=")[0] for p in params}
+    renames: dict[str, str] = {}
+    for local, base in counted.items():
+        where = [i for i, (loads, stores) in enumerate(events) if local in loads | stores]
+        assigned = [i for i, (_, stores) in enumerate(events) if local in stores]
+        if not assigned or base in parameters or not any(base in stores for _, stores in events):
+            continue
+        first, last = assigned[0], where[-1]
+        if base in events[first][1] or any(base in loads | stores for loads, stores in events[first + 1:last + 1]):
+            continue
+        after = next((i for i in range(last + 1, len(events)) if base in events[i][0] | events[i][1]), None)
+        if after is not None and base in events[after][0]:
+            continue  # the base's old value is read later
+        renames[local] = base
+        for loads, stores in events:  # the base now holds this value: later candidates see it
+            for names in (loads, stores):
+                if local in names:
+                    names.discard(local)
+                    names.add(base)
+    return renames
+
+
+def rename(lines: list[str], renames: dict[str, str]) -> list[str]:
+    """The lines with each renamed local's occurrences (names, never attributes, keywords or
+    strings) replaced; one line out per line in."""
+    if not renames:
+        return lines
+    rows = [row for line in lines for row in line.split("\n")]
+    module = ast.parse("def f():\n" + textwrap.indent("\n".join(rows), "    "))
+    at = sorted(((n.lineno - 2, n.col_offset, n.id) for n in ast.walk(module)
+                 if isinstance(n, ast.Name) and n.id in renames), reverse=True)
+    for row, offset, name in at:  # col_offset counts UTF-8 bytes of the indented line
+        line = rows[row]
+        column = len(("    " + line).encode()[:offset].decode()) - 4
+        rows[row] = line[:column] + renames[name] + line[column + len(name):]
+    out, start = [], 0
+    for line in lines:
+        count = line.count("\n") + 1
+        out.append("\n".join(rows[start:start + count]))
+        start += count
+    return out

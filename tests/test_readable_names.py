@@ -1,0 +1,155 @@
+"""Names a reviewer can read (issue 37): a stored tensor sent to neighbours that would share
+its name with the layer's other result is named for that, `rst1_src`, not `rst1_2`
+(render/stored_names.py), and inside a layer's function a counted local takes its base's name
+back where the value the base held is read no more, `h` again, not `h_2`
+(render/local_names.py), as a person reuses a variable."""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+
+import pytest
+
+from gnn_codegen.render.local_names import rename, renamed
+from gnn_codegen.render.stored_names import running_name, stored_name
+from tests.cases import all_cases
+
+CASES = all_cases(heterogeneous=True)
+_COUNTED = re.compile(r"^(\w+?)_(\d+)$")
+
+
+def _golden(name: str) -> str:
+    source = next(c for c in CASES if c.name == name).golden.read_text()
+    return source[source.index("    def inference("):source.index("# --- gnn-codegen")]
+
+
+def _functions(source: str):
+    inference = next(node for node in ast.walk(ast.parse(textwrap.dedent(source)))
+                     if isinstance(node, ast.FunctionDef) and node.name == "inference")
+    return [f for f in ast.walk(inference) if isinstance(f, ast.FunctionDef) and f is not inference]
+
+
+# --- stored tensors sent to neighbours ---------------------------------------------------------
+
+def test_a_layers_result_and_its_rows_for_the_next_layer_are_told_apart() -> None:
+    tagcn = _golden("tagcn")  # TAGConv's rst, and rst * norm that the next hop sends
+    assert re.search(r"rst1, rst1_src = batches\.map\(", tagcn), tagcn
+    assert not re.search(r"\brst\d_\d\b", tagcn), tagcn
+    chebnet = _golden("chebnet")
+    assert "h2_src" in chebnet and "h2_2" not in chebnet, chebnet
+
+
+def test_a_loop_over_hops_carries_the_rows_it_sends() -> None:
+    appnp = _golden("appnp")  # APPNPConv: the teleport term feat0 and feat * src_norm it sends
+    assert re.search(r"\bfeat_src = batches\.map\(\s*layer_k,", appnp), appnp
+    assert "feat0_2" not in appnp and "feat_2" not in appnp, appnp
+
+
+def test_two_values_both_sent_to_neighbours_keep_a_counter() -> None:
+    """Two GATConvs' source parts (han's two metapaths): `_src` would tell nothing apart."""
+    taken = {"feat0"}
+    buffer = {"a": "feat0"}
+    assert stored_name("feat0", "b", frozenset({"a", "b"}), buffer, taken, _take(taken)) == "feat0_2"
+    taken = {"rst1"}
+    assert stored_name("rst1", "b", frozenset({"b"}), {"a": "rst1"}, taken, _take(taken)) == "rst1_src"
+    assert stored_name("rst2", "b", frozenset({"b"}), {}, {"rst1"}, _take({"rst1"})) == "rst2"
+
+
+def _take(taken: set[str]):
+    def take(base: str) -> str:
+        name, i = base, 2
+        while name in taken:
+            name, i = f"{base}_{i}", i + 1
+        taken.add(name)
+        return name
+    return take
+
+
+@pytest.mark.parametrize("last, running", [("feat9_2", "feat"), ("feat9", "feat"), ("feat9_src", "feat_src"),
+                                           ("rst", "rst")])
+def test_a_loops_running_name(last: str, running: str) -> None:
+    assert running_name(last) == running
+
+
+# --- locals that take their name back ----------------------------------------------------------
+
+def test_a_counted_local_takes_its_base_back_where_the_base_is_dead() -> None:
+    body = ["h = block.dstdata['h']", "h_2 = h * norm", "h_2 = F.relu(h_2)", "return h_2"]
+    renames = renamed(["block", "norm"], body, {"h_2": "h"})
+    assert renames == {"h_2": "h"}
+    assert rename(body, renames) == ["h = block.dstdata['h']", "h = h * norm", "h = F.relu(h)", "return h"]
+
+
+@pytest.mark.parametrize("body", [
+    ["h = f(x)", "h_2 = g(h)", "return h_2, h"],  # h read after h_2 is made
+    ["h = f(x)", "h_2 = g(x)", "y = h + h_2", "return y"],  # both live at once
+    ["h_2 = g(x)", "return h_2"],  # h is no local of the function: a closure's name
+])
+def test_a_counted_local_keeps_its_counter_where_the_base_is_still_read(body: list[str]) -> None:
+    assert renamed(["block", "x"], body, {"h_2": "h"}) == {}
+
+
+def test_a_parameter_is_never_reassigned() -> None:
+    assert renamed(["block", "norm"], ["norm_2 = norm.clamp(min=1)", "return norm_2"], {"norm_2": "norm"}) == {}
+
+
+def test_renaming_touches_names_only() -> None:
+    body = ["h = f(x)", 'h_2 = block.h_2 + h  # h_2', 'y = g(h_2=h_2, key="h_2")', "return y"]
+    assert rename(body, {"h_2": "h"}) == ["h = f(x)", 'h = block.h_2 + h  # h_2', 'y = g(h_2=h, key="h_2")',
+                                          "return y"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_no_golden_layer_function_keeps_a_counter_it_could_drop(case) -> None:
+    """The invariant on every golden: no local `x_N` of a function inference makes could be
+    `x` (what local_names.py would rename is renamed)."""
+    source = case.golden.read_text()
+    method = source[source.index("    def inference("):source.index("# --- gnn-codegen")]
+    for function in _functions(method):
+        params = [a.arg for a in function.args.args]
+        body = [ast.unparse(statement) for statement in function.body]
+        stored = {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        counted = {name: m.group(1) for name in stored if (m := _COUNTED.match(name))}
+        assert renamed(params, body, counted) == {}, (function.name, ast.unparse(function))
+
+
+# --- several results, each taken under its own name --------------------------------------------
+
+@pytest.mark.parametrize("name", ["residual", "edge_features"])
+def test_several_results_are_named_before_they_are_returned(name: str) -> None:
+    """`return batches.result(out, ...), batches.result(` split by black mid-call read badly:
+    each result is taken under its own name, and the return is forward's tuple of names."""
+    method = _golden(name)
+    returned = method[method.rindex("        return "):].strip()
+    assert re.fullmatch(r"return \w+, \w+", returned), returned
+    assert len(re.findall(r"^        (\w+) = batches\.result\(\1, ", method, re.MULTILINE)) == 2, method
+
+
+# --- loop counts read from the model's lists ---------------------------------------------------
+
+def test_a_loop_over_a_module_list_reads_its_count_from_the_list() -> None:
+    gcnii = _golden("gcnii")  # 8 GCN2Convs: the loop runs 7 of them, the last layer adds fcs[1]
+    assert "for i in range(len(self.convs) - 1):" in gcnii, gcnii
+    assert "range(7)" not in gcnii, gcnii
+
+
+def test_the_loops_end_as_the_list_gives_it() -> None:
+    from gnn_codegen.render.layer import LayerFunction
+    from gnn_codegen.render.module_index import spelled_stop
+
+    function = LayerFunction("layer_i", ["block", "h"], ["return self.convs[i](block, h) + self.fcs[i + 1](h)"])
+    assert spelled_stop(function, "i", 7, {"self.convs": 8}) == "len(self.convs) - 1"
+    assert spelled_stop(function, "i", 8, {"self.convs": 8}) == "len(self.convs)"
+    assert spelled_stop(function, "i", 7, {"self.fcs": 8}) == "7"  # read at i + 1 only: a number
+    assert spelled_stop(function, "i", 9, {"self.convs": 8}) == "9"  # never a length it exceeds
+
+
+def test_batches_over_derived_graphs_are_named_alike() -> None:
+    """han: the method's batches are over the first metapath's graph; named for it, as the
+    second metapath's are (`batches_pa_ap` beside `batches_pf_fp`, not `batches`)."""
+    han = _golden("han")
+    assert re.search(r"\bbatches_pa_ap = _FullNeighbourBatches\(", han), han
+    assert "batches_pf_fp = batches_pa_ap.over(g_pf_fp)" in han, han
+    assert not re.search(r"\bbatches\.", han), han

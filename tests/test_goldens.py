@@ -112,7 +112,7 @@ def test_runtime_section_holds_nothing_of_the_model() -> None:
 def _rendered_helpers(case: Case, defined: set[str]) -> str:
     """The templates' rendering of the helpers whose functions `defined` names, as the
     generator renders them for a module that calls those."""
-    from gnn_codegen.hetero_pipeline import HETERO_SECTIONS, hetero_helpers
+    from gnn_codegen.hetero_pipeline import _RELATION_PARTS, HETERO_SECTIONS, hetero_helpers
     from gnn_codegen.render.helpers_section import model_helpers
     from gnn_codegen.render.hetero_layer import HETERO_CONV, RELATION_SOURCE
     from gnn_codegen.trace.write_out import SECTIONS
@@ -121,8 +121,8 @@ def _rendered_helpers(case: Case, defined: set[str]) -> str:
         sections = {s for s, name in (("hetero_conv", HETERO_CONV), ("relation_sources", RELATION_SOURCE))
                     if name in defined}
         assert sections <= set(HETERO_SECTIONS)
-        kinds = frozenset(k for k, name in (("gat", "_gat_conv_aggregate"), ("graph_conv", "_graph_conv_aggregate"))
-                          if name in defined)
+        # a relation kind's parts, as hetero_pipeline._RELATION_PARTS names them: any one defined
+        kinds = frozenset(k for k, parts in _RELATION_PARTS.items() if any(f"_{p}" in defined for p in parts))
         return hetero_helpers(sections, kinds)
     used = {s for s in SECTIONS if f"_{s}" in defined}
     return model_helpers(used, {s: f"_{s}" for s in SECTIONS}, "_block_as_graph" if "_block_as_graph" in defined else "")

@@ -37,8 +37,11 @@ def test_every_layer_call_binds_its_parameters_by_name(case: Case) -> None:
         keywords = {k.arg: k.value for k in call.keywords}
         assert not {"src", "dst", "edges", "per_edge"} & set(keywords), ast.unparse(call)
         bound = [k.arg for kind in BOUND if kind in keywords for k in keywords[kind].keywords]
-        # the first is the block (or a graph) the runtime passes
-        params = [a.arg for a in function.args.args[1:] if not case.heterogeneous or a.arg not in PASSED]
+        # the first is the block (or a graph) the runtime passes; a parameter with a default
+        # is bound where the function is made (a loop's `i=i`), not by map
+        args = function.args.args
+        unbound = args[1:len(args) - len(function.args.defaults)]
+        params = [a.arg for a in unbound if not case.heterogeneous or a.arg not in PASSED]
         assert sorted(bound) == sorted(params), (ast.unparse(call), params)
         if "returns" in keywords:  # one word per result, as the targets on its left
             returns = ast.literal_eval(keywords["returns"])

@@ -242,7 +242,7 @@ RELATIONS = {
     # relations one after another, `g[srctype, etype, dsttype]`
     "RelationChainSAGE": ("user:follows:user,user:likes:user", "x=8",
                           ['g_follows = g[("user", "follows", "user")]',
-                           "needed = batches.needed(nodes, layers=[batches, batches_likes])"]),
+                           "needed = batches_follows.needed(nodes, layers=[batches_follows, batches_likes])"]),
     # relations named in forward, no type list read: the node type is still checked
     "NamedRelationGAT": ("paper:cites:paper,paper:similar:paper", None,
                          ['g_similar = g[("paper", "similar", "paper")]', 'if g.ntypes != ["paper"]:']),

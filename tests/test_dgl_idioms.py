@@ -131,8 +131,7 @@ READS = {
     # derived graphs: once, at the top, with batches of their own
     "SelfLoopsInForward": [
         "g_with_loops = dgl.add_self_loop(g)",
-        "batches_with_loops = _FullNeighbourBatches(self, g_with_loops, batch_size, device, max_memory, progress, "
-        "storage)",
+        "batches_with_loops = batches.over(g_with_loops)",
         "needed = batches.needed(nodes, layers=[batches_with_loops, batches_with_loops])",
         "out_degrees = g_with_loops.out_degrees()", "batches_with_loops.map(layer_2",
     ],

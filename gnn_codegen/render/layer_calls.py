@@ -22,6 +22,7 @@ from gnn_codegen.lower.row_ranges import RowRange, spelled_result
 from gnn_codegen.render.code import comment
 from gnn_codegen.render.layer import LayerFunction, LayerWriter
 from gnn_codegen.render.stored_names import stored_name
+from gnn_codegen.render.written_as_loop import written_as_loop
 
 # an item of a list a loop appends to (`feats_by_layer[0]`, layer_loops.py)
 _LISTED = re.compile(r"^(\w+)\[\d+\]$")
@@ -48,8 +49,9 @@ class LayerCalls:
         def take_name(base: str, value: str | None = None) -> str:
             return stored_name(base, value, self.sources, self.buffer, self.names.taken, self.names.take)
 
-        return fold([stage for stage, _ in runs], functions, self.buffer, private, dict(readers), take_name,
-                     rewrite)
+        stages = [stage for stage, _ in runs]
+        return fold(stages, functions, self.buffer, private, dict(readers), take_name, rewrite,
+                    lambda start, end: written_as_loop(self.program, stages, start, end))
 
     def _loop_lines(self, loop: LayerLoop, runs, function: LayerFunction, which: str | None):
         """The loop over a run of identical layers: its function, named for any of them, and

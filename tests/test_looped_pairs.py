@@ -112,6 +112,8 @@ def test_two_layers_the_user_loops_over_are_one_function_in_a_loop(tmp_path: Pat
     assert functions == ["layer_3", "layer_i"], _method(generated.source)
     assert "for i in range(len(self.layers) - 1):" in generated.source, _method(generated.source)
     assert "self.norms[i]" in generated.source
+    if x == "h":  # the loop's variable is the caller's h rebound, as forward's `h = layer(g, h)`
+        assert "h_2" not in _method(generated.source), _method(generated.source)
     result = check(generated, num_nodes=37, seed=3, batch_sizes=(1, 5, 37))
     assert result.ok, f"max |difference| {result.max_abs_diff}"
 

@@ -104,33 +104,32 @@ class GIN(nn.Module):
 
         # Layers 1 to 2 of 3, each the same function of the layer before with its own module,
         # [i] of the loop below: self.ginlayers[0] (GINConv) to self.ginlayers[1] (GINConv).
-        h_2 = h
         for i in range(len(self.ginlayers) - 1):
 
-            def layer_i(block, h_2, h_2_dst, i=i):
-                h = self.ginlayers[i](block, (h_2, h_2_dst))
+            def layer_i(block, h, h_dst, i=i):
+                h = self.ginlayers[i](block, (h, h_dst))
                 h = self.batch_norms[i](h)
                 return F.relu(h)
 
-            h_2 = batches.map(
+            h = batches.map(
                 layer_i,
-                source_rows=dict(h_2=h_2),
-                destination_rows=dict(h_2_dst=h_2),
+                source_rows=dict(h=h),
+                destination_rows=dict(h_dst=h),
                 in_place=True,
                 nodes=needed[i + 1],
             )
 
         # Layer 3 of 3: self.ginlayers[2] (GINConv).
-        def layer_3(block, h_2, h_2_dst):
-            h = self.ginlayers[2](block, (h_2, h_2_dst))
+        def layer_3(block, h, h_dst):
+            h = self.ginlayers[2](block, (h, h_dst))
             h = self.batch_norms[2](h)
             h = F.relu(h)
             return self.classify(h)
 
         out = batches.map(
             layer_3,
-            source_rows=dict(h_2=h_2),
-            destination_rows=dict(h_2_dst=h_2),
+            source_rows=dict(h=h),
+            destination_rows=dict(h_dst=h),
             in_place=True,
             nodes=needed[3],
         )

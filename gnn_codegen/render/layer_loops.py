@@ -168,7 +168,7 @@ def find_loops(stages: list[Stage], functions: list[LayerFunction], buffer: dict
 
 def fold(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, str], private: set[str],
          readers: dict[str, int], take_name, rewrite,
-         looped=lambda start, end: False) -> tuple[list[LayerFunction], list[LayerLoop]]:
+         looped=lambda start, end: False, rebinds=lambda value: False) -> tuple[list[LayerFunction], list[LayerLoop]]:
     """Finds the loops, gives each loop's chained values one name (take_name(base, value) allocates
     it), and writes the functions again (rewrite()); a loop whose functions did not come out
     identical, but for their names, leaves every layer apart, with the names put back."""
@@ -178,11 +178,14 @@ def fold(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, 
     before = dict(buffer)
     for loop in loops:
         for values in loop.chained:
-            last = values[-1]  # forward's result keeps its name; else the running state's
+            last, first = values[-1], values[0]  # forward's result keeps its name; else the running state's
             name = take_name(running_name(buffer[last]), last) if last in private else buffer[last]
+            if last in private and rebinds(first) and buffer[first] == running_name(buffer[last]):
+                # the caller's `h`, read by the loop's first layer alone: the loop's `h` takes its
+                # name, `h = batches.map(...)` as forward's `h = layer(g, h)`, not `h_2 = h`
+                name = buffer[first]
             # the first input too, where a stage before stored it for the loop alone; else (the
             # caller's x, a tensor read later) the loop's variable starts as a copy of it
-            first = values[0]
             entry = first in private and readers.get(buffer[first]) == 1
             for value in values if entry else values[1:]:
                 buffer[value] = name

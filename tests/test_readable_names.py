@@ -91,8 +91,14 @@ def test_a_counted_local_keeps_its_counter_where_the_base_is_still_read(body: li
     assert renamed(["block", "x"], body, {"h_2": "h"}) == {}
 
 
-def test_a_parameter_is_never_reassigned() -> None:
-    assert renamed(["block", "norm"], ["norm_2 = norm.clamp(min=1)", "return norm_2"], {"norm_2": "norm"}) == {}
+def test_a_parameter_is_reassigned_only_where_its_value_is_read_no_more() -> None:
+    # as forward and DGL write it, `h = layer(block, h)` (issue 37: a loop's layer function,
+    # whose parameter is the loop's running h, reads as the user's loop body)
+    body = ["norm_2 = norm.clamp(min=1)", "return norm_2"]
+    assert renamed(["block", "norm"], body, {"norm_2": "norm"}) == {"norm_2": "norm"}
+    # the stored tensor is read after the counted local is made: both keep their names
+    body = ["norm_2 = norm.clamp(min=1)", "return norm_2 * norm"]
+    assert renamed(["block", "norm"], body, {"norm_2": "norm"}) == {}
 
 
 def test_renaming_touches_names_only() -> None:

@@ -132,9 +132,9 @@ class EdgeAwareGNN(nn.Module):
 
         # Layer 3 of 4: self.egat1 (EGATConv).
         def layer_3(block, h2, h2_dst, e):
-            h, e_2 = self.egat1(block, (h2, h2_dst), e)
+            h, e = self.egat1(block, (h2, h2_dst), e)
             h = F.elu(h.flatten(1))
-            return h, e_2.flatten(1)
+            return h, e.flatten(1)
 
         h3, e3 = batches.map(
             layer_3,

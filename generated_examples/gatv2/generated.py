@@ -128,27 +128,23 @@ class GATv2(nn.Module):
         # and after each layer their out-neighbours
         needed = batches.needed(nodes, layers=3)
 
-        # Layer 1 of 3: self.layers[0] (GATv2Conv).
-        def layer_1(block, x):
-            h = self.layers[0](block, x)
-            return self.activation(h.flatten(1))
+        # Layers 1 to 2 of 3, each the same function of the layer before with its own module,
+        # [i] of the loop below: self.layers[0] (GATv2Conv) to self.layers[1] (GATv2Conv).
+        h = x
+        for i in range(len(self.layers) - 1):
 
-        h1 = batches.map(layer_1, source_rows=dict(x=x), nodes=needed[1])
+            def layer_i(block, h, i=i):
+                h = self.layers[i](block, h)
+                return self.activation(h.flatten(1))
 
-        # Layer 2 of 3: self.layers[1] (GATv2Conv).
-        def layer_2(block, h1):
-            h = self.layers[1](block, h1)
-            return self.activation(h.flatten(1))
-
-        h2 = batches.map(layer_2, source_rows=dict(h1=h1), nodes=needed[2])
-        del h1
+            h = batches.map(layer_i, source_rows=dict(h=h), nodes=needed[i + 1])
 
         # Layer 3 of 3: self.layers[2] (GATv2Conv).
-        def layer_3(block, h2):
-            h = self.layers[2](block, h2)
+        def layer_3(block, h):
+            h = self.layers[2](block, h)
             return h.mean(1)
 
-        out = batches.map(layer_3, source_rows=dict(h2=h2), nodes=needed[3])
+        out = batches.map(layer_3, source_rows=dict(h=h), nodes=needed[3])
         return batches.result(out, nodes=nodes)
 
 

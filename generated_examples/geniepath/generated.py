@@ -98,11 +98,11 @@ class GeniePath(nn.Module):
         # Before the first layer, once per node: self.linear1 (Linear),
         # self.layers[0].breadth_func (GATConv).
         def prologue(x):
-            x_2 = self.linear1(x)
+            x = self.linear1(x)
             # self.layers[0].breadth_func's fc and attention term on each source row, once per
             # node
-            feat, el = _gat_conv_source(self.layers[0].breadth_func, x_2)
-            return x_2, feat, el
+            feat, el = _gat_conv_source(self.layers[0].breadth_func, x)
+            return x, feat, el
 
         x0, feat0, el0 = batches.map_nodes(prologue, x, nodes=needed[0])
 
@@ -114,7 +114,7 @@ class GeniePath(nn.Module):
                 )
             )
             x_2 = torch.mean(x_2, dim=1)
-            x_3, h, c = _lstm_step(
+            x, h, c = _lstm_step(
                 self.layers[0].depth_func,
                 x_2,
                 torch.zeros(x.shape[0], self.hid_dim).to(device),
@@ -122,8 +122,8 @@ class GeniePath(nn.Module):
             )
             # self.layers[1].breadth_func's fc and attention term on each source row, once per
             # node
-            feat, el = _gat_conv_source(self.layers[1].breadth_func, x_3)
-            return x_3, h, c, feat, el
+            feat, el = _gat_conv_source(self.layers[1].breadth_func, x)
+            return x, h, c, feat, el
 
         x1, h1, c1, feat1, el1 = batches.map(
             layer_1,

@@ -102,46 +102,34 @@ class GIN(nn.Module):
         # and after each layer their out-neighbours
         needed = batches.needed(nodes, layers=3)
 
-        # Layer 1 of 3: self.ginlayers[0] (GINConv).
-        def layer_1(block, h, h_dst):
-            h_2 = self.ginlayers[0](block, (h, h_dst))
-            h_2 = self.batch_norms[0](h_2)
-            return F.relu(h_2)
+        # Layers 1 to 2 of 3, each the same function of the layer before with its own module,
+        # [i] of the loop below: self.ginlayers[0] (GINConv) to self.ginlayers[1] (GINConv).
+        for i in range(len(self.ginlayers) - 1):
 
-        h1 = batches.map(
-            layer_1,
-            source_rows=dict(h=h),
-            destination_rows=dict(h_dst=h),
-            in_place=True,
-            nodes=needed[1],
-        )
+            def layer_i(block, h, h_dst, i=i):
+                h = self.ginlayers[i](block, (h, h_dst))
+                h = self.batch_norms[i](h)
+                return F.relu(h)
 
-        # Layer 2 of 3: self.ginlayers[1] (GINConv).
-        def layer_2(block, h1, h1_dst):
-            h = self.ginlayers[1](block, (h1, h1_dst))
-            h = self.batch_norms[1](h)
-            return F.relu(h)
-
-        h2 = batches.map(
-            layer_2,
-            source_rows=dict(h1=h1),
-            destination_rows=dict(h1_dst=h1),
-            in_place=True,
-            nodes=needed[2],
-        )
-        del h1
+            h = batches.map(
+                layer_i,
+                source_rows=dict(h=h),
+                destination_rows=dict(h_dst=h),
+                in_place=True,
+                nodes=needed[i + 1],
+            )
 
         # Layer 3 of 3: self.ginlayers[2] (GINConv).
-        def layer_3(block, h2, h2_dst):
-            h = self.ginlayers[2](block, (h2, h2_dst))
+        def layer_3(block, h, h_dst):
+            h = self.ginlayers[2](block, (h, h_dst))
             h = self.batch_norms[2](h)
             h = F.relu(h)
             return self.classify(h)
 
         out = batches.map(
             layer_3,
-            source_rows=dict(h2=h2),
-            destination_rows=dict(h2_dst=h2),
+            source_rows=dict(h=h),
+            destination_rows=dict(h_dst=h),
             in_place=True,
             nodes=needed[3],
         )

@@ -22,6 +22,7 @@ from gnn_codegen.lower.row_ranges import RowRange, spelled_result
 from gnn_codegen.render.code import comment
 from gnn_codegen.render.layer import LayerFunction, LayerWriter
 from gnn_codegen.render.stored_names import stored_name
+from gnn_codegen.render.written_as_loop import written_as_loop
 
 # an item of a list a loop appends to (`feats_by_layer[0]`, layer_loops.py)
 _LISTED = re.compile(r"^(\w+)\[\d+\]$")
@@ -38,6 +39,7 @@ class LayerCalls:
             for value in (*(v for _, v in stage.reductions), *(r for n in stage.once for r in self.program.op(n).refs())):
                 if value in self.buffer:
                     readers[self.buffer[value]] += 2
+        self.rebound: set[str] = set()
         callers = self._callers_tensors()
         private = {value for value, name in self.buffer.items() if name not in callers}
 
@@ -48,8 +50,19 @@ class LayerCalls:
         def take_name(base: str, value: str | None = None) -> str:
             return stored_name(base, value, self.sources, self.buffer, self.names.taken, self.names.take)
 
-        return fold([stage for stage, _ in runs], functions, self.buffer, private, dict(readers), take_name,
-                     rewrite)
+        stages = [stage for stage, _ in runs]
+        outputs = {self.buffer[n] for n in self.plan.outputs}
+
+        def rebinds(value: str) -> bool:  # forward's input read by one layer alone (the loop's first)
+            return value in self.program.inputs and self.buffer[value] not in outputs and readers[self.buffer[value]] == 1
+
+        functions, loops = fold(stages, functions, self.buffer, private, dict(readers), take_name, rewrite,
+                                lambda start, end: written_as_loop(self.program, stages, start, end), rebinds)
+        # a loop's variable that took the name of the caller's tensor it starts from is freed as
+        # the method's own (`del h` unbinds the name only: the caller's tensor is the caller's)
+        self.rebound = {self.buffer[values[-1]] for loop in loops for values in loop.chained
+                        if values[0] in self.program.inputs and self.buffer[values[0]] == self.buffer[values[-1]]}
+        return functions, loops
 
     def _loop_lines(self, loop: LayerLoop, runs, function: LayerFunction, which: str | None):
         """The loop over a run of identical layers: its function, named for any of them, and
@@ -129,8 +142,10 @@ class LayerCalls:
         return f"{batches}.map({', '.join([*args, *which])})"
 
     def _callers_tensors(self) -> set[str]:
-        """forward's inputs and results: the caller's, never deleted."""
-        return set(self.params) | {self.buffer[n] for n in (*self.program.inputs, *self.plan.outputs)}
+        """forward's inputs and results: the caller's, never deleted (but for a loop's variable
+        that took an input's name, _fold_loops)."""
+        callers = set(self.params) | {self.buffer[n] for n in (*self.program.inputs, *self.plan.outputs)}
+        return callers - getattr(self, "rebound", set())
 
     def _last_uses(self, functions: list[LayerFunction]) -> dict[str, int]:
         """Stored tensors and graph values -> the stage position after which nothing reads

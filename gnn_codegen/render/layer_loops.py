@@ -16,11 +16,14 @@ import re
 from dataclasses import dataclass, replace
 
 from gnn_codegen.cut.plan import Stage
+from gnn_codegen.render.alike_bodies import anonymous_body
 from gnn_codegen.render.layer import LayerFunction
 from gnn_codegen.render.module_index import counted, offsets, relative, uses_name
 from gnn_codegen.render.stored_names import running_name
 
 MIN_RUN = 3  # two copies read as well as a loop; three or more do not
+# ... unless the user wrote the two as a loop: then the loop is what reads as their code
+MIN_LOOPED_RUN = 2
 
 
 @dataclass(frozen=True)
@@ -76,14 +79,21 @@ def _shape(function: LayerFunction, positions: set[int], layer: int | None = Non
         text = pattern.sub(lambda m: names[m.group(1)], text) if pattern else text
         return text if layer is None else relative(text, layer)
 
-    return (tuple(anonymous(p) for p in function.params), tuple(anonymous(line) for line in function.body),
+    # the body with its locals anonymous too (alike_bodies.py), where it parses alone
+    body = anonymous_body(function.body, names)
+    lines = (tuple(anonymous(line) for line in function.body) if body is None
+             else tuple(line if layer is None else relative(line, layer) for line in body))
+    return (tuple(anonymous(p) for p in function.params), lines,
             tuple(map(anonymous, function.src)), tuple(map(anonymous, function.dst)),
             tuple(map(anonymous, function.edges)), function.in_place, function.returns)
 
 
 def find_loops(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, str],
-               private: set[str], readers: dict[str, int]) -> list[LayerLoop]:
-    """The runs of at least MIN_RUN consecutive layers that may become one loop.
+               private: set[str], readers: dict[str, int],
+               looped=lambda start, end: False) -> list[LayerLoop]:
+    """The runs of at least MIN_RUN consecutive layers that may become one loop, or of
+    MIN_LOOPED_RUN where looped(start, end) says the user's forward runs them in a loop
+    (written_as_loop.py).
 
     buffer: value -> its name in the method; private: the values only the method holds (not
     forward's inputs or results); readers: a tensor's name -> how many stages read it."""
@@ -125,21 +135,24 @@ def find_loops(stages: list[Stage], functions: list[LayerFunction], buffer: dict
             start += 1
         return start, end
 
+    def enough(start: int, end: int) -> bool:
+        return end - start + 1 >= MIN_RUN or (end - start + 1 >= MIN_LOOPED_RUN and looped(start, end))
+
     loops: list[LayerLoop] = []
     position = 0
     while position < len(stages):
         # identical layers, or else layers identical but for their module's index
         (start, end), indexed = run(position, False), False
-        if end - start + 1 < MIN_RUN:
+        if not enough(start, end):
             (start, end), indexed = run(position, True), True
         collected: tuple[int, ...] = ()
-        if end - start + 1 >= MIN_RUN:
+        if enough(start, end):
             # stores no layer of the loop reads: read after it alone, or the loop ends sooner
             collected = tuple(j for j, p in enumerate(order(links[start], stages[start])) if not p)
             first_reader = min((read_at[buffer[stages[i].stores[j]]][0] for i in range(start, end + 1)
                                 for j in collected), default=len(stages))
             end = min(end, first_reader - 1)
-        if end - start + 1 >= MIN_RUN:
+        if enough(start, end):
             arguments = ["block", *functions[start].src, *functions[start].dst, *functions[start].edges]
             value_of = {name: value for value, name in buffer.items()}
             chained = tuple(
@@ -154,21 +167,25 @@ def find_loops(stages: list[Stage], functions: list[LayerFunction], buffer: dict
 
 
 def fold(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, str], private: set[str],
-         readers: dict[str, int], take_name, rewrite) -> tuple[list[LayerFunction], list[LayerLoop]]:
+         readers: dict[str, int], take_name, rewrite,
+         looped=lambda start, end: False, rebinds=lambda value: False) -> tuple[list[LayerFunction], list[LayerLoop]]:
     """Finds the loops, gives each loop's chained values one name (take_name(base, value) allocates
     it), and writes the functions again (rewrite()); a loop whose functions did not come out
     identical, but for their names, leaves every layer apart, with the names put back."""
-    loops = find_loops(stages, functions, buffer, private, readers)
+    loops = find_loops(stages, functions, buffer, private, readers, looped)
     if not loops:
         return functions, []
     before = dict(buffer)
     for loop in loops:
         for values in loop.chained:
-            last = values[-1]  # forward's result keeps its name; else the running state's
+            last, first = values[-1], values[0]  # forward's result keeps its name; else the running state's
             name = take_name(running_name(buffer[last]), last) if last in private else buffer[last]
+            if last in private and rebinds(first) and buffer[first] == running_name(buffer[last]):
+                # the caller's `h`, read by the loop's first layer alone: the loop's `h` takes its
+                # name, `h = batches.map(...)` as forward's `h = layer(g, h)`, not `h_2 = h`
+                name = buffer[first]
             # the first input too, where a stage before stored it for the loop alone; else (the
             # caller's x, a tensor read later) the loop's variable starts as a copy of it
-            first = values[0]
             entry = first in private and readers.get(buffer[first]) == 1
             for value in values if entry else values[1:]:
                 buffer[value] = name

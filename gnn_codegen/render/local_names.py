@@ -32,10 +32,10 @@ def _flat(statements: list[ast.stmt]) -> list[tuple[ast.AST, ...]] | None:
 
 def renamed(params: list[str], body: list[str], counted: dict[str, str]) -> dict[str, str]:
     """{counted local: its base} for every counted local of the function that may take its
-    base's name: the base is one of the function's own locals (assigned in it, not a
-    parameter, which keeps its stored tensor's name) that no statement from the counted one's
-    first assignment to its last use reads or assigns, and that is assigned again before any
-    later read."""
+    base's name: the base is one of the function's own locals that no statement from the
+    counted one's first assignment to its last use reads or assigns, and that is assigned again
+    before any later read; or a parameter no statement after the counted one's first
+    assignment reads (the parameter keeps its stored tensor's name where it is read)."""
     source = "def f(" + ", ".join(p.split("=")[0] for p in params) + "):\n" + textwrap.indent("\n".join(body), "    ")
     try:
         function = ast.parse(source).body[0]
@@ -56,9 +56,14 @@ def renamed(params: list[str], body: list[str], counted: dict[str, str]) -> dict
     for local, base in counted.items():
         where = [i for i, (loads, stores) in enumerate(events) if local in loads | stores]
         assigned = [i for i, (_, stores) in enumerate(events) if local in stores]
-        if not assigned or base in parameters or not any(base in stores for _, stores in events):
+        if not assigned or (base not in parameters and not any(base in stores for _, stores in events)):
             continue
         first, last = assigned[0], where[-1]
+        # a parameter is dead once read for the last time: the statement that reads it may take
+        # its name (`h = self.layers[i](block, h)`, as forward writes it; a loop's layer function
+        # whose parameter is the loop's running `h`)
+        if base in parameters and any(base in loads | stores for loads, stores in events[first + 1:]):
+            continue
         if base in events[first][1] or any(base in loads | stores for loads, stores in events[first + 1:last + 1]):
             continue
         after = next((i for i in range(last + 1, len(events)) if base in events[i][0] | events[i][1]), None)

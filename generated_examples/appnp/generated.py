@@ -88,6 +88,16 @@ class APPNP(nn.Module):
             changed,
             keep_layers,
         )
+        # forward decides in Python on what its inputs are: generated for inputs like these
+        # (what it tests of values computed from them follows from these and the model's
+        # weights)
+        if features.dim() != 2:
+            raise ValueError(
+                "features: generated for 2 dimensions, "
+                "as forward decides at APPNPConv's norm reshape; "
+                f"got {features.dim()}: "
+                "regenerate with --feat-dims features=WIDTH (4x16 for rows of shape (4, 16))"
+            )
         batches.check_rows(nodes={"features": features})
         out_degrees = g.out_degrees()  # of the whole graph, once
         in_degrees = g.in_degrees()  # of the whole graph, once
@@ -105,15 +115,11 @@ class APPNP(nn.Module):
             h = out_degrees.to(linear)
             h = h.clamp(min=1)
             src_norm = torch.pow(h, -0.5)
-            src_norm = torch.reshape(
-                src_norm, src_norm.shape + ((1,) * (linear.dim() - 1))
-            )
+            src_norm = src_norm.unsqueeze(1)
             h = in_degrees.to(linear)
             h = h.clamp(min=1)
             dst_norm = torch.pow(h, -0.5)
-            dst_norm = torch.reshape(
-                dst_norm, dst_norm.shape + ((1,) * (linear.dim() - 1))
-            )
+            dst_norm = dst_norm.unsqueeze(1)
             feat = linear * src_norm
             return src_norm, dst_norm, feat, self.propagate._alpha * linear
 

@@ -100,12 +100,11 @@ class ChebNet(nn.Module):
                 )
                 h = block.dstdata["h"]
             h = h * D_invsqrt
-            re_norm = 2.0 / torch.tensor([2.0], dtype=torch.float32).to(
-                features
-            ).unsqueeze(-1)
-            X_1 = (-re_norm) * h
-            X_1_2 = features * (re_norm - 1)
-            X_1 = X_1 + X_1_2
+            h = -h
+            # a factor forward computes from constants alone is 0 here; kept as `* 0.0` so that
+            # infinities and NaN give NaN, as forward's would
+            X_1 = features * 0.0
+            X_1 = h + X_1
             return X_1, X_1 * D_invsqrt
 
         X_1, h1 = batches.map(
@@ -126,12 +125,11 @@ class ChebNet(nn.Module):
                 )
                 h = block.dstdata["h"]
             h = h * D_invsqrt
-            re_norm = 2.0 / torch.tensor([2.0], dtype=torch.float32).to(
-                features
-            ).unsqueeze(-1)
-            X_i = ((-2) * re_norm) * h
+            X_i = (-2.0) * h
             X_i_2 = X_1 * 2
-            X_i_2 = X_i_2 * (re_norm - 1)
+            # a factor forward computes from constants alone is 0 here; kept as `* 0.0` so that
+            # infinities and NaN give NaN, as forward's would
+            X_i_2 = X_i_2 * 0.0
             X_i = X_i + X_i_2
             X_i = X_i - features
             h = _linear_of_concatenation(self.layers[0].linear, [features, X_1, X_i])
@@ -156,12 +154,11 @@ class ChebNet(nn.Module):
                 )
                 h = block.dstdata["h"]
             h = h * D_invsqrt
-            re_norm = 2.0 / torch.tensor([2.0], dtype=torch.float32).to(h2).unsqueeze(
-                -1
-            )
-            X_1 = (-re_norm) * h
-            X_1_2 = h2 * (re_norm - 1)
-            X_1 = X_1 + X_1_2
+            h = -h
+            # a factor forward computes from constants alone is 0 here; kept as `* 0.0` so that
+            # infinities and NaN give NaN, as forward's would
+            X_1 = h2 * 0.0
+            X_1 = h + X_1
             return X_1, X_1 * D_invsqrt
 
         X_13, h3 = batches.map(
@@ -182,12 +179,11 @@ class ChebNet(nn.Module):
                 )
                 h = block.dstdata["h"]
             h = h * D_invsqrt
-            re_norm = 2.0 / torch.tensor([2.0], dtype=torch.float32).to(h2).unsqueeze(
-                -1
-            )
-            X_i = ((-2) * re_norm) * h
+            X_i = (-2.0) * h
             X_i_2 = X_13 * 2
-            X_i_2 = X_i_2 * (re_norm - 1)
+            # a factor forward computes from constants alone is 0 here; kept as `* 0.0` so that
+            # infinities and NaN give NaN, as forward's would
+            X_i_2 = X_i_2 * 0.0
             X_i = X_i + X_i_2
             X_i = X_i - h2
             h = _linear_of_concatenation(self.layers[1].linear, [h2, X_13, X_i])

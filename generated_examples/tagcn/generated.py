@@ -81,6 +81,14 @@ class TAGCN(nn.Module):
             changed,
             keep_layers,
         )
+        # forward decides in Python on what its inputs are: generated for inputs like these
+        if features.dim() != 2:
+            raise ValueError(
+                "features: generated for 2 dimensions, "
+                "as forward decides at TAGConv's norm reshape; "
+                f"got {features.dim()}: "
+                "regenerate with --feat-dims features=WIDTH (4x16 for rows of shape (4, 16))"
+            )
         batches.check_rows(nodes={"features": features})
         in_degrees = g.in_degrees()  # of the whole graph, once
         # the nodes whose rows each layer computes: all of them; for nodes= those, and before
@@ -93,7 +101,7 @@ class TAGCN(nn.Module):
             norm = in_degrees.to(features)
             norm = norm.clamp(min=1)
             norm = torch.pow(norm, -0.5)
-            norm = torch.reshape(norm, norm.shape + ((1,) * (features.dim() - 1)))
+            norm = norm.unsqueeze(1)
             return norm, features * norm
 
         norm, rst0 = batches.map_nodes(prologue, features, in_degrees, nodes=needed[0])

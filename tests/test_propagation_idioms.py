@@ -6,6 +6,8 @@ check reads computed once (render/preamble.py). Each is exact against forward.""
 
 from __future__ import annotations
 
+import re
+
 import dgl
 import pytest
 import torch
@@ -92,3 +94,21 @@ def test_the_in_degrees_a_zero_in_degree_check_reads_are_computed_once(monkeypat
     method = _method(generated.source)
     assert method.count(".in_degrees()") == 1 and "if (in_degrees == 0).any():" in method
     _exact(generated)
+
+
+def test_dgl_locals_are_named_for_what_they_hold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ChebConv's X_1, X_i and D_invsqrt are the Chebyshev terms t1, t2 and the norm; TAGConv's
+    `rst` of each hop is hop1, hop2, the rows hop 1 sends on hop1_src; APPNPConv's teleport term
+    is `teleport` (lower/dgl_names.py)."""
+    cheb = _method(_generate("ChebTwoLayers", '{"in_size": 6, "hid_size": 5, "out_size": 3}', monkeypatch).source)
+    assert not re.search(r"\bX_|D_invsqrt", cheb), cheb
+    assert re.search(r"\bt1 = ", cheb) and re.search(r"\bt2 = ", cheb) and "def prologue(" in cheb
+    generated = _generate("TopologyAdaptive", '{"in_size": 6, "hid_size": 5, "out_size": 3}', monkeypatch)
+    tag = _method(generated.source)
+    assert re.search(r"\bhop1 = h \* norm", tag) and "hop1_src" in tag and re.search(r"\bhop2 = h \* norm", tag)
+    # after the module's Linear, its result keeps DGL's name
+    assert "rst = _linear_of_concatenation(self.conv1.lin, [x, hop1, hop2])" in tag, tag
+    _exact(generated)
+    # APPNPConv's `self._alpha * feat_0`, the same on every hop's line: the teleport term
+    appnp = _method(_generate("PersonalisedPageRank", '{"in_size": 6, "out_size": 3}', monkeypatch).source)
+    assert re.search(r"\+ teleport\b", appnp) and re.search(r", teleport = batches\.map_nodes\(", appnp), appnp

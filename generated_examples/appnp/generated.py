@@ -123,14 +123,14 @@ class APPNP(nn.Module):
             feat = linear * src_norm
             return src_norm, dst_norm, feat, self.propagate._alpha * linear
 
-        src_norm, dst_norm, feat_src, feat0 = batches.map_nodes(
+        src_norm, dst_norm, feat_src, teleport = batches.map_nodes(
             prologue, in_degrees, out_degrees, features, nodes=needed[0]
         )
         del in_degrees, out_degrees
 
         # Layers 1 to 9 of 10, each the same function of the layer before: self.propagate
         # (APPNPConv), hops 1 to 9 of 10.
-        def layer_k(block, feat_src, src_norm, feat0, dst_norm):
+        def layer_k(block, feat_src, src_norm, teleport, dst_norm):
             with block.local_scope():
                 block.srcdata["h"] = feat_src
                 block.update_all(
@@ -139,7 +139,7 @@ class APPNP(nn.Module):
                 h = block.dstdata["h"]
             h = h * dst_norm
             feat = (1 - self.propagate._alpha) * h
-            feat = feat + feat0
+            feat = feat + teleport
             return feat * src_norm
 
         for k in range(1, 10):
@@ -147,7 +147,7 @@ class APPNP(nn.Module):
                 layer_k,
                 source_rows=dict(feat_src=feat_src),
                 destination_rows=dict(
-                    src_norm=src_norm, feat0=feat0, dst_norm=dst_norm
+                    src_norm=src_norm, teleport=teleport, dst_norm=dst_norm
                 ),
                 in_place=True,
                 nodes=needed[k],
@@ -155,7 +155,7 @@ class APPNP(nn.Module):
         del src_norm
 
         # Layer 10 of 10: self.propagate (APPNPConv), hop 10 of 10.
-        def layer_10(block, feat_src, feat0, dst_norm):
+        def layer_10(block, feat_src, teleport, dst_norm):
             with block.local_scope():
                 block.srcdata["h"] = feat_src
                 block.update_all(
@@ -164,12 +164,12 @@ class APPNP(nn.Module):
                 h = block.dstdata["h"]
             h = h * dst_norm
             feat = (1 - self.propagate._alpha) * h
-            return feat + feat0
+            return feat + teleport
 
         feat = batches.map(
             layer_10,
             source_rows=dict(feat_src=feat_src),
-            destination_rows=dict(feat0=feat0, dst_norm=dst_norm),
+            destination_rows=dict(teleport=teleport, dst_norm=dst_norm),
             in_place=True,
             nodes=needed[10],
         )

@@ -14,6 +14,8 @@ from gnn_codegen.trace.relation_graphs import uses_relation_graphs
 from gnn_codegen.trace.type_offsets import known_types
 from gnn_codegen.analysis.attributes import Attributes, infer_attributes
 from gnn_codegen.analysis.commuted import one_order
+from gnn_codegen.analysis.constant_scalars import with_constant_scalars
+from gnn_codegen.analysis.trailing_ones import without_norm_reshapes
 from gnn_codegen.analysis.dtype_witnesses import one_dtype_witness
 from gnn_codegen.analysis.unit_weights import without_unit_weights
 from gnn_codegen.analysis.device_moves import without_needless_moves
@@ -258,6 +260,7 @@ def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], 
             program = take_row_axes(take_row_ranges(simplify(functionalize(fold_edge_masks(program)))))
             attrs, probe_values = infer_attributes(traced, program, loaded.model, feat_dims, leaves)
             program = one_order(without_unit_weights(one_dtype_witness(program, attrs), attrs), attrs)
+            program = without_norm_reshapes(with_constant_scalars(program, attrs), attrs)
             program = without_needless_moves(program, attrs)
             program, notes = prove_message_passing(program, loaded.model, probe_values, as_graph)
             return traced, program, attrs, notes

@@ -34,15 +34,17 @@ def _functions(source: str):
 # --- stored tensors sent to neighbours ---------------------------------------------------------
 
 def test_a_layers_result_and_its_rows_for_the_next_layer_are_told_apart() -> None:
-    tagcn = _golden("tagcn")  # TAGConv's rst, and rst * norm that the next hop sends
-    assert re.search(r"rst1, rst1_src = batches\.map\(", tagcn), tagcn
-    assert not re.search(r"\brst\d_\d\b", tagcn), tagcn
+    tagcn = _golden("tagcn")  # TAGConv's hop 1, and hop1 * norm that the next hop sends
+    assert re.search(r"hop1, hop1_src = batches\.map\(", tagcn), tagcn
+    assert re.search(r"rst2, rst2_src = batches\.map\(", tagcn), tagcn
+    # the second TAGConv's: hop1_3 (layer 3's), its rows sent on hop1_3_src, no counter
+    assert "hop1_3, hop1_3_src = batches.map(" in tagcn and not re.search(r"\b(rst\d|_src)_\d\b", tagcn), tagcn
     chebnet = _golden("chebnet")
     assert "h2_src" in chebnet and "h2_2" not in chebnet, chebnet
 
 
 def test_a_loop_over_hops_carries_the_rows_it_sends() -> None:
-    appnp = _golden("appnp")  # APPNPConv: the teleport term feat0 and feat * src_norm it sends
+    appnp = _golden("appnp")  # APPNPConv: the teleport term and feat * src_norm it sends
     assert re.search(r"\bfeat_src = batches\.map\(\s*layer_k,", appnp), appnp
     assert "feat0_2" not in appnp and "feat_2" not in appnp, appnp
 

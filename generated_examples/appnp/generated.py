@@ -88,6 +88,16 @@ class APPNP(nn.Module):
             changed,
             keep_layers,
         )
+        # forward decides in Python on what its inputs are: generated for inputs like these
+        # (what it tests of values computed from them follows from these and the model's
+        # weights)
+        if features.dim() != 2:
+            raise ValueError(
+                "features: generated for 2 dimensions, "
+                "as forward decides at APPNPConv's norm reshape; "
+                f"got {features.dim()}: "
+                "regenerate with --feat-dims features=WIDTH (4x16 for rows of shape (4, 16))"
+            )
         batches.check_rows(nodes={"features": features})
         out_degrees = g.out_degrees()  # of the whole graph, once
         in_degrees = g.in_degrees()  # of the whole graph, once
@@ -105,26 +115,22 @@ class APPNP(nn.Module):
             h = out_degrees.to(linear)
             h = h.clamp(min=1)
             src_norm = torch.pow(h, -0.5)
-            src_norm = torch.reshape(
-                src_norm, src_norm.shape + ((1,) * (linear.dim() - 1))
-            )
+            src_norm = src_norm.unsqueeze(1)
             h = in_degrees.to(linear)
             h = h.clamp(min=1)
             dst_norm = torch.pow(h, -0.5)
-            dst_norm = torch.reshape(
-                dst_norm, dst_norm.shape + ((1,) * (linear.dim() - 1))
-            )
+            dst_norm = dst_norm.unsqueeze(1)
             feat = linear * src_norm
             return src_norm, dst_norm, feat, self.propagate._alpha * linear
 
-        src_norm, dst_norm, feat_src, feat0 = batches.map_nodes(
+        src_norm, dst_norm, feat_src, teleport = batches.map_nodes(
             prologue, in_degrees, out_degrees, features, nodes=needed[0]
         )
         del in_degrees, out_degrees
 
         # Layers 1 to 9 of 10, each the same function of the layer before: self.propagate
         # (APPNPConv), hops 1 to 9 of 10.
-        def layer_k(block, feat_src, src_norm, feat0, dst_norm):
+        def layer_k(block, feat_src, src_norm, teleport, dst_norm):
             with block.local_scope():
                 block.srcdata["h"] = feat_src
                 block.update_all(
@@ -133,7 +139,7 @@ class APPNP(nn.Module):
                 h = block.dstdata["h"]
             h = h * dst_norm
             feat = (1 - self.propagate._alpha) * h
-            feat = feat + feat0
+            feat = feat + teleport
             return feat * src_norm
 
         for k in range(1, 10):
@@ -141,7 +147,7 @@ class APPNP(nn.Module):
                 layer_k,
                 source_rows=dict(feat_src=feat_src),
                 destination_rows=dict(
-                    src_norm=src_norm, feat0=feat0, dst_norm=dst_norm
+                    src_norm=src_norm, teleport=teleport, dst_norm=dst_norm
                 ),
                 in_place=True,
                 nodes=needed[k],
@@ -149,7 +155,7 @@ class APPNP(nn.Module):
         del src_norm
 
         # Layer 10 of 10: self.propagate (APPNPConv), hop 10 of 10.
-        def layer_10(block, feat_src, feat0, dst_norm):
+        def layer_10(block, feat_src, teleport, dst_norm):
             with block.local_scope():
                 block.srcdata["h"] = feat_src
                 block.update_all(
@@ -158,12 +164,12 @@ class APPNP(nn.Module):
                 h = block.dstdata["h"]
             h = h * dst_norm
             feat = (1 - self.propagate._alpha) * h
-            return feat + feat0
+            return feat + teleport
 
         feat = batches.map(
             layer_10,
             source_rows=dict(feat_src=feat_src),
-            destination_rows=dict(feat0=feat0, dst_norm=dst_norm),
+            destination_rows=dict(teleport=teleport, dst_norm=dst_norm),
             in_place=True,
             nodes=needed[10],
         )

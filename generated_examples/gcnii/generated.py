@@ -94,11 +94,11 @@ class GCNII(nn.Module):
             keep_layers,
         )
         batches.check_rows(nodes={"features": features})
-        if (g.in_degrees() == 0).any():  # as forward's own check
+        in_degrees = g.in_degrees()  # of the whole graph, once
+        if (in_degrees == 0).any():  # as forward's own check
             raise dgl.DGLError(
                 "There are 0-in-degree nodes in g, which forward refuses: add self-loops"
             )
-        in_degrees = g.in_degrees()  # of the whole graph, once
         # the nodes whose rows each layer computes: all of them; for nodes= those, and before
         # each layer the in-neighbours of the nodes the layer computes; for changed= those,
         # and after each layer their out-neighbours
@@ -127,7 +127,7 @@ class GCNII(nn.Module):
                     )
                     h = block.dstdata["h"]
                 h = (h * norm) * (1 - self.convs[i].alpha)
-                feat_sum = h + (h0[: h.size(0)] * self.convs[i].alpha)
+                feat_sum = h + (h0 * self.convs[i].alpha)
                 feat_proj_sum = feat_sum @ self.convs[i].weight1
                 rst = (1 - self.convs[i].beta) * feat_sum
                 return (
@@ -155,7 +155,7 @@ class GCNII(nn.Module):
                 )
                 h = block.dstdata["h"]
             h = (h * norm) * (1 - self.convs[7].alpha)
-            feat_sum = h + (h0[: h.size(0)] * self.convs[7].alpha)
+            feat_sum = h + (h0 * self.convs[7].alpha)
             feat_proj_sum = feat_sum @ self.convs[7].weight1
             rst = (1 - self.convs[7].beta) * feat_sum
             rst = F.relu(

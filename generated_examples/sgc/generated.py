@@ -66,11 +66,11 @@ class SGC(nn.Module):
             keep_layers,
         )
         batches.check_rows(nodes={"features": features})
-        if (g.in_degrees() == 0).any():  # as forward's own check
+        in_degrees = g.in_degrees()  # of the whole graph, once
+        if (in_degrees == 0).any():  # as forward's own check
             raise dgl.DGLError(
                 "There are 0-in-degree nodes in g, which forward refuses: add self-loops"
             )
-        in_degrees = g.in_degrees()  # of the whole graph, once
         # the nodes whose rows each layer computes: all of them; for nodes= those, and before
         # each layer the in-neighbours of the nodes the layer computes; for changed= those,
         # and after each layer their out-neighbours

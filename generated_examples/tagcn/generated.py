@@ -81,6 +81,14 @@ class TAGCN(nn.Module):
             changed,
             keep_layers,
         )
+        # forward decides in Python on what its inputs are: generated for inputs like these
+        if features.dim() != 2:
+            raise ValueError(
+                "features: generated for 2 dimensions, "
+                "as forward decides at TAGConv's norm reshape; "
+                f"got {features.dim()}: "
+                "regenerate with --feat-dims features=WIDTH (4x16 for rows of shape (4, 16))"
+            )
         batches.check_rows(nodes={"features": features})
         in_degrees = g.in_degrees()  # of the whole graph, once
         # the nodes whose rows each layer computes: all of them; for nodes= those, and before
@@ -93,7 +101,7 @@ class TAGCN(nn.Module):
             norm = in_degrees.to(features)
             norm = norm.clamp(min=1)
             norm = torch.pow(norm, -0.5)
-            norm = torch.reshape(norm, norm.shape + ((1,) * (features.dim() - 1)))
+            norm = norm.unsqueeze(1)
             return norm, features * norm
 
         norm, rst0 = batches.map_nodes(prologue, features, in_degrees, nodes=needed[0])
@@ -107,10 +115,10 @@ class TAGCN(nn.Module):
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
-            rst = h * norm
-            return rst, rst * norm
+            hop1 = h * norm
+            return hop1, hop1 * norm
 
-        rst1, rst1_src = batches.map(
+        hop1, hop1_src = batches.map(
             layer_1,
             source_rows=dict(rst0=rst0),
             destination_rows=dict(norm=norm),
@@ -120,26 +128,26 @@ class TAGCN(nn.Module):
         del rst0
 
         # Layer 2 of 4: self.layers[0] (TAGConv), hop 2 of 2.
-        def layer_2(block, rst1_src, norm, features, rst1):
+        def layer_2(block, hop1_src, norm, features, hop1):
             with block.local_scope():
-                block.srcdata["h"] = rst1_src
+                block.srcdata["h"] = hop1_src
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
-            rst = h * norm
-            rst = _linear_of_concatenation(self.layers[0].lin, [features, rst1, rst])
+            hop2 = h * norm
+            rst = _linear_of_concatenation(self.layers[0].lin, [features, hop1, hop2])
             rst = F.relu(rst, inplace=True)
             return rst, rst * norm
 
         rst2, rst2_src = batches.map(
             layer_2,
-            source_rows=dict(rst1_src=rst1_src),
-            destination_rows=dict(norm=norm, features=features, rst1=rst1),
+            source_rows=dict(hop1_src=hop1_src),
+            destination_rows=dict(norm=norm, features=features, hop1=hop1),
             in_place=True,
             nodes=needed[2],
         )
-        del rst1_src, rst1
+        del hop1_src, hop1
 
         # Layer 3 of 4: self.layers[1] (TAGConv), hop 1 of 2.
         def layer_3(block, rst2_src, norm):
@@ -149,10 +157,10 @@ class TAGCN(nn.Module):
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
-            rst = h * norm
-            return rst, rst * norm
+            hop1 = h * norm
+            return hop1, hop1 * norm
 
-        rst3, rst3_src = batches.map(
+        hop1_3, hop1_3_src = batches.map(
             layer_3,
             source_rows=dict(rst2_src=rst2_src),
             destination_rows=dict(norm=norm),
@@ -162,20 +170,20 @@ class TAGCN(nn.Module):
         del rst2_src
 
         # Layer 4 of 4: self.layers[1] (TAGConv), hop 2 of 2.
-        def layer_4(block, rst3_src, rst2, rst3, norm):
+        def layer_4(block, hop1_3_src, rst2, hop1_3, norm):
             with block.local_scope():
-                block.srcdata["h"] = rst3_src
+                block.srcdata["h"] = hop1_3_src
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
-            rst = h * norm
-            return _linear_of_concatenation(self.layers[1].lin, [rst2, rst3, rst])
+            hop2 = h * norm
+            return _linear_of_concatenation(self.layers[1].lin, [rst2, hop1_3, hop2])
 
         rst = batches.map(
             layer_4,
-            source_rows=dict(rst3_src=rst3_src),
-            destination_rows=dict(rst2=rst2, rst3=rst3, norm=norm),
+            source_rows=dict(hop1_3_src=hop1_3_src),
+            destination_rows=dict(rst2=rst2, hop1_3=hop1_3, norm=norm),
             in_place=True,
             nodes=needed[4],
         )

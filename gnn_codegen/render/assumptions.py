@@ -22,6 +22,11 @@ def assumptions_by_input(decisions: tuple[StaticDecision, ...]) -> dict[tuple[st
             if not (key[1] == "ndim" and (key[0], "shape") in found)}
 
 
+# the characters a line of the message may take: black puts it 16 columns in, and no line of
+# the generated method is longer than 100
+_MESSAGE_WIDTH = 84
+
+
 def entry_checks(decisions: tuple[StaticDecision, ...], names: dict[str, str]) -> list[str]:
     """One check per assumption, `names`: forward's input -> its name in the generated method."""
     checks = assumptions_by_input(decisions)
@@ -44,10 +49,13 @@ def entry_checks(decisions: tuple[StaticDecision, ...], names: dict[str, str]) -
         else:
             test, got = f"{x}.dtype != {assumption.value}", f"{x}.dtype"
             expected, hint = str(assumption.value), ""
-        lines += [f"if {test}:",
-                  f"    raise ValueError(\"{x}: generated for {expected}, as forward decides at {where}; \"",
-                  f"                     f\"got {'rows of shape ' if what == 'shape' else ''}{{{got}}}"
-                  + (f": {hint}" if hint else "") + "\")"]
+        first = f"\"{x}: generated for {expected}, as forward decides at {where}; \""
+        second = f"f\"got {'rows of shape ' if what == 'shape' else ''}{{{got}}}" + (f": {hint}" if hint else "") + "\""
+        if max(len(first), len(second)) > _MESSAGE_WIDTH:  # in pieces, so that each line fits
+            first = f"\"{x}: generated for {expected}, \"\n\"as forward decides at {where}; \""
+            second = f"f\"got {'rows of shape ' if what == 'shape' else ''}{{{got}}}" + (f": \"\n\"{hint}\"" if hint else "\"")
+        lines += [f"if {test}:", "    raise ValueError(", *(f"        {part}" for part in f"{first}\n{second}".split("\n")),
+                  "    )"]
     return lines
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from gnn_codegen.errors import internal
 from gnn_codegen.ir import MODULE_CONSTANTS, Op, Ref, iter_refs, reads_device
+from gnn_codegen.analysis.whole_prefixes import whole_prefix
 from gnn_codegen.analysis.mp_arguments import Space, mp_extra_arguments, mp_features
 from gnn_codegen.render.code import BINARY, UNARY, Code, Copy, constant
 from gnn_codegen.trace.write_out import helper_parameters
@@ -136,6 +137,11 @@ class OpExpressions:
         if module == "operator" and name in UNARY:
             return Code(f"{UNARY[name]}{self.arg(op.args[0], need).operand()}", atom=False)
         if module == "operator" and name == "getitem":
+            whole = whole_prefix(op, self.program, self.r.attrs)
+            if whole is not None and (whole[1] in self.r.inline or self.space.get(whole[1]) == need):
+                # `h0[: h.size(0)]` with h0 and h on this function's same rows (the count
+                # written inside the slice reads h on them): h0 (whole_prefixes.py)
+                return self.arg(whole[0], need)
             receiver = self.arg(op.args[0], need).operand()
             index = self.arg(op.args[1], need, in_index=True).text
             if isinstance(op.args[0], Ref) and self.as_graph(op.args[0].name) and self.r.attrs[op.name].rows == "node":

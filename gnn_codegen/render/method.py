@@ -239,6 +239,10 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
                 base = "out" if len(outputs) == 1 else f"out{outputs.index(name)}"
             elif own not in self.generic and own not in self.names.taken:
                 base = own
+            elif own[-1:].isdigit() and own not in self.generic:
+                # a numbered name (a hop's, `hop1`): its rows sent on are `hop1_src`
+                # (stored_names.py), another layer's `hop1_3`, never the unreadable `hop13`
+                base = own if name in self.sources and f"{own}_src" not in self.names.taken else f"{own}_{stage.layer}"
             else:  # readout1: the part of readout that layer 1 computes
                 base = f"{own}{stage.layer}"
             self.buffer[name] = stored_name(base, name, self.sources, self.buffer, self.names.taken, self.names.take)

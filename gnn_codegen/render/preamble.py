@@ -144,20 +144,32 @@ class Preamble:
             lines.append(f"{self.batches}.check_rows({', '.join(checks)})")
         if not self.over_metapaths:
             lines += self._derived_graphs()
+        written: set[str] = set()
         for graph in self.program.in_degree_checks:  # DGL's own test in a module traced into
             spelled = self.graph_name.get(graph) or self._graph_expression(self.program.op(graph))
-            lines += [f"if ({spelled}.in_degrees() == 0).any():  # as forward's own check",
+            # the in-degrees forward reads anyway, computed before the test and tested: once
+            degrees = next((op for op in self.graph_values if op.target == "in_degrees" and op.args
+                            and op.args[0] == Ref(graph)), None)
+            if degrees is not None:
+                lines += self._graph_value(degrees, g)
+                written.add(degrees.name)
+            tested = self.buffer[degrees.name] if degrees is not None else f"{spelled}.in_degrees()"
+            lines += [f"if ({tested} == 0).any():  # as forward's own check",
                       f"    raise dgl.DGLError(\"There are 0-in-degree nodes in {_plain(spelled)}, which forward "
                       "refuses: add self-loops\")"]
         for op in self.graph_values:
-            receiver = self.graph_name[op.args[0].name] if op.args and isinstance(op.args[0], Ref) else g
-            if op.target == EDGE_WEIGHT_NORM:  # sums over every edge of a node (edge_weight_norm.py)
-                weights = ", ".join(self.buffer[r] for r in iter_refs(op.args[1:]))
-                lines.append("# normalised by sums over every edge of a node: on the whole graph, once")
-                lines.append(f"{self.buffer[op.name]} = {op.accessor}({receiver}, {weights})")
-            else:
-                lines.append(f"{self.buffer[op.name]} = {receiver}.{op.target}()  # of the whole graph, once")
+            if op.name not in written:
+                lines += self._graph_value(op, g)
         return lines + self._needed_nodes()
+
+    def _graph_value(self, op: Op, g: str) -> list[str]:
+        """The line that computes a value of a whole graph (`in_degrees = g.in_degrees()`)."""
+        receiver = self.graph_name[op.args[0].name] if op.args and isinstance(op.args[0], Ref) else g
+        if op.target == EDGE_WEIGHT_NORM:  # sums over every edge of a node (edge_weight_norm.py)
+            weights = ", ".join(self.buffer[r] for r in iter_refs(op.args[1:]))
+            return ["# normalised by sums over every edge of a node: on the whole graph, once",
+                    f"{self.buffer[op.name]} = {op.accessor}({receiver}, {weights})"]
+        return [f"{self.buffer[op.name]} = {receiver}.{op.target}()  # of the whole graph, once"]
 
     def _derived_graphs(self) -> list[str]:
         """The graphs forward derives from its graph, each with its batches."""

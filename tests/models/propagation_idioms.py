@@ -1,0 +1,61 @@
+"""Propagation modules of dgl.nn as their users call them, for tests/test_propagation_idioms.py:
+ChebConv with lambda_max given (the constants it builds per call), GCN2Conv's initial residual
+(`feat_0[: feat.size(0)]`), TAGConv's and APPNPConv's norm reshape, SGConv's in-degree check."""
+
+import torch.nn as nn
+import torch.nn.functional as F
+from dgl.nn.pytorch.conv import APPNPConv, ChebConv, GCN2Conv, SGConv, TAGConv
+
+
+class ChebTwoLayers(nn.Module):
+    def __init__(self, in_size, hid_size, out_size, k=3, lambda_max=2.0):
+        super().__init__()
+        self.convs = nn.ModuleList([ChebConv(in_size, hid_size, k), ChebConv(hid_size, out_size, k)])
+        self.lambda_max = lambda_max
+
+    def forward(self, g, x):
+        h = self.convs[0](g, x, [self.lambda_max])
+        return self.convs[1](g, F.relu(h), [self.lambda_max])
+
+
+class InitialResidual(nn.Module):
+    def __init__(self, in_size, hid_size, out_size):
+        super().__init__()
+        self.inp = nn.Linear(in_size, hid_size)
+        self.conv1 = GCN2Conv(hid_size, layer=1, alpha=0.2, project_initial_features=False)
+        self.conv2 = GCN2Conv(hid_size, layer=2, alpha=0.2, project_initial_features=False)
+        self.out = nn.Linear(hid_size, out_size)
+
+    def forward(self, g, x):
+        h0 = F.relu(self.inp(x))
+        h = F.relu(self.conv1(g, h0, h0))
+        return self.out(self.conv2(g, h, h0))
+
+
+class TopologyAdaptive(nn.Module):
+    def __init__(self, in_size, hid_size, out_size):
+        super().__init__()
+        self.conv1 = TAGConv(in_size, hid_size, k=2, activation=F.relu)
+        self.conv2 = TAGConv(hid_size, out_size, k=1)
+
+    def forward(self, g, x):
+        return self.conv2(g, self.conv1(g, x))
+
+
+class PersonalisedPageRank(nn.Module):
+    def __init__(self, in_size, out_size, k=3):
+        super().__init__()
+        self.lin = nn.Linear(in_size, out_size)
+        self.propagate = APPNPConv(k, 0.1)
+
+    def forward(self, g, x):
+        return self.propagate(g, self.lin(x))
+
+
+class SimplifiedGCN(nn.Module):
+    def __init__(self, in_size, out_size):
+        super().__init__()
+        self.conv = SGConv(in_size, out_size, k=2)
+
+    def forward(self, g, x):
+        return self.conv(g, x)

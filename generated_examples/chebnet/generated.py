@@ -108,6 +108,7 @@ class ChebNet(nn.Module):
             X_1 = X_1 + X_1_2
             return X_1, X_1 * D_invsqrt
 
+        # in_place=True: source rows are read only in messages, so not gathered per batch
         X_1, h1 = batches.map(
             layer_1,
             source_rows=dict(h0=h0),
@@ -135,7 +136,7 @@ class ChebNet(nn.Module):
             X_i = X_i + X_i_2
             X_i = X_i - features
             h = _linear_of_concatenation(self.layers[0].linear, [features, X_1, X_i])
-            h = torch.nn.functional.relu(h, inplace=True)
+            h = self.layers[0].activation(h, inplace=True)
             return h, h * D_invsqrt
 
         h2, h2_src = batches.map(
@@ -191,7 +192,7 @@ class ChebNet(nn.Module):
             X_i = X_i + X_i_2
             X_i = X_i - h2
             h = _linear_of_concatenation(self.layers[1].linear, [h2, X_13, X_i])
-            return torch.nn.functional.relu(h, inplace=True)
+            return self.layers[1].activation(h, inplace=True)
 
         h = batches.map(
             layer_4,

@@ -108,6 +108,7 @@ class GIN(nn.Module):
             h_2 = self.batch_norms[0](h_2)
             return F.relu(h_2)
 
+        # in_place=True: source rows are read only in messages, so not gathered per batch
         h1 = batches.map(
             layer_1,
             source_rows=dict(h=h),

@@ -110,6 +110,7 @@ class TAGCN(nn.Module):
             rst = h * norm
             return rst, rst * norm
 
+        # in_place=True: source rows are read only in messages, so not gathered per batch
         rst1, rst1_src = batches.map(
             layer_1,
             source_rows=dict(rst0=rst0),
@@ -129,7 +130,7 @@ class TAGCN(nn.Module):
                 h = block.dstdata["h"]
             rst = h * norm
             rst = _linear_of_concatenation(self.layers[0].lin, [features, rst1, rst])
-            rst = F.relu(rst, inplace=True)
+            rst = self.layers[0]._activation(rst, inplace=True)
             return rst, rst * norm
 
         rst2, rst2_src = batches.map(

@@ -144,6 +144,9 @@ class Op:
     # a convolution's work on each source row (write_out.py): the cut places it as early as its
     # inputs allow, where it runs once per node, never on a later layer's source rows
     once_per_node: bool = False
+    # a function the op's module holds and its line calls through the attribute: how the
+    # generated code calls it (`self.activation`, module_callables.py), where not as `target`
+    held_as: str = ""
 
     def refs(self) -> Iterator[str]:
         yield from iter_refs(self.args)

@@ -21,7 +21,7 @@ MODEL = "tests/models/row_axis.py"
 RETURNS = {
     "DGIEncoderBatchOfOne": ['batches.result(h,nodes=nodes,name="result_1").unsqueeze(0).clone()',
                              # the squeeze(0) of rows: written without it
-                             "return_graph_conv_aggregate(self.conv2,block,feat1,weighted=False)h=batches.map("],
+                             "return_graph_conv_aggregate(self.conv2,block,feat1)h=batches.map("],
     "FeaturesByNode": ["returnbatches.result(out,nodes=nodes).transpose(0,1)"],
 }
 

@@ -110,7 +110,7 @@ class APPNP(nn.Module):
         # (Linear).
         def prologue(in_degrees, out_degrees, features):
             linear = self.layers[0](features)
-            linear = F.relu(linear)
+            linear = self.activation(linear)
             linear = self.layers[1](linear)
             h = out_degrees.to(linear)
             h = h.clamp(min=1)
@@ -143,6 +143,7 @@ class APPNP(nn.Module):
             return feat * src_norm
 
         for k in range(1, 10):
+            # in_place=True: source rows are read only in messages, so not gathered per batch
             feat_src = batches.map(
                 layer_k,
                 source_rows=dict(feat_src=feat_src),

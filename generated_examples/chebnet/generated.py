@@ -105,6 +105,7 @@ class ChebNet(nn.Module):
             t1 = h + t1
             return t1, t1 * norm
 
+        # in_place=True: source rows are read only in messages, so not gathered per batch
         t1, h1 = batches.map(
             layer_1,
             source_rows=dict(h0=h0),
@@ -131,7 +132,7 @@ class ChebNet(nn.Module):
             t2 = t2 + t2_2
             t2 = t2 - features
             h = _linear_of_concatenation(self.layers[0].linear, [features, t1, t2])
-            h = torch.nn.functional.relu(h, inplace=True)
+            h = self.layers[0].activation(h, inplace=True)
             return h, h * norm
 
         h2, h2_src = batches.map(
@@ -185,7 +186,7 @@ class ChebNet(nn.Module):
             t2 = t2 + t2_2
             t2 = t2 - h2
             h = _linear_of_concatenation(self.layers[1].linear, [h2, t1_3, t2])
-            return torch.nn.functional.relu(h, inplace=True)
+            return self.layers[1].activation(h, inplace=True)
 
         h = batches.map(
             layer_4,

@@ -122,6 +122,7 @@ class CustomNet(nn.Module):
         def layer_2(block, h1, h1_dst, etypes):
             return _rel_graph_conv(self.conv2, block, h1, h1_dst, etypes=etypes)
 
+        # in_place=True: source rows are read only in messages, so not gathered per batch
         out = batches.map(
             layer_2,
             source_rows=dict(h1=h1),

@@ -126,7 +126,7 @@ class DAGNN(nn.Module):
         # self.mlp[1].linear (Linear).
         def prologue(in_degrees, feats):
             h = self.mlp[0].linear(feats)
-            h = F.relu(h)
+            h = self.mlp[0].activation(h)
             h = self.mlp[1].linear(h)
             degs = in_degrees.float()
             norm = torch.pow(degs, -0.5).unsqueeze(1)
@@ -149,6 +149,7 @@ class DAGNN(nn.Module):
 
         feats_by_layer = []
         for k in range(1, 4):
+            # in_place=True: source rows are read only in messages, so not gathered per batch
             feats_k, feats_src = batches.map(
                 layer_k,
                 source_rows=dict(feats_src=feats_src),

@@ -91,7 +91,7 @@ class EdgeAwareGNN(nn.Module):
         # Before the first layer, once per node: self.gcn (GraphConv).
         def prologue(x, out_degrees):
             # self.gcn's norm by out-degree and weight on each source row, once per node
-            return _graph_conv_source(self.gcn, x, out_degrees, weighted=True)
+            return _graph_conv_source(self.gcn, x, out_degrees, weight_first=True)
 
         feat0 = batches.map_nodes(prologue, x, out_degrees, nodes=needed[0])
         del out_degrees
@@ -100,11 +100,12 @@ class EdgeAwareGNN(nn.Module):
         def layer_1(block, feat0, edge_weight):
             return F.relu(
                 _graph_conv_aggregate(
-                    self.gcn, block, feat0, weighted=True, edge_weight=edge_weight
+                    self.gcn, block, feat0, weight_first=True, edge_weight=edge_weight
                 ),
                 inplace=True,
             )
 
+        # in_place=True: source rows are read only in messages, so not gathered per batch
         h1 = batches.map(
             layer_1,
             source_rows=dict(feat0=feat0),
@@ -136,6 +137,7 @@ class EdgeAwareGNN(nn.Module):
             h = F.elu(h.flatten(1))
             return h, e.flatten(1)
 
+        # source rows gathered per batch: self.egat1 (EGATConv) reads them outside messages
         h3, e3 = batches.map(
             layer_3,
             source_rows=dict(h2=h2),
@@ -152,6 +154,7 @@ class EdgeAwareGNN(nn.Module):
             h = h.squeeze(1)
             return h, e.squeeze(1)
 
+        # source rows gathered per batch: self.egat2 (EGATConv) reads them outside messages
         out0, out1 = batches.map(
             layer_4,
             source_rows=dict(h3=h3),
@@ -165,7 +168,7 @@ class EdgeAwareGNN(nn.Module):
         return out0, out1
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 baeae7ac13a6 -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 b1a22ede7a3c -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -181,11 +184,15 @@ class EdgeAwareGNN(nn.Module):
 # ----------------------------------------------------------------------------------------------
 
 
-def _graph_conv_source(conv, feat, out_degrees, weighted, in_place=False):
+def _graph_conv_source(
+    conv, feat, out_degrees=None, weight_first=False, in_place=False
+):
     """GraphConv's work on each source row, once per node: the norm by the full graph's
-    out-degrees (norm "both" or "left"), then, when `weighted`, the weight (DGL does that first
-    when the layer narrows). in_place: feat is the caller's own new tensor, scaled where it
-    is (on a CPU a new batch-sized tensor costs more to touch than the product)."""
+    out-degrees (norm "both" or "left"; out_degrees is only read then), then, when
+    `weight_first`, the weight: DGL multiplies by W before aggregating when the layer narrows
+    (in_feats > out_feats), so that the sum runs on the narrower rows. in_place: feat is the
+    caller's own new tensor, scaled where it is (on a CPU a new batch-sized tensor costs more
+    to touch than the product)."""
     if conv._norm in ("both", "left"):
         if out_degrees is None:
             raise ValueError(
@@ -195,21 +202,22 @@ def _graph_conv_source(conv, feat, out_degrees, weighted, in_place=False):
         norm = degrees.pow(-0.5) if conv._norm == "both" else 1.0 / degrees
         norm = norm.view(-1, *(1,) * (feat.dim() - 1))
         feat = feat.mul_(norm) if in_place else feat * norm
-    if weighted and conv.weight is not None:
+    if weight_first and conv.weight is not None:
         feat = feat @ conv.weight
     return feat
 
 
-def _graph_conv_aggregate(conv, block, feat_src, weighted, edge_weight=None):
+def _graph_conv_aggregate(conv, block, feat_src, weight_first=False, edge_weight=None):
     """The rest of GraphConv.forward on a block, given _graph_conv_source's rows:
-    the sum over in-edges, the weight (unless applied per node), the norm by in-degree (norm
-    "both" or "right"), bias and activation, in place on the sum's new tensor."""
+    the sum over in-edges, the weight (unless weight_first: applied per source row already),
+    the norm by in-degree (norm "both" or "right"), bias and activation, in place on the sum's
+    new tensor."""
     _check_in_degrees(conv, block)
     if edge_weight is None:
         rst = dgl.ops.copy_u_sum(block, feat_src)
     else:
         rst = dgl.ops.u_mul_e_sum(block, feat_src, edge_weight)
-    if not weighted and conv.weight is not None:
+    if not weight_first and conv.weight is not None:
         rst = rst @ conv.weight
     if conv._norm in ("both", "right"):
         degrees = block.in_degrees().to(rst).clamp(min=1)

@@ -91,6 +91,7 @@ class EncodedSAGE(nn.Module):
                 inplace=True,
             )
 
+        # in_place=True: source rows are read only in messages, so not gathered per batch
         h1 = batches.map(
             layer_1,
             source_rows=dict(h0=h0),

@@ -154,7 +154,7 @@ class EntityClassify(nn.Module):
         weights = torch.split(self.layers[0].weight, 1)
         weights_1 = torch.split(self.layers[1].weight, 1)
         weights_2 = torch.split(self.layers[2].weight, 1)
-        matmul = {
+        loop_term = {
             "game": torch.matmul(self.embeds["game"], self.layers[0].loop_weight),
             "user": torch.matmul(self.embeds["user"], self.layers[0].loop_weight),
         }
@@ -183,13 +183,13 @@ class EntityClassify(nn.Module):
             "developer": self.embeds["developer"],
         }
 
-        def layer_1(block, h0_src, matmul_dst, ntype):
+        def layer_1(block, h0_src, loop_term_dst):
             hs = _hetero_conv_sources(
                 self.layers[0].conv, block, h0_src, mod_kwargs=wdict
             )
-            h = hs + matmul_dst
+            h = hs + loop_term_dst
             h = h + self.layers[0].h_bias
-            return F.relu(h)
+            return self.layers[0].activation(h)
 
         h1 = {}
         for ntype in ("game", "user"):
@@ -207,14 +207,14 @@ class EntityClassify(nn.Module):
                 layer_1,
                 ntype,
                 source_rows=dict(h0_src=h0_src),
-                destination_rows=dict(matmul_dst=matmul[ntype]),
+                destination_rows=dict(loop_term_dst=loop_term[ntype]),
                 nodes=needed[1][ntype],
             )
             del h0_src
 
         # Layer 2 of 3: self.layers[1].conv (HeteroGraphConv: a GraphConv per relation), into game
         # and user.
-        def layer_2(block, h1_src, h1_dst, ntype):
+        def layer_2(block, h1_src, h1_dst):
             h = _hetero_conv_sources(
                 self.layers[1].conv,
                 block,
@@ -223,7 +223,7 @@ class EntityClassify(nn.Module):
                 linear=(h1_dst, self.layers[1].loop_weight),
                 bias=self.layers[1].h_bias,
             )
-            return F.relu(h)
+            return self.layers[1].activation(h)
 
         h2 = {}
         for ntype in ("game", "user"):
@@ -249,7 +249,7 @@ class EntityClassify(nn.Module):
 
         # Layer 3 of 3: self.layers[2].conv (HeteroGraphConv: a GraphConv per relation), into game
         # and user.
-        def layer_3(block, h2_src, h2_dst, ntype):
+        def layer_3(block, h2_src, h2_dst):
             return _hetero_conv_sources(
                 self.layers[2].conv,
                 block,
@@ -262,7 +262,8 @@ class EntityClassify(nn.Module):
         h3 = {}
         for ntype in ("game", "user"):
             # each relation into ntype: its work on source rows, once per node: GraphConv's weight
-            # from mod_kwargs, first as it narrows
+            # (given in mod_kwargs), applied before the sum as DGL does where a layer makes rows
+            # narrower
             h2_src = batches.map_sources(
                 self.layers[2].conv,
                 h2,
@@ -283,7 +284,7 @@ class EntityClassify(nn.Module):
         return batches.result(h3, nodes)
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 0144fed0aa78 -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 930c1d9c5ec5 -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -483,11 +484,15 @@ def _find_weight_basis(weights):
     return kept, others, coefficients
 
 
-def _graph_conv_source(conv, feat, out_degrees, weighted, in_place=False):
+def _graph_conv_source(
+    conv, feat, out_degrees=None, weight_first=False, in_place=False
+):
     """GraphConv's work on each source row, once per node: the norm by the full graph's
-    out-degrees (norm "both" or "left"), then, when `weighted`, the weight (DGL does that first
-    when the layer narrows). in_place: feat is the caller's own new tensor, scaled where it
-    is (on a CPU a new batch-sized tensor costs more to touch than the product)."""
+    out-degrees (norm "both" or "left"; out_degrees is only read then), then, when
+    `weight_first`, the weight: DGL multiplies by W before aggregating when the layer narrows
+    (in_feats > out_feats), so that the sum runs on the narrower rows. in_place: feat is the
+    caller's own new tensor, scaled where it is (on a CPU a new batch-sized tensor costs more
+    to touch than the product)."""
     if conv._norm in ("both", "left"):
         if out_degrees is None:
             raise ValueError(
@@ -497,17 +502,18 @@ def _graph_conv_source(conv, feat, out_degrees, weighted, in_place=False):
         norm = degrees.pow(-0.5) if conv._norm == "both" else 1.0 / degrees
         norm = norm.view(-1, *(1,) * (feat.dim() - 1))
         feat = feat.mul_(norm) if in_place else feat * norm
-    if weighted and conv.weight is not None:
+    if weight_first and conv.weight is not None:
         feat = feat @ conv.weight
     return feat
 
 
 def _graph_conv_aggregate(
-    conv, block, feat_src, weighted, edge_weight=None, source_norm=None, weight=None
+    conv, block, feat_src, weight_first=False, edge_weight=None, source_norm=None, weight=None
 ):
     """The rest of GraphConv.forward on a block, given _graph_conv_source's rows:
-    the sum over in-edges, the weight (unless applied per node), the norm by in-degree (norm
-    "both" or "right"), bias and activation, in place on the sum's new tensor.
+    the sum over in-edges, the weight (unless weight_first: applied per source row already),
+    the norm by in-degree (norm "both" or "right"), bias and activation, in place on the sum's
+    new tensor.
     source_norm: the norm by out-degree of each source row, applied per edge (on a CPU as a
     sparse CSR product: DGL 1.1's per-edge product there took 4x as long). weight: forward's
     argument for a GraphConv without a weight of its own (in mod_kwargs)."""
@@ -534,7 +540,7 @@ def _graph_conv_aggregate(
     else:
         rst = dgl.ops.u_mul_e_sum(block, feat_src, edge_weight)
     weight = conv.weight if weight is None else weight
-    if not weighted and weight is not None:
+    if not weight_first and weight is not None:
         rst = rst @ weight
     if conv._norm in ("both", "right"):
         degrees = block.in_degrees().to(rst).clamp(min=1)
@@ -556,7 +562,7 @@ def _check_in_degrees(conv, block):
         )
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 a9499f5173c7 -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 1dc76299e405 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _HeteroBatches, the batch loop that
 # inference hands each layer's function to, and what it uses. It is identical in every module of
 # this version and variant, and holds no model-specific code (the model's code, and the helpers
@@ -996,8 +1002,9 @@ class _HeteroBatches:
         subgraph=False,
         in_place=True,
     ):
-        """layer(block, **the batch's rows, ntype=ntype) for every batch of ntype's nodes (of
-        `nodes`, sorted IDs, or all), each of its parameters bound by name:
+        """layer(block, **the batch's rows, ntype=ntype where it takes ntype) for every
+        batch of ntype's nodes (of `nodes`, sorted IDs, or all), each of its parameters
+        bound by name:
         source_rows={parameter: {(stype, etype, ntype): tensor}} gives it the rows of the
         block's source nodes, by relation, destination_rows={parameter: tensor} those of the
         batch's nodes, edge_rows={parameter: {relation: tensor}} those of its in-edges by
@@ -1035,10 +1042,18 @@ class _HeteroBatches:
             if subgraph:  # the batch's nodes are the first of their type
                 slices = isinstance(batch, slice)
                 bound["num_dst"] = batch.stop - batch.start if slices else len(batch)
-            results = layer(block.to(self.device), **bound, ntype=ntype)
+            results = layer(block.to(self.device), **bound, **self._typed(layer, ntype))
             outputs = self._write(outputs, results, ntype, batch, nodes)
             del block, sources, rows, bound, results  # one batch's rows at a time
         return self._done(outputs)
+
+    @staticmethod
+    def _typed(layer, ntype):
+        """ntype=ntype for a layer function that takes it (one function for every type reads
+        the type's name), nothing for one that reads no type."""
+        code = layer.__code__
+        takes = "ntype" in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+        return {"ntype": ntype} if takes else {}
 
     def map_sources(
         self,
@@ -2012,7 +2027,7 @@ class _DistHeteroBatches(_HeteroBatches):
             sources = [self._sources(f, block.srcnodes, ntype) for f in src]
             rows = [self._rows(x, batch) for x in dst]
             bound = dict(zip(names, [*sources, *rows]))
-            results = layer(block.to(self.device), **bound, ntype=ntype)
+            results = layer(block.to(self.device), **bound, **self._typed(layer, ntype))
             return self._tuple(results, batch)
 
         return self._map_type(ntype, nodes, run)

@@ -112,6 +112,7 @@ class GAT(nn.Module):
             # self.gat_layers[1]'s fc and attention term on each source row, once per node
             return _gat_conv_source(self.gat_layers[1], h)
 
+        # in_place=True: source rows are read only in messages, so not gathered per batch
         feat1, el1 = batches.map(
             layer_1,
             source_rows=dict(feat0=feat0, el0=el0),

@@ -124,6 +124,7 @@ class GAT(nn.Module):
             feat, el = _gat_conv_source(self.gat_layers[1], h)
             return h, feat, el
 
+        # in_place=True: source rows are read only in messages, so not gathered per batch
         h1, feat1, el1 = batches_with_loops.map(
             layer_1,
             source_rows=dict(feat0=feat0, el0=el0),
@@ -136,7 +137,7 @@ class GAT(nn.Module):
         # Layer 2 of 2: self.gat_layers[1] (GATConv), on g_with_loops.
         def layer_2(block, feat1, el1, h1, feat1_dst):
             h = _gat_conv_aggregate(
-                self.gat_layers[1], block, feat1, el1, feat1_dst, h1
+                self.gat_layers[1], block, feat1, el1, feat1_dst, h_dst=h1
             )
             return h.mean(1)
 

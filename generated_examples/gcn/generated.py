@@ -85,20 +85,17 @@ class GCN(nn.Module):
         # Before the first layer, once per node: self.layers[0] (GraphConv).
         def prologue(features, out_degrees):
             # self.layers[0]'s norm by out-degree on each source row, once per node
-            return _graph_conv_source(
-                self.layers[0], features, out_degrees, weighted=False
-            )
+            return _graph_conv_source(self.layers[0], features, out_degrees)
 
         feat0 = batches.map_nodes(prologue, features, out_degrees, nodes=needed[0])
 
         # Layer 1 of 3: self.layers[0] (GraphConv).
         def layer_1(block, feat0, out_degrees):
-            h = _graph_conv_aggregate(self.layers[0], block, feat0, weighted=False)
+            h = _graph_conv_aggregate(self.layers[0], block, feat0)
             # self.layers[1]'s norm by out-degree on each source row, once per node
-            return _graph_conv_source(
-                self.layers[1], h, out_degrees, weighted=False, in_place=True
-            )
+            return _graph_conv_source(self.layers[1], h, out_degrees, in_place=True)
 
+        # in_place=True: source rows are read only in messages, so not gathered per batch
         feat1 = batches.map(
             layer_1,
             source_rows=dict(feat0=feat0),
@@ -110,10 +107,10 @@ class GCN(nn.Module):
 
         # Layer 2 of 3: self.layers[1] (GraphConv).
         def layer_2(block, feat1, out_degrees):
-            h = _graph_conv_aggregate(self.layers[1], block, feat1, weighted=False)
+            h = _graph_conv_aggregate(self.layers[1], block, feat1)
             # self.layers[2]'s norm by out-degree and weight on each source row, once per node
             return _graph_conv_source(
-                self.layers[2], h, out_degrees, weighted=True, in_place=True
+                self.layers[2], h, out_degrees, weight_first=True, in_place=True
             )
 
         feat2 = batches.map(
@@ -127,7 +124,9 @@ class GCN(nn.Module):
 
         # Layer 3 of 3: self.layers[2] (GraphConv).
         def layer_3(block, feat2):
-            return _graph_conv_aggregate(self.layers[2], block, feat2, weighted=True)
+            return _graph_conv_aggregate(
+                self.layers[2], block, feat2, weight_first=True
+            )
 
         h = batches.map(
             layer_3, source_rows=dict(feat2=feat2), in_place=True, nodes=needed[3]
@@ -135,7 +134,7 @@ class GCN(nn.Module):
         return batches.result(h, nodes=nodes)
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 baeae7ac13a6 -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 b1a22ede7a3c -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -151,11 +150,15 @@ class GCN(nn.Module):
 # ----------------------------------------------------------------------------------------------
 
 
-def _graph_conv_source(conv, feat, out_degrees, weighted, in_place=False):
+def _graph_conv_source(
+    conv, feat, out_degrees=None, weight_first=False, in_place=False
+):
     """GraphConv's work on each source row, once per node: the norm by the full graph's
-    out-degrees (norm "both" or "left"), then, when `weighted`, the weight (DGL does that first
-    when the layer narrows). in_place: feat is the caller's own new tensor, scaled where it
-    is (on a CPU a new batch-sized tensor costs more to touch than the product)."""
+    out-degrees (norm "both" or "left"; out_degrees is only read then), then, when
+    `weight_first`, the weight: DGL multiplies by W before aggregating when the layer narrows
+    (in_feats > out_feats), so that the sum runs on the narrower rows. in_place: feat is the
+    caller's own new tensor, scaled where it is (on a CPU a new batch-sized tensor costs more
+    to touch than the product)."""
     if conv._norm in ("both", "left"):
         if out_degrees is None:
             raise ValueError(
@@ -165,21 +168,22 @@ def _graph_conv_source(conv, feat, out_degrees, weighted, in_place=False):
         norm = degrees.pow(-0.5) if conv._norm == "both" else 1.0 / degrees
         norm = norm.view(-1, *(1,) * (feat.dim() - 1))
         feat = feat.mul_(norm) if in_place else feat * norm
-    if weighted and conv.weight is not None:
+    if weight_first and conv.weight is not None:
         feat = feat @ conv.weight
     return feat
 
 
-def _graph_conv_aggregate(conv, block, feat_src, weighted, edge_weight=None):
+def _graph_conv_aggregate(conv, block, feat_src, weight_first=False, edge_weight=None):
     """The rest of GraphConv.forward on a block, given _graph_conv_source's rows:
-    the sum over in-edges, the weight (unless applied per node), the norm by in-degree (norm
-    "both" or "right"), bias and activation, in place on the sum's new tensor."""
+    the sum over in-edges, the weight (unless weight_first: applied per source row already),
+    the norm by in-degree (norm "both" or "right"), bias and activation, in place on the sum's
+    new tensor."""
     _check_in_degrees(conv, block)
     if edge_weight is None:
         rst = dgl.ops.copy_u_sum(block, feat_src)
     else:
         rst = dgl.ops.u_mul_e_sum(block, feat_src, edge_weight)
-    if not weighted and conv.weight is not None:
+    if not weight_first and conv.weight is not None:
         rst = rst @ conv.weight
     if conv._norm in ("both", "right"):
         degrees = block.in_degrees().to(rst).clamp(min=1)

@@ -90,10 +90,11 @@ class WeightedGCN(nn.Module):
         # Layer 1 of 3: self.layers[0] (GraphConv).
         def layer_1(block, features, norm_weight):
             h = _graph_conv_aggregate(
-                self.layers[0], block, features, weighted=False, edge_weight=norm_weight
+                self.layers[0], block, features, edge_weight=norm_weight
             )
             return F.relu(h, inplace=True)
 
+        # in_place=True: source rows are read only in messages, so not gathered per batch
         h1 = batches.map(
             layer_1,
             source_rows=dict(features=features),
@@ -105,12 +106,12 @@ class WeightedGCN(nn.Module):
         # Layer 2 of 3: self.layers[1] (GraphConv).
         def layer_2(block, h1, norm_weight):
             h = _graph_conv_aggregate(
-                self.layers[1], block, h1, weighted=False, edge_weight=norm_weight
+                self.layers[1], block, h1, edge_weight=norm_weight
             )
             h = F.relu(h, inplace=True)
             # self.layers[2]'s weight on each source row, once per node
             return _graph_conv_source(
-                self.layers[2], h, out_degrees=None, weighted=True, in_place=True
+                self.layers[2], h, weight_first=True, in_place=True
             )
 
         feat2 = batches.map(
@@ -125,7 +126,7 @@ class WeightedGCN(nn.Module):
         # Layer 3 of 3: self.layers[2] (GraphConv).
         def layer_3(block, feat2, norm_weight):
             return _graph_conv_aggregate(
-                self.layers[2], block, feat2, weighted=True, edge_weight=norm_weight
+                self.layers[2], block, feat2, weight_first=True, edge_weight=norm_weight
             )
 
         h = batches.map(
@@ -138,7 +139,7 @@ class WeightedGCN(nn.Module):
         return batches.result(h, nodes=nodes)
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 baeae7ac13a6 -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 b1a22ede7a3c -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -154,11 +155,15 @@ class WeightedGCN(nn.Module):
 # ----------------------------------------------------------------------------------------------
 
 
-def _graph_conv_source(conv, feat, out_degrees, weighted, in_place=False):
+def _graph_conv_source(
+    conv, feat, out_degrees=None, weight_first=False, in_place=False
+):
     """GraphConv's work on each source row, once per node: the norm by the full graph's
-    out-degrees (norm "both" or "left"), then, when `weighted`, the weight (DGL does that first
-    when the layer narrows). in_place: feat is the caller's own new tensor, scaled where it
-    is (on a CPU a new batch-sized tensor costs more to touch than the product)."""
+    out-degrees (norm "both" or "left"; out_degrees is only read then), then, when
+    `weight_first`, the weight: DGL multiplies by W before aggregating when the layer narrows
+    (in_feats > out_feats), so that the sum runs on the narrower rows. in_place: feat is the
+    caller's own new tensor, scaled where it is (on a CPU a new batch-sized tensor costs more
+    to touch than the product)."""
     if conv._norm in ("both", "left"):
         if out_degrees is None:
             raise ValueError(
@@ -168,21 +173,22 @@ def _graph_conv_source(conv, feat, out_degrees, weighted, in_place=False):
         norm = degrees.pow(-0.5) if conv._norm == "both" else 1.0 / degrees
         norm = norm.view(-1, *(1,) * (feat.dim() - 1))
         feat = feat.mul_(norm) if in_place else feat * norm
-    if weighted and conv.weight is not None:
+    if weight_first and conv.weight is not None:
         feat = feat @ conv.weight
     return feat
 
 
-def _graph_conv_aggregate(conv, block, feat_src, weighted, edge_weight=None):
+def _graph_conv_aggregate(conv, block, feat_src, weight_first=False, edge_weight=None):
     """The rest of GraphConv.forward on a block, given _graph_conv_source's rows:
-    the sum over in-edges, the weight (unless applied per node), the norm by in-degree (norm
-    "both" or "right"), bias and activation, in place on the sum's new tensor."""
+    the sum over in-edges, the weight (unless weight_first: applied per source row already),
+    the norm by in-degree (norm "both" or "right"), bias and activation, in place on the sum's
+    new tensor."""
     _check_in_degrees(conv, block)
     if edge_weight is None:
         rst = dgl.ops.copy_u_sum(block, feat_src)
     else:
         rst = dgl.ops.u_mul_e_sum(block, feat_src, edge_weight)
-    if not weighted and conv.weight is not None:
+    if not weight_first and conv.weight is not None:
         rst = rst @ conv.weight
     if conv._norm in ("both", "right"):
         degrees = block.in_degrees().to(rst).clamp(min=1)

@@ -131,13 +131,14 @@ class GCNII(nn.Module):
                 feat_proj_sum = feat_sum @ self.convs[i].weight1
                 rst = (1 - self.convs[i].beta) * feat_sum
                 return (
-                    F.relu(
+                    self.convs[i]._activation(
                         (rst + (self.convs[i].beta * feat_proj_sum))
                         + self.convs[i].bias
                     )
                     * norm
                 )
 
+            # in_place=True: source rows are read only in messages, so not gathered per batch
             feat = batches.map(
                 layer_i,
                 source_rows=dict(feat=feat),
@@ -158,7 +159,7 @@ class GCNII(nn.Module):
             feat_sum = h + (h0 * self.convs[7].alpha)
             feat_proj_sum = feat_sum @ self.convs[7].weight1
             rst = (1 - self.convs[7].beta) * feat_sum
-            rst = F.relu(
+            rst = self.convs[7]._activation(
                 (rst + (self.convs[7].beta * feat_proj_sum)) + self.convs[7].bias
             )
             return self.fcs[1](rst)

@@ -110,7 +110,7 @@ class GeniePath(nn.Module):
         def layer_1(block, feat0, el0, x, x0, feat0_dst):
             x_2 = torch.tanh(
                 _gat_conv_aggregate(
-                    self.layers[0].breadth_func, block, feat0, el0, feat0_dst, x0
+                    self.layers[0].breadth_func, block, feat0, el0, feat0_dst, h_dst=x0
                 )
             )
             x_2 = torch.mean(x_2, dim=1)
@@ -125,6 +125,7 @@ class GeniePath(nn.Module):
             feat, el = _gat_conv_source(self.layers[1].breadth_func, x)
             return x, h, c, feat, el
 
+        # in_place=True: source rows are read only in messages, so not gathered per batch
         x1, h1, c1, feat1, el1 = batches.map(
             layer_1,
             source_rows=dict(feat0=feat0, el0=el0),
@@ -138,7 +139,7 @@ class GeniePath(nn.Module):
         def layer_2(block, feat1, el1, h1, c1, x1, feat1_dst):
             x = torch.tanh(
                 _gat_conv_aggregate(
-                    self.layers[1].breadth_func, block, feat1, el1, feat1_dst, x1
+                    self.layers[1].breadth_func, block, feat1, el1, feat1_dst, h_dst=x1
                 )
             )
             x = torch.mean(x, dim=1)
@@ -161,12 +162,11 @@ class GeniePath(nn.Module):
         def layer_3(block, feat2, el2, h2, c2, x2, feat2_dst):
             x = torch.tanh(
                 _gat_conv_aggregate(
-                    self.layers[2].breadth_func, block, feat2, el2, feat2_dst, x2
+                    self.layers[2].breadth_func, block, feat2, el2, feat2_dst, h_dst=x2
                 )
             )
             x = torch.mean(x, dim=1)
-            x = _lstm_step(self.layers[2].depth_func, x, h2, c2)
-            x = x[0]
+            x, _, _ = _lstm_step(self.layers[2].depth_func, x, h2, c2)
             return self.linear2(x)
 
         out = batches.map(

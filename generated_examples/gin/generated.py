@@ -111,6 +111,7 @@ class GIN(nn.Module):
                 h = self.batch_norms[i](h)
                 return F.relu(h)
 
+            # in_place=True: source rows are read only in messages, so not gathered per batch
             h = batches.map(
                 layer_i,
                 source_rows=dict(h=h),

@@ -187,7 +187,7 @@ class GNNFiLM(nn.Module):
         return batches.result(h3["protein"], nodes)
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 a9499f5173c7 -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 1dc76299e405 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _HeteroBatches, the batch loop that
 # inference hands each layer's function to, and what it uses. It is identical in every module of
 # this version and variant, and holds no model-specific code (the model's code, and the helpers
@@ -627,8 +627,9 @@ class _HeteroBatches:
         subgraph=False,
         in_place=True,
     ):
-        """layer(block, **the batch's rows, ntype=ntype) for every batch of ntype's nodes (of
-        `nodes`, sorted IDs, or all), each of its parameters bound by name:
+        """layer(block, **the batch's rows, ntype=ntype where it takes ntype) for every
+        batch of ntype's nodes (of `nodes`, sorted IDs, or all), each of its parameters
+        bound by name:
         source_rows={parameter: {(stype, etype, ntype): tensor}} gives it the rows of the
         block's source nodes, by relation, destination_rows={parameter: tensor} those of the
         batch's nodes, edge_rows={parameter: {relation: tensor}} those of its in-edges by
@@ -666,10 +667,18 @@ class _HeteroBatches:
             if subgraph:  # the batch's nodes are the first of their type
                 slices = isinstance(batch, slice)
                 bound["num_dst"] = batch.stop - batch.start if slices else len(batch)
-            results = layer(block.to(self.device), **bound, ntype=ntype)
+            results = layer(block.to(self.device), **bound, **self._typed(layer, ntype))
             outputs = self._write(outputs, results, ntype, batch, nodes)
             del block, sources, rows, bound, results  # one batch's rows at a time
         return self._done(outputs)
+
+    @staticmethod
+    def _typed(layer, ntype):
+        """ntype=ntype for a layer function that takes it (one function for every type reads
+        the type's name), nothing for one that reads no type."""
+        code = layer.__code__
+        takes = "ntype" in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+        return {"ntype": ntype} if takes else {}
 
     def map_sources(
         self,
@@ -1643,7 +1652,7 @@ class _DistHeteroBatches(_HeteroBatches):
             sources = [self._sources(f, block.srcnodes, ntype) for f in src]
             rows = [self._rows(x, batch) for x in dst]
             bound = dict(zip(names, [*sources, *rows]))
-            results = layer(block.to(self.device), **bound, ntype=ntype)
+            results = layer(block.to(self.device), **bound, **self._typed(layer, ntype))
             return self._tuple(results, batch)
 
         return self._map_type(ntype, nodes, run)

@@ -170,6 +170,7 @@ class HAN(nn.Module):
                 self.layers[0].gats[0], block, feat0, el0, feat0_dst
             ).flatten(1)
 
+        # in_place=True: source rows are read only in messages, so not gathered per batch
         z1 = batches_pa_ap.map(
             layer_1,
             source_rows=dict(feat0=feat0, el0=el0),

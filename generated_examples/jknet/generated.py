@@ -113,6 +113,7 @@ class JKNet(nn.Module):
             feat, el = _gat_conv_source(self.layers[1], h)
             return h, feat, el
 
+        # in_place=True: source rows are read only in messages, so not gathered per batch
         h2, feat2, el2 = batches.map(
             layer_2,
             source_rows=dict(feat1=feat1, el1=el1),

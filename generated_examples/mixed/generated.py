@@ -106,6 +106,7 @@ class MixedGNN(nn.Module):
             # self.gat's fc and attention term on each source row, once per node
             return _gat_conv_source(self.gat, h)
 
+        # in_place=True: source rows are read only in messages, so not gathered per batch
         feat1, el1 = batches.map(
             layer_1,
             source_rows=dict(h0=h0),
@@ -120,9 +121,7 @@ class MixedGNN(nn.Module):
             h = _gat_conv_aggregate(self.gat, block, feat1, el1, feat1_dst).flatten(1)
             h = F.elu(h, inplace=True)
             # self.gcn's norm by out-degree on each source row, once per node
-            return _graph_conv_source(
-                self.gcn, h, out_degrees, weighted=False, in_place=True
-            )
+            return _graph_conv_source(self.gcn, h, out_degrees, in_place=True)
 
         feat2 = batches.map(
             layer_2,
@@ -135,10 +134,7 @@ class MixedGNN(nn.Module):
 
         # Layer 3 of 3: self.gcn (GraphConv).
         def layer_3(block, feat2):
-            h = F.relu(
-                _graph_conv_aggregate(self.gcn, block, feat2, weighted=False),
-                inplace=True,
-            )
+            h = F.relu(_graph_conv_aggregate(self.gcn, block, feat2), inplace=True)
             return self.head(h)
 
         out = batches.map(
@@ -147,7 +143,7 @@ class MixedGNN(nn.Module):
         return batches.result(out, nodes=nodes)
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 b5255b9e33a9 -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 77d9f541a812 -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -183,11 +179,15 @@ def _sage_conv_mean(conv, block, feat_src, feat_dst, projected, edge_weight=None
     return h
 
 
-def _graph_conv_source(conv, feat, out_degrees, weighted, in_place=False):
+def _graph_conv_source(
+    conv, feat, out_degrees=None, weight_first=False, in_place=False
+):
     """GraphConv's work on each source row, once per node: the norm by the full graph's
-    out-degrees (norm "both" or "left"), then, when `weighted`, the weight (DGL does that first
-    when the layer narrows). in_place: feat is the caller's own new tensor, scaled where it
-    is (on a CPU a new batch-sized tensor costs more to touch than the product)."""
+    out-degrees (norm "both" or "left"; out_degrees is only read then), then, when
+    `weight_first`, the weight: DGL multiplies by W before aggregating when the layer narrows
+    (in_feats > out_feats), so that the sum runs on the narrower rows. in_place: feat is the
+    caller's own new tensor, scaled where it is (on a CPU a new batch-sized tensor costs more
+    to touch than the product)."""
     if conv._norm in ("both", "left"):
         if out_degrees is None:
             raise ValueError(
@@ -197,21 +197,22 @@ def _graph_conv_source(conv, feat, out_degrees, weighted, in_place=False):
         norm = degrees.pow(-0.5) if conv._norm == "both" else 1.0 / degrees
         norm = norm.view(-1, *(1,) * (feat.dim() - 1))
         feat = feat.mul_(norm) if in_place else feat * norm
-    if weighted and conv.weight is not None:
+    if weight_first and conv.weight is not None:
         feat = feat @ conv.weight
     return feat
 
 
-def _graph_conv_aggregate(conv, block, feat_src, weighted, edge_weight=None):
+def _graph_conv_aggregate(conv, block, feat_src, weight_first=False, edge_weight=None):
     """The rest of GraphConv.forward on a block, given _graph_conv_source's rows:
-    the sum over in-edges, the weight (unless applied per node), the norm by in-degree (norm
-    "both" or "right"), bias and activation, in place on the sum's new tensor."""
+    the sum over in-edges, the weight (unless weight_first: applied per source row already),
+    the norm by in-degree (norm "both" or "right"), bias and activation, in place on the sum's
+    new tensor."""
     _check_in_degrees(conv, block)
     if edge_weight is None:
         rst = dgl.ops.copy_u_sum(block, feat_src)
     else:
         rst = dgl.ops.u_mul_e_sum(block, feat_src, edge_weight)
-    if not weighted and conv.weight is not None:
+    if not weight_first and conv.weight is not None:
         rst = rst @ conv.weight
     if conv._norm in ("both", "right"):
         degrees = block.in_degrees().to(rst).clamp(min=1)

@@ -84,6 +84,7 @@ class NarrowingSAGE(nn.Module):
             # self.conv2's fc_neigh on each source row, once per node
             return h, self.conv2.fc_neigh(h)
 
+        # in_place=True: source rows are read only in messages, so not gathered per batch
         h1, feat1 = batches.map(
             layer_1,
             source_rows=dict(x=x),

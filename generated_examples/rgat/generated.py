@@ -112,7 +112,7 @@ class RGAT(nn.Module):
 
         # Layer 1 of 3: self.layers[0] (HeteroGraphConv: a GATConv per relation), into author,
         # field, institution and paper.
-        def layer_1(block, x_src, x_dst, ntype):
+        def layer_1(block, x_src, x_dst):
             h = _hetero_conv_sources(self.layers[0], block, x_src, x_dst)
             h = h.view(h.shape[0], h.shape[1] * h.shape[2])
             return F.relu(h)
@@ -135,7 +135,7 @@ class RGAT(nn.Module):
 
         # Layer 2 of 3: self.layers[1] (HeteroGraphConv: a GATConv per relation), into author,
         # field, institution and paper.
-        def layer_2(block, h1_src, h1_dst, ntype):
+        def layer_2(block, h1_src, h1_dst):
             h = _hetero_conv_sources(self.layers[1], block, h1_src, h1_dst)
             h = h.view(h.shape[0], h.shape[1] * h.shape[2])
             return F.relu(h)
@@ -162,7 +162,7 @@ class RGAT(nn.Module):
         del h1
 
         # Layer 3 of 3: self.layers[2] (HeteroGraphConv: a GATConv per relation), into paper.
-        def layer_3(block, h2_src, h2_dst, ntype):
+        def layer_3(block, h2_src, h2_dst):
             h = _hetero_conv_sources(self.layers[2], block, h2_src, h2_dst)
             h = h.view(h.shape[0], h.shape[1] * h.shape[2])
             return self.linear(h)
@@ -373,7 +373,7 @@ def _check_in_degrees(conv, block):
         )
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 a9499f5173c7 -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 1dc76299e405 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _HeteroBatches, the batch loop that
 # inference hands each layer's function to, and what it uses. It is identical in every module of
 # this version and variant, and holds no model-specific code (the model's code, and the helpers
@@ -813,8 +813,9 @@ class _HeteroBatches:
         subgraph=False,
         in_place=True,
     ):
-        """layer(block, **the batch's rows, ntype=ntype) for every batch of ntype's nodes (of
-        `nodes`, sorted IDs, or all), each of its parameters bound by name:
+        """layer(block, **the batch's rows, ntype=ntype where it takes ntype) for every
+        batch of ntype's nodes (of `nodes`, sorted IDs, or all), each of its parameters
+        bound by name:
         source_rows={parameter: {(stype, etype, ntype): tensor}} gives it the rows of the
         block's source nodes, by relation, destination_rows={parameter: tensor} those of the
         batch's nodes, edge_rows={parameter: {relation: tensor}} those of its in-edges by
@@ -852,10 +853,18 @@ class _HeteroBatches:
             if subgraph:  # the batch's nodes are the first of their type
                 slices = isinstance(batch, slice)
                 bound["num_dst"] = batch.stop - batch.start if slices else len(batch)
-            results = layer(block.to(self.device), **bound, ntype=ntype)
+            results = layer(block.to(self.device), **bound, **self._typed(layer, ntype))
             outputs = self._write(outputs, results, ntype, batch, nodes)
             del block, sources, rows, bound, results  # one batch's rows at a time
         return self._done(outputs)
+
+    @staticmethod
+    def _typed(layer, ntype):
+        """ntype=ntype for a layer function that takes it (one function for every type reads
+        the type's name), nothing for one that reads no type."""
+        code = layer.__code__
+        takes = "ntype" in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+        return {"ntype": ntype} if takes else {}
 
     def map_sources(
         self,
@@ -1829,7 +1838,7 @@ class _DistHeteroBatches(_HeteroBatches):
             sources = [self._sources(f, block.srcnodes, ntype) for f in src]
             rows = [self._rows(x, batch) for x in dst]
             bound = dict(zip(names, [*sources, *rows]))
-            results = layer(block.to(self.device), **bound, ntype=ntype)
+            results = layer(block.to(self.device), **bound, **self._typed(layer, ntype))
             return self._tuple(results, batch)
 
         return self._map_type(ntype, nodes, run)

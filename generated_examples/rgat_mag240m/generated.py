@@ -171,6 +171,7 @@ class RGAT(nn.Module):
                 self.convs[0][0], block, feat0, el0, feat0_dst
             ).view(-1, self.hidden_channels)
 
+        # in_place=True: source rows are read only in messages, so not gathered per batch
         x_skip = batches_etype_0.map(
             layer_1,
             source_rows=dict(feat0=feat0, el0=el0),

@@ -101,6 +101,7 @@ class RGCN(nn.Module):
                 inplace=True,
             )
 
+        # in_place=True: source rows are read only in messages, so not gathered per batch
         h1 = batches.map(
             layer_1,
             source_rows=dict(emb=emb),

@@ -88,6 +88,7 @@ class SAGE(nn.Module):
             h = _sage_conv_mean(self.layers[0], block, x, x_dst, projected=False)
             return F.relu(h, inplace=True)
 
+        # in_place=True: source rows are read only in messages, so not gathered per batch
         h1 = batches.map(
             layer_1,
             source_rows=dict(x=x),

@@ -89,6 +89,7 @@ class SAGEVariants(nn.Module):
             h = self.layers[0](block, (x, x_dst))
             return self.activation(h)
 
+        # in_place=True: source rows are read only in messages, so not gathered per batch
         h1 = batches.map(
             layer_1,
             source_rows=dict(x=x),
@@ -102,6 +103,7 @@ class SAGEVariants(nn.Module):
             h = self.layers[1](block, h1)
             return self.activation(h)
 
+        # source rows gathered per batch: self.layers[1] (SAGEConv) reads them outside messages
         h2 = batches.map(layer_2, source_rows=dict(h1=h1), nodes=needed[2])
         del h1
 
@@ -112,6 +114,7 @@ class SAGEVariants(nn.Module):
             # self.layers[3]'s fc_neigh on each source row, once per node
             return h, self.layers[3].fc_neigh(h)
 
+        # source rows gathered per batch: self.layers[2] (SAGEConv) reads them outside messages
         h3, feat3 = batches.map(layer_3, source_rows=dict(h2=h2), nodes=needed[3])
         del h2
 

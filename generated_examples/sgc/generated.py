@@ -94,6 +94,7 @@ class SGC(nn.Module):
                 h = block.dstdata["h"]
             return (h * norm) * norm
 
+        # in_place=True: source rows are read only in messages, so not gathered per batch
         feat1 = batches.map(
             layer_1,
             source_rows=dict(feat0=feat0),

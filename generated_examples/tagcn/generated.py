@@ -118,6 +118,7 @@ class TAGCN(nn.Module):
             hop1 = h * norm
             return hop1, hop1 * norm
 
+        # in_place=True: source rows are read only in messages, so not gathered per batch
         hop1, hop1_src = batches.map(
             layer_1,
             source_rows=dict(rst0=rst0),
@@ -137,7 +138,7 @@ class TAGCN(nn.Module):
                 h = block.dstdata["h"]
             hop2 = h * norm
             rst = _linear_of_concatenation(self.layers[0].lin, [features, hop1, hop2])
-            rst = F.relu(rst, inplace=True)
+            rst = self.layers[0]._activation(rst, inplace=True)
             return rst, rst * norm
 
         rst2, rst2_src = batches.map(

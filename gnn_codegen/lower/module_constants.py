@@ -30,7 +30,9 @@ import torch.fx as fx
 from gnn_codegen.ir import ModuleFloat, ModuleInt
 from gnn_codegen.lower.accessors import accessor
 
-_FRAME = re.compile(r'File "([^"]+)", line \d+, in \w+\n\s*(.*)')
+# a frame's code is on the next line, which is blank for generated code (`<APPNP.forward taking
+# its graph>`): `[ \t]*`, not `\s*`, so a blank line is not read as the next frame's header
+_FRAME = re.compile(r'File "([^"]+)", line \d+, in \w+\n[ \t]*(.*)')
 # frames of gnn_codegen's own tracer (a wrapper that made the node) are not the line that named it
 _OWN = str(Path(__file__).resolve().parents[1])
 _SELF_ATTRIBUTE = re.compile(r"\bself\.(\w+)\b(?!\s*\()")

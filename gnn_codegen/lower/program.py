@@ -14,6 +14,7 @@ import torch.fx as fx
 from gnn_codegen.trace.graph_lineage import derived_name, is_graph_node
 from gnn_codegen.lower.accessors import accessor
 from gnn_codegen.lower.module_constants import spell_module_constants
+from gnn_codegen.lower.module_callables import held_by_module
 from gnn_codegen.lower.hops import with_hops
 from gnn_codegen.lower.dgl_names import with_readable_names
 from gnn_codegen.trace.edge_weight_norm import EDGE_WEIGHT_NORM, MODULE_PATH, normalized_edge_weight
@@ -250,7 +251,7 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
             ops.append(Op(node.name, "function", expr, args, kwargs, location,
                           activation_in_place=activation_in_place(node.target, plain),
                           concatenates_columns=_concatenates_columns(node.target, args, kwargs),
-                          in_place=in_place, out_of_place=twin))
+                          in_place=in_place, out_of_place=twin, held_as=held_by_module(node, traced.model)))
         elif node.op == "call_method" and _is_graph_value(node, traced):
             ops.append(Op(node.name, "graph_value", str(node.target), args, kwargs, location))
         elif node.op == "call_method":

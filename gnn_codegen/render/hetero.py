@@ -32,7 +32,7 @@ from gnn_codegen.render.squeezed_rows import hetero_checks as squeeze_checks
 from gnn_codegen.render.squeezed_rows import squeezes_every_axis, squeezes_first_axis
 from gnn_codegen.render.hetero_docstring import _and, _docstring
 from gnn_codegen.render import hetero_incremental as incremental
-from gnn_codegen.render.hetero_layer import HeteroLayerFunction, _reads_full_degrees
+from gnn_codegen.render.hetero_layer import HeteroLayerFunction, _reads_full_degrees, without_unused_type
 
 _MOD_KWARGS = re.compile(r"mod_kwargs\s*=\s*([A-Za-z_]\w*)")
 _MOD_ARGS = re.compile(r"mod_args\s*=\s*([A-Za-z_]\w*)")
@@ -292,7 +292,7 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
             text, src, dst, outs, edges, params = per_type[t]
             name = f"layer_{stage}" if shared is not None or len(types) == 1 else f"layer_{stage}_{t}"
             if shared is None or t == types[0]:
-                text = text if shared is None else shared
+                text = without_unused_type(text if shared is None else shared)
                 lines += [*text.replace("def layer(", f"def {name}(", 1).splitlines(), ""]
             targets = ", ".join(f'{group_names[i]}["{t}"]' for i in range(len(outs)))
             method = "map" if stage else "map_rows"

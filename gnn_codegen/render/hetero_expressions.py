@@ -15,6 +15,7 @@ import torch.fx as fx
 from gnn_codegen.errors import internal
 from gnn_codegen.cut.hetero import HeteroPlan, resolve
 from gnn_codegen.lower.program import _without_defaults
+from gnn_codegen.lower.module_callables import held_by_module
 from gnn_codegen.lower.spelling import function_expression, locations
 from gnn_codegen.lower.accessors import accessor as module_accessor
 from gnn_codegen.render.code import BINARY, UNARY, Code, constant
@@ -48,6 +49,10 @@ def line_variable(node: fx.Node, path: Any) -> str:
         if match:
             return match.group(1)
     return ""
+
+
+# the products a term named for its weight comes from (name_for)
+_PRODUCTS = frozenset({"matmul", "mm", "linear"})
 
 
 def base_name(node: fx.Node) -> str:
@@ -88,6 +93,14 @@ class ExpressionWriter:
         variable = line_variable(node, self.path)
         if variable and node in self.assigned:
             return variable
+        # a product with a weight of the model's on the way (`torch.matmul(inputs[ntype],
+        # self.loop_weight)` in `h = h + ...`): the term that weight makes, `loop_term`
+        weights = [str(a.target).rsplit(".", 1)[-1] for a in node.args if isinstance(a, fx.Node)
+                   and a.op == "get_attr" and re.search(r"._?weights?$", str(a.target).rsplit(".", 1)[-1])]
+        if node.op == "call_function" and getattr(node.target, "__name__", "") in _PRODUCTS and len(weights) == 1:
+            stem = re.sub(r"_?weights?$", "", weights[0])
+            if stem.isidentifier():
+                return f"{stem}_term"
         # `proj` for self.proj["paper"]: the same name for every type
         return re.sub(rf"_{re.escape(self.plan.ntype.get(node, ''))}$", "", base_name(node)) or "h"
 
@@ -161,7 +174,8 @@ class ExpressionWriter:
             return Code(f"{self.code(node.args[0], env).operand()}[{inner}]")
         if target is getattr:
             return Code(f"{self.code(node.args[0], env).operand()}.{node.args[1]}")
-        spelled = function_expression(target, self.namespace)  # type: ignore[arg-type]
+        # `self.layers[0].activation(h)` where the module holds the function (module_callables.py)
+        spelled = held_by_module(node, self.model) or function_expression(target, self.namespace)  # type: ignore[arg-type]
         return Code(f"{spelled}({', '.join(args + kwargs)})")
 
 

@@ -3,6 +3,7 @@ destination type (the HeteroGraphConv call, its sources, the work done once per 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import dgl.nn as dglnn
@@ -70,7 +71,9 @@ class HeteroLayerFunction:
             work.append("GraphConv's norm by the full graph's out-degrees")
         weights = self.relation_weights.get((stage, path, source))
         if any(isinstance(m, dglnn.GraphConv) and m._in_feats > m._out_feats for m in mods):
-            work.append(f"GraphConv's weight{' from mod_kwargs' if weights else ''}, first as it narrows")
+            # DGL multiplies by W before the sum where the layer narrows (in_feats > out_feats)
+            work.append(f"GraphConv's weight{' (given in mod_kwargs)' if weights else ''}, applied before "
+                        "the sum as DGL does where a layer makes rows narrower")
         into_expr = "(ntype,)" if into is None else self.expr((into,), {})
         arguments = [accessor(self.model, path), source, f"work={RELATION_SOURCE}", f"into={into_expr}"]
         if _reads_full_degrees(module):
@@ -266,3 +269,12 @@ class HeteroLayerFunction:
             self.sections.add("hetero_conv")
             return f"{HETERO_CONV}({accessor(self.model, path)}, block, {source}, out_degrees{''.join(', ' + e for e in extra)})"
         return f"{accessor(self.model, path)}(block, {source}{''.join(', ' + e for e in extra)})[ntype]"
+
+
+def without_unused_type(text: str) -> str:
+    """A layer function's text without its `ntype` parameter where its body reads no type's
+    name (the runtime passes ntype= only to a function that takes it, _typed)."""
+    header, _, body = text.partition("\n")
+    if header.endswith(", ntype):") and "num_dst" not in header and not re.search(r"\bntype\b", body):
+        return header[: -len(", ntype):")] + "):\n" + body
+    return text

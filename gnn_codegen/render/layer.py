@@ -24,6 +24,7 @@ from gnn_codegen.cut.plan import Stage, value_deps
 from gnn_codegen.render.code import Code, Copy, comment
 from gnn_codegen.trace.write_out import ONCE_PER_NODE
 from gnn_codegen.render.layer_expressions import OpExpressions
+from gnn_codegen.render.sources_in_place import sources_in_place
 from gnn_codegen.render.shared_constants import inline_reads, shared_constants
 from gnn_codegen.render.local_names import renamed, rename
 
@@ -72,6 +73,9 @@ class LayerFunction:
     dst: list[str] = field(default_factory=list)  # ... on destination rows (or node ranges)
     edges: list[str] = field(default_factory=list)  # ... on edges
     in_place: bool = False  # the runtime may read source rows in place (see LayerWriter.in_place)
+    # where it may not though it reads source rows: why (`self.layers[1] (SAGEConv) reads them
+    # outside messages`), for a comment where other layers of the module read theirs in place
+    gathered: str = ""
     # what each result has a row per, where one is by edge: ("edges", "nodes"); () where all
     # are by node (the runtime's default)
     returns: tuple[str, ...] = ()
@@ -109,32 +113,13 @@ class LayerWriter(OpExpressions):
         # the block as a graph over its sources, made before the first module that takes it
         # (block_as_graph.py)
         self.graph = ""
-        self.in_place = self._sources_in_place()
+        # whether the runtime may read source rows in place, and if not, why (sources_in_place.py)
+        self.in_place, self.gathered = sources_in_place(self.program, self.stage, self.node_ranges)
         # values of no rows read more than once here: computed once, named (shared_constants.py)
         self.shared = shared_constants(self.program, r.inline, [p.name for p in stage.ops])
         self.constants: dict[str, str] = {}  # shared value -> its local, once written
 
     # -- the stage's inputs ---------------------------------------------------------------------
-    def _sources_in_place(self) -> bool:
-        """Whether every stored tensor the stage reads on source rows feeds only convolutions
-        that touch source rows inside messages (known_modules, write_out.py): then, on the
-        device that holds them, blocks take all of g's nodes as sources and the rows are read
-        where they are, not gathered."""
-        loads = [name for name, space in self.stage.loads if space == "src"]
-        if self.node_ranges or not loads or any(p.space == "src" for p in self.stage.ops):
-            return False
-        for placed in self.stage.ops:
-            op = self.program.op(placed.name)
-            if op.kind != "mp":
-                continue
-            if op.mp is not None and op.mp.as_graph:
-                return False  # its graph's first nodes must be the destinations: gathered rows
-            for value, space in mp_feature_spaces(op):
-                direct = isinstance(value, Ref) and value.name in loads
-                if space == "src" and not (direct and op.mp and op.mp.sources_in_place):
-                    return False
-        return True
-
     # -- statements -----------------------------------------------------------------------------
     def primary_input(self, op: Op) -> tuple[str, Space] | None:
         """The value a chain `h = f(h)` continues: a convolution's source rows, else the first
@@ -182,7 +167,7 @@ class LayerWriter(OpExpressions):
             if note and note not in noted:  # why gnn-codegen added this line
                 self.lines.extend(comment(note))
                 noted.add(note)
-            elements = [e for e in (unpacked.get((op.name, i)) for i in range(len(unpacked))) if e]
+            elements = [e for e in (unpacked.get((op.name, i)) for i in range(len(unpacked))) if e is not None]
             if elements:
                 self.write_unpacking(op, elements, uses)
                 continue
@@ -296,13 +281,15 @@ class LayerWriter(OpExpressions):
         """`a, b = f(...)` for a tuple whose every element this stage takes."""
         space = self.space[op.name]
         expression = self.op_expression(op, space).text
-        names = [self.names.take(self.program.op(e).var or self.r.base_name(self.program.op(e))) for e in elements]
+        names = [self.names.take(self.program.op(e).var or self.r.base_name(self.program.op(e))) if e else "_"
+                 for e in elements]  # `_`: an element nothing reads
         for element, name in zip(elements, names):
-            self.local[(element, self.space[element])] = name
+            if element:
+                self.local[(element, self.space[element])] = name
         self.lines.append(f"{', '.join(names)} = {expression}")
         if self.as_graph(op.name):  # rows by node: the graph's first ones are the batch's
             self.lines.extend(f"{name} = {name}[: block.num_dst_nodes()]" for element, name in zip(elements, names)
-                              if self.r.attrs[element].rows == "node")
+                              if element and self.r.attrs[element].rows == "node")
 
     def finish(self) -> LayerFunction:
         """The function: its parameters, body and return of the stored values."""
@@ -335,6 +322,7 @@ class LayerWriter(OpExpressions):
             dst=[self.r.buffer[n] for n, _ in self.params["dst"]],
             edges=[self.r.buffer[n] for n, _ in self.params["edge"]],
             in_place=self.in_place,
+            gathered=self.gathered,
             # one word per stored value (`results` may be one call that returns them all)
             returns=tuple("edges" if i in per_edge else "nodes" for i in range(len(self.stage.stores))) if per_edge else (),
         )
@@ -371,8 +359,9 @@ class LayerWriter(OpExpressions):
         return [f"{target} = {helper}({op.accessor}, [{', '.join(parts)}])"]
 
     def unpackings(self) -> dict[tuple[str, int], str]:
-        """(tuple value, index) -> element op, for tuples whose every element is taken by
-        `t[i]` in this stage and nothing else reads: written `a, b = f(...)` as people do."""
+        """(tuple value, index) -> element op, for tuples whose elements are taken by `t[i]` in
+        this stage and nothing else reads: written `a, b = f(...)` as people do, `x, _, _ =
+        f(...)` where only some are read ("" for the others)."""
         program, result = self.program, {}
         members = {p.name for p in self.stage.ops}
         for placed in self.stage.ops:
@@ -381,7 +370,9 @@ class LayerWriter(OpExpressions):
                 continue
             readers = [program.op(u) for u in self.r.users[placed.name]]
             indices = [r.args[1] if r.target == "operator.getitem" and len(r.args) == 2 else None for r in readers]
-            complete = sorted(i for i in indices if isinstance(i, int)) == list(range(info.shape[0]))
-            if all(r.name in members for r in readers) and complete and len(indices) == info.shape[0]:
+            taken = [i for i in indices if type(i) is int and 0 <= i < info.shape[0]]
+            if readers and all(r.name in members for r in readers) and len(set(taken)) == len(indices):
+                result.update({(placed.name, i): "" for i in range(info.shape[0])})
                 result.update({(placed.name, i): r.name for r, i in zip(readers, indices)})
         return result
+

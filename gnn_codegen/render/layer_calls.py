@@ -31,6 +31,9 @@ _LISTED = re.compile(r"^(\w+)\[\d+\]$")
 class LayerCalls:
     """The lines that call the layers (a part of render's Renderer)."""
 
+    in_place_said = False  # whether a call said what in_place=True means (_in_place_comment)
+    some_in_place = False  # whether any layer of the module reads its source rows in place
+
     def _fold_loops(self, runs: list[tuple[Stage, LayerWriter]], functions: list[LayerFunction]):
         """Consecutive layers that are one function of the layer before: their chained tensors
         take one name and their functions are written again (layer_loops.py)."""
@@ -99,7 +102,8 @@ class LayerCalls:
         if loop.indexed:  # `len(self.convs) - 1`, where the layers run the list's modules
             stop = spelled_stop(function, counter, last + base + 1, dict(self.program.module_lengths))
         header = [*starts, f"for {counter} in {_spelled_range(first + base, stop)}:"]
-        body = [f"    {targets} = {call}", *appends]
+        said = [f"    {line}" for line in self._in_place_comment(function)]
+        body = [*said, f"    {targets} = {call}", *appends]
         return function, which, header if loop.indexed else [], body if loop.indexed else [*header, *body]
 
     def _before_loop(self, stage: Stage, writer: LayerWriter) -> list[str]:
@@ -140,6 +144,17 @@ class LayerCalls:
         if function.in_place:
             args.append("in_place=True")
         return f"{batches}.map({', '.join([*args, *which])})"
+
+    def _in_place_comment(self, function: LayerFunction) -> list[str]:
+        """What `in_place=True` means, where the module first passes it, and why a layer that
+        reads source rows gathers them, in a module where others read theirs in place (the
+        calls in their order; `self.in_place_said` and `self.some_in_place` set by method.py)."""
+        if function.in_place and not self.in_place_said:
+            self.in_place_said = True
+            return comment("in_place=True: source rows are read only in messages, so not gathered per batch", 80)
+        if function.gathered and self.some_in_place:
+            return comment(f"source rows gathered per batch: {function.gathered}", 86)
+        return []
 
     def _callers_tensors(self) -> set[str]:
         """forward's inputs and results: the caller's, never deleted (but for a loop's variable

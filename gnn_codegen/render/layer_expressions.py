@@ -10,7 +10,7 @@ from gnn_codegen.ir import MODULE_CONSTANTS, Op, Ref, iter_refs, reads_device
 from gnn_codegen.analysis.whole_prefixes import whole_prefix
 from gnn_codegen.analysis.mp_arguments import Space, mp_extra_arguments, mp_features
 from gnn_codegen.render.code import BINARY, UNARY, Code, Copy, constant
-from gnn_codegen.trace.write_out import helper_parameters
+from gnn_codegen.trace.write_out import helper_defaults, helper_optional, helper_parameters
 from gnn_codegen.render.squeezed_rows import squeezed, squeezes_every_axis
 
 
@@ -89,11 +89,21 @@ class OpExpressions:
             names = helper_parameters(op.helper)[1:]
             args = [op.accessor]
             as_graph = self.as_graph(op.name)  # the graph it takes: the block as a graph
-            for i, a in enumerate(rest):  # constants by name: `weighted=True` says what it is
+            optional, defaults = helper_optional(op.helper), helper_defaults(op.helper)
+            keyword = False  # an argument went by name: every later one does
+            for i, a in enumerate(rest):  # constants by name: `weight_first=True` says what it is
                 graph = as_graph and op.mp is not None and op.mp.roles[i] == "graph"
                 text = self.graph if graph else self.arg(a, self._role(op, i, need)).text
+                if names[i] in optional and (keyword or text != names[i]):
+                    # an optional argument by name (`h_dst=x0`), left out where it is the default
+                    keyword = True
+                    if not (names[i] in defaults and a is defaults[names[i]]):
+                        args.append(f"{names[i]}={text}")
+                    continue
                 # but by position before values (with_graph_data's fields, then *values)
-                by_position = any(True for _ in iter_refs(a)) or any(True for _ in iter_refs(rest[i + 1:]))
+                later = [r for j, r in enumerate(rest[i + 1:], i + 1) if names[j] not in optional]
+                by_position = any(True for _ in iter_refs(a)) or any(True for _ in iter_refs(later))
+                keyword = keyword or not by_position
                 args.append(text if by_position else f"{names[i]}={text}")
             args += [f"{k}={self.arg(v, 'edge' if op.kind == 'mp' else need).text}" for k, v in op.kwargs]
             call = f"{self.r.helper_names[op.helper]}({', '.join(args)})"
@@ -153,7 +163,7 @@ class OpExpressions:
             return Code(f"{self.arg(op.args[0], need).operand()}.{op.args[1]}")
         if module == "operator":
             raise internal(f"cannot render operator.{name}")
-        return Code(f"{op.target}({self.call_args(op, need)})")
+        return Code(f"{op.held_as or op.target}({self.call_args(op, need)})")
 
     def mp_args(self, op: Op) -> str:
         """A message-passing module called on the block: (source rows) or (source rows,

@@ -263,6 +263,8 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
         ]
         functions = [writer.write() for _, writer in runs]
         functions, loops = self._fold_loops(runs, functions)
+        # what in_place=True means is said at its first call (layer_calls._in_place_comment)
+        self.in_place_said, self.some_in_place = False, any(f.in_place for f in functions)
         loop_at = {loop.start: loop for loop in loops}
         folded = {position for loop in loops for position in range(loop.start + 1, loop.end + 1)}
         last_use = self._last_uses(functions)
@@ -291,7 +293,7 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
             else:
                 call = self._call(function, self.runtimes.get(stage.graph, self.batches), which)
                 targets = [self.buffer[n] for n in stage.stores]
-                lines = [f"{', '.join(targets)} = {call}"]
+                lines = [*self._in_place_comment(function), f"{', '.join(targets)} = {call}"]
             frees = [name for name, at in last_use.items() if position <= at <= end and not last]
             if frees:
                 lines.append(f"del {', '.join(frees)}")
@@ -353,7 +355,7 @@ def _globals_read(program: Program) -> set[str]:
         if op.mp is not None and op.mp.inline:
             names.add(op.mp.functions.split(".")[0])
         if op.kind == "function" and not op.helper and op.target != "getattr" and not op.target.startswith("operator."):
-            names.add(op.target.split(".")[0])
+            names.add((op.held_as or op.target).split(".")[0])
     return names
 
 

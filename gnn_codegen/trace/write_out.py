@@ -94,6 +94,24 @@ def helper_parameters(section: str) -> list[str]:
     return list(inspect.signature(HELPERS[section]).parameters)
 
 
+def helper_optional(section: str) -> frozenset[str]:
+    """The parameters of a section's function that have a default, which a call passes by name
+    (`h_dst=x0` says which rows it is); none for a function of *values, whose arguments go by
+    position."""
+    parameters = inspect.signature(HELPERS[section]).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
+        return frozenset()
+    return frozenset(p.name for p in parameters if p.default is not inspect.Parameter.empty)
+
+
+def helper_defaults(section: str) -> dict[str, Any]:
+    """The parameters of a section's function that default to None, False or True, with their
+    default: a call by keyword leaves out what it passes as that default (`out_degrees=None`
+    where the norm reads none, `weight_first=False` where the weight comes after the sum)."""
+    parameters = inspect.signature(HELPERS[section]).parameters.items()
+    return {name: p.default for name, p in parameters if p.default is None or isinstance(p.default, bool)}
+
+
 def sections_needed(used: set[str]) -> set[str]:
     needed = set(used)
     for section in used:
@@ -202,16 +220,17 @@ def _graph_conv(graph: fx.Graph, node: fx.Node, module: torch.nn.Module, call: _
     if call.extra or not call.same_rows():  # weight= given to forward, or a bipartite pair
         return None
     conv = _module(graph, node)
-    weighted = module._in_feats > module._out_feats and module.weight is not None
+    # DGL multiplies by W before aggregating where the layer narrows: per source row, once per node
+    weight_first = module._in_feats > module._out_feats and module.weight is not None
     out_degrees = None
     if module._norm in ("both", "left"):
         out_degrees = _named(graph.call_method("out_degrees", (call.graph,)), "out_degrees")
     feat = call.src
-    if out_degrees is not None or weighted:
-        what = "norm by out-degree" + (" and weight" if weighted else "") if out_degrees is not None else "weight"
-        feat = _named(_helper(graph, "graph_conv_source", conv, call.src, out_degrees, weighted), "feat",
+    if out_degrees is not None or weight_first:
+        what = "norm by out-degree" + (" and weight" if weight_first else "") if out_degrees is not None else "weight"
+        feat = _named(_helper(graph, "graph_conv_source", conv, call.src, out_degrees, weight_first), "feat",
                       _source_note(node, what))
-    return _helper(graph, "graph_conv_aggregate", conv, call.graph, feat, weighted, **_edge_kwargs(call))
+    return _helper(graph, "graph_conv_aggregate", conv, call.graph, feat, weight_first, **_edge_kwargs(call))
 
 
 def _with_graph_out_degrees(graph: fx.Graph, node: fx.Node, module: torch.nn.Module, call: _Call) -> fx.Node | None:

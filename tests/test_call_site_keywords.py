@@ -1,0 +1,76 @@
+"""Calls a reviewer reads without opening the helpers or the runtime (issue 37): GraphConv's
+helpers say `weight_first=True` where DGL multiplies by W before the sum because the layer
+narrows, and leave out what is their default (`out_degrees=None` where the norm reads no
+out-degrees); `batches.map(..., in_place=True)` is explained where a module first passes it,
+and a layer that gathers its source rows instead says why. Each exact."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from gnn_codegen.pipeline import GenerateOptions, generate_all
+from gnn_codegen.verify.check import check
+from tests.cases import REPO
+
+MODELS = "tests/models/call_sites.py"
+INIT = '{"in_size": 6, "hid_size": 8, "out_size": 3}'
+
+
+def _method(name: str, monkeypatch: pytest.MonkeyPatch, **options) -> str:
+    monkeypatch.chdir(REPO)
+    generated = generate_all(f"{MODELS}:{name}", GenerateOptions(init=INIT, **options))
+    result = check(generated, num_nodes=97, seed=1, batch_sizes=(1, 13, 97))
+    assert result.ok, f"max |difference| {result.max_abs_diff}"
+    source = generated.source
+    return source[source.index("    def inference("):source.index("# --- gnn-codegen ")]
+
+
+def test_a_narrowing_layer_says_its_weight_comes_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    method = re.sub(r"\s+", "", _method("NarrowingGCN", monkeypatch))
+    assert "weighted=" not in method, method
+    assert re.search(r"_graph_conv_source\(self\.conv2,h,out_degrees,weight_first=True", method), method
+    assert re.search(r"_graph_conv_aggregate\(self\.conv2,block,feat\w*,weight_first=True\)", method), method
+    # conv1 widens: its weight after the sum, the helpers' default, not said
+    assert re.search(r"_graph_conv_aggregate\(self\.conv1,block,feat\w*\)", method), method
+
+
+def test_no_out_degrees_where_the_norm_reads_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    method = re.sub(r"\s+", "", _method("EdgeWeightedGCN", monkeypatch, feat_dims="x=6"))
+    assert "out_degrees" not in method, method
+    assert re.search(r"_graph_conv_source\(self\.conv2,h,weight_first=True", method), method
+
+
+def test_in_place_is_said_once_and_a_layer_that_gathers_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SAGEConv("gcn") reads source rows only in messages, "pool" runs fc_pool on each first."""
+    method = _method("MixedAggregators", monkeypatch)
+    said = [line.strip() for line in method.split("\n") if line.strip().startswith("#")]
+    assert sum("in_place=True: source rows are read only in messages" in line for line in said) == 1
+    calls = re.findall(r"= batches\.map\((.*?)\n        \w", method, re.S)
+    assert len(calls) == 3 and "in_place=True" not in calls[1], calls
+    gathered = method.split("layer_2,")[0].rsplit("def layer_2", 1)[1]
+    assert "# source rows gathered per batch: self.conv2 (SAGEConv) reads them outside messages" in gathered, gathered
+
+
+def test_an_optional_argument_goes_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """GATConv's residual reads the layer input's destination rows: `h_dst=h`, not a sixth
+    positional argument a reviewer must count to."""
+    method = re.sub(r"\s+", "", _method("ResidualGAT", monkeypatch))
+    assert re.search(r"_gat_conv_(aggregate|attention)\(self\.gat2,block,\w+,\w+,\w+,h_dst=\w+\)", method), method
+
+
+def test_a_tuple_partly_read_is_unpacked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The last layer's LSTM step: its memory (h, c) read by nothing, `x, _, _ = ...` as the
+    layers before it unpack theirs, not `x = ...` and then `x = x[0]`."""
+    method = _method("BreadthThenDepth", monkeypatch)
+    steps = re.findall(r"^ *(.*?) = _lstm_step\(", method, re.M)
+    assert steps and steps[-1] == "x, _, _", method
+    assert not re.search(r"\b(\w+) = \1\[0\]", method), method
+
+
+def test_a_term_computed_once_is_named_for_its_weight() -> None:
+    """entity_classify: layer 0's self-loop term `torch.matmul(inputs[ntype], self.loop_weight)`
+    on the embeddings, computed once: `loop_term`, not fx's `matmul`."""
+    method = (REPO / "generated_examples" / "entity_classify" / "generated.py").read_text()
+    assert "loop_term = {" in method and "matmul =" not in method and "matmul_dst" not in method

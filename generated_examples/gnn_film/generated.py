@@ -187,7 +187,7 @@ class GNNFiLM(nn.Module):
         return batches.result(h3["protein"], nodes)
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 a9499f5173c7 -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 447d4533f505 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _HeteroBatches, the batch loop that
 # inference hands each layer's function to, and what it uses. It is identical in every module of
 # this version and variant, and holds no model-specific code (the model's code, and the helpers
@@ -309,6 +309,8 @@ class _HeteroBatches:
             t: torch.empty(g.num_nodes(t), dtype=g.idtype, device=g.device)
             for t in g.ntypes
         }
+        # _block_of_all_sources's, by (type, first ID, end): one per batch range, all layers'
+        self.blocks = {}
         try:
             self.storage = None if storage is None else os.fspath(storage)
         except TypeError:  # not a path
@@ -869,12 +871,44 @@ class _HeteroBatches:
 
     def _block_of_all_sources(self, ntype, batch):
         """The block of a batch of ntype's nodes with every node of g as a source, by its ID
-        in g: every in-edge of every relation into ntype, as _block has them."""
-        g = self.g
+        in g: every in-edge of every relation into ntype, as _block has them. Made from
+        g's CSC arrays as they are (for consecutive IDs the batch's part of each relation's
+        source IDs, a view, no copy, and its offsets: DGL's sums read CSC, so nothing is
+        sorted), once per range of consecutive IDs: every layer's batches of the same range
+        are given the same block (a range's block depends on g alone; kept in
+        self.blocks: together an offset per node and an ID per in-edge, 8 bytes each with
+        int64 IDs, as the source IDs are views of g's). Each caller gets a view of its own
+        (local_var): whatever a layer sets on it stays out of the kept one."""
+        key = (ntype, batch.start, batch.stop) if isinstance(batch, slice) else None
+        block = self.blocks.get(key)
+        if block is None:
+            block = self._csc_block(ntype, batch)
+            if key is not None:
+                self.blocks[key] = block
+        return block.local_var()
+
+    def _csc_block(self, ntype, batch):
+        """_block_of_all_sources's block, made from each relation's CSC arrays."""
+        g, relations = self.g, {}
         count = batch.stop - batch.start if isinstance(batch, slice) else len(batch)
-        into = [rel for rel in g.canonical_etypes if rel[2] == ntype]
+        for rel in g.canonical_etypes:
+            if rel[2] != ntype:
+                continue
+            indptr, indices, _ = self.csc[rel]
+            positions = self._in_edge_positions(rel, batch)
+            if isinstance(batch, slice):
+                offsets = indptr[batch.start : batch.stop + 1] - indptr[batch.start]
+            else:
+                ids = batch.to(indptr.device)
+                in_degrees = indptr[ids + 1] - indptr[ids]
+                offsets = torch.cat([in_degrees.new_zeros(1), in_degrees.cumsum(0)])
+            # the block's edge IDs: this order, as _block's (spelled out: DGL's adj_tensors
+            # gives none back where none were given, and a layer may read them)
+            sources = indices[positions]
+            edge_ids = torch.arange(len(sources)).to(sources)
+            relations[rel] = ("csc", (offsets, sources, edge_ids))
         return dgl.create_block(
-            {rel: self._in_edges(rel, batch) for rel in into},
+            relations,
             num_src_nodes={t: g.num_nodes(t) for t in g.ntypes},
             num_dst_nodes={t: count if t == ntype else 0 for t in g.ntypes},
             idtype=g.idtype,

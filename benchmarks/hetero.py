@@ -144,12 +144,20 @@ def homogeneous_of(g):
     return homogeneous
 
 
-def generated(name, counts, work: Path, shape: str = "mag"):
+# each model's constructor argument for its output width (its default: ogbn-mag's 349 classes)
+OUT_WIDTH = {"rgcn": "out_size", "rgat": "out_size", "heterogat": "out_size", "entity": "out_dim",
+             "relgraph": "out_dim"}
+
+
+def generated(name, counts, work: Path, shape: str = "mag", out_dim: int | None = None):
+    """The model's generated module, and its constructor's arguments; out_dim: its output
+    width where not the model's default."""
     from gnn_codegen import GenerateOptions, generate
 
     relations = SHAPES[shape][0]
+    out = {} if out_dim is None else {OUT_WIDTH[name]: out_dim}
     if name == "relgraph":
-        init = {"num_nodes": sum(counts.values()), "num_rels": 2 * len(relations)}
+        init = {"num_nodes": sum(counts.values()), "num_rels": 2 * len(relations), **out}
         source = generate(f"{HERE / 'hetero_models.py'}:RELGRAPH", GenerateOptions(init=json.dumps(init)))
         (work / f"generated_{name}.py").write_text(source)
         module = load_module(work / f"generated_{name}.py", f"generated_hetero_{name}")
@@ -157,7 +165,7 @@ def generated(name, counts, work: Path, shape: str = "mag"):
     metagraph = ",".join(f"{s}:{r}:{d},{d}:rev_{r}:{s}" for s, r, d in relations)
     entity = name == "entity"  # every type from an embedding: no features
     init = {"num_nodes": {t: n for t, n in counts.items() if entity or t != "paper"},
-            "rel_names": [r for _, r, _ in relations] + [f"rev_{r}" for _, r, _ in relations]}
+            "rel_names": [r for _, r, _ in relations] + [f"rev_{r}" for _, r, _ in relations], **out}
     source = generate(f"{HERE / 'hetero_models.py'}:{name.upper()}",
                       GenerateOptions(init=json.dumps(init), metagraph=metagraph,
                                       feat_dims=None if entity else "paper=128"))
@@ -174,7 +182,7 @@ def one(name: str, method: str, args, folder: Path) -> dict:
     if args.threads:
         torch.set_num_threads(args.threads)
     g, x, counts = mag_like(args.papers, shape=args.graph)
-    cls, init = generated(name, counts, folder, args.graph)
+    cls, init = generated(name, counts, folder, args.graph, args.out_dim)
     torch.manual_seed(0)
     model = cls(**init).eval()
     with torch.no_grad():  # weights off their initial values, biases off zero
@@ -219,6 +227,8 @@ def main(argv=None) -> int:
     parser.add_argument("--neighbour", choices=["quiet", "busy", "torch"], default="quiet",
                         help="what else runs beside each method's process (threads.py's conditions): nothing, a "
                         "Python spin loop on a core, a 2-thread torch job")
+    parser.add_argument("--out-dim", type=int, help="every model's output width (default: each model's, "
+                        "349: ogbn-mag's classes; issue 40's forward was 2.4 s, for a narrower one)")
     parser.add_argument("--json")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # MODEL:METHOD:FOLDER, run by main itself
     args = parser.parse_args(argv)
@@ -237,6 +247,7 @@ def main(argv=None) -> int:
             for method in methods:
                 command = [sys.executable, __file__, "--papers", str(args.papers), "--graph", args.graph, "--batch-size",
                            str(args.batch_size), "--threads", str(args.threads), "--one", f"{name}:{method}:{folder}"]
+                command += [] if args.out_dim is None else ["--out-dim", str(args.out_dim)]
                 from threads import CONDITIONS
 
                 other = CONDITIONS[args.neighbour]
@@ -277,6 +288,7 @@ def main(argv=None) -> int:
                       f"{row['peak_vs_full']:.2f}x its peak, max |error| {row['max_abs_error']:.3g}", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps({"papers": args.papers, "graph": args.graph, "batch_size": args.batch_size,
+                                               "out_dim": args.out_dim,
                                                "threads": args.threads, "neighbour": args.neighbour,
                                                "rows": rows}, indent=1) + "\n")
     return 0

@@ -49,12 +49,13 @@ def hetero_helpers(sections: set[str] | frozenset[str],
     parts = {part for s in sections for part in HETERO_SECTIONS[s]}
     if "relation_sources" in sections:
         parts |= {part for kind in kinds for part in _RELATION_PARTS[kind]}
+        if "graph_conv" in kinds:  # _relations_product's basis of weights, found once
+            parts.add("once_for")
     used = {*sections, *sections_needed(parts)}
     # every section's name: a docstring of one names another
     names = SimpleNamespace(hetero_conv=HETERO_CONV, hetero_conv_sources=HETERO_CONV_SOURCES,
                             relation_source=RELATION_SOURCE, relation_sum="_relation_sum", sums_relations="_sums_relations",
-                            relations_product="_relations_product", weight_basis="_weight_basis",
-                            find_weight_basis="_find_weight_basis", weight_bases="_weight_bases",
+                            relations_product="_relations_product", find_weight_basis="_find_weight_basis",
                             fits_product="_fits_product",
                             **{s: f"_{s}" for s in SECTIONS})
     layers = render_template("hetero_convs.py.j2", used=used, names=names, gat="gat" in kinds,

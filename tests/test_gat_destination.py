@@ -119,7 +119,7 @@ def test_the_relations_helper_projects_no_destination_rows() -> None:
 
 def test_the_fold_is_made_once_for_the_same_weights() -> None:
     helpers = _helpers()
-    folds = helpers["_gat_folds"]
+    folds = helpers["_once_for_values"]
     conv = _gat(8, 4, 4)
     h = torch.randn(10, 8)
 
@@ -141,6 +141,36 @@ def test_the_fold_is_made_once_for_the_same_weights() -> None:
     del conv
     gc.collect()
     assert len(folds) == 0  # nothing kept alive by the cache
+
+
+def test_one_helper_computes_the_fold_and_the_basis_once() -> None:
+    """GATConv's fold and GraphConv relations' basis of weights are both computed once for
+    the same tensors by one rendered helper, _once_for, which keeps each apart by what it
+    computes; it is in a module only where one of them is."""
+    from gnn_codegen.hetero_pipeline import hetero_helpers
+
+    both = hetero_helpers({"relation_sources"}, frozenset({"gat", "graph_conv"}))
+    assert both.count("def _once_for(") == 1 and "_gat_folds" not in both and "_weight_bases" not in both
+    assert "_once_for(" in hetero_helpers({"relation_sources"}, frozenset({"graph_conv"}))
+    assert "_once_for(" in hetero_helpers({"relation_sources"}, frozenset({"gat"}))
+    assert "_once_for" not in hetero_helpers({"hetero_conv"}, frozenset({"graph_conv"}))
+    namespace: dict = {}
+    exec("import dgl\nimport torch\n" + both, namespace)
+    weight = torch.randn(4, 3)
+    once, calls = namespace["_once_for"], []
+
+    def first(tensors):
+        calls.append("first")
+        return 1
+
+    def second(tensors):
+        calls.append("second")
+        return 2
+
+    assert [once((weight,), first), once((weight,), second), once((weight,), first)] == [1, 2, 1]
+    assert calls == ["first", "second"]
+    weight.data = torch.randn(4, 3)  # other storage, the same version counter
+    assert once((weight,), first) == 1 and calls == ["first", "second", "first"]
 
 
 @pytest.mark.parametrize("fc", [torch.nn.Linear(8, 16, bias=True), torch.nn.Sequential(torch.nn.Linear(8, 16))],

@@ -259,3 +259,23 @@ def test_the_basis_is_found_once_for_the_same_weights() -> None:
     assert torch.allclose(got, conv(g, inputs, mod_kwargs=weights)["paper"], rtol=1e-5, atol=1e-5)
     copies = {r: {"weight": kw["weight"].clone()} for r, kw in weights.items()}
     assert batches(copies)[0] == 1
+
+
+def test_weights_given_other_storage_are_looked_at_again() -> None:
+    """`w.data = ...` gives the same tensor other values and keeps its version counter: the
+    basis found for the old values was used for the new ones (a wrong result, silently);
+    the helper that computes it once (_once_for) also compares each tensor's storage,
+    shape, strides, device and dtype."""
+    helpers = _helpers()
+    torch.manual_seed(14)
+    conv, weights = _basis_layer()
+    g = _graph(12)
+    inputs = {t: torch.randn(g.num_nodes(t), 8) for t in g.ntypes}
+    sources = {rel: inputs[rel[0]] for rel in RELATIONS}
+    helpers["_hetero_conv_sources"](conv, g, sources, mod_kwargs=weights)
+    _, others = _basis_layer()  # two other bases: other coefficients
+    for r, kw in weights.items():
+        kw["weight"].data = others[r]["weight"].clone()
+    got = helpers["_hetero_conv_sources"](conv, g, sources, mod_kwargs=weights)
+    expected = conv(g, inputs, mod_kwargs=weights)["paper"]
+    assert torch.allclose(got, expected, rtol=1e-5, atol=1e-5), (got - expected).abs().max()

@@ -284,7 +284,7 @@ class EntityClassify(nn.Module):
         return batches.result(h3, nodes)
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 930c1d9c5ec5 -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 5e54bdc8dda3 -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -391,12 +391,14 @@ def _relations_product(normed, weights, linear=None, bias=None):
     (W_r = sum_p c_rp W_p: a basis decomposition with fewer bases than relations, or one
     weight shared by relations), each such relation's sum is first added into those of its
     W_p, c_rp times, and only the W_p are multiplied: fewer products, the same sum to within
-    rounding (_weight_basis says when). normed: new tensors, added into.
+    rounding (_find_weight_basis says when). normed: new tensors, added into.
     linear (rows, W): one more term, rows @ W, its rows beside the sums and W under the
     weights; bias: added by the same product (addmm), where forward adds each to the sum
     in a pass over the result's rows of its own (1.15x faster per batch of 349-wide rows,
     measured); each taken in only where its shape and dtype are the sum's."""
-    found = _weight_basis(weights)
+    # found once for the same weights, as every batch of a layer's call is given them (up to
+    # 0.6 s of small linear algebra per layer with torch's default threads, found per batch)
+    found = _once_for(tuple(weights), _find_weight_basis)
     kept = range(len(weights)) if found is None else found[0]
     if found is not None:
         _, others, coefficients = found
@@ -424,27 +426,6 @@ def _fits_product(rows, weight, sums, stacked):
         return False
     same = rows.dtype == weight.dtype == sums.dtype
     return same and weight.shape[1] == stacked.shape[1]
-
-
-def _weight_basis(weights):
-    """_find_weight_basis(weights), found once for the same weights: the same tensors,
-    unchanged (their version counters), as every batch of a layer's call is given (up to
-    0.6 s of small linear algebra per layer with torch's default threads, found per batch).
-    """
-    versions = tuple(w._version for w in weights)
-    known = _weight_bases.get(weights[0])  # by the first weight's identity
-    if known is not None and known[0] == versions and len(known[1]) == len(weights) - 1:
-        if all(ref() is w for ref, w in zip(known[1], weights[1:])):
-            return known[2]
-    found = _find_weight_basis(weights)
-    others = [torch.utils.weak.WeakIdRef(w) for w in weights[1:]]
-    _weight_bases[weights[0]] = (versions, others, found)
-    return found
-
-
-# _weight_basis's: the first weight (held weakly: no weight is kept alive by it) ->
-# (the weights' versions, the others' weak references, what was found)
-_weight_bases = torch.utils.weak.WeakIdKeyDictionary()
 
 
 def _find_weight_basis(weights):
@@ -517,7 +498,11 @@ def _graph_conv_aggregate(
     source_norm: the norm by out-degree of each source row, applied per edge (on a CPU as a
     sparse CSR product: DGL 1.1's per-edge product there took 4x as long). weight: forward's
     argument for a GraphConv without a weight of its own (in mod_kwargs)."""
-    _check_in_degrees(conv, block)
+    # the in-degrees, once (for the check and the norm), where either reads them
+    in_degrees = None
+    if not conv._allow_zero_in_degree or conv._norm in ("both", "right"):
+        in_degrees = block.in_degrees()
+    _check_in_degrees(conv, block, in_degrees)
     floats = feat_src.dtype in (torch.float32, torch.float64) and feat_src.dim() == 2
     if source_norm is not None and feat_src.device.type == "cpu" and floats:
         import warnings
@@ -543,7 +528,7 @@ def _graph_conv_aggregate(
     if not weight_first and weight is not None:
         rst = rst @ weight
     if conv._norm in ("both", "right"):
-        degrees = block.in_degrees().to(rst).clamp(min=1)
+        degrees = in_degrees.to(rst).clamp(min=1)
         norm = degrees.pow(-0.5) if conv._norm == "both" else 1.0 / degrees
         rst *= norm.view(-1, 1)
     if conv.bias is not None:
@@ -553,16 +538,48 @@ def _graph_conv_aggregate(
     return rst
 
 
-def _check_in_degrees(conv, block):
-    """The check of DGL's forward for a layer built with allow_zero_in_degree=False."""
-    if not conv._allow_zero_in_degree and (block.in_degrees() == 0).any():
+def _check_in_degrees(conv, block, in_degrees=None):
+    """The check of DGL's forward for a layer built with allow_zero_in_degree=False
+    (in_degrees: the block's, where the caller has them)."""
+    if conv._allow_zero_in_degree:
+        return
+    if in_degrees is None:
+        in_degrees = block.in_degrees()
+    if (in_degrees == 0).any():
         raise dgl.DGLError(
             f"There are 0-in-degree nodes in the graph, which {type(conv).__name__} refuses "
             "(allow_zero_in_degree=False): add self-loops (g = dgl.add_self_loop(g))."
         )
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 1dc76299e405 -------------------------------------------
+def _once_for(tensors, compute):
+    """compute(tensors), computed once for the same tensors, as every batch of a layer's call
+    is given them: kept by the first tensor (weakly: no tensor is kept alive by it) and by
+    compute (a function of the module, not a new lambda), and computed again where any of
+    the tensors is another object or changed: its version counter (changed in place), its
+    storage (`p.data = ...` keeps the version), shape, strides, device or dtype."""
+    key = tuple(
+        (t._version, t.data_ptr(), t.shape, t.stride(), t.device, t.dtype)
+        for t in tensors
+    )
+    known = _once_for_values.get(tensors[0], {}).get(compute)
+    if known is not None and known[0] == key and len(known[1]) == len(tensors) - 1:
+        if all(ref() is t for ref, t in zip(known[1], tensors[1:])):
+            return known[2]
+    value = compute(tensors)
+    others = [torch.utils.weak.WeakIdRef(t) for t in tensors[1:]]
+    if tensors[0] not in _once_for_values:
+        _once_for_values[tensors[0]] = {}
+    _once_for_values[tensors[0]][compute] = (key, others, value)
+    return value
+
+
+# _once_for's: the first tensor (held weakly) -> {compute: (each tensor's version,
+# storage, shape, strides, device and dtype; the others' weak references; the value)}
+_once_for_values = torch.utils.weak.WeakIdKeyDictionary()
+
+
+# --- gnn-codegen runtime 0.1.0, sha256 1f676dad2049 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _HeteroBatches, the batch loop that
 # inference hands each layer's function to, and what it uses. It is identical in every module of
 # this version and variant, and holds no model-specific code (the model's code, and the helpers
@@ -684,6 +701,8 @@ class _HeteroBatches:
             t: torch.empty(g.num_nodes(t), dtype=g.idtype, device=g.device)
             for t in g.ntypes
         }
+        # _block_of_all_sources's, by (type, first ID, end): one per batch range, all layers'
+        self.blocks = {}
         try:
             self.storage = None if storage is None else os.fspath(storage)
         except TypeError:  # not a path
@@ -1028,6 +1047,8 @@ class _HeteroBatches:
             ]
         # a source row per in-edge, read in place or not: a layer's messages take as much
         step = self._batch_size(ntype, src, dst)
+        if in_place and nodes is None:
+            self._blocks_of_ranges(ntype, step)
         for batch in self._batches(ntype, "layer", nodes, step):
             if in_place:  # sources: all of g's nodes, their rows read where they are
                 block = self._block_of_all_sources(ntype, batch)
@@ -1253,12 +1274,55 @@ class _HeteroBatches:
 
     def _block_of_all_sources(self, ntype, batch):
         """The block of a batch of ntype's nodes with every node of g as a source, by its ID
-        in g: every in-edge of every relation into ntype, as _block has them."""
-        g = self.g
+        in g: every in-edge of every relation into ntype, as _block has them. Made from
+        g's CSC arrays as they are (for consecutive IDs the batch's part of each relation's
+        source IDs, a view, no copy, and its offsets: DGL's sums read CSC, so nothing is
+        sorted), once per range of consecutive IDs: every layer's batches of the same range
+        are given the same block (a range's block depends on g alone; kept in
+        self.blocks: together an offset per node and an ID per in-edge, 8 bytes each with
+        int64 IDs, as the source IDs are views of g's). Each caller gets a view of its own
+        (local_var): whatever a layer sets on it stays out of the kept one."""
+        key = (ntype, batch.start, batch.stop) if isinstance(batch, slice) else None
+        block = self.blocks.get(key)
+        if block is None:
+            block = self._csc_block(ntype, batch)
+            if key is not None:
+                self.blocks[key] = block
+        return block.local_var()
+
+    def _blocks_of_ranges(self, ntype, step):
+        """_block_of_all_sources's block of every range of `step` of ntype's nodes, made one
+        after another before a layer's batches: made among each batch's temporaries, the
+        kept blocks were scattered through the heap, which grew around them (EntityClassify
+        at 200k papers: peak 800-815 MiB, 640 made together, 600-620 with none kept)."""
+        count = self.g.num_nodes(ntype)
+        for start in range(0, max(count, 1), step):
+            key = (ntype, start, min(start + step, count))
+            if key not in self.blocks:
+                self.blocks[key] = self._csc_block(ntype, slice(start, key[2]))
+
+    def _csc_block(self, ntype, batch):
+        """_block_of_all_sources's block, made from each relation's CSC arrays."""
+        g, relations = self.g, {}
         count = batch.stop - batch.start if isinstance(batch, slice) else len(batch)
-        into = [rel for rel in g.canonical_etypes if rel[2] == ntype]
+        for rel in g.canonical_etypes:
+            if rel[2] != ntype:
+                continue
+            indptr, indices, _ = self.csc[rel]
+            positions = self._in_edge_positions(rel, batch)
+            if isinstance(batch, slice):
+                offsets = indptr[batch.start : batch.stop + 1] - indptr[batch.start]
+            else:
+                ids = batch.to(indptr.device)
+                in_degrees = indptr[ids + 1] - indptr[ids]
+                offsets = torch.cat([in_degrees.new_zeros(1), in_degrees.cumsum(0)])
+            # the block's edge IDs: this order, as _block's (spelled out: DGL's adj_tensors
+            # gives none back where none were given, and a layer may read them)
+            sources = indices[positions]
+            edge_ids = torch.arange(len(sources)).to(sources)
+            relations[rel] = ("csc", (offsets, sources, edge_ids))
         return dgl.create_block(
-            {rel: self._in_edges(rel, batch) for rel in into},
+            relations,
             num_src_nodes={t: g.num_nodes(t) for t in g.ntypes},
             num_dst_nodes={t: count if t == ntype else 0 for t in g.ntypes},
             idtype=g.idtype,

@@ -134,7 +134,7 @@ class GCN(nn.Module):
         return batches.result(h, nodes=nodes)
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 b1a22ede7a3c -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 5741f99626fc -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -178,7 +178,11 @@ def _graph_conv_aggregate(conv, block, feat_src, weight_first=False, edge_weight
     the sum over in-edges, the weight (unless weight_first: applied per source row already),
     the norm by in-degree (norm "both" or "right"), bias and activation, in place on the sum's
     new tensor."""
-    _check_in_degrees(conv, block)
+    # the in-degrees, once (for the check and the norm), where either reads them
+    in_degrees = None
+    if not conv._allow_zero_in_degree or conv._norm in ("both", "right"):
+        in_degrees = block.in_degrees()
+    _check_in_degrees(conv, block, in_degrees)
     if edge_weight is None:
         rst = dgl.ops.copy_u_sum(block, feat_src)
     else:
@@ -186,7 +190,7 @@ def _graph_conv_aggregate(conv, block, feat_src, weight_first=False, edge_weight
     if not weight_first and conv.weight is not None:
         rst = rst @ conv.weight
     if conv._norm in ("both", "right"):
-        degrees = block.in_degrees().to(rst).clamp(min=1)
+        degrees = in_degrees.to(rst).clamp(min=1)
         norm = degrees.pow(-0.5) if conv._norm == "both" else 1.0 / degrees
         rst *= norm.view(-1, 1)
     if conv.bias is not None:
@@ -196,9 +200,14 @@ def _graph_conv_aggregate(conv, block, feat_src, weight_first=False, edge_weight
     return rst
 
 
-def _check_in_degrees(conv, block):
-    """The check of DGL's forward for a layer built with allow_zero_in_degree=False."""
-    if not conv._allow_zero_in_degree and (block.in_degrees() == 0).any():
+def _check_in_degrees(conv, block, in_degrees=None):
+    """The check of DGL's forward for a layer built with allow_zero_in_degree=False
+    (in_degrees: the block's, where the caller has them)."""
+    if conv._allow_zero_in_degree:
+        return
+    if in_degrees is None:
+        in_degrees = block.in_degrees()
+    if (in_degrees == 0).any():
         raise dgl.DGLError(
             f"There are 0-in-degree nodes in the graph, which {type(conv).__name__} refuses "
             "(allow_zero_in_degree=False): add self-loops (g = dgl.add_self_loop(g))."

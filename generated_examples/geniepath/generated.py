@@ -179,7 +179,7 @@ class GeniePath(nn.Module):
         return batches.result(out, nodes=nodes)
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 ca8a205d3674 -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 d0740f36922a -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -285,9 +285,14 @@ def _lstm_step(lstm, x, h, c):
     return out[0], h[0], c[0]
 
 
-def _check_in_degrees(conv, block):
-    """The check of DGL's forward for a layer built with allow_zero_in_degree=False."""
-    if not conv._allow_zero_in_degree and (block.in_degrees() == 0).any():
+def _check_in_degrees(conv, block, in_degrees=None):
+    """The check of DGL's forward for a layer built with allow_zero_in_degree=False
+    (in_degrees: the block's, where the caller has them)."""
+    if conv._allow_zero_in_degree:
+        return
+    if in_degrees is None:
+        in_degrees = block.in_degrees()
+    if (in_degrees == 0).any():
         raise dgl.DGLError(
             f"There are 0-in-degree nodes in the graph, which {type(conv).__name__} refuses "
             "(allow_zero_in_degree=False): add self-loops (g = dgl.add_self_loop(g))."

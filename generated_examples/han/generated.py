@@ -260,7 +260,7 @@ class HAN(nn.Module):
         return batches_pa_ap.result(out, nodes=nodes)
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 0f80b53d8ee7 -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 4d780c7a95ba -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -358,9 +358,14 @@ def _attention_weighted_sum(block, h, a, rows_per_product=65536):
     return out
 
 
-def _check_in_degrees(conv, block):
-    """The check of DGL's forward for a layer built with allow_zero_in_degree=False."""
-    if not conv._allow_zero_in_degree and (block.in_degrees() == 0).any():
+def _check_in_degrees(conv, block, in_degrees=None):
+    """The check of DGL's forward for a layer built with allow_zero_in_degree=False
+    (in_degrees: the block's, where the caller has them)."""
+    if conv._allow_zero_in_degree:
+        return
+    if in_degrees is None:
+        in_degrees = block.in_degrees()
+    if (in_degrees == 0).any():
         raise dgl.DGLError(
             f"There are 0-in-degree nodes in the graph, which {type(conv).__name__} refuses "
             "(allow_zero_in_degree=False): add self-loops (g = dgl.add_self_loop(g))."

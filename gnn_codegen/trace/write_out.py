@@ -39,10 +39,11 @@ ONCE_PER_NODE = ", once per node"
 # "edge" rows, None for a constant. Message-passing helpers take the graph second.
 SECTIONS = (
     "sage_conv_mean", "graph_conv_source", "graph_conv_aggregate", "gat_conv_source",
-    "gat_conv_aggregate", "gat_conv_attention", "gat_conv_destination", "gat_fold", "attention_term",
-    "attention_weighted_sum", "check_in_degrees", "rel_graph_conv",
-    # not a function: gat_fold's cache, a name the module defines beside it
-    "gat_folds",
+    "gat_conv_aggregate", "gat_conv_attention", "gat_conv_destination", "gat_fold", "gat_folded",
+    "attention_term", "attention_weighted_sum", "check_in_degrees", "rel_graph_conv",
+    # a value computed once for the same tensors (gat_fold's; the heterogeneous helpers'
+    # basis of weights), and its cache, a name the module defines beside it
+    "once_for", "once_for_values",
     # a user's module given the whole graph's out-degrees or data on a block (graph_fields.py)
     "with_graph_out_degrees", "with_graph_data",
     # not convolutions: an LSTM's and a GRU's step with its states rows first (rows_first.py)
@@ -66,7 +67,8 @@ NEEDS = {
     "gat_conv_source": ("attention_term",),
     "gat_conv_aggregate": ("gat_conv_attention", "attention_term", "attention_weighted_sum", "check_in_degrees"),
     "gat_conv_attention": ("attention_term", "attention_weighted_sum", "check_in_degrees"),
-    "gat_conv_destination": ("gat_fold", "gat_folds", "attention_term"),
+    "gat_conv_destination": ("gat_fold", "gat_folded", "once_for", "once_for_values", "attention_term"),
+    "once_for": ("once_for_values",),
     "graph_conv_aggregate": ("check_in_degrees",),
 }
 

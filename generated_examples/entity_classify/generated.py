@@ -557,7 +557,7 @@ def _check_in_degrees(conv, block):
         )
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 1f3bb47856fc -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 97db7e3fb36c -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _HeteroBatches, the batch loop that
 # inference hands each layer's function to, and what it uses. It is identical in every module of
 # this version and variant, and holds no model-specific code (the model's code, and the helpers
@@ -1375,6 +1375,8 @@ class _HeteroBatches:
 
     # the dead files (_replace) this process's threads are removing: not another call's
     deleting = set()
+    # a replaced file of fewer bytes is removed at once (freed as fast as a thread starts)
+    deferred_bytes = 1 << 20
 
     def _replace(self, temp, path):
         """os.replace(temp, path), with the file that path named before (a result returned
@@ -1387,6 +1389,8 @@ class _HeteroBatches:
         returned earlier, or mapped by another process, never changes."""
         dead = os.path.join(self.storage, f"dead_{os.urandom(8).hex()}.npy")
         try:  # a link at path is linked itself, never followed
+            if os.lstat(path).st_size < self.deferred_bytes:
+                raise FileExistsError  # small: freed by the rename, at once
             os.link(path, dead, follow_symlinks=False)
         except (OSError, NotImplementedError):  # none there, or no hard links here
             dead = None

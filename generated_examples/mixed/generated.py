@@ -316,7 +316,7 @@ def _check_in_degrees(conv, block):
         )
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 0b2c635d990b -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 11e6e1e837ed -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
 # that inference hands each layer's function to, and what it uses. It is identical in every
 # module of this version and variant, and holds no model-specific code (the model's code, and
@@ -868,6 +868,8 @@ class _FullNeighbourBatches:
 
     # the dead files (_replace) this process's threads are removing: not another call's
     deleting = set()
+    # a replaced file of fewer bytes is removed at once (freed as fast as a thread starts)
+    deferred_bytes = 1 << 20
 
     def _replace(self, temp, path):
         """os.replace(temp, path), with the file that path named before (a result returned
@@ -880,6 +882,8 @@ class _FullNeighbourBatches:
         returned earlier, or mapped by another process, never changes."""
         dead = os.path.join(self.storage, f"dead_{os.urandom(8).hex()}.npy")
         try:  # a link at path is linked itself, never followed
+            if os.lstat(path).st_size < self.deferred_bytes:
+                raise FileExistsError  # small: freed by the rename, at once
             os.link(path, dead, follow_symlinks=False)
         except (OSError, NotImplementedError):  # none there, or no hard links here
             dead = None

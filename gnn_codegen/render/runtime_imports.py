@@ -6,5 +6,5 @@ from __future__ import annotations
 
 # Each module's name, as the generated code spells it where the user's file does not bind
 # that name to something else. The standard library's first: isort's order.
-STANDARD_LIBRARY = ("ctypes", "errno", "hashlib", "json", "os", "shutil", "tempfile", "time", "weakref")
+STANDARD_LIBRARY = ("ctypes", "errno", "hashlib", "json", "os", "shutil", "tempfile", "threading", "time", "weakref")
 RUNTIME_MODULES = (*STANDARD_LIBRARY, "numpy", "torch", "dgl")

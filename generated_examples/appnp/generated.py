@@ -99,23 +99,16 @@ class APPNP(nn.Module):
         # Before the first layer, once per node: self.layers[0] (Linear), self.layers[1]
         # (Linear).
         def prologue(in_degrees, out_degrees, features):
-            linear = self.layers[0](features)
-            linear = F.relu(linear)
-            linear = self.layers[1](linear)
-            h = out_degrees.to(linear)
-            h = h.clamp(min=1)
-            src_norm = torch.pow(h, -0.5)
-            src_norm = torch.reshape(
-                src_norm, src_norm.shape + ((1,) * (linear.dim() - 1))
-            )
-            h = in_degrees.to(linear)
-            h = h.clamp(min=1)
-            dst_norm = torch.pow(h, -0.5)
-            dst_norm = torch.reshape(
-                dst_norm, dst_norm.shape + ((1,) * (linear.dim() - 1))
-            )
-            feat = linear * src_norm
-            return src_norm, dst_norm, feat, self.propagate._alpha * linear
+            h = F.relu(self.layers[0](features))
+            h = self.layers[1](h)
+            h_2 = out_degrees.to(h).clamp(min=1)
+            src_norm = torch.pow(h_2, -0.5)
+            src_norm = torch.reshape(src_norm, src_norm.shape + ((1,) * (h.dim() - 1)))
+            h_3 = in_degrees.to(h).clamp(min=1)
+            dst_norm = torch.pow(h_3, -0.5)
+            dst_norm = torch.reshape(dst_norm, dst_norm.shape + ((1,) * (h.dim() - 1)))
+            feat = h * src_norm
+            return src_norm, dst_norm, feat, self.propagate._alpha * h
 
         src_norm, dst_norm, feat_src, feat0 = batches.map_nodes(
             prologue, in_degrees, out_degrees, features, nodes=needed[0]
@@ -132,8 +125,7 @@ class APPNP(nn.Module):
                 )
                 h = block.dstdata["h"]
             h = h * dst_norm
-            feat = (1 - self.propagate._alpha) * h
-            feat = feat + feat0
+            feat = ((1 - self.propagate._alpha) * h) + feat0
             return feat * src_norm
 
         for k in range(1, 10):
@@ -157,8 +149,7 @@ class APPNP(nn.Module):
                 )
                 h = block.dstdata["h"]
             h = h * dst_norm
-            feat = (1 - self.propagate._alpha) * h
-            return feat + feat0
+            return ((1 - self.propagate._alpha) * h) + feat0
 
         feat = batches.map(
             layer_10,

@@ -80,8 +80,7 @@ class ChebNet(nn.Module):
 
         # Before the first layer, once per node: work on the inputs.
         def prologue(features, in_degrees):
-            h = in_degrees.to(features)
-            h = h.clamp(min=1)
+            h = in_degrees.to(features).clamp(min=1)
             D_invsqrt = torch.pow(h, -0.5)
             D_invsqrt = D_invsqrt.unsqueeze(-1)
             return D_invsqrt, features * D_invsqrt
@@ -104,8 +103,7 @@ class ChebNet(nn.Module):
                 features
             ).unsqueeze(-1)
             X_1 = (-re_norm) * h
-            X_1_2 = features * (re_norm - 1)
-            X_1 = X_1 + X_1_2
+            X_1 = X_1 + (features * (re_norm - 1))
             return X_1, X_1 * D_invsqrt
 
         X_1, h1 = batches.map(
@@ -130,10 +128,7 @@ class ChebNet(nn.Module):
                 features
             ).unsqueeze(-1)
             X_i = ((-2) * re_norm) * h
-            X_i_2 = X_1 * 2
-            X_i_2 = X_i_2 * (re_norm - 1)
-            X_i = X_i + X_i_2
-            X_i = X_i - features
+            X_i = (X_i + ((X_1 * 2) * (re_norm - 1))) - features
             h = _linear_of_concatenation(self.layers[0].linear, [features, X_1, X_i])
             h = torch.nn.functional.relu(h, inplace=True)
             return h, h * D_invsqrt
@@ -160,8 +155,7 @@ class ChebNet(nn.Module):
                 -1
             )
             X_1 = (-re_norm) * h
-            X_1_2 = h2 * (re_norm - 1)
-            X_1 = X_1 + X_1_2
+            X_1 = X_1 + (h2 * (re_norm - 1))
             return X_1, X_1 * D_invsqrt
 
         X_13, h3 = batches.map(
@@ -186,10 +180,7 @@ class ChebNet(nn.Module):
                 -1
             )
             X_i = ((-2) * re_norm) * h
-            X_i_2 = X_13 * 2
-            X_i_2 = X_i_2 * (re_norm - 1)
-            X_i = X_i + X_i_2
-            X_i = X_i - h2
+            X_i = (X_i + ((X_13 * 2) * (re_norm - 1))) - h2
             h = _linear_of_concatenation(self.layers[1].linear, [h2, X_13, X_i])
             return torch.nn.functional.relu(h, inplace=True)
 

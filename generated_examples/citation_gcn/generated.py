@@ -135,10 +135,10 @@ class GCN(nn.Module):
         def layer_3(block, feat2):
             return _graph_conv_aggregate(self.layers[2], block, feat2, weighted=True)
 
-        out = batches.map(
+        h = batches.map(
             layer_3, source_rows=dict(feat2=feat2), in_place=True, nodes=needed[3]
         )
-        return batches.result(out, nodes=nodes)
+        return batches.result(h, nodes=nodes)
 
 
 # --- gnn-codegen convolution helpers 0.1.0, sha256 baeae7ac13a6 -------------------------------

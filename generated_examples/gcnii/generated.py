@@ -107,7 +107,9 @@ class GCNII(nn.Module):
         # Before the first layer, once per node: self.fcs[0] (Linear).
         def prologue(in_degrees, features):
             h = F.relu(self.fcs[0](features))
-            norm = torch.pow(in_degrees.to(h).clamp(min=1), -0.5).unsqueeze(1)
+            degs = in_degrees.to(h).clamp(min=1)
+            norm = torch.pow(degs, -0.5)
+            norm = norm.unsqueeze(1)
             return h, norm, h * norm
 
         h0, norm, feat = batches.map_nodes(
@@ -126,17 +128,16 @@ class GCNII(nn.Module):
                         dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                     )
                     h = block.dstdata["h"]
-                h = (h * norm) * (1 - self.convs[i].alpha)
-                feat_sum = h + (h0[: h.size(0)] * self.convs[i].alpha)
+                h = h * norm
+                h = h * (1 - self.convs[i].alpha)
+                feat_0 = h0[: h.size(0)] * self.convs[i].alpha
+                feat_sum = h + feat_0
                 feat_proj_sum = feat_sum @ self.convs[i].weight1
                 rst = (1 - self.convs[i].beta) * feat_sum
-                return (
-                    F.relu(
-                        (rst + (self.convs[i].beta * feat_proj_sum))
-                        + self.convs[i].bias
-                    )
-                    * norm
-                )
+                rst = rst + (self.convs[i].beta * feat_proj_sum)
+                rst = rst + self.convs[i].bias
+                rst = F.relu(rst)
+                return rst * norm
 
             feat = batches.map(
                 layer_i,
@@ -154,13 +155,15 @@ class GCNII(nn.Module):
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
-            h = (h * norm) * (1 - self.convs[7].alpha)
-            feat_sum = h + (h0[: h.size(0)] * self.convs[7].alpha)
+            h = h * norm
+            h = h * (1 - self.convs[7].alpha)
+            feat_0 = h0[: h.size(0)] * self.convs[7].alpha
+            feat_sum = h + feat_0
             feat_proj_sum = feat_sum @ self.convs[7].weight1
             rst = (1 - self.convs[7].beta) * feat_sum
-            rst = F.relu(
-                (rst + (self.convs[7].beta * feat_proj_sum)) + self.convs[7].bias
-            )
+            rst = rst + (self.convs[7].beta * feat_proj_sum)
+            rst = rst + self.convs[7].bias
+            rst = F.relu(rst)
             return self.fcs[1](rst)
 
         out = batches.map(

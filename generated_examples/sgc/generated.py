@@ -78,7 +78,9 @@ class SGC(nn.Module):
 
         # Before the first layer, once per node: work on the inputs.
         def prologue(features, in_degrees):
-            norm = torch.pow(in_degrees.to(features).clamp(min=1), -0.5).unsqueeze(1)
+            degs = in_degrees.to(features).clamp(min=1)
+            norm = torch.pow(degs, -0.5)
+            norm = norm.unsqueeze(1)
             return norm, features * norm
 
         norm, feat0 = batches.map_nodes(prologue, features, in_degrees, nodes=needed[0])
@@ -92,7 +94,8 @@ class SGC(nn.Module):
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
-            return (h * norm) * norm
+            h = h * norm
+            return h * norm
 
         feat1 = batches.map(
             layer_1,
@@ -111,7 +114,8 @@ class SGC(nn.Module):
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
-            return self.net.fc(h * norm)
+            h = h * norm
+            return self.net.fc(h)
 
         out = batches.map(
             layer_2,

@@ -90,9 +90,7 @@ class TAGCN(nn.Module):
 
         # Before the first layer, once per node: work on the inputs.
         def prologue(features, in_degrees):
-            norm = in_degrees.to(features)
-            norm = norm.clamp(min=1)
-            norm = torch.pow(norm, -0.5)
+            norm = torch.pow(in_degrees.to(features).clamp(min=1), -0.5)
             norm = torch.reshape(norm, norm.shape + ((1,) * (features.dim() - 1)))
             return norm, features * norm
 

@@ -139,6 +139,10 @@ class Op:
     # the variable the op's source line assigns, for an op that is not the line's last (`h`
     # for the sum in `h = self.norm(relu2 + h)`): a name for intermediate values
     line_var: str = ""
+    # the line of library code forward is traced into that made the op (`src_norm =
+    # th.pow(...)` inside DGL's APPNPConv, called from the user's location), as locations()
+    # gives it; "" for an op of the user's own code: with location, the line that wrote it
+    library_line: str = ""
     # why gnn-codegen made the op (write_out.py), for a comment where the generated code runs it
     note: str = ""
     # a convolution's work on each source row (write_out.py): the cut places it as early as its

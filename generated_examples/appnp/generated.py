@@ -95,7 +95,7 @@ class APPNP(nn.Module):
         if features.dim() != 2:
             raise ValueError(
                 "features: generated for 2 dimensions, "
-                "as forward decides at APPNPConv's norm reshape; "
+                "as forward decides at model.py:28 (`return self.propagate(self.g, h)`); "
                 f"got {features.dim()}: "
                 "regenerate with --feat-dims features=WIDTH (4x16 for rows of shape (4, 16))"
             )
@@ -110,19 +110,16 @@ class APPNP(nn.Module):
         # Before the first layer, once per node: self.layers[0] (Linear), self.layers[1]
         # (Linear).
         def prologue(in_degrees, out_degrees, features):
-            linear = self.layers[0](features)
-            linear = self.activation(linear)
-            linear = self.layers[1](linear)
-            h = out_degrees.to(linear)
-            h = h.clamp(min=1)
-            src_norm = torch.pow(h, -0.5)
+            h = self.activation(self.layers[0](features))
+            h = self.layers[1](h)
+            h_2 = out_degrees.to(h).clamp(min=1)
+            src_norm = torch.pow(h_2, -0.5)
             src_norm = src_norm.unsqueeze(1)
-            h = in_degrees.to(linear)
-            h = h.clamp(min=1)
-            dst_norm = torch.pow(h, -0.5)
+            h_3 = in_degrees.to(h).clamp(min=1)
+            dst_norm = torch.pow(h_3, -0.5)
             dst_norm = dst_norm.unsqueeze(1)
-            feat = linear * src_norm
-            return src_norm, dst_norm, feat, self.propagate._alpha * linear
+            feat = h * src_norm
+            return src_norm, dst_norm, feat, self.propagate._alpha * h
 
         src_norm, dst_norm, feat_src, teleport = batches.map_nodes(
             prologue, in_degrees, out_degrees, features, nodes=needed[0]
@@ -139,8 +136,7 @@ class APPNP(nn.Module):
                 )
                 h = block.dstdata["h"]
             h = h * dst_norm
-            feat = (1 - self.propagate._alpha) * h
-            feat = feat + teleport
+            feat = ((1 - self.propagate._alpha) * h) + teleport
             return feat * src_norm
 
         for k in range(1, 10):
@@ -165,8 +161,7 @@ class APPNP(nn.Module):
                 )
                 h = block.dstdata["h"]
             h = h * dst_norm
-            feat = (1 - self.propagate._alpha) * h
-            return feat + teleport
+            return ((1 - self.propagate._alpha) * h) + teleport
 
         feat = batches.map(
             layer_10,

@@ -81,8 +81,7 @@ class ChebNet(nn.Module):
 
         # Before the first layer, once per node: work on the inputs.
         def prologue(features, in_degrees):
-            h = in_degrees.to(features)
-            h = h.clamp(min=1)
+            h = in_degrees.to(features).clamp(min=1)
             norm = torch.pow(h, -0.5)
             norm = norm.unsqueeze(-1)
             return norm, features * norm
@@ -130,8 +129,7 @@ class ChebNet(nn.Module):
             # a factor forward computes from constants alone is 0 here; kept as `* 0.0` so that
             # infinities and NaN give NaN, as forward's would
             t2_2 = t2_2 * 0.0
-            t2 = t2 + t2_2
-            t2 = t2 - features
+            t2 = (t2 + t2_2) - features
             h = _linear_of_concatenation(self.layers[0].linear, [features, t1, t2])
             h = self.layers[0].activation(h, inplace=True)
             return h, h * norm
@@ -184,8 +182,7 @@ class ChebNet(nn.Module):
             # a factor forward computes from constants alone is 0 here; kept as `* 0.0` so that
             # infinities and NaN give NaN, as forward's would
             t2_2 = t2_2 * 0.0
-            t2 = t2 + t2_2
-            t2 = t2 - h2
+            t2 = (t2 + t2_2) - h2
             h = _linear_of_concatenation(self.layers[1].linear, [h2, t1_3, t2])
             return self.layers[1].activation(h, inplace=True)
 

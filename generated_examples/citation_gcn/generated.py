@@ -137,10 +137,10 @@ class GCN(nn.Module):
                 self.layers[2], block, feat2, weight_first=True
             )
 
-        out = batches.map(
+        h = batches.map(
             layer_3, source_rows=dict(feat2=feat2), in_place=True, nodes=needed[3]
         )
-        return batches.result(out, nodes=nodes)
+        return batches.result(h, nodes=nodes)
 
 
 # --- gnn-codegen convolution helpers 0.1.0, sha256 5741f99626fc -------------------------------

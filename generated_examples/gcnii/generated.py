@@ -108,7 +108,9 @@ class GCNII(nn.Module):
         # Before the first layer, once per node: self.fcs[0] (Linear).
         def prologue(in_degrees, features):
             h = F.relu(self.fcs[0](features))
-            norm = torch.pow(in_degrees.to(h).clamp(min=1), -0.5).unsqueeze(1)
+            degs = in_degrees.to(h).clamp(min=1)
+            norm = torch.pow(degs, -0.5)
+            norm = norm.unsqueeze(1)
             return h, norm, h * norm
 
         h0, norm, feat = batches.map_nodes(
@@ -127,17 +129,16 @@ class GCNII(nn.Module):
                         dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                     )
                     h = block.dstdata["h"]
-                h = (h * norm) * (1 - self.convs[i].alpha)
-                feat_sum = h + (h0 * self.convs[i].alpha)
+                h = h * norm
+                h = h * (1 - self.convs[i].alpha)
+                feat_0 = h0 * self.convs[i].alpha
+                feat_sum = h + feat_0
                 feat_proj_sum = feat_sum @ self.convs[i].weight1
                 rst = (1 - self.convs[i].beta) * feat_sum
-                return (
-                    self.convs[i]._activation(
-                        (rst + (self.convs[i].beta * feat_proj_sum))
-                        + self.convs[i].bias
-                    )
-                    * norm
-                )
+                rst = rst + (self.convs[i].beta * feat_proj_sum)
+                rst = rst + self.convs[i].bias
+                rst = self.convs[i]._activation(rst)
+                return rst * norm
 
             # in_place=True: source rows are read only in messages, so not gathered per batch
             feat = batches.map(
@@ -156,13 +157,15 @@ class GCNII(nn.Module):
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
-            h = (h * norm) * (1 - self.convs[7].alpha)
-            feat_sum = h + (h0 * self.convs[7].alpha)
+            h = h * norm
+            h = h * (1 - self.convs[7].alpha)
+            feat_0 = h0 * self.convs[7].alpha
+            feat_sum = h + feat_0
             feat_proj_sum = feat_sum @ self.convs[7].weight1
             rst = (1 - self.convs[7].beta) * feat_sum
-            rst = self.convs[7]._activation(
-                (rst + (self.convs[7].beta * feat_proj_sum)) + self.convs[7].bias
-            )
+            rst = rst + (self.convs[7].beta * feat_proj_sum)
+            rst = rst + self.convs[7].bias
+            rst = self.convs[7]._activation(rst)
             return self.fcs[1](rst)
 
         out = batches.map(

@@ -79,7 +79,9 @@ class SGC(nn.Module):
 
         # Before the first layer, once per node: work on the inputs.
         def prologue(features, in_degrees):
-            norm = torch.pow(in_degrees.to(features).clamp(min=1), -0.5).unsqueeze(1)
+            degs = in_degrees.to(features).clamp(min=1)
+            norm = torch.pow(degs, -0.5)
+            norm = norm.unsqueeze(1)
             return norm, features * norm
 
         norm, feat0 = batches.map_nodes(prologue, features, in_degrees, nodes=needed[0])
@@ -93,7 +95,8 @@ class SGC(nn.Module):
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
-            return (h * norm) * norm
+            h = h * norm
+            return h * norm
 
         # in_place=True: source rows are read only in messages, so not gathered per batch
         feat1 = batches.map(
@@ -113,7 +116,8 @@ class SGC(nn.Module):
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
-            return self.net.fc(h * norm)
+            h = h * norm
+            return self.net.fc(h)
 
         out = batches.map(
             layer_2,

@@ -86,7 +86,7 @@ class TAGCN(nn.Module):
         if features.dim() != 2:
             raise ValueError(
                 "features: generated for 2 dimensions, "
-                "as forward decides at TAGConv's norm reshape; "
+                "as forward decides at model.py:29 (`h = layer(self.g, h)`); "
                 f"got {features.dim()}: "
                 "regenerate with --feat-dims features=WIDTH (4x16 for rows of shape (4, 16))"
             )
@@ -99,9 +99,7 @@ class TAGCN(nn.Module):
 
         # Before the first layer, once per node: work on the inputs.
         def prologue(features, in_degrees):
-            norm = in_degrees.to(features)
-            norm = norm.clamp(min=1)
-            norm = torch.pow(norm, -0.5)
+            norm = torch.pow(in_degrees.to(features).clamp(min=1), -0.5)
             norm = norm.unsqueeze(1)
             return norm, features * norm
 

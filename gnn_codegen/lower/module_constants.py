@@ -29,10 +29,8 @@ import torch.fx as fx
 
 from gnn_codegen.ir import ModuleFloat, ModuleInt
 from gnn_codegen.lower.accessors import accessor
+from gnn_codegen.trace.stack_frames import frames
 
-# a frame's code is on the next line, which is blank for generated code (`<APPNP.forward taking
-# its graph>`): `[ \t]*`, not `\s*`, so a blank line is not read as the next frame's header
-_FRAME = re.compile(r'File "([^"]+)", line \d+, in \w+\n[ \t]*(.*)')
 # frames of gnn_codegen's own tracer (a wrapper that made the node) are not the line that named it
 _OWN = str(Path(__file__).resolve().parents[1])
 _SELF_ATTRIBUTE = re.compile(r"\bself\.(\w+)\b(?!\s*\()")
@@ -40,8 +38,8 @@ _SELF_ATTRIBUTE = re.compile(r"\bself\.(\w+)\b(?!\s*\()")
 
 def _innermost_line(node: fx.Node) -> str:
     """The code of the innermost frame that made the node (library code such as DGL's forward)."""
-    frames = [code for file, code in _FRAME.findall(node.stack_trace or "") if not file.startswith(_OWN)]
-    return frames[-1] if frames else ""
+    library = [frame.code for frame in frames(node) if not frame.file.startswith(_OWN)]
+    return library[-1] if library else ""
 
 
 def _numbers(line: str) -> set[float]:

@@ -262,6 +262,7 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
                           in_place=in_place, out_of_place=twin))
         else:
             raise internal(f"unexpected fx node kind {node.op}")
+    ops = [replace(op, library_line=lines[op.name]) if op.name in lines else op for op in ops]
     ops = _with_user_variables(ops, lines)
     ops = with_hops(ops, {n.name: n for n in gm.graph.nodes}, traced.model)  # whose hop each is
     ops = with_readable_names(ops, {n.name: n for n in gm.graph.nodes}, traced.model)  # t1, hop2

@@ -19,6 +19,7 @@ import torch.fx as fx
 
 from gnn_codegen.errors import InternalError, internal
 from gnn_codegen.ir import Op
+from gnn_codegen.trace.stack_frames import frames
 from gnn_codegen.trace.traced import Traced
 
 
@@ -26,9 +27,6 @@ _TORCH_NAMESPACES: tuple[tuple[str, ModuleType], ...] = (
     ("torch.nn.functional", torch.nn.functional),
     ("torch", torch),
 )
-
-
-_FRAME = re.compile(r'File "([^"]+)", line (\d+), in \w+\n\s*(.*)')
 
 
 _OWN_DIR = str(Path(__file__).resolve().parent.parent)
@@ -47,7 +45,7 @@ def locations(node: fx.Node, path: Path) -> tuple[str, str]:
     than the user's line that called it."""
     user = naming = ""
     own = _resolved(str(path))
-    for filename, line, code in reversed(_FRAME.findall(node.stack_trace or "")):
+    for filename, line, code in reversed(frames(node)):
         resolved = _resolved(filename)
         if not naming and not resolved.startswith(_OWN_DIR):
             naming = f"{filename}:{line} (`{without_comment(code)}`)"

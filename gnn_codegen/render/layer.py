@@ -248,11 +248,15 @@ class LayerWriter(OpExpressions):
     def nested(self, uses: Counter[str], special: set[str]) -> set[str]:
         """Values to write inside their reader's expression: read once, by the next op of the
         same line of the user's forward, on the same rows (`F.relu(self.conv(g, h))` stays
-        one line); never a stored value, a tuple, or a value gnn-codegen made (write_out.py)."""
+        one line); never a stored value, a tuple, or a value gnn-codegen made (write_out.py).
+        The ops of a library module forward is traced into all come from the user's one line
+        that calls it: theirs is the same line only where the library's line is the same too
+        (APPNPConv's `src_norm = th.pow(...)` one line, its `th.reshape(src_norm, shp)` another)."""
         ops = [self.program.op(p.name) for p in self.stage.ops]
         result = set()
         for op, reader in zip(ops, ops[1:]):
             if (uses[op.name] == 1 and op.location and op.location == reader.location
+                    and op.library_line == reader.library_line
                     and not op.note and not reader.note
                     and op.name not in self.stage.stores and op.name not in special and reader.name not in special
                     and self.r.attrs[op.name].rows != "tuple" and self.space[op.name] == self.space[reader.name]

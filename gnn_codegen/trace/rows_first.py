@@ -12,6 +12,8 @@ from typing import Any
 import torch
 import torch.fx as fx
 
+from gnn_codegen.trace.stack_frames import frames
+
 # reductions that take a dim and return one tensor
 _REDUCTIONS = frozenset({"mean", "sum", "amax", "amin", "prod", "logsumexp"})
 
@@ -177,12 +179,10 @@ def _assigned_names(step: fx.Node, lstm: bool = True) -> tuple[str, ...]:
     """The names forward's line gives the step's output and states, `x, (h, c) = lstm(...)`,
     `out, h = gru(...)`."""
     default = ("out", "h", "c") if lstm else ("out", "h")
-    lines = (step.stack_trace or "").splitlines()
     # the innermost frame of the user's code: not gnn-codegen's tracer, not a library's
-    frames = [lines[i + 1] for i, line in enumerate(lines[:-1]) if line.strip().startswith("File ")
-              and "/gnn_codegen/" not in line and "site-packages" not in line]
+    user = [frame.code for frame in frames(step) if "/gnn_codegen/" not in frame.file and "site-packages" not in frame.file]
     try:
-        statement = ast.parse(frames[-1].strip()).body[0]
+        statement = ast.parse(user[-1]).body[0]
     except (SyntaxError, IndexError):
         return default
     target = statement.targets[0] if isinstance(statement, ast.Assign) and len(statement.targets) == 1 else None

@@ -30,8 +30,18 @@ def keeps_width(node: fx.Node, root: torch.nn.Module) -> bool:
         return isinstance(root.get_submodule(str(node.target)), SHAPE_KEEPING_MODULES)
     if node.op in ("call_function", "call_method"):
         name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
-        return name in SHAPE_KEEPING
+        return _out_of_place(name) in SHAPE_KEEPING
     return False
+
+
+def _out_of_place(name: str) -> str:
+    """An in-place op's name as its out-of-place one: `x.mul_(2)` and `h += b` (operator.iadd)
+    keep the width as `x * 2` and `h + b` do; they write into their first argument."""
+    if name.endswith("_") and not name.startswith("_"):
+        return name[:-1]
+    if name in ("iadd", "isub", "imul", "itruediv"):
+        return name[1:]
+    return name
 
 
 def through_shape_keeping(node: fx.Node, root: torch.nn.Module) -> fx.Node:

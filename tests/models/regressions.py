@@ -445,3 +445,26 @@ class TableLeftOnTheGraph(nn.Module):
     def forward(self, g, w):
         h = F.relu(self.conv1(g, self.emb.weight))
         return self.conv2(g, h, edge_weight=w)
+
+
+class ShapeTestPastAnInPlaceScale(nn.Module):
+    """An input scaled in place (`h.mul_(1.5).add_(0.25)`, as augmentation code writes it) into a
+    GraphConv(12, ...) that says how wide the input is, and later a test of a computed width
+    (`if h.shape[-1] == 4`). The widths' follower knew `x * 1.5` keeps the width but not
+    `x.mul_(1.5)`, so it found no module declaring x's width and refused the model, asking for
+    --feat-dims (the differential test, random draws #190-#191 of stop 47; the same with `*`
+    generated)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = dglnn.GraphConv(12, 6, norm="both", allow_zero_in_degree=True)
+        self.conv2 = dglnn.SAGEConv(6, 4, "mean")
+        self.out = nn.Linear(4, 4)
+
+    def forward(self, g, x):
+        h = F.relu(x)
+        h = h.mul_(1.5).add_(0.25)
+        h = self.conv2(g, self.conv1(g, h))
+        if h.shape[-1] == 4:
+            h = self.out(h)
+        return h

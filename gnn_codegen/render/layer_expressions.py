@@ -87,6 +87,9 @@ class OpExpressions:
             while rest and rest[-1] is None:  # arguments that default to None
                 rest.pop()
             names = helper_parameters(op.helper)[1:]
+            # a helper taking *values (with_graph_data) has more arguments than parameters: the
+            # values go by position
+            names += [""] * (len(rest) - len(names))
             args = [op.accessor]
             as_graph = self.as_graph(op.name)  # the graph it takes: the block as a graph
             optional, defaults = helper_optional(op.helper), helper_defaults(op.helper)
@@ -104,7 +107,7 @@ class OpExpressions:
                 later = [r for j, r in enumerate(rest[i + 1:], i + 1) if names[j] not in optional]
                 by_position = any(True for _ in iter_refs(a)) or any(True for _ in iter_refs(later))
                 keyword = keyword or not by_position
-                args.append(text if by_position else f"{names[i]}={text}")
+                args.append(text if by_position or not names[i] else f"{names[i]}={text}")
             args += [f"{k}={self.arg(v, 'edge' if op.kind == 'mp' else need).text}" for k, v in op.kwargs]
             call = f"{self.r.helper_names[op.helper]}({', '.join(args)})"
             if as_graph and self.r.attrs[op.name].rows == "node":

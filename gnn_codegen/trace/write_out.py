@@ -92,8 +92,10 @@ def helper_name(fn: Any) -> str | None:
 
 
 def helper_parameters(section: str) -> list[str]:
-    """The parameter names of a section's function, for calls that name their constants."""
-    return list(inspect.signature(HELPERS[section]).parameters)
+    """The parameter names of a section's function, for calls that name their constants; "" for
+    a *values parameter, whose arguments no call can name."""
+    parameters = inspect.signature(HELPERS[section]).parameters.values()
+    return ["" if p.kind is inspect.Parameter.VAR_POSITIONAL else p.name for p in parameters]
 
 
 def helper_optional(section: str) -> frozenset[str]:

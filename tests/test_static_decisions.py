@@ -105,7 +105,7 @@ def test_the_branch_taken_is_the_one_forward_takes(monkeypatch: pytest.MonkeyPat
     assert [d.taken for d in generated.program.static_decisions] == [True, False, True]
     method = generated.source.split("def inference")[1].split("# --- gnn-codegen runtime")[0]
     assert [line.strip() for line in method.splitlines() if " + " in line and "=" in line or "return h2 +" in line] \
-        == ["h_3 = h + h_2", "return h2 + h"]  # after layers 1 and 3, none after layer 2
+        == ["h = h + h_2", "return h2 + h"]  # after layers 1 and 3, none after layer 2
     model = _model(generated)
     g = dgl.add_self_loop(dgl.rand_graph(25, 80))
     h = torch.randn(25, 6)

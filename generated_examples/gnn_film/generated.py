@@ -188,7 +188,7 @@ class GNNFiLM(nn.Module):
         return batches.result(h3["protein"], nodes)
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 0861ecf22a6e -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 e2ad617b82b1 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _HeteroBatches, the batch loop that
 # inference hands each layer's function to, and what it uses. It is identical in every module of
 # this version and variant, and holds no model-specific code (the model's code, and the helpers
@@ -724,10 +724,8 @@ class _HeteroBatches:
                 continue
             degrees = [out_degrees[rel]] if out_degrees else []
             sources[rel] = self.map_rows(
-                # (rows of feat, of the degrees if any, the type's name)
-                lambda feat, *rest, mod=mod, w=weight: work(
-                    mod, feat, *rest[:-1], weight=w
-                ),
+                # (rows of feat, of the degrees if any)
+                lambda feat, *rest, mod=mod, w=weight: work(mod, feat, *rest, weight=w),
                 stype,
                 [inputs[stype], *degrees],
                 None if nodes is None else nodes[stype],
@@ -735,14 +733,16 @@ class _HeteroBatches:
         return sources
 
     def map_rows(self, fn, ntype, rows=(), nodes=None):
-        """fn(*the batch's rows of each tensor of rows, ntype) for every batch of ntype's
-        nodes (of `nodes`, or all); its results for all of them, on the host."""
+        """fn(*the batch's rows of each tensor of rows, ntype=ntype where it takes ntype) for
+        every batch of ntype's nodes (of `nodes`, or all); its results for all of them, on the
+        host."""
         outputs, nodes = None, self._kept_rows(nodes, False)
         step = self._batch_size(ntype, rows=rows)
         for batch in self._batches(ntype, "rows", nodes, step):
             rows_here = [self._rows(x, batch) for x in rows]
-            outputs = self._write(outputs, fn(*rows_here, ntype), ntype, batch, nodes)
-            del rows_here
+            results = fn(*rows_here, **self._typed(fn, ntype))
+            outputs = self._write(outputs, results, ntype, batch, nodes)
+            del rows_here, results
         return self._done(outputs)
 
     def _none(self):
@@ -1762,7 +1762,8 @@ class _DistHeteroBatches(_HeteroBatches):
         """_HeteroBatches.map_rows over this trainer's nodes of ntype; new DistTensors."""
 
         def run(batch):
-            return self._tuple(fn(*[self._rows(x, batch) for x in rows], ntype), batch)
+            rows_here = [self._rows(x, batch) for x in rows]
+            return self._tuple(fn(*rows_here, **self._typed(fn, ntype)), batch)
 
         return self._map_type(ntype, nodes, run)
 

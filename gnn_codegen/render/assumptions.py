@@ -36,8 +36,9 @@ def entry_checks(decisions: tuple[StaticDecision, ...], names: dict[str, str]) -
     if any(d.intermediate for d in decisions):
         why += " (what it tests of values computed from them follows from these and the model's weights)"
     lines = comment(why)
-    for (param, what), (assumption, where) in checks.items():
+    for (param, what), (assumption, place) in checks.items():
         x = names[param]
+        where = _in_quotes(place)
         hint = f"regenerate with --feat-dims {param}=WIDTH"
         if what == "shape":
             shape = tuple(assumption.value)
@@ -57,6 +58,12 @@ def entry_checks(decisions: tuple[StaticDecision, ...], names: dict[str, str]) -
         lines += [f"if {test}:", "    raise ValueError(", *(f"        {part}" for part in f"{first}\n{second}".split("\n")),
                   "    )"]
     return lines
+
+
+def _in_quotes(text: str) -> str:
+    """text as the inside of a double-quoted string literal: the place quotes the user's line,
+    which may hold quotes and backslashes of its own (`g.edata["etype"]`)."""
+    return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def decision_notes(decisions: tuple[StaticDecision, ...]) -> tuple[str, ...]:

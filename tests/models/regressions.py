@@ -468,3 +468,17 @@ class ShapeTestPastAnInPlaceScale(nn.Module):
         if h.shape[-1] == 4:
             h = self.out(h)
         return h
+
+
+class QuotesInTheDecidingLine(nn.Module):
+    """TAGConv's norm takes one axis per feature axis, so the generated method checks its input's
+    rank and its message quotes the user's line, here `self.convs["tag"](g, x)`: the quotes went
+    into the string literal unescaped and the generated method did not parse (an internal error
+    instead of a module; the differential test, stop 49, a model reading `g.edata["etype"]`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.convs = nn.ModuleDict({"tag": dglnn.TAGConv(6, 4, k=2)})
+
+    def forward(self, g, x):
+        return self.convs["tag"](g, x)

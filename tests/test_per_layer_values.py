@@ -49,7 +49,7 @@ def test_rgcns_weights_per_layer_are_one_loop() -> None:
     readers = ["h = _hetero_conv_sources(conv, block, h0_src, mod_kwargs=wdict_1)", "x = f(wdict, wdict_2)"]
     lines, renamed = per_layer(RGCN, _Model(), readers, _names({"weights", "wdict"}))
     assert lines == [
-        "# each of self.layers, as its forward computes them",
+        "# per layer of self.layers, as its forward computes them",
         "wdicts = []",
         "for layer in self.layers:",
         "    weights = torch.split(layer.weight, 1)",

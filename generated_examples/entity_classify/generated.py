@@ -151,8 +151,7 @@ class EntityClassify(nn.Module):
                 ("user", "plays", "game"),
             ]
         )
-        # computed once, from the weights alone
-        # each of self.layers, as its forward computes them
+        # computed once from the weights alone, per layer as its forward does
         wdicts = []
         for layer in self.layers:
             weights = torch.split(layer.weight, 1)

@@ -142,7 +142,11 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
                 [rename(line, renamed) for line in stage] for stage in stages]
             result = rename(result, renamed)
         if once:
-            lines[once_at:once_at] = ["# computed once, from the weights alone", *once]
+            said = "# computed once, from the weights alone"
+            if once[0].startswith("# per layer of "):  # the loop first: one comment says both
+                said = "# computed once from the weights alone, per layer as its forward does"
+                once = once[1:]
+            lines[once_at:once_at] = [said, *once]
         body += [f"    {line}" for line in lines]
         for stage, lines_of_stage in zip(range(len(stages)), stages):
             freed = self._freed_after(stage, stages, result)  # what the stage read last

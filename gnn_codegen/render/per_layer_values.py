@@ -120,7 +120,7 @@ def per_layer(lines: list[str], model: torch.nn.Module, readers: list[str],
         body.append(f"{key[1]} = {code}")
         if key in kept_lists:
             body.append(f"{kept_lists[key]}.append({key[1]})")
-    loop = [f"# each of self.{path}, as its forward computes them", *(f"{name} = []" for name in kept_lists.values()),
+    loop = [f"# per layer of self.{path}, as its forward computes them", *(f"{name} = []" for name in kept_lists.values()),
             f"for {loop_variable} in self.{path}:",
             *(f"    {line}" for line in body)]
     renamed = {names[i]: f"{kept_lists[key]}[{k}]" for key in kept_lists for k, i in folded[key].items()}

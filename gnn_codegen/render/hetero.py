@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 import textwrap
-from typing import Any, Callable
+from typing import Any
 
 import dgl.nn as dglnn
 import torch
@@ -32,7 +32,7 @@ from gnn_codegen.render.squeezed_rows import hetero_checks as squeeze_checks
 from gnn_codegen.render.squeezed_rows import squeezes_every_axis, squeezes_first_axis
 from gnn_codegen.render.hetero_docstring import _and, _docstring
 from gnn_codegen.render import hetero_incremental as incremental
-from gnn_codegen.render.per_layer_values import per_layer, rename
+from gnn_codegen.render.per_layer_values import values_of_weights
 from gnn_codegen.render.hetero_layer import HeteroLayerFunction, _reads_full_degrees, without_unused_type
 
 _MOD_KWARGS = re.compile(r"mod_kwargs\s*=\s*([A-Za-z_]\w*)")
@@ -135,18 +135,9 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
         stages = [self._stage(stage) for stage in range(plan.num_stages + 1)]
         result = self._result()
         # computed in every layer alike by forward: one loop over the layers (per_layer_values.py)
-        readers = [line for part in (lines, *stages, [result]) for line in part if not line.lstrip().startswith("#")]
-        once, renamed = per_layer(self.once_lines, self.model, readers, self._method_name(readers))
-        if renamed:
-            lines, stages = [rename(line, renamed) for line in lines], [
-                [rename(line, renamed) for line in stage] for stage in stages]
-            result = rename(result, renamed)
-        if once:
-            said = "# computed once, from the weights alone"
-            if once[0].startswith("# per layer of "):  # the loop first: one comment says both
-                said = "# computed once from the weights alone, per layer as its forward does"
-                once = once[1:]
-            lines[once_at:once_at] = [said, *once]
+        once, lines, stages, result = values_of_weights(self.once_lines, self.model, lines, stages, result,
+                                                        self.names.new)
+        lines[once_at:once_at] = once
         body += [f"    {line}" for line in lines]
         for stage, lines_of_stage in zip(range(len(stages)), stages):
             freed = self._freed_after(stage, stages, result)  # what the stage read last
@@ -155,16 +146,6 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
             body += [f"    {line}" if line else "" for line in lines_of_stage]
         body.append(f"    return batches.result({result}, nodes)" if self.subsets else f"    return {result}")
         return "\n".join(body) + "\n"
-
-    def _method_name(self, readers: list[str]) -> Callable[[str], str]:
-        """A new name of the method's scope, read nowhere in its code so far (the layers'
-        functions read the method's names)."""
-        def new(base: str) -> str:
-            while True:
-                name = self.names.new(base)
-                if not any(re.search(rf"\b{name}\b", line) for line in readers):
-                    return name
-        return new
 
     def _freed_after(self, stage: int, stages: list[list[str]], result: str) -> list[str]:
         """The dicts of stored rows (or of features forward builds) that stage `stage` reads

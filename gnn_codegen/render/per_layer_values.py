@@ -140,3 +140,30 @@ def rename(line: str, renamed: dict[str, str]) -> str:
         return line
     pattern = r"(?<![\w.])(" + "|".join(re.escape(n) for n in sorted(renamed, key=len, reverse=True)) + r")\b"
     return replace_in_code(pattern, lambda m: renamed[m.group(1)], line)
+
+
+def values_of_weights(once: list[str], model: torch.nn.Module, lines: list[str], stages: list[list[str]],
+                      result: str, new: Callable[[str], str]) -> tuple[list[str], list[str], list[list[str]], str]:
+    """The method's lines of values of the weights alone, under their comment, with those
+    forward computes per layer folded (per_layer), and the method's other lines (its
+    preamble, each stage's, its result) reading the folded values as the loop keeps them.
+    new(base): the method's name allocator."""
+    readers = [line for part in (lines, *stages, [result]) for line in part if not line.lstrip().startswith("#")]
+
+    def unread(base: str) -> str:  # the layers' functions read the method's names: none of theirs
+        while True:
+            name = new(base)
+            if not any(re.search(rf"\b{name}\b", line) for line in readers):
+                return name
+
+    once, renamed = per_layer(once, model, readers, unread)
+    if renamed:
+        lines, stages = [rename(line, renamed) for line in lines], [[rename(line, renamed) for line in stage]
+                                                                    for stage in stages]
+        result = rename(result, renamed)
+    if not once:
+        return [], lines, stages, result
+    said = "# computed once, from the weights alone"
+    if once[0].startswith("# per layer of "):  # the loop first: one comment says both
+        said, once = "# computed once from the weights alone, per layer as its forward does", once[1:]
+    return [said, *once], lines, stages, result

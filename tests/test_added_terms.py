@@ -69,3 +69,15 @@ def test_two_layers_each_one_product() -> None:
     method = "".join(generated.source.split("def inference(")[1].split("def _relation_sum")[0].split())
     assert method.count("linear=(") == 2 and method.count("bias=self.") == 2, method
     _equals_forward(generated)
+
+
+def test_the_first_layers_self_loop_on_embeddings_is_taken_as_every_layers() -> None:
+    """Where the first layer's input is the model's embeddings, its self-loop term (of the
+    weights alone) is computed per batch from the embeddings' destination rows and handed to
+    the helper, as every later layer's is: one form for the self-loop, and no table of the
+    term for every node computed before the layers."""
+    generated = _generated("FromEmbeddings", size=6, out_size=4)
+    method = "".join(generated.source.split("def inference(")[1].split("def _relation_sum")[0].split())
+    assert method.count("linear=(") == 2 and method.count("bias=self.") == 2, method
+    assert "linear=(h0_dst,self.first.loop_weight)" in method and "matmul(self.embeds" not in method, method
+    _equals_forward(generated)

@@ -69,8 +69,12 @@ def test_a_tuple_partly_read_is_unpacked(monkeypatch: pytest.MonkeyPatch) -> Non
     assert not re.search(r"\b(\w+) = \1\[0\]", method), method
 
 
-def test_a_term_computed_once_is_named_for_its_weight() -> None:
+def test_a_self_loop_on_embeddings_is_written_as_every_layers() -> None:
     """entity_classify: layer 0's self-loop term `torch.matmul(inputs[ntype], self.loop_weight)`
-    on the embeddings, computed once: `loop_term`, not fx's `matmul`."""
-    method = (REPO / "generated_examples" / "entity_classify" / "generated.py").read_text()
-    assert "loop_term = {" in method and "matmul =" not in method and "matmul_dst" not in method
+    on the embeddings goes to the relations' helper as layers 1 and 2's do, reading the
+    features dict's destination rows (`h0_dst`), not a `loop_term` table computed before."""
+    source = (REPO / "generated_examples" / "entity_classify" / "generated.py").read_text()
+    method = re.sub(r"\s+", "", source.split("def inference(")[1].split("# --- gnn-codegen")[0])
+    assert "loop_term" not in method and "matmul" not in method, method
+    for layer in range(3):
+        assert f"linear=(h{layer}_dst,self.layers[{layer}].loop_weight)" in method, method

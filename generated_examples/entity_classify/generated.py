@@ -151,26 +151,16 @@ class EntityClassify(nn.Module):
                 ("user", "plays", "game"),
             ]
         )
-        # computed once, from the weights alone
-        weights = torch.split(self.layers[0].weight, 1)
-        weights_1 = torch.split(self.layers[1].weight, 1)
-        weights_2 = torch.split(self.layers[2].weight, 1)
-        loop_term = {
-            "game": torch.matmul(self.embeds["game"], self.layers[0].loop_weight),
-            "user": torch.matmul(self.embeds["user"], self.layers[0].loop_weight),
-        }
-        wdict = {
-            rel: {"weight": w.squeeze(0)}
-            for rel, w in zip(self.layers[0].rel_names, weights)
-        }
-        wdict_1 = {
-            rel: {"weight": w.squeeze(0)}
-            for rel, w in zip(self.layers[1].rel_names, weights_1)
-        }
-        wdict_2 = {
-            rel: {"weight": w.squeeze(0)}
-            for rel, w in zip(self.layers[2].rel_names, weights_2)
-        }
+        # computed once from the weights alone, per layer as its forward does
+        wdicts = []
+        for layer in self.layers:
+            weights = torch.split(layer.weight, 1)
+            wdicts.append(
+                {
+                    rel: {"weight": w.squeeze(0)}
+                    for rel, w in zip(layer.rel_names, weights)
+                }
+            )
         # the nodes of each type whose rows each layer computes: all of them, or for nodes=
         # those, and before each layer the in-neighbours of the nodes the layer computes
         needed = batches.needed(nodes, layers=3)
@@ -184,12 +174,15 @@ class EntityClassify(nn.Module):
             "developer": self.embeds["developer"],
         }
 
-        def layer_1(block, h0_src, loop_term_dst):
-            hs = _hetero_conv_sources(
-                self.layers[0].conv, block, h0_src, mod_kwargs=wdict
+        def layer_1(block, h0_src, h0_dst):
+            h = _hetero_conv_sources(
+                self.layers[0].conv,
+                block,
+                h0_src,
+                mod_kwargs=wdicts[0],
+                linear=(h0_dst, self.layers[0].loop_weight),
+                bias=self.layers[0].h_bias,
             )
-            h = hs + loop_term_dst
-            h = h + self.layers[0].h_bias
             return self.layers[0].activation(h)
 
         h1 = {}
@@ -201,14 +194,14 @@ class EntityClassify(nn.Module):
                 h0,
                 work=_relation_source,
                 into=(ntype,),
-                mod_kwargs=wdict,
+                mod_kwargs=wdicts[0],
                 nodes=needed[0],
             )
             h1[ntype] = batches.map(
                 layer_1,
                 ntype,
                 source_rows=dict(h0_src=h0_src),
-                destination_rows=dict(loop_term_dst=loop_term[ntype]),
+                destination_rows=dict(h0_dst=h0[ntype]),
                 nodes=needed[1][ntype],
             )
             del h0_src
@@ -220,7 +213,7 @@ class EntityClassify(nn.Module):
                 self.layers[1].conv,
                 block,
                 h1_src,
-                mod_kwargs=wdict_1,
+                mod_kwargs=wdicts[1],
                 linear=(h1_dst, self.layers[1].loop_weight),
                 bias=self.layers[1].h_bias,
             )
@@ -235,7 +228,7 @@ class EntityClassify(nn.Module):
                 h1,
                 work=_relation_source,
                 into=(ntype,),
-                mod_kwargs=wdict_1,
+                mod_kwargs=wdicts[1],
                 nodes=needed[1],
             )
             h2[ntype] = batches.map(
@@ -255,7 +248,7 @@ class EntityClassify(nn.Module):
                 self.layers[2].conv,
                 block,
                 h2_src,
-                mod_kwargs=wdict_2,
+                mod_kwargs=wdicts[2],
                 linear=(h2_dst, self.layers[2].loop_weight),
                 bias=self.layers[2].h_bias,
             )
@@ -270,7 +263,7 @@ class EntityClassify(nn.Module):
                 h2,
                 work=_relation_source,
                 into=(ntype,),
-                mod_kwargs=wdict_2,
+                mod_kwargs=wdicts[2],
                 nodes=needed[2],
             )
             h3[ntype] = batches.map(

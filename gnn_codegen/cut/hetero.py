@@ -214,6 +214,7 @@ def build_hetero_plan(traced: HeteroTraced) -> HeteroPlan:
                         "that size, say), which a layer-wise loop cannot do batch by batch; gnn-codegen reads the "
                         "full graph's counts as numbers that node rows are computed with "
                         "(h / g.num_nodes(\"paper\"))")
+    _sink_tables(nodes, stage, tables, set(nodes_in(output)), users)
     _sink(nodes, stage, tables, set(nodes_in(output)), users, res)
     typed = [n for n in nodes if n in stage]
     stored = []
@@ -228,7 +229,9 @@ def build_hetero_plan(traced: HeteroTraced) -> HeteroPlan:
         later = any(stage.get(user, -1) > stage[node] for user in users[node])
         if later or node in nodes_in(output):
             stored.append(node)
-    once = [n for n in nodes if n.name in traced.constant_names and n.op != "get_attr"]
+    # computed once, from the weights alone: but a table sunk into the layer that reads it
+    once = [n for n in nodes if n.name in traced.constant_names and n.op != "get_attr"
+            and (n in tables or n not in stage)]
     return HeteroPlan(traced, nodes, ntype, stage, once, stored, output, tables, sizes, users, counts)
 
 
@@ -250,6 +253,24 @@ def _counts(nodes: list[fx.Node], res: Any, traced: HeteroTraced) -> set[fx.Node
                                                                for a in args):
                 counts.add(node)
     return counts
+
+
+def _sink_tables(nodes: list[fx.Node], stage: dict[fx.Node, int], tables: dict[fx.Node, str],
+                 results: set[fx.Node], users: dict[fx.Node, list[fx.Node]]) -> None:
+    """A table computed from a type's table alone (rgcn-hetero's self-loop term
+    `torch.matmul(self.embeds[t], self.loop_weight)` of the first layer) that only later stages
+    read, and only on their destination rows (no HeteroGraphConv reads it as features): computed
+    in the first of them, per batch, as the same term is in every later layer (from the rows
+    the layer before stored), not once for every node of the type before the layers."""
+    for node in reversed(nodes):
+        if node not in tables or node.op == "get_attr" or node in results:
+            continue
+        readers = users[node]
+        if not readers or any(u not in stage or u in tables or u.target is hetero_conv or stage[u] < 1
+                              for u in readers):
+            continue
+        del tables[node]
+        stage[node] = min(stage[u] for u in readers)
 
 
 def _sink(nodes: list[fx.Node], stage: dict[fx.Node, int], tables: dict[fx.Node, str],

@@ -4,6 +4,7 @@ expression with whether it needs parentheses as an operand (render_layer.py writ
 from __future__ import annotations
 
 import math
+import re
 import textwrap
 from dataclasses import dataclass
 from typing import Any
@@ -56,3 +57,18 @@ def constant(value: Any) -> str:
 def comment(text: str, width: int = 84) -> list[str]:
     """A comment of the generated code, wrapped to fit beside its indentation."""
     return [f"# {line}" for line in textwrap.wrap(text, width)]
+
+
+_STRING = re.compile(r"""("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')""")
+
+
+def replace_in_code(pattern: str, replacement: Any, text: str) -> str:
+    """re.sub on a line of generated code outside its string literals: a name replaced or
+    searched for is never a dict's key `"weight"` of the same spelling."""
+    parts = _STRING.split(text)
+    return "".join(part if i % 2 else re.sub(pattern, replacement, part) for i, part in enumerate(parts))
+
+
+def search_in_code(pattern: str, text: str) -> bool:
+    """Whether the pattern occurs in a line of generated code outside its string literals."""
+    return any(re.search(pattern, part) for part in _STRING.split(text)[::2])

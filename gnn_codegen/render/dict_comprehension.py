@@ -13,6 +13,8 @@ from typing import Any, Callable
 
 import torch
 
+from gnn_codegen.render.code import search_in_code
+
 _ITEM = r"\b{}\[{}\]"  # `weights[2]`: the tuple's name, the item's index
 
 
@@ -61,8 +63,8 @@ def comprehension(entries: dict[Any, str], model: torch.nn.Module, path: str,
         if len(shapes) != 1:
             continue
         shape = shapes.pop()
-        if "\0" not in shape or re.search(rf"\b{re.escape(tuple_name)}\b", shape):
-            continue  # the tuple read otherwise too
+        if "\0" not in shape or search_in_code(rf"\b{re.escape(tuple_name)}\b", shape):
+            continue  # the tuple read otherwise too (a key "weight" beside a tuple `weight` is not)
         item, key = next((a, b) for a, b in (("w", "rel"), ("item", "key"), ("item_", "key_"))
                          if not re.search(rf"\b({a}|{b})\b", shape))
         spelled = _keys_spelled(model, path, keys, spell)

@@ -32,6 +32,7 @@ from gnn_codegen.render.squeezed_rows import hetero_checks as squeeze_checks
 from gnn_codegen.render.squeezed_rows import squeezes_every_axis, squeezes_first_axis
 from gnn_codegen.render.hetero_docstring import _and, _docstring
 from gnn_codegen.render import hetero_incremental as incremental
+from gnn_codegen.render.per_layer_values import values_of_weights
 from gnn_codegen.render.hetero_layer import HeteroLayerFunction, _reads_full_degrees, without_unused_type
 
 _MOD_KWARGS = re.compile(r"mod_kwargs\s*=\s*([A-Za-z_]\w*)")
@@ -46,6 +47,8 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
         self.group_names: set[str] = set()  # the dicts of stored values, by node type
         self.literals: dict[str, str] = {}  # a dict of features forward builds -> its name
         self.emitted: set[str] = set()  # the literals written out so far
+        # a table in such a dict -> (the dict's name, its type): its destination rows' name
+        self.table_rows: dict[fx.Node, tuple[str, str]] = {}
         self.once_lines: list[str] = []
         self.count_lines: list[str] = []  # the full graph's counts forward reads, once
         # the runtime's optional sections the method calls (hetero/generate.py)
@@ -111,8 +114,7 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
         lines += incremental.refusal_lines(self.subsets, self.count_lines)
         if self.count_lines:
             lines += ["# the full graph's counts forward reads", *self.count_lines]
-        if self.once_lines:
-            lines += ["# computed once, from the weights alone", *self.once_lines]
+        once_at = len(lines)  # where the values of the weights alone go, once the layers are written
         if self.subsets:
             result = self.result_kind
             lines += [
@@ -130,9 +132,13 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
                             header.get("runtime_module"),
                             incremental.paragraph(self.subsets, self.count_lines)),
                 "    self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode"]
-        body += [f"    {line}" for line in lines]
         stages = [self._stage(stage) for stage in range(plan.num_stages + 1)]
         result = self._result()
+        # computed in every layer alike by forward: one loop over the layers (per_layer_values.py)
+        once, lines, stages, result = values_of_weights(self.once_lines, self.model, lines, stages, result,
+                                                        self.names.new)
+        lines[once_at:once_at] = once
+        body += [f"    {line}" for line in lines]
         for stage, lines_of_stage in zip(range(len(stages)), stages):
             freed = self._freed_after(stage, stages, result)  # what the stage read last
             if freed:  # a layer's results for every node, nothing reads them any more

@@ -143,6 +143,10 @@ class HeteroLayerFunction:
                     if source not in self.literals:
                         self.literals[source] = self.names.new(f"h{stage - 1}")
                         self.group_names.add(self.literals[source])
+                        # its tables' rows, read on destination rows too, as the dict's
+                        for t, value in node.args[2].items():
+                            if self.res(value) in plan.tables:
+                                self.table_rows.setdefault(self.res(value), (self.literals[source], t))
                     source = self.literals[source]
                 if self._sources_once(node):
                     key = (stage, str(node.args[0]), source)
@@ -177,6 +181,9 @@ class HeteroLayerFunction:
                 if arg in self.groups or arg in plan.tables or arg.op == "placeholder":
                     stored = self._stored(arg) if arg not in plan.tables else self.expr(arg, {})
                     base = self.groups[arg][0] if arg in self.groups else base_name(arg)
+                    if arg in self.table_rows:  # a table of the features dict forward gives a layer
+                        base, t = self.table_rows[arg]
+                        stored = f'{base}["{t}"]'
                     env[arg] = local.new(f"{base}_dst" if stage else base)
                     params.append(env[arg])
                     dst_exprs.append(stored)

@@ -78,3 +78,34 @@ class TwoLayers(nn.Module):
 
     def forward(self, g, x):
         return self.second(g, self.first(g, x))
+
+
+class FromEmbeddings(nn.Module):
+    """rgcn-hetero's EntityClassify: each type starts from a learnt embedding, so the first
+    layer's self-loop reads the model's weights alone (the embedding times loop_weight)."""
+
+    def __init__(self, size, out_size, rel_names, num_nodes=None):
+        super().__init__()
+        num_nodes = num_nodes or {"user": 30, "game": 20}
+        self.embeds = nn.ParameterDict({t: nn.Parameter(torch.randn(n, size)) for t, n in num_nodes.items()})
+        self.first = LoopFirst(size, size, rel_names)
+        self.second = BiasOfAnotherShape(size, out_size, rel_names)
+
+    def forward(self, g):
+        h = {t: embed for t, embed in self.embeds.items()}
+        return self.second(g, self.first(g, h))
+
+
+class LayerList(nn.Module):
+    """rgcn-hetero's stack as a ModuleList: each layer mixes its relations' weights from its
+    bases in its forward (an einsum, then a dict per relation), the same line in every layer."""
+
+    def __init__(self, size, out_size, rel_names, num_layers=3):
+        super().__init__()
+        self.layers = nn.ModuleList(LoopFirst(size, size, rel_names) for _ in range(num_layers - 1))
+        self.layers.append(LoopWithoutBias(size, out_size, rel_names))
+
+    def forward(self, g, x):
+        for layer in self.layers:
+            x = layer(g, x)
+        return x

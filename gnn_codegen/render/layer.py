@@ -220,6 +220,7 @@ class LayerWriter(OpExpressions):
             if name in self.shared and name not in self.constants:
                 shared = self.program.op(name)
                 local = self.names.take(shared.var or self.r.base_name(shared))
+                self.lines.extend(comment(shared.note) if shared.note else [])  # where its numbers come from
                 self.lines.append(f"{local} = {self.op_expression(shared, space).text}")
                 self.constants[name] = local
 

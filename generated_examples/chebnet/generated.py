@@ -100,8 +100,7 @@ class ChebNet(nn.Module):
             h = h * norm
             # `re_norm = 2.0 / lambda_max` with forward's lambda_max 2.0, in every float dtype
             re_norm = 2.0 / 2.0
-            t1 = (-re_norm) * h
-            t1 = t1 + (features * (re_norm - 1))
+            t1 = -re_norm * h + features * (re_norm - 1)
             return t1, t1 * norm
 
         # in_place=True: source rows are read only in messages, so not gathered per batch
@@ -125,8 +124,7 @@ class ChebNet(nn.Module):
             h = h * norm
             # `re_norm = 2.0 / lambda_max` with forward's lambda_max 2.0, in every float dtype
             re_norm = 2.0 / 2.0
-            t2 = ((-2) * re_norm) * h
-            t2 = (t2 + ((t1 * 2) * (re_norm - 1))) - features
+            t2 = -2 * re_norm * h + t1 * 2 * (re_norm - 1) - features
             h = _linear_of_concatenation(self.layers[0].linear, [features, t1, t2])
             h = self.layers[0].activation(h, inplace=True)
             return h, h * norm
@@ -151,8 +149,7 @@ class ChebNet(nn.Module):
             h = h * norm
             # `re_norm = 2.0 / lambda_max` with forward's lambda_max 2.0, in every float dtype
             re_norm = 2.0 / 2.0
-            t1 = (-re_norm) * h
-            t1 = t1 + (h2 * (re_norm - 1))
+            t1 = -re_norm * h + h2 * (re_norm - 1)
             return t1, t1 * norm
 
         t1_3, h3 = batches.map(
@@ -175,8 +172,7 @@ class ChebNet(nn.Module):
             h = h * norm
             # `re_norm = 2.0 / lambda_max` with forward's lambda_max 2.0, in every float dtype
             re_norm = 2.0 / 2.0
-            t2 = ((-2) * re_norm) * h
-            t2 = (t2 + ((t1_3 * 2) * (re_norm - 1))) - h2
+            t2 = -2 * re_norm * h + t1_3 * 2 * (re_norm - 1) - h2
             h = _linear_of_concatenation(self.layers[1].linear, [h2, t1_3, t2])
             return self.layers[1].activation(h, inplace=True)
 

@@ -128,6 +128,17 @@ def test_a_library_line_stays_one_line_where_it_fits(monkeypatch: pytest.MonkeyP
     assert "self.convs[\n" not in golden and "rst = rst + self.convs[i].beta * feat_proj_sum\n" in golden
 
 
+def test_a_dgl_modules_result_takes_the_users_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TAGConv names its result `rst`, as it names the rows it scales to send: the tensors the
+    method keeps of each layer's result are the user's `hidden` and `logits`
+    (lower/dgl_names.py's with_callers_names), the rows sent on keep DGL's `rst`."""
+    generated = _generate("TopologyAdaptiveNamed", '{"in_size": 6, "hid_size": 5, "out_size": 3}', monkeypatch)
+    method = _method(generated.source)
+    assert re.search(r"\bhidden2, rst2 = batches\.map\(", method), method
+    assert "logits = batches.map(" in method and "batches.result(logits, nodes=nodes)" in method
+    _exact(generated)
+
+
 def test_the_in_degrees_a_zero_in_degree_check_reads_are_computed_once(monkeypatch: pytest.MonkeyPatch) -> None:
     generated = _generate("SimplifiedGCN", '{"in_size": 6, "out_size": 3}', monkeypatch)
     method = _method(generated.source)

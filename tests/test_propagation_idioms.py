@@ -40,28 +40,56 @@ def _both(generated, x: torch.Tensor, g: dgl.DGLGraph):
     return full_graph_forward(generated.loaded.model, generated, g, [x]), run_inference(model, generated, g, [x], 7, "cpu")
 
 
-def test_chebconv_lambda_max_of_two_is_folded(monkeypatch: pytest.MonkeyPatch) -> None:
-    """re_norm = 2.0 / torch.tensor([2.0]) is 1: no tensor built per batch, `-re_norm * h` is
-    -h; `X_0 * (re_norm - 1)` stays a product by 0.0 so that inf in the features gives NaN
-    where forward's does."""
-    generated = _generate("ChebTwoLayers", '{"in_size": 6, "hid_size": 5, "out_size": 3}', monkeypatch)
-    method = _method(generated.source)
-    assert "torch.tensor(" not in method and "re_norm" not in method
-    assert "* 0.0" in method and "infinities and NaN" in method
-    _exact(generated)
+def _inf_and_nan_as_forward(generated) -> None:
+    """Rows with an infinity and a NaN give forward's NaN, infinities and numbers."""
     g = dgl.add_self_loop(dgl.rand_graph(40, 160))
     x = torch.randn(40, 6)
-    x[3, 2] = float("inf")
+    x[3, 2], x[11, 0] = float("inf"), float("nan")
     expected, got = _both(generated, x, g)
     assert torch.equal(expected.isnan(), got.isnan()) and expected.isnan().any()
+    assert torch.equal(expected.isinf(), got.isinf())
     torch.testing.assert_close(got, expected, equal_nan=True)
 
 
-def test_chebconv_constants_not_the_same_in_every_dtype_stay(monkeypatch: pytest.MonkeyPatch) -> None:
-    """lambda_max 3: 2 / 3 rounds differently in float16 and float32, so its tensor stays."""
-    generated = _generate("ChebTwoLayers", '{"in_size": 6, "hid_size": 5, "out_size": 3, "lambda_max": 3.0}',
-                          monkeypatch)
-    assert "torch.tensor(" in _method(generated.source)
+@pytest.mark.parametrize("lambda_max", [2.0, 4.0])
+def test_chebconv_re_norm_is_named_as_dgl_computes_it(lambda_max: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    """re_norm = 2.0 / torch.tensor([lambda_max]) is the same number in every float dtype: no
+    tensor built per batch, and it keeps DGL's name and its recurrence's form
+    (analysis/named_constants.py), `-re_norm * h + X_0 * (re_norm - 1)`, not `-h + X_0 * 0.0`
+    with a comment defending the product by zero; infinities and NaN are forward's."""
+    init = f'{{"in_size": 6, "hid_size": 5, "out_size": 3, "lambda_max": {lambda_max}}}'
+    method = _method((generated := _generate("ChebTwoLayers", init, monkeypatch)).source)
+    assert "torch.tensor(" not in method and "* 0.0" not in method and "infinities and NaN" not in method
+    assert method.count(f"re_norm = 2.0 / {lambda_max}\n") == 4, method
+    assert f"`re_norm = 2.0 / lambda_max` with forward's lambda_max {lambda_max}" in method
+    # DGL's lines, one line each (render/layer.py's nesting, render/code.py's parentheses)
+    assert "t1 = -re_norm * h + x * (re_norm - 1)\n" in method, method
+    assert "t2 = -2 * re_norm * h + t1 * 2 * (re_norm - 1) - x\n" in method, method
+    _exact(generated)
+    _inf_and_nan_as_forward(generated)
+
+
+@pytest.mark.parametrize("lambda_max", [3.0, 1.5])
+def test_chebconv_constants_not_the_same_in_every_dtype_stay(lambda_max: float,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """lambda_max 3 or 1.5: 2 / 3 and 2 / 1.5 round differently in float16 and float32, so the
+    tensor forward builds stays, computed once per layer function as re_norm."""
+    init = f'{{"in_size": 6, "hid_size": 5, "out_size": 3, "lambda_max": {lambda_max}}}'
+    generated = _generate("ChebTwoLayers", init, monkeypatch)
+    method = _method(generated.source)
+    assert "torch.tensor(" in method and re.search(r"\bre_norm = 2\.0 / torch\.tensor\(", method)
+    _exact(generated)
+    _inf_and_nan_as_forward(generated)
+
+
+def test_a_constant_of_the_users_own_line_is_folded_into_its_readers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only a library line's names are kept: the user's `mix = 1.0 / torch.tensor([4.0])...`
+    (0.25 in every dtype) is folded into `h * 0.25 + F.relu(h) * 0.75` as before."""
+    monkeypatch.chdir(REPO)
+    generated = generate_all("tests/models/shared_constants.py:MixedRateGCN",
+                             GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3, "rate": 4.0}'))
+    method = _method(generated.source)
+    assert "mix" not in method and "torch.tensor(" not in method and "* 0.25" in method, method
     _exact(generated)
 
 
@@ -87,6 +115,28 @@ def test_the_norm_reshape_is_an_unsqueeze_with_its_rank_checked(name: str, monke
     model = generated_model(generated, module)
     with pytest.raises(ValueError, match="x: generated for 2 dimensions"):
         model.inference(dgl.rand_graph(8, 20), torch.randn(8, 2, 6), 4, "cpu")
+
+
+def test_a_library_line_stays_one_line_where_it_fits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """GCN2Conv's `rst = (1 - self.beta) * feat_sum + self.beta * feat_proj_sum`: its first
+    product is read by the sum, after the second product, and the line stays one line
+    (render/joined_lines.py). In the gcnii golden `self.convs[i]` makes it longer than black's
+    line, which black would break at the subscript: there it is two lines."""
+    method = _method(_generate("InitialResidual", '{"in_size": 6, "hid_size": 5, "out_size": 3}', monkeypatch).source)
+    assert "rst = (1 - self.conv1.beta) * feat_sum + self.conv1.beta * feat_proj_sum\n" in method, method
+    golden = (REPO / "generated_examples" / "gcnii" / "generated.py").read_text()
+    assert "self.convs[\n" not in golden and "rst = rst + self.convs[i].beta * feat_proj_sum\n" in golden
+
+
+def test_a_dgl_modules_result_takes_the_users_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TAGConv names its result `rst`, as it names the rows it scales to send: the tensors the
+    method keeps of each layer's result are the user's `hidden` and `logits`
+    (lower/dgl_names.py's with_callers_names), the rows sent on keep DGL's `rst`."""
+    generated = _generate("TopologyAdaptiveNamed", '{"in_size": 6, "hid_size": 5, "out_size": 3}', monkeypatch)
+    method = _method(generated.source)
+    assert re.search(r"\bhidden2, rst2 = batches\.map\(", method), method
+    assert "logits = batches.map(" in method and "batches.result(logits, nodes=nodes)" in method
+    _exact(generated)
 
 
 def test_the_in_degrees_a_zero_in_degree_check_reads_are_computed_once(monkeypatch: pytest.MonkeyPatch) -> None:

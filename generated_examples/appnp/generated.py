@@ -136,7 +136,7 @@ class APPNP(nn.Module):
                 )
                 h = block.dstdata["h"]
             h = h * dst_norm
-            feat = ((1 - self.propagate._alpha) * h) + teleport
+            feat = (1 - self.propagate._alpha) * h + teleport
             return feat * src_norm
 
         for k in range(1, 10):
@@ -161,7 +161,7 @@ class APPNP(nn.Module):
                 )
                 h = block.dstdata["h"]
             h = h * dst_norm
-            return ((1 - self.propagate._alpha) * h) + teleport
+            return (1 - self.propagate._alpha) * h + teleport
 
         feat = batches.map(
             layer_10,

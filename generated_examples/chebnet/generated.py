@@ -98,11 +98,9 @@ class ChebNet(nn.Module):
                 )
                 h = block.dstdata["h"]
             h = h * norm
-            h = -h
-            # a factor forward computes from constants alone is 0 here; kept as `* 0.0` so that
-            # infinities and NaN give NaN, as forward's would
-            t1 = features * 0.0
-            t1 = h + t1
+            # `re_norm = 2.0 / lambda_max` with forward's lambda_max 2.0, in every float dtype
+            re_norm = 2.0 / 2.0
+            t1 = -re_norm * h + features * (re_norm - 1)
             return t1, t1 * norm
 
         # in_place=True: source rows are read only in messages, so not gathered per batch
@@ -124,12 +122,9 @@ class ChebNet(nn.Module):
                 )
                 h = block.dstdata["h"]
             h = h * norm
-            t2 = (-2.0) * h
-            t2_2 = t1 * 2
-            # a factor forward computes from constants alone is 0 here; kept as `* 0.0` so that
-            # infinities and NaN give NaN, as forward's would
-            t2_2 = t2_2 * 0.0
-            t2 = (t2 + t2_2) - features
+            # `re_norm = 2.0 / lambda_max` with forward's lambda_max 2.0, in every float dtype
+            re_norm = 2.0 / 2.0
+            t2 = -2 * re_norm * h + t1 * 2 * (re_norm - 1) - features
             h = _linear_of_concatenation(self.layers[0].linear, [features, t1, t2])
             h = self.layers[0].activation(h, inplace=True)
             return h, h * norm
@@ -152,11 +147,9 @@ class ChebNet(nn.Module):
                 )
                 h = block.dstdata["h"]
             h = h * norm
-            h = -h
-            # a factor forward computes from constants alone is 0 here; kept as `* 0.0` so that
-            # infinities and NaN give NaN, as forward's would
-            t1 = h2 * 0.0
-            t1 = h + t1
+            # `re_norm = 2.0 / lambda_max` with forward's lambda_max 2.0, in every float dtype
+            re_norm = 2.0 / 2.0
+            t1 = -re_norm * h + h2 * (re_norm - 1)
             return t1, t1 * norm
 
         t1_3, h3 = batches.map(
@@ -177,12 +170,9 @@ class ChebNet(nn.Module):
                 )
                 h = block.dstdata["h"]
             h = h * norm
-            t2 = (-2.0) * h
-            t2_2 = t1_3 * 2
-            # a factor forward computes from constants alone is 0 here; kept as `* 0.0` so that
-            # infinities and NaN give NaN, as forward's would
-            t2_2 = t2_2 * 0.0
-            t2 = (t2 + t2_2) - h2
+            # `re_norm = 2.0 / lambda_max` with forward's lambda_max 2.0, in every float dtype
+            re_norm = 2.0 / 2.0
+            t2 = -2 * re_norm * h + t1_3 * 2 * (re_norm - 1) - h2
             h = _linear_of_concatenation(self.layers[1].linear, [h2, t1_3, t2])
             return self.layers[1].activation(h, inplace=True)
 

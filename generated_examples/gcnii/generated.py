@@ -135,7 +135,7 @@ class GCNII(nn.Module):
                 feat_sum = h + feat_0
                 feat_proj_sum = feat_sum @ self.convs[i].weight1
                 rst = (1 - self.convs[i].beta) * feat_sum
-                rst = rst + (self.convs[i].beta * feat_proj_sum)
+                rst = rst + self.convs[i].beta * feat_proj_sum
                 rst = rst + self.convs[i].bias
                 rst = self.convs[i]._activation(rst)
                 return rst * norm
@@ -163,7 +163,7 @@ class GCNII(nn.Module):
             feat_sum = h + feat_0
             feat_proj_sum = feat_sum @ self.convs[7].weight1
             rst = (1 - self.convs[7].beta) * feat_sum
-            rst = rst + (self.convs[7].beta * feat_proj_sum)
+            rst = rst + self.convs[7].beta * feat_proj_sum
             rst = rst + self.convs[7].bias
             rst = self.convs[7]._activation(rst)
             return self.fcs[1](rst)

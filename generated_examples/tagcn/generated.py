@@ -103,13 +103,13 @@ class TAGCN(nn.Module):
             norm = norm.unsqueeze(1)
             return norm, features * norm
 
-        norm, rst0 = batches.map_nodes(prologue, features, in_degrees, nodes=needed[0])
+        norm, rst = batches.map_nodes(prologue, features, in_degrees, nodes=needed[0])
         del in_degrees
 
         # Layer 1 of 4: self.layers[0] (TAGConv), hop 1 of 2.
-        def layer_1(block, rst0, norm):
+        def layer_1(block, rst, norm):
             with block.local_scope():
-                block.srcdata["h"] = rst0
+                block.srcdata["h"] = rst
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
@@ -120,12 +120,12 @@ class TAGCN(nn.Module):
         # in_place=True: source rows are read only in messages, so not gathered per batch
         hop1, hop1_src = batches.map(
             layer_1,
-            source_rows=dict(rst0=rst0),
+            source_rows=dict(rst=rst),
             destination_rows=dict(norm=norm),
             in_place=True,
             nodes=needed[1],
         )
-        del rst0
+        del rst
 
         # Layer 2 of 4: self.layers[0] (TAGConv), hop 2 of 2.
         def layer_2(block, hop1_src, norm, features, hop1):
@@ -140,7 +140,7 @@ class TAGCN(nn.Module):
             rst = self.layers[0]._activation(rst, inplace=True)
             return rst, rst * norm
 
-        rst2, rst2_src = batches.map(
+        h2, rst2 = batches.map(
             layer_2,
             source_rows=dict(hop1_src=hop1_src),
             destination_rows=dict(norm=norm, features=features, hop1=hop1),
@@ -150,9 +150,9 @@ class TAGCN(nn.Module):
         del hop1_src, hop1
 
         # Layer 3 of 4: self.layers[1] (TAGConv), hop 1 of 2.
-        def layer_3(block, rst2_src, norm):
+        def layer_3(block, rst2, norm):
             with block.local_scope():
-                block.srcdata["h"] = rst2_src
+                block.srcdata["h"] = rst2
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
@@ -162,15 +162,15 @@ class TAGCN(nn.Module):
 
         hop1_3, hop1_3_src = batches.map(
             layer_3,
-            source_rows=dict(rst2_src=rst2_src),
+            source_rows=dict(rst2=rst2),
             destination_rows=dict(norm=norm),
             in_place=True,
             nodes=needed[3],
         )
-        del rst2_src
+        del rst2
 
         # Layer 4 of 4: self.layers[1] (TAGConv), hop 2 of 2.
-        def layer_4(block, hop1_3_src, rst2, hop1_3, norm):
+        def layer_4(block, hop1_3_src, h2, hop1_3, norm):
             with block.local_scope():
                 block.srcdata["h"] = hop1_3_src
                 block.update_all(
@@ -178,16 +178,16 @@ class TAGCN(nn.Module):
                 )
                 h = block.dstdata["h"]
             hop2 = h * norm
-            return _linear_of_concatenation(self.layers[1].lin, [rst2, hop1_3, hop2])
+            return _linear_of_concatenation(self.layers[1].lin, [h2, hop1_3, hop2])
 
-        rst = batches.map(
+        h = batches.map(
             layer_4,
             source_rows=dict(hop1_3_src=hop1_3_src),
-            destination_rows=dict(rst2=rst2, hop1_3=hop1_3, norm=norm),
+            destination_rows=dict(h2=h2, hop1_3=hop1_3, norm=norm),
             in_place=True,
             nodes=needed[4],
         )
-        return batches.result(rst, nodes=nodes)
+        return batches.result(h, nodes=nodes)
 
 
 # --- gnn-codegen convolution helpers 0.1.0, sha256 d12648036c68 -------------------------------

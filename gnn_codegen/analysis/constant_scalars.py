@@ -5,7 +5,9 @@ every batch, which reads as a bug. Such a tensor does not depend on the batch: i
 computed here, and its readers take it as a Python float, with what that makes plain
 simplified where it is exact for every input: `x * 1.0` is x, `-1.0 * x` is -x, `x - 0.0` is x
 (NaN, infinities and -0.0 included). `x * 0.0` stays: it is NaN where x is not finite, as in
-forward, and says so in a comment.
+forward, and says so in a comment. A constant a library line names (`re_norm`), and what is
+computed from it, is not folded so but kept as that name's Python float, read in the line's
+own form (named_constants.py): `x * (re_norm - 1)` needs no defence.
 
 When the float is the tensor: the ops are a whitelist of torch's (`torch.tensor`, arithmetic,
 `.to(t)`, `.unsqueeze`), evaluated here in float16, bfloat16, float32 and float64 (`.to(t)`
@@ -25,6 +27,7 @@ from typing import Any
 import torch
 
 from gnn_codegen.analysis.attributes import Attributes
+from gnn_codegen.analysis.named_constants import as_python_float, named_constants
 from gnn_codegen.ir import Op, Program, Ref, map_refs
 from gnn_codegen.lower.simplify import computed_once
 
@@ -93,22 +96,29 @@ def _operand_fits(other: Any, dims: int, attrs: Attributes) -> bool:
 
 
 def with_constant_scalars(program: Program, attrs: Attributes) -> Program:
-    """The program with its tensors of one constant number read as floats, and `x * 1.0`,
-    `-1.0 * x`, `x - 0.0` simplified."""
+    """The program with its tensors of one constant number read as floats: a library line's
+    named one (and what is computed from it) as that name's Python float, computed as the
+    line computes it (named_constants.py); the others folded into their readers, with
+    `x * 1.0`, `-1.0 * x`, `x - 0.0` simplified."""
     constants = _constants(program)
     if not constants:
         return program
+    named = named_constants(program, constants, lambda other, dims: _operand_fits(other, dims, attrs))
     ops: list[Op] = []
     aliases: dict[str, Any] = {}
     for op in program.ops:
         op = replace(op, args=map_refs(op.args, lambda r: aliases.get(r.name, r)),
                      kwargs=map_refs(op.kwargs, lambda r: aliases.get(r.name, r)))
+        if op.name in named:
+            ops.append(as_python_float(op, program, constants, named))
+            continue
         if op.name in constants or op.kind != "function" or op.target not in _ARITHMETIC or len(op.args) != 2:
             ops.append(op)
             continue
         args = list(op.args)
         for i, (mine, other) in enumerate((args, args[::-1])):
-            if isinstance(mine, Ref) and mine.name in constants and _operand_fits(other, constants[mine.name][1], attrs):
+            if isinstance(mine, Ref) and mine.name in constants and mine.name not in named \
+                    and _operand_fits(other, constants[mine.name][1], attrs):
                 args[i] = constants[mine.name][0]
         op = replace(op, args=tuple(args))
         simpler = _simplified(op)

@@ -10,7 +10,9 @@ of its own, the same in every run; where two layers' values meet, the stored ten
 Only the propagation part of a module is named so: its values from its first op to its first
 call of a module of its own (TAGConv's and ChebConv's Linear over the hops), after which `rst`
 and `h` are the layer's result and keep their names. A value forward's own line names (the
-user's `h = conv(g, h)`) keeps the user's name: only names from the module's own lines change."""
+user's `h = conv(g, h)`) keeps the user's name: only names from the module's own lines change,
+and the value a DGL module returns takes the name the user's line gives it (with_callers_names):
+TAGConv's `rst = self._activation(rst)` is the user's `h` of `h = layer(self.g, h)`."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import torch
 import torch.fx as fx
 
 from gnn_codegen.ir import Op
+from gnn_codegen.lower.spelling import assigned_variable
 
 # (module class, DGL's variable) -> the name of what it holds; {hop}: hops made before it
 READABLE = {
@@ -77,3 +80,29 @@ def _readable(cls: str, name: str, hop: int) -> str:
     if not template or "{hop}" in template and hop == 0:
         return name
     return template.format(hop=hop)
+
+
+def _called(node: fx.Node | None, model: torch.nn.Module) -> str:
+    """The path of the DGL module whose call from the user's code made node, or ""."""
+    stack = (node.meta.get("nn_module_stack") or {}) if node is not None else {}
+    if not stack:
+        return ""
+    path = list(stack.values())[0][0]
+    try:
+        module = model.get_submodule(path)
+    except AttributeError:
+        return ""
+    return path if type(module).__module__.startswith("dgl.") else ""
+
+
+def with_callers_names(ops: list[Op], nodes: dict[str, fx.Node], model: torch.nn.Module) -> list[Op]:
+    """ops with the value each call of a DGL module traced into returns (its last op, before an
+    op of another call or of the user's own code) named as the user's line names it, where
+    that line assigns one variable: the library's name for it (`rst`) means nothing there."""
+    calls = [_called(nodes.get(op.name), model) for op in ops]
+    out = []
+    for i, op in enumerate(ops):
+        returned = bool(calls[i]) and (i + 1 == len(ops) or calls[i + 1] != calls[i])
+        name = assigned_variable(op.location) if returned and op.library_line else ""
+        out.append(replace(op, var=name) if name and op.var else op)
+    return out

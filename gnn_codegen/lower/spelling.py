@@ -91,6 +91,12 @@ _ASSIGNMENT = re.compile(r"\(`([A-Za-z_]\w*)\s*(?:[-+*/@]?=)(?!=)")
 _UNPACKING = re.compile(r"\(`\(?([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)+)\)?\s*=(?!=)")
 
 
+def assigned_variable(line: str) -> str:
+    """The one variable a line (as locations() gives it) assigns, or ""."""
+    match = _ASSIGNMENT.search(line) if line else None
+    return match.group(1) if match and not _UNPACKING.search(line) else ""
+
+
 def _with_user_variables(ops: list[Op], lines: dict[str, str]) -> list[Op]:
     """Name each value after the variable its source line assigns (`h1 = F.relu(...)` names the
     relu), so that generated names are the user's. The value a line assigns is the last op

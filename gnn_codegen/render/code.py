@@ -20,15 +20,30 @@ BINARY = {
     "ge": ">=", "eq": "==", "ne": "!=", "iadd": "+", "isub": "-", "imul": "*", "itruediv": "/",
 }
 UNARY = {"neg": "-", "pos": "+", "invert": "~"}
+# how tightly Python binds the arithmetic a reader sees most (`-2 * re_norm * h + X_1 * 2`):
+# their operands are written without the parentheses Python does not need to read the same tree
+ARITHMETIC_LEVEL = {"add": 1, "sub": 1, "mul": 2, "truediv": 2}
+NEGATION_LEVEL = 3  # `-x`, and a negative number
 
 
 @dataclass(frozen=True)
 class Code:
     text: str
     atom: bool = True  # safe as an operand or a receiver without parentheses
+    level: int = 0  # of an arithmetic expression (ARITHMETIC_LEVEL, NEGATION_LEVEL); 0: another
 
     def operand(self) -> str:
         return self.text if self.atom else f"({self.text})"
+
+    def operand_of(self, level: int, right: bool) -> str:
+        """As the left or right operand of arithmetic of `level`: without parentheses where Python
+        reads the same tree so. Left-associative, `a - b + c` is `(a - b) + c`; a right operand
+        of the same level keeps them (`a - (b - c)`: floats do not reassociate), and so does a
+        negation on the right, `a * (-b)`, which reads better so."""
+        if self.atom or self.level > level and not (right and self.level == NEGATION_LEVEL) \
+                or self.level == level and not right:
+            return self.text
+        return f"({self.text})"
 
 
 @dataclass(frozen=True)

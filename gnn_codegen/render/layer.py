@@ -22,6 +22,7 @@ from gnn_codegen.names import NameAllocator
 from gnn_codegen.analysis.mp_arguments import Space, mp_feature_spaces
 from gnn_codegen.cut.plan import Stage, value_deps
 from gnn_codegen.render.code import Code, Copy, comment
+from gnn_codegen.render.joined_lines import written_inside_readers
 from gnn_codegen.trace.write_out import ONCE_PER_NODE
 from gnn_codegen.render.layer_expressions import OpExpressions
 from gnn_codegen.render.sources_in_place import sources_in_place
@@ -55,6 +56,8 @@ class Renderer(Protocol):
 
     def base_name(self, op: Op) -> str: ...
 
+# the longest statement black leaves on one line in a layer function's body (indented 12)
+_STATEMENT_WIDTH = 88 - 12
 # methods whose result is a view of their receiver, nothing else
 _RESHAPES = ("flatten", "view", "reshape", "squeeze", "unsqueeze")
 # written-out convolutions' per-node parts that take in_place=True: on a tensor nothing else
@@ -118,6 +121,9 @@ class LayerWriter(OpExpressions):
         # values of no rows read more than once here: computed once, named (shared_constants.py)
         self.shared = shared_constants(self.program, r.inline, [p.name for p in stage.ops])
         self.constants: dict[str, str] = {}  # shared value -> its local, once written
+        # nested(): whether a value was written inside a reader of its line other than the next
+        # op (joined), and whether only the next op may take one (adjacent_only)
+        self.joined = self.adjacent_only = False
 
     # -- the stage's inputs ---------------------------------------------------------------------
     # -- statements -----------------------------------------------------------------------------
@@ -134,6 +140,18 @@ class LayerWriter(OpExpressions):
         return first_arg.name, self.space[op.name]
 
     def write(self) -> LayerFunction:
+        """The stage's function; where a line joined from a value and a later reader of its line
+        (nested) comes out longer than black's line, written again with each such value on a
+        line of its own, as black would break that line at a subscript, not at its operators."""
+        function = self._write()
+        if self.joined and any(len(line) > _STATEMENT_WIDTH for line in function.body
+                               if not line[:1].isspace() and not line.startswith("#")):
+            again = LayerWriter(self.r, self.stage, self.name, self.node_ranges)
+            again.adjacent_only = True
+            return again._write()
+        return function
+
+    def _write(self) -> LayerFunction:
         program, uses = self.program, Counter[str]()
         for placed in self.stage.ops:
             op = program.op(placed.name)
@@ -220,6 +238,7 @@ class LayerWriter(OpExpressions):
             if name in self.shared and name not in self.constants:
                 shared = self.program.op(name)
                 local = self.names.take(shared.var or self.r.base_name(shared))
+                self.lines.extend(comment(shared.note) if shared.note else [])  # where its numbers come from
                 self.lines.append(f"{local} = {self.op_expression(shared, space).text}")
                 self.constants[name] = local
 
@@ -246,22 +265,10 @@ class LayerWriter(OpExpressions):
         return lines
 
     def nested(self, uses: Counter[str], special: set[str]) -> set[str]:
-        """Values to write inside their reader's expression: read once, by the next op of the
-        same line of the user's forward, on the same rows (`F.relu(self.conv(g, h))` stays
-        one line); never a stored value, a tuple, or a value gnn-codegen made (write_out.py).
-        The ops of a library module forward is traced into all come from the user's one line
-        that calls it: theirs is the same line only where the library's line is the same too
-        (APPNPConv's `src_norm = th.pow(...)` one line, its `th.reshape(src_norm, shp)` another)."""
-        ops = [self.program.op(p.name) for p in self.stage.ops]
-        result = set()
-        for op, reader in zip(ops, ops[1:]):
-            if (uses[op.name] == 1 and op.location and op.location == reader.location
-                    and op.library_line == reader.library_line
-                    and not op.note and not reader.note
-                    and op.name not in self.stage.stores and op.name not in special and reader.name not in special
-                    and self.r.attrs[op.name].rows != "tuple" and self.space[op.name] == self.space[reader.name]
-                    and op.name in value_deps(self.program, self.r.inline, (reader.args, tuple(v for _, v in reader.kwargs)))):
-                result.add(op.name)
+        """Values to write inside their reader's expression, as the user's line or the library's
+        has them (joined_lines.py); `special`: values written otherwise."""
+        result, self.joined = written_inside_readers(self.program, self.r.inline, self.r.attrs, self.stage,
+                                                     uses, special, self.adjacent_only)
         return result
 
     def target(self, op: Op, space: Space, uses: Counter[str]) -> str:

@@ -9,7 +9,7 @@ from gnn_codegen.errors import internal
 from gnn_codegen.ir import MODULE_CONSTANTS, Op, Ref, iter_refs, reads_device
 from gnn_codegen.analysis.whole_prefixes import whole_prefix
 from gnn_codegen.analysis.mp_arguments import Space, mp_extra_arguments, mp_features
-from gnn_codegen.render.code import BINARY, UNARY, Code, Copy, constant
+from gnn_codegen.render.code import ARITHMETIC_LEVEL, BINARY, NEGATION_LEVEL, UNARY, Code, Copy, constant
 from gnn_codegen.trace.write_out import helper_defaults, helper_optional, helper_parameters
 from gnn_codegen.render.squeezed_rows import squeezed, squeezes_every_axis
 
@@ -72,7 +72,8 @@ class OpExpressions:
         if isinstance(value, MODULE_CONSTANTS):  # `1 - self.convs[4].beta` (module_constants.py)
             return Code(value.expression, atom=value.atom)
         text = constant(value)
-        return Code(text, atom=not text.startswith("-"))
+        negative = text.startswith("-")
+        return Code(text, atom=not negative, level=NEGATION_LEVEL if negative else 0)
 
     def call_args(self, op: Op, need: Space, skip: int = 0) -> str:
         parts = [self.arg(a, need).text for a in op.args[skip:]]
@@ -144,9 +145,16 @@ class OpExpressions:
 
     def function_expression(self, op: Op, need: Space) -> Code:
         module, _, name = op.target.rpartition(".")
+        if module == "operator" and name in ARITHMETIC_LEVEL and len(op.args) == 2:
+            level = ARITHMETIC_LEVEL[name]
+            a, b = (self.arg(x, need).operand_of(level, right) for right, x in enumerate(op.args))
+            return Code(f"{a} {BINARY[name]} {b}", atom=False, level=level)
         if module == "operator" and name in BINARY and len(op.args) == 2:
             a, b = (self.arg(x, need).operand() for x in op.args)
             return Code(f"{a} {BINARY[name]} {b}", atom=False)
+        if module == "operator" and name == "neg":
+            negated = self.arg(op.args[0], need).operand_of(NEGATION_LEVEL, True)
+            return Code(f"-{negated}", atom=False, level=NEGATION_LEVEL)
         if module == "operator" and name in UNARY:
             return Code(f"{UNARY[name]}{self.arg(op.args[0], need).operand()}", atom=False)
         if module == "operator" and name == "getitem":

@@ -59,3 +59,17 @@ class SimplifiedGCN(nn.Module):
 
     def forward(self, g, x):
         return self.conv(g, x)
+
+
+class TopologyAdaptiveNamed(nn.Module):
+    """TopologyAdaptive with its layers' results named: TAGConv's own name for them is `rst`."""
+
+    def __init__(self, in_size, hid_size, out_size):
+        super().__init__()
+        self.conv1 = TAGConv(in_size, hid_size, k=2, activation=F.relu)
+        self.conv2 = TAGConv(hid_size, out_size, k=1)
+
+    def forward(self, g, x):
+        hidden = self.conv1(g, x)
+        logits = self.conv2(g, hidden)
+        return logits

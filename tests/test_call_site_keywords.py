@@ -46,7 +46,7 @@ def test_in_place_is_said_once_and_a_layer_that_gathers_says_why(monkeypatch: py
     """SAGEConv("gcn") reads source rows only in messages, "pool" runs fc_pool on each first."""
     method = _method("MixedAggregators", monkeypatch)
     said = [line.strip() for line in method.split("\n") if line.strip().startswith("#")]
-    assert sum("in_place=True: source rows are read only in messages" in line for line in said) == 1
+    assert sum("in_place=True: source rows are read where they are stored" in line for line in said) == 1
     calls = re.findall(r"= batches\.map\((.*?)\n        \w", method, re.S)
     assert len(calls) == 3 and "in_place=True" not in calls[1], calls
     gathered = method.split("layer_2,")[0].rsplit("def layer_2", 1)[1]
@@ -67,6 +67,33 @@ def test_a_tuple_partly_read_is_unpacked(monkeypatch: pytest.MonkeyPatch) -> Non
     steps = re.findall(r"^ *(.*?) = _lstm_step\(", method, re.M)
     assert steps and steps[-1] == "x, _, _", method
     assert not re.search(r"\b(\w+) = \1\[0\]", method), method
+
+
+def test_a_tensor_a_layer_only_counts_is_not_passed_to_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 37 (geniepath): `torch.zeros(1, x.shape[0], d)`, the LSTM's first memory, passed the
+    raw input x's rows to layer 1 only to be counted. A layer counts the block's rows instead,
+    and the plan neither loads nor keeps a tensor for a layer that only counts it."""
+    method = _method("BreadthThenDepth", monkeypatch)
+    layer_1 = method[method.index("def layer_1("):method.index("def layer_2(")]
+    assert "torch.zeros(block.num_dst_nodes(), self.hid_size)" in layer_1, layer_1
+    assert not re.search(r"def layer_1\([^)]*\bx\b", layer_1) and "dict(x=x" not in layer_1, layer_1
+    method = _method("CountedOnly", monkeypatch)
+    assert method.count("block.num_dst_nodes()") == 2, method
+    for layer in ("layer_1", "layer_2"):  # neither x nor h (lin's result) is a row argument
+        call = re.search(rf"= batches\.map\(\s*{layer},(.*?)\)\n", method, re.S)
+        assert call and not re.search(r"\b(x|h)\b=", call.group(1)), method
+
+
+def test_nodes_says_why_it_starts_where_it_does() -> None:
+    """Issue 37 (gcn_pairnorm): `nodes=` appeared on the last layers only, unexplained. PairNorm's
+    means read every node, so the stages before the last that reads one compute all nodes: said
+    once, at the first call that passes nodes=."""
+    method = (REPO / "generated_examples" / "gcn_pairnorm" / "generated.py").read_text()
+    method = method[method.index("    def inference("):method.index("# --- gnn-codegen ")]
+    said = re.findall(r"# nodes= from here on: .*?\n(?!\s*#)(.*?)\n", method, re.S)
+    assert len(said) == 1 and "nodes=needed[" in method.split("# nodes= from here on")[1].split(")\n")[0], said
+    assert "nodes=needed[" not in method.split("# nodes= from here on")[0].split("needed = batches.needed(")[1]
+    assert "h1.mean(0)" in " ".join(method.split("# nodes= from here on")[1].split("\n")[:3]), method
 
 
 def test_a_self_loop_on_embeddings_is_written_as_every_layers() -> None:

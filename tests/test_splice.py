@@ -56,6 +56,8 @@ def test_keeps_what_the_class_needs_and_drops_the_rest() -> None:
     assert after == dedent('''\
         # header
 
+        """A training script."""
+
         from __future__ import annotations
         import dgl
         import torch
@@ -137,6 +139,8 @@ def test_imports_below_the_class_move_above_it() -> None:
     after = splice(before, "Model", RUNNABLE, HELPERS, HEADER)
     assert after == dedent('''\
         # header
+
+        """A model whose imports are partly below it."""
 
         from __future__ import annotations
 
@@ -293,3 +297,55 @@ def test_the_imports_it_adds_go_where_isort_puts_them() -> None:
     ''')
     without = splice(before.replace("import math\n\n", "").replace(" * math.pi", ""), "Model", RUNNABLE, helpers, HEADER)
     assert without.split("\n\nclass")[0].startswith("# header\n\nimport os\nimport time\n\nimport dgl\n")
+
+
+def test_the_users_module_docstring_stays_the_modules_first_statement() -> None:
+    """The user's file docstring says what the model is (issue 37: it was dropped): it stays
+    the generated module's docstring, below the header's comments, before the imports."""
+    before = dedent('''\
+        """PairNorm between GCN layers (Zhao and Akoglu, 2020)."""
+
+        import torch.nn as nn
+
+
+        class Model(nn.Module):
+            """The model's own docstring."""
+
+            def forward(self, g, x):
+                return x
+    ''')
+    after = splice(before, "Model", METHOD, HELPERS, HEADER)
+    assert after.startswith('# header\n\n"""PairNorm between GCN layers (Zhao and Akoglu, 2020)."""\n\nimport dgl\n')
+    assert '    """The model\'s own docstring."""\n' in after
+    namespace: dict[str, object] = {}
+    exec(compile(after.replace("helper_fn(x)", "x"), "<spliced>", "exec"), namespace)
+    assert namespace["__doc__"] == "PairNorm between GCN layers (Zhao and Akoglu, 2020)."
+
+
+def test_the_runtimes_imports_stay_below_its_banner() -> None:
+    """The runtime's section imports the modules it reads itself, below its banner: the top of
+    the module holds the model's imports and those the method and the convolution helpers read
+    (issue 37: ctypes, json, weakref, ... sat above the user's class as if the model's), and a
+    name of the user's the class keeps (`time = 0.5`) keeps its value: the runtime imports the
+    module under a name of its own."""
+    from gnn_codegen.render.runtime_section import banner, split
+
+    runtime = "import json\nimport time\n\nimport torch\n\n\nclass _Runtime:\n    def f(self):\n" \
+              "        return json.dumps(time.time()), torch.zeros(1)\n"
+    helpers = f"def _helper(g):\n    return dgl.NID\n\n\n{banner('0', '_Runtime')}\n\n{runtime}"
+    before = dedent('''\
+        import torch.nn as nn
+
+        time = 0.5
+
+
+        class Model(nn.Module):
+            def forward(self, g, x):
+                return x * time
+    ''')
+    after = splice(before, "Model", RUNNABLE, helpers, HEADER)
+    head, _, below = split(after)
+    assert "import json" not in head and "import time" not in head and "import dgl\n" in head
+    assert "import torch\n" in head  # the method's decorator reads it
+    assert below.lstrip("\n").startswith("import json\nimport time as time_2\n\nimport torch\n") and "time_2.time()" in below
+    assert "time = 0.5" in head and "return x * time\n" in head

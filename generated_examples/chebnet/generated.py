@@ -4,19 +4,13 @@
 # regenerate with:
 #   gnn-codegen generated_examples/chebnet/model.py:ChebNet -o generated_examples/chebnet/generated.py --init '{"in_feats": 16, "n_classes": 4, "n_hidden": 8, "n_layers": 1, "k": 3}' --feat-dims features=16
 
-import ctypes
-import errno
-import hashlib
-import json
-import os
-import shutil
-import tempfile
-import threading
-import time
-import weakref
+"""ChebNet (Defferrard et al., 2016) as DGL's model zoo (citation networks) builds it: the model
+keeps its graph and stacks ChebConv layers, each a Linear over the Chebyshev terms T_0..T_{k-1}
+of the scaled Laplacian applied to its input, with lambda_max given as 2 (the example's choice,
+exact for the normalised Laplacian's bound). Every term past T_0 is one hop: one layer of the
+generated inference each, the recurrence's earlier terms stored between them."""
 
 import dgl
-import numpy
 import torch
 import torch.nn as nn
 from dgl.nn.pytorch.conv import ChebConv
@@ -64,13 +58,13 @@ class ChebNet(nn.Module):
         batches = _FullNeighbourBatches(
             self,
             g,
-            batch_size,
-            device,
-            max_memory,
-            progress,
-            storage,
-            changed,
-            keep_layers,
+            batch_size=batch_size,
+            device=device,
+            max_memory=max_memory,
+            progress=progress,
+            storage=storage,
+            changed=changed,
+            keep_layers=keep_layers,
         )
         batches.check_rows(nodes={"features": features})
         in_degrees = g.in_degrees()  # of the whole graph, once
@@ -103,7 +97,8 @@ class ChebNet(nn.Module):
             t1 = -re_norm * h + features * (re_norm - 1)
             return t1, t1 * norm
 
-        # in_place=True: source rows are read only in messages, so not gathered per batch
+        # in_place=True: source rows are read where they are stored, not gathered per
+        # batch (the layer reads them only in messages)
         t1, h1 = batches.map(
             layer_1,
             source_rows=dict(h0=h0),
@@ -214,13 +209,13 @@ def _linear_of_concatenation(linear, parts):
     return out
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 11e6e1e837ed -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 c7e7735a5052 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
-# that inference hands each layer's function to, and what it uses. It is identical in every
-# module of this version and variant, and holds no model-specific code (the model's code, and
-# the helpers its layers call, are above this banner); the sha256 is of the text below the
-# banner's last line, for anyone to recompute. What it guarantees, and the parameters inference
-# passes it, are in _FullNeighbourBatches's docstring. Tested by:
+# that inference hands each layer's function to, and what it uses, its imports first. It is
+# identical in every module of this version and variant, and holds no model-specific code (the
+# model's code, and the helpers its layers call, are above this banner); the sha256 is of the
+# text below the banner's last line, for anyone to recompute. What it guarantees, and the
+# parameters inference passes it, are in _FullNeighbourBatches's docstring. Tested by:
 #   tests/test_goldens.py::test_runtime_section_is_hashed_and_identical
 #   tests/test_equivalence.py (batch sizes, rows in place or gathered)
 #   tests/test_subset_and_storage.py (nodes=, storage=, memory)
@@ -231,6 +226,22 @@ def _linear_of_concatenation(linear, parts):
 #   tests/test_runtime_module.py (as a module of its own, --runtime-module)
 #   tests/cuda/check.py (streams, on a GPU)
 # ----------------------------------------------------------------------------------------------
+
+
+import ctypes
+import errno
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+import weakref
+
+import dgl
+import numpy
+import torch
 
 
 class _FullNeighbourBatches:
@@ -410,11 +421,11 @@ class _FullNeighbourBatches:
         return _FullNeighbourBatches(
             self.model,
             g,
-            self.batch_size,
-            self.device,
-            self.max_memory,
-            self.progress,
-            self.storage,
+            batch_size=self.batch_size,
+            device=self.device,
+            max_memory=self.max_memory,
+            progress=self.progress,
+            storage=self.storage,
         )
 
     def _check_arguments(self, model, batch_size, device, max_memory):

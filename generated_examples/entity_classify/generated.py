@@ -4,20 +4,13 @@
 # regenerate with:
 #   gnn-codegen generated_examples/entity_classify/model.py:EntityClassify -o generated_examples/entity_classify/generated.py --init '{"num_nodes": {"user": 90, "game": 70, "developer": 25}, "h_dim": 16, "out_dim": 4, "rel_names": ["follows", "plays", "played_by", "develops"]}' --metagraph user:follows:user,user:plays:game,game:played_by:user,developer:develops:game
 
-import ctypes
-import errno
-import hashlib
-import json
-import os
-import shutil
-import tempfile
-import threading
-import time
-import weakref
+"""Entity classification with a relational GCN, in the style of DGL's rgcn-hetero example:
+every node type starts from a learnt embedding, and each layer is a user-written relational
+layer over HeteroGraphConv, with one weight per relation handed to GraphConv(weight=False),
+then a self-loop, a bias and an activation per node type."""
 
 import dgl
 import dgl.nn as dglnn
-import numpy
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -134,13 +127,13 @@ class EntityClassify(nn.Module):
         batches = _HeteroBatches(
             self,
             g,
-            batch_size,
-            device,
-            max_memory,
-            progress,
-            storage,
-            changed,
-            keep_layers,
+            batch_size=batch_size,
+            device=device,
+            max_memory=max_memory,
+            progress=progress,
+            storage=storage,
+            changed=changed,
+            keep_layers=keep_layers,
         )
         # the relations forward was traced for
         batches.check_graph(
@@ -278,7 +271,7 @@ class EntityClassify(nn.Module):
         return batches.result(h3, nodes)
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 732ba0ed0982 -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 18414167b3ed -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -460,12 +453,12 @@ def _find_weight_basis(weights):
 
 
 def _graph_conv_source(
-    conv, feat, out_degrees=None, weight_first=False, in_place=False
+    conv, feat, out_degrees=None, weight_first=False, overwrite=False
 ):
     """GraphConv's work on each source row, once per node: the norm by the full graph's
     out-degrees (norm "both" or "left"; out_degrees is only read then), then, when
     `weight_first`, the weight: DGL multiplies by W before aggregating when the layer narrows
-    (in_feats > out_feats), so that the sum runs on the narrower rows. in_place: feat is the
+    (in_feats > out_feats), so that the sum runs on the narrower rows. overwrite: feat is the
     caller's own new tensor, scaled where it is (on a CPU a new batch-sized tensor costs more
     to touch than the product)."""
     if conv._norm in ("both", "left"):
@@ -476,7 +469,7 @@ def _graph_conv_source(
         degrees = out_degrees.to(feat).clamp(min=1)
         norm = degrees.pow(-0.5) if conv._norm == "both" else 1.0 / degrees
         norm = norm.view(-1, *(1,) * (feat.dim() - 1))
-        feat = feat.mul_(norm) if in_place else feat * norm
+        feat = feat.mul_(norm) if overwrite else feat * norm
     if weight_first and conv.weight is not None:
         feat = feat @ conv.weight
     return feat
@@ -579,13 +572,13 @@ def _once_for(tensors, compute):
 _once_for_values = torch.utils.weak.WeakIdKeyDictionary()
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 e2ad617b82b1 -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 c53faead465c -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _HeteroBatches, the batch loop that
-# inference hands each layer's function to, and what it uses. It is identical in every module of
-# this version and variant, and holds no model-specific code (the model's code, and the helpers
-# its layers call, are above this banner); the sha256 is of the text below the banner's last
-# line, for anyone to recompute. What it guarantees, and the parameters inference passes it, are
-# in _HeteroBatches's docstring. Tested by:
+# inference hands each layer's function to, and what it uses, its imports first. It is identical
+# in every module of this version and variant, and holds no model-specific code (the model's
+# code, and the helpers its layers call, are above this banner); the sha256 is of the text below
+# the banner's last line, for anyone to recompute. What it guarantees, and the parameters
+# inference passes it, are in _HeteroBatches's docstring. Tested by:
 #   tests/test_goldens.py::test_runtime_section_is_hashed_and_identical
 #   tests/test_hetero.py (batch sizes, rows in place or gathered, nodes=, storage=, memory)
 #   tests/test_hetero_differential.py
@@ -595,6 +588,22 @@ _once_for_values = torch.utils.weak.WeakIdKeyDictionary()
 #   tests/test_simulated_device.py
 #   tests/test_runtime_module.py (as a module of its own, --runtime-module)
 # ----------------------------------------------------------------------------------------------
+
+
+import ctypes
+import errno
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+import weakref
+
+import dgl
+import numpy
+import torch
 
 
 class _HeteroBatches:

@@ -4,19 +4,13 @@
 # regenerate with:
 #   gnn-codegen generated_examples/geniepath/model.py:GeniePath -o generated_examples/geniepath/generated.py --init '{"in_dim": 10, "out_dim": 4, "hid_dim": 8, "num_layers": 3, "heads": 2, "residual": true}'
 
-import ctypes
-import errno
-import hashlib
-import json
-import os
-import shutil
-import tempfile
-import threading
-import time
-import weakref
+"""GeniePath (Liu et al., AAAI 2019) in the style of DGL's examples/pytorch/geniepath: each layer
+explores breadth with a GAT over the in-neighbours, then depth with an LSTM step per node whose
+memory (h, c) is carried from layer to layer. The memory starts at zero for every node, with the
+rows on its second dimension as nn.LSTM wants them: `torch.zeros(1, num_nodes, hid_dim)`.
+"""
 
 import dgl
-import numpy
 import torch
 import torch.nn as nn
 from dgl.nn import GATConv
@@ -82,13 +76,13 @@ class GeniePath(nn.Module):
         batches = _FullNeighbourBatches(
             self,
             g,
-            batch_size,
-            device,
-            max_memory,
-            progress,
-            storage,
-            changed,
-            keep_layers,
+            batch_size=batch_size,
+            device=device,
+            max_memory=max_memory,
+            progress=progress,
+            storage=storage,
+            changed=changed,
+            keep_layers=keep_layers,
         )
         batches.check_rows(nodes={"x": x})
         # the nodes whose rows each layer computes: all of them; for nodes= those, and before
@@ -108,29 +102,30 @@ class GeniePath(nn.Module):
         x0, feat0, el0 = batches.map_nodes(prologue, x, nodes=needed[0])
 
         # Layer 1 of 3: self.layers[0].breadth_func (GATConv).
-        def layer_1(block, feat0, el0, x, x0, feat0_dst):
-            x_2 = torch.tanh(
+        def layer_1(block, feat0, el0, x0, feat0_dst):
+            x = torch.tanh(
                 _gat_conv_aggregate(
                     self.layers[0].breadth_func, block, feat0, el0, feat0_dst, h_dst=x0
                 )
             )
-            x_2 = torch.mean(x_2, dim=1)
+            x = torch.mean(x, dim=1)
             x, h, c = _lstm_step(
                 self.layers[0].depth_func,
-                x_2,
-                torch.zeros(x.shape[0], self.hid_dim).to(device),
-                torch.zeros(x.shape[0], self.hid_dim).to(device),
+                x,
+                torch.zeros(block.num_dst_nodes(), self.hid_dim).to(device),
+                torch.zeros(block.num_dst_nodes(), self.hid_dim).to(device),
             )
             # self.layers[1].breadth_func's fc and attention term on each source row, once per
             # node
             feat, el = _gat_conv_source(self.layers[1].breadth_func, x)
             return x, h, c, feat, el
 
-        # in_place=True: source rows are read only in messages, so not gathered per batch
+        # in_place=True: source rows are read where they are stored, not gathered per
+        # batch (the layer reads them only in messages)
         x1, h1, c1, feat1, el1 = batches.map(
             layer_1,
             source_rows=dict(feat0=feat0, el0=el0),
-            destination_rows=dict(x=x, x0=x0, feat0_dst=feat0),
+            destination_rows=dict(x0=x0, feat0_dst=feat0),
             in_place=True,
             nodes=needed[1],
         )
@@ -300,13 +295,13 @@ def _check_in_degrees(conv, block, in_degrees=None):
         )
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 11e6e1e837ed -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 c7e7735a5052 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
-# that inference hands each layer's function to, and what it uses. It is identical in every
-# module of this version and variant, and holds no model-specific code (the model's code, and
-# the helpers its layers call, are above this banner); the sha256 is of the text below the
-# banner's last line, for anyone to recompute. What it guarantees, and the parameters inference
-# passes it, are in _FullNeighbourBatches's docstring. Tested by:
+# that inference hands each layer's function to, and what it uses, its imports first. It is
+# identical in every module of this version and variant, and holds no model-specific code (the
+# model's code, and the helpers its layers call, are above this banner); the sha256 is of the
+# text below the banner's last line, for anyone to recompute. What it guarantees, and the
+# parameters inference passes it, are in _FullNeighbourBatches's docstring. Tested by:
 #   tests/test_goldens.py::test_runtime_section_is_hashed_and_identical
 #   tests/test_equivalence.py (batch sizes, rows in place or gathered)
 #   tests/test_subset_and_storage.py (nodes=, storage=, memory)
@@ -317,6 +312,22 @@ def _check_in_degrees(conv, block, in_degrees=None):
 #   tests/test_runtime_module.py (as a module of its own, --runtime-module)
 #   tests/cuda/check.py (streams, on a GPU)
 # ----------------------------------------------------------------------------------------------
+
+
+import ctypes
+import errno
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+import weakref
+
+import dgl
+import numpy
+import torch
 
 
 class _FullNeighbourBatches:
@@ -496,11 +507,11 @@ class _FullNeighbourBatches:
         return _FullNeighbourBatches(
             self.model,
             g,
-            self.batch_size,
-            self.device,
-            self.max_memory,
-            self.progress,
-            self.storage,
+            batch_size=self.batch_size,
+            device=self.device,
+            max_memory=self.max_memory,
+            progress=self.progress,
+            storage=self.storage,
         )
 
     def _check_arguments(self, model, batch_size, device, max_memory):

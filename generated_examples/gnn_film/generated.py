@@ -4,20 +4,14 @@
 # regenerate with:
 #   gnn-codegen generated_examples/gnn_film/model.py:GNNFiLM -o generated_examples/gnn_film/generated.py --init '{"etypes": ["interacts", "targets", "targeted_by"], "in_size": 10, "hidden_size": 8, "out_size": 4, "num_layers": 3}' --metagraph protein:interacts:protein,drug:targets:protein,protein:targeted_by:drug --forward-args '{"out_key": "protein"}'
 
-import ctypes
-import errno
-import hashlib
-import json
-import os
-import shutil
-import tempfile
-import threading
-import time
-import weakref
+"""GNN-FiLM (Brockschmidt, "GNN-FiLM: Graph Neural Networks with Feature-wise Linear Modulation",
+ICML 2020) in the style of DGL's examples/pytorch/GNN-FiLM: a layer of the user's own that loops
+over the graph's relations, lets each destination node modulate the messages it receives (a
+hypernetwork gives it a scale and a shift per relation), and sums them with multi_update_all.
+forward reads the input features from the graph and takes the node type to predict."""
 
 import dgl
 import dgl.function as fn
-import numpy
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -115,13 +109,13 @@ class GNNFiLM(nn.Module):
         batches = _HeteroBatches(
             self,
             g,
-            batch_size,
-            device,
-            max_memory,
-            progress,
-            storage,
-            changed,
-            keep_layers,
+            batch_size=batch_size,
+            device=device,
+            max_memory=max_memory,
+            progress=progress,
+            storage=storage,
+            changed=changed,
+            keep_layers=keep_layers,
         )
         # the relations forward was traced for
         batches.check_graph(
@@ -188,13 +182,13 @@ class GNNFiLM(nn.Module):
         return batches.result(h3["protein"], nodes)
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 e2ad617b82b1 -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 c53faead465c -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _HeteroBatches, the batch loop that
-# inference hands each layer's function to, and what it uses. It is identical in every module of
-# this version and variant, and holds no model-specific code (the model's code, and the helpers
-# its layers call, are above this banner); the sha256 is of the text below the banner's last
-# line, for anyone to recompute. What it guarantees, and the parameters inference passes it, are
-# in _HeteroBatches's docstring. Tested by:
+# inference hands each layer's function to, and what it uses, its imports first. It is identical
+# in every module of this version and variant, and holds no model-specific code (the model's
+# code, and the helpers its layers call, are above this banner); the sha256 is of the text below
+# the banner's last line, for anyone to recompute. What it guarantees, and the parameters
+# inference passes it, are in _HeteroBatches's docstring. Tested by:
 #   tests/test_goldens.py::test_runtime_section_is_hashed_and_identical
 #   tests/test_hetero.py (batch sizes, rows in place or gathered, nodes=, storage=, memory)
 #   tests/test_hetero_differential.py
@@ -204,6 +198,22 @@ class GNNFiLM(nn.Module):
 #   tests/test_simulated_device.py
 #   tests/test_runtime_module.py (as a module of its own, --runtime-module)
 # ----------------------------------------------------------------------------------------------
+
+
+import ctypes
+import errno
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+import weakref
+
+import dgl
+import numpy
+import torch
 
 
 class _HeteroBatches:

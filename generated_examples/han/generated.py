@@ -4,19 +4,14 @@
 # regenerate with:
 #   gnn-codegen generated_examples/han/model.py:HAN -o generated_examples/han/generated.py --init '{"metapaths": [["pa", "ap"], ["pf", "fp"]], "in_size": 12, "hidden_size": 8, "out_size": 3, "num_heads": [4, 2]}'
 
-import ctypes
-import errno
-import hashlib
-import json
-import os
-import shutil
-import tempfile
-import threading
-import time
-import weakref
+"""HAN (Wang et al., "Heterogeneous Graph Attention Network", WWW 2019) in the style of DGL's
+examples/pytorch/han: each layer runs a GAT on the graph of each metapath (papers linked through
+a shared author, or a shared subject: `dgl.metapath_reachable_graph`, made from the heterogeneous
+graph the first time a layer sees it and cached), then weighs the metapaths by semantic
+attention, a score per metapath averaged over all nodes and softmaxed over the metapaths. A
+Linear classifies the papers."""
 
 import dgl
-import numpy
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -129,13 +124,13 @@ class HAN(nn.Module):
         batches_pa_ap = _FullNeighbourBatches(
             self,
             g_pa_ap,
-            batch_size,
-            device,
-            max_memory,
-            progress,
-            storage,
-            changed,
-            keep_layers,
+            batch_size=batch_size,
+            device=device,
+            max_memory=max_memory,
+            progress=progress,
+            storage=storage,
+            changed=changed,
+            keep_layers=keep_layers,
             derived=True,
         )
         # as forward derives it from its graph, once for the whole graph
@@ -171,7 +166,8 @@ class HAN(nn.Module):
                 self.layers[0].gats[0], block, feat0, el0, feat0_dst
             ).flatten(1)
 
-        # in_place=True: source rows are read only in messages, so not gathered per batch
+        # in_place=True: source rows are read where they are stored, not gathered per
+        # batch (the layer reads them only in messages)
         z1 = batches_pa_ap.map(
             layer_1,
             source_rows=dict(feat0=feat0, el0=el0),
@@ -257,6 +253,9 @@ class HAN(nn.Module):
             )
             return self.predict(hidden)
 
+        # nodes= from here on: every layer and pass above computes all nodes whatever
+        # nodes= asks, since score.mean(0) and score4.mean(0) over all nodes read every
+        # node's rows
         out = batches_pa_ap.map_nodes(after_last_layer, hidden4, nodes=needed[4])
         return batches_pa_ap.result(out, nodes=nodes)
 
@@ -373,13 +372,13 @@ def _check_in_degrees(conv, block, in_degrees=None):
         )
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 11e6e1e837ed -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 c7e7735a5052 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
-# that inference hands each layer's function to, and what it uses. It is identical in every
-# module of this version and variant, and holds no model-specific code (the model's code, and
-# the helpers its layers call, are above this banner); the sha256 is of the text below the
-# banner's last line, for anyone to recompute. What it guarantees, and the parameters inference
-# passes it, are in _FullNeighbourBatches's docstring. Tested by:
+# that inference hands each layer's function to, and what it uses, its imports first. It is
+# identical in every module of this version and variant, and holds no model-specific code (the
+# model's code, and the helpers its layers call, are above this banner); the sha256 is of the
+# text below the banner's last line, for anyone to recompute. What it guarantees, and the
+# parameters inference passes it, are in _FullNeighbourBatches's docstring. Tested by:
 #   tests/test_goldens.py::test_runtime_section_is_hashed_and_identical
 #   tests/test_equivalence.py (batch sizes, rows in place or gathered)
 #   tests/test_subset_and_storage.py (nodes=, storage=, memory)
@@ -390,6 +389,22 @@ def _check_in_degrees(conv, block, in_degrees=None):
 #   tests/test_runtime_module.py (as a module of its own, --runtime-module)
 #   tests/cuda/check.py (streams, on a GPU)
 # ----------------------------------------------------------------------------------------------
+
+
+import ctypes
+import errno
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+import weakref
+
+import dgl
+import numpy
+import torch
 
 
 class _FullNeighbourBatches:
@@ -569,11 +584,11 @@ class _FullNeighbourBatches:
         return _FullNeighbourBatches(
             self.model,
             g,
-            self.batch_size,
-            self.device,
-            self.max_memory,
-            self.progress,
-            self.storage,
+            batch_size=self.batch_size,
+            device=self.device,
+            max_memory=self.max_memory,
+            progress=self.progress,
+            storage=self.storage,
         )
 
     def _check_arguments(self, model, batch_size, device, max_memory):

@@ -4,19 +4,14 @@
 # regenerate with:
 #   gnn-codegen generated_examples/hgt/model.py:HGT -o generated_examples/hgt/generated.py --init '{"in_size": 12, "hid_size": 16, "out_size": 5, "num_ntypes": 3, "num_etypes": 5}'
 
-import ctypes
-import errno
-import hashlib
-import json
-import os
-import shutil
-import tempfile
-import threading
-import time
-import weakref
+"""HGT (Hu et al., "Heterogeneous Graph Transformer", 2020) with DGL's HGTConv, in the style of
+DGL's examples/pytorch/hgt: node types are adapted to one width by a linear map of their own,
+then each layer attends over every relation with type-specific keys, queries, values and
+messages. The heterogeneous graph is made homogeneous beforehand (`g = dgl.to_homogeneous(hg,
+ndata=["feat"])`), which sorts its nodes and edges by type and records the types as node and edge
+data that forward reads (`g.ndata[dgl.NTYPE]`, `g.edata[dgl.ETYPE]`)."""
 
 import dgl
-import numpy
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -86,13 +81,13 @@ class HGT(nn.Module):
         batches = _FullNeighbourBatches(
             self,
             g,
-            batch_size,
-            device,
-            max_memory,
-            progress,
-            storage,
-            changed,
-            keep_layers,
+            batch_size=batch_size,
+            device=device,
+            max_memory=max_memory,
+            progress=progress,
+            storage=storage,
+            changed=changed,
+            keep_layers=keep_layers,
         )
         ntype = g.ndata[dgl.NTYPE]  # as forward reads it
         etype = g.edata[dgl.ETYPE]  # as forward reads it
@@ -132,13 +127,13 @@ class HGT(nn.Module):
         return batches.result(out, nodes=nodes)
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 11e6e1e837ed -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 c7e7735a5052 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
-# that inference hands each layer's function to, and what it uses. It is identical in every
-# module of this version and variant, and holds no model-specific code (the model's code, and
-# the helpers its layers call, are above this banner); the sha256 is of the text below the
-# banner's last line, for anyone to recompute. What it guarantees, and the parameters inference
-# passes it, are in _FullNeighbourBatches's docstring. Tested by:
+# that inference hands each layer's function to, and what it uses, its imports first. It is
+# identical in every module of this version and variant, and holds no model-specific code (the
+# model's code, and the helpers its layers call, are above this banner); the sha256 is of the
+# text below the banner's last line, for anyone to recompute. What it guarantees, and the
+# parameters inference passes it, are in _FullNeighbourBatches's docstring. Tested by:
 #   tests/test_goldens.py::test_runtime_section_is_hashed_and_identical
 #   tests/test_equivalence.py (batch sizes, rows in place or gathered)
 #   tests/test_subset_and_storage.py (nodes=, storage=, memory)
@@ -149,6 +144,22 @@ class HGT(nn.Module):
 #   tests/test_runtime_module.py (as a module of its own, --runtime-module)
 #   tests/cuda/check.py (streams, on a GPU)
 # ----------------------------------------------------------------------------------------------
+
+
+import ctypes
+import errno
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+import weakref
+
+import dgl
+import numpy
+import torch
 
 
 class _FullNeighbourBatches:
@@ -328,11 +339,11 @@ class _FullNeighbourBatches:
         return _FullNeighbourBatches(
             self.model,
             g,
-            self.batch_size,
-            self.device,
-            self.max_memory,
-            self.progress,
-            self.storage,
+            batch_size=self.batch_size,
+            device=self.device,
+            max_memory=self.max_memory,
+            progress=self.progress,
+            storage=self.storage,
         )
 
     def _check_arguments(self, model, batch_size, device, max_memory):

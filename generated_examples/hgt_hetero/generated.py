@@ -4,21 +4,19 @@
 # regenerate with:
 #   gnn-codegen generated_examples/hgt_hetero/model.py:HGT -o generated_examples/hgt_hetero/generated.py --init '{"node_dict": {"author": 0, "field": 1, "paper": 2}, "edge_dict": {"writes": 0, "written_by": 1, "cites": 2, "has_topic": 3, "topic_of": 4}, "in_dim": 10, "hidden_dim": 8, "out_dim": 3, "num_layers": 2, "num_heads": 2}' --metagraph author:writes:paper,paper:written_by:author,paper:cites:paper,paper:has_topic:field,field:topic_of:paper --forward-args '{"out_key": "paper"}'
 
-import ctypes
-import errno
-import hashlib
-import json
+"""HGT (Hu et al., "Heterogeneous Graph Transformer", WWW 2020) written by hand on the
+heterograph, in the style of DGL's examples/pytorch/hgt: per relation, keys and values from the
+source type and queries from the destination type, each relation's own attention and message
+matrices and prior per head, an edge softmax over each destination's in-edges of the relation
+(`G[srctype, etype, dsttype]`, `apply_edges`, `edge_softmax`), the relations averaged into each
+type by `multi_update_all`, then a gated skip connection and a LayerNorm per type. As in DGL's
+example, forward reads each type's input features from the graph (`G.nodes[ntype].data["inp"]`)
+and takes the type to predict (out_key, given to gnn-codegen with --forward-args)."""
+
 import math
-import os
-import shutil
-import tempfile
-import threading
-import time
-import weakref
 
 import dgl
 import dgl.function as fn
-import numpy
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -178,13 +176,13 @@ class HGT(nn.Module):
         batches = _HeteroBatches(
             self,
             G,
-            batch_size,
-            device,
-            max_memory,
-            progress,
-            storage,
-            changed,
-            keep_layers,
+            batch_size=batch_size,
+            device=device,
+            max_memory=max_memory,
+            progress=progress,
+            storage=storage,
+            changed=changed,
+            keep_layers=keep_layers,
         )
         # the relations forward was traced for
         batches.check_graph(
@@ -250,13 +248,13 @@ class HGT(nn.Module):
         return batches.result(h2["paper"], nodes)
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 e2ad617b82b1 -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 c53faead465c -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _HeteroBatches, the batch loop that
-# inference hands each layer's function to, and what it uses. It is identical in every module of
-# this version and variant, and holds no model-specific code (the model's code, and the helpers
-# its layers call, are above this banner); the sha256 is of the text below the banner's last
-# line, for anyone to recompute. What it guarantees, and the parameters inference passes it, are
-# in _HeteroBatches's docstring. Tested by:
+# inference hands each layer's function to, and what it uses, its imports first. It is identical
+# in every module of this version and variant, and holds no model-specific code (the model's
+# code, and the helpers its layers call, are above this banner); the sha256 is of the text below
+# the banner's last line, for anyone to recompute. What it guarantees, and the parameters
+# inference passes it, are in _HeteroBatches's docstring. Tested by:
 #   tests/test_goldens.py::test_runtime_section_is_hashed_and_identical
 #   tests/test_hetero.py (batch sizes, rows in place or gathered, nodes=, storage=, memory)
 #   tests/test_hetero_differential.py
@@ -266,6 +264,22 @@ class HGT(nn.Module):
 #   tests/test_simulated_device.py
 #   tests/test_runtime_module.py (as a module of its own, --runtime-module)
 # ----------------------------------------------------------------------------------------------
+
+
+import ctypes
+import errno
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+import weakref
+
+import dgl
+import numpy
+import torch
 
 
 class _HeteroBatches:

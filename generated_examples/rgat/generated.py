@@ -4,20 +4,13 @@
 # regenerate with:
 #   gnn-codegen generated_examples/rgat/model.py:RGAT -o generated_examples/rgat/generated.py --init '{"etypes": ["writes", "rev_writes", "cites", "rev_cites", "has_topic", "rev_has_topic", "affiliated_with", "rev_affiliated_with"], "in_size": 12, "hid_size": 16, "out_size": 5}' --metagraph author:writes:paper,paper:rev_writes:author,paper:cites:paper,paper:rev_cites:paper,paper:has_topic:field,field:rev_has_topic:paper,author:affiliated_with:institution,institution:rev_affiliated_with:author
 
-import ctypes
-import errno
-import hashlib
-import json
-import os
-import shutil
-import tempfile
-import threading
-import time
-import weakref
+"""A relational GAT for node classification on a graph shaped like ogbn-mag, written the way
+DGL's rgat example writes it for sampled training: forward takes a list of blocks, each layer is
+a HeteroGraphConv with a GATConv of several heads per relation, the heads are concatenated with
+`view` and `dgl.apply_each`, and a Linear classifies papers."""
 
 import dgl
 import dgl.nn as dglnn
-import numpy
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -85,13 +78,13 @@ class RGAT(nn.Module):
         batches = _HeteroBatches(
             self,
             g,
-            batch_size,
-            device,
-            max_memory,
-            progress,
-            storage,
-            changed,
-            keep_layers,
+            batch_size=batch_size,
+            device=device,
+            max_memory=max_memory,
+            progress=progress,
+            storage=storage,
+            changed=changed,
+            keep_layers=keep_layers,
         )
         # the relations forward was traced for
         batches.check_graph(
@@ -398,13 +391,13 @@ def _once_for(tensors, compute):
 _once_for_values = torch.utils.weak.WeakIdKeyDictionary()
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 e2ad617b82b1 -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 c53faead465c -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _HeteroBatches, the batch loop that
-# inference hands each layer's function to, and what it uses. It is identical in every module of
-# this version and variant, and holds no model-specific code (the model's code, and the helpers
-# its layers call, are above this banner); the sha256 is of the text below the banner's last
-# line, for anyone to recompute. What it guarantees, and the parameters inference passes it, are
-# in _HeteroBatches's docstring. Tested by:
+# inference hands each layer's function to, and what it uses, its imports first. It is identical
+# in every module of this version and variant, and holds no model-specific code (the model's
+# code, and the helpers its layers call, are above this banner); the sha256 is of the text below
+# the banner's last line, for anyone to recompute. What it guarantees, and the parameters
+# inference passes it, are in _HeteroBatches's docstring. Tested by:
 #   tests/test_goldens.py::test_runtime_section_is_hashed_and_identical
 #   tests/test_hetero.py (batch sizes, rows in place or gathered, nodes=, storage=, memory)
 #   tests/test_hetero_differential.py
@@ -414,6 +407,22 @@ _once_for_values = torch.utils.weak.WeakIdKeyDictionary()
 #   tests/test_simulated_device.py
 #   tests/test_runtime_module.py (as a module of its own, --runtime-module)
 # ----------------------------------------------------------------------------------------------
+
+
+import ctypes
+import errno
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+import weakref
+
+import dgl
+import numpy
+import torch
 
 
 class _HeteroBatches:

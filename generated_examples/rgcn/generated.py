@@ -4,19 +4,12 @@
 # regenerate with:
 #   gnn-codegen generated_examples/rgcn/model.py:RGCN -o generated_examples/rgcn/generated.py --init '{"num_nodes": 120, "h_dim": 8, "out_dim": 4, "num_rels": 5, "num_bases": 2}'
 
-import ctypes
-import errno
-import hashlib
-import json
-import os
-import shutil
-import tempfile
-import threading
-import time
-import weakref
+"""RGCN for entity classification in the style of DGL's examples/pytorch/rgcn: featureless
+nodes, whose embedding table is the first layer's input (`x = self.emb.weight`), on a
+homogeneous graph whose edge types and normalisation constants are edge data read in forward
+(`g.edata[dgl.ETYPE]`, `g.edata["norm"]`)."""
 
 import dgl
-import numpy
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -76,13 +69,13 @@ class RGCN(nn.Module):
         batches = _FullNeighbourBatches(
             self,
             g,
-            batch_size,
-            device,
-            max_memory,
-            progress,
-            storage,
-            changed,
-            keep_layers,
+            batch_size=batch_size,
+            device=device,
+            max_memory=max_memory,
+            progress=progress,
+            storage=storage,
+            changed=changed,
+            keep_layers=keep_layers,
         )
         etype = g.edata[dgl.ETYPE]  # as forward reads it
         norm = g.edata["norm"]  # as forward reads it
@@ -102,7 +95,8 @@ class RGCN(nn.Module):
                 inplace=True,
             )
 
-        # in_place=True: source rows are read only in messages, so not gathered per batch
+        # in_place=True: source rows are read where they are stored, not gathered per
+        # batch (the layer reads them only in messages)
         h1 = batches.map(
             layer_1,
             source_rows=dict(emb=emb),
@@ -208,13 +202,13 @@ def _rel_graph_conv(
     return conv.dropout(h)
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 11e6e1e837ed -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 c7e7735a5052 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
-# that inference hands each layer's function to, and what it uses. It is identical in every
-# module of this version and variant, and holds no model-specific code (the model's code, and
-# the helpers its layers call, are above this banner); the sha256 is of the text below the
-# banner's last line, for anyone to recompute. What it guarantees, and the parameters inference
-# passes it, are in _FullNeighbourBatches's docstring. Tested by:
+# that inference hands each layer's function to, and what it uses, its imports first. It is
+# identical in every module of this version and variant, and holds no model-specific code (the
+# model's code, and the helpers its layers call, are above this banner); the sha256 is of the
+# text below the banner's last line, for anyone to recompute. What it guarantees, and the
+# parameters inference passes it, are in _FullNeighbourBatches's docstring. Tested by:
 #   tests/test_goldens.py::test_runtime_section_is_hashed_and_identical
 #   tests/test_equivalence.py (batch sizes, rows in place or gathered)
 #   tests/test_subset_and_storage.py (nodes=, storage=, memory)
@@ -225,6 +219,22 @@ def _rel_graph_conv(
 #   tests/test_runtime_module.py (as a module of its own, --runtime-module)
 #   tests/cuda/check.py (streams, on a GPU)
 # ----------------------------------------------------------------------------------------------
+
+
+import ctypes
+import errno
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+import weakref
+
+import dgl
+import numpy
+import torch
 
 
 class _FullNeighbourBatches:
@@ -404,11 +414,11 @@ class _FullNeighbourBatches:
         return _FullNeighbourBatches(
             self.model,
             g,
-            self.batch_size,
-            self.device,
-            self.max_memory,
-            self.progress,
-            self.storage,
+            batch_size=self.batch_size,
+            device=self.device,
+            max_memory=self.max_memory,
+            progress=self.progress,
+            storage=self.storage,
         )
 
     def _check_arguments(self, model, batch_size, device, max_memory):

@@ -16,7 +16,7 @@ from gnn_codegen.analysis.sized_tensors import prefix_count
 from gnn_codegen.ir import Op, Program, Ref
 
 
-def _row_count_of(ref: Any, program: Program) -> str | None:
+def row_count_of_tensor(ref: Any, program: Program) -> str | None:
     """The tensor whose row count ref is (`t.size(0)`, `t.shape[0]`), or None."""
     if not isinstance(ref, Ref):
         return None
@@ -38,7 +38,7 @@ def whole_prefix(op: Op, program: Program, attrs: Attributes) -> tuple[Ref, str]
     t have the same kind of rows, so that where both are read on the same rows the slice is the
     whole tensor; else None."""
     count = prefix_count(op)
-    counted = _row_count_of(count, program)
+    counted = row_count_of_tensor(count, program)
     sliced = op.args[0] if op.args else None
     if counted is None or not isinstance(sliced, Ref):
         return None

@@ -20,6 +20,7 @@ from gnn_codegen.errors import UnsupportedOperationError, internal
 from gnn_codegen.ir import Op, Program, Ref, iter_refs, reads_device
 from gnn_codegen.analysis.mp_arguments import Space, mp_feature_spaces
 from gnn_codegen.analysis.node_reductions import node_reduction
+from gnn_codegen.analysis.whole_prefixes import row_count_of_tensor
 
 
 
@@ -118,6 +119,32 @@ def value_deps(program: Program, inline: frozenset[str], refs: Any) -> tuple[str
     return tuple(seen)
 
 
+def row_deps(program: Program, inline: frozenset[str], info: dict[str, Any], refs: Any) -> tuple[str, ...]:
+    """value_deps less the node tensors `refs` reads only for their row count (`x.shape[0]`,
+    `x.size(0)`): in a layer's batch the count is its block's (render/layer_expressions.py
+    writes `block.num_dst_nodes()`), so those rows are neither loaded nor kept for it (GeniePath's
+    first LSTM memory, `torch.zeros(1, x.shape[0], d)`, passed the raw input x to layer 1 only
+    to be counted)."""
+    seen: list[str] = []
+
+    def visit(name: str) -> None:
+        op = program.op(name)
+        if op.kind == "graph" or reads_device(program, op):
+            return
+        counted = row_count_of_tensor(Ref(name), program)
+        if name in inline and counted is not None and info[counted].rows == "node":
+            return
+        if name in inline:
+            for r in op.refs():
+                visit(r)
+        elif name not in seen:
+            seen.append(name)
+
+    for name in iter_refs(refs):
+        visit(name)
+    return tuple(seen)
+
+
 def dtype_size(dtype: str) -> int:
     return torch.empty((), dtype=getattr(torch, dtype.replace("torch.", ""))).element_size()
 
@@ -186,6 +213,14 @@ def build_plan(program: Program, attrs: Attributes, fanout: float = DEFAULT_FANO
     placement = place_optimal(nodes, fanout) if optimize else simple
     stage_of = dict(placement.stage)
     deps = {n.name: n.deps for n in nodes}
+    info = attrs.as_dict()
+    # in a layer (a stage with message passing: a block per batch), what an op reads of rows,
+    # less what it only counts (row_deps); the placement kept those as dependencies all the same
+    layers = {stage_of[n.name] for n in nodes if n.is_mp}
+    for n in nodes:
+        if stage_of[n.name] in layers and program.op(n.name).kind != "mp" and not n.is_input:
+            op = program.op(n.name)
+            deps[n.name] = row_deps(program, inline, info, (op.args, tuple(v for _, v in op.kwargs)))
     outputs = tuple(dict.fromkeys(program.output_refs()))
     inputs = {n.name for n in nodes if n.is_input}
     info = attrs.as_dict()
@@ -225,7 +260,7 @@ def build_plan(program: Program, attrs: Attributes, fanout: float = DEFAULT_FANO
             (d, sp) for d in needs if d not in space and d not in global_values for sp in ("src", "dst", "edge")
             if sp in needs[d] and not (sp == "dst" and "src" in needs[d])
         )
-        later = {d for n in nodes if stage_of[n.name] > k for d in n.deps}
+        later = {d for n in nodes if stage_of[n.name] > k for d in deps[n.name]}
         stores = tuple(m for m in members if m in later or m in outputs)
         reductions = tuple((r, x) for r, x in reduced.items() if stage_of[r] == k)
         stages.append(Stage(k, tuple(PlacedOp(m, space[m]) for m in members), loads, stores, (),

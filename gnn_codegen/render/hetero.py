@@ -34,6 +34,7 @@ from gnn_codegen.render.hetero_docstring import _and, _docstring
 from gnn_codegen.render import hetero_incremental as incremental
 from gnn_codegen.render.per_layer_values import values_of_weights
 from gnn_codegen.render.hetero_layer import HeteroLayerFunction, _reads_full_degrees, without_unused_type
+from gnn_codegen.render.incremental import runtime_arguments, runtime_call
 
 _MOD_KWARGS = re.compile(r"mod_kwargs\s*=\s*([A-Za-z_]\w*)")
 _MOD_ARGS = re.compile(r"mod_args\s*=\s*([A-Za-z_]\w*)")
@@ -83,8 +84,8 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
         lines = [
             *(check_line(RUNTIME, header["built"]) if header.get("built") else []),  # built.py
             *(refusal(graph, reason) if reason else []),
-            f"batches = {RUNTIME}(self, {graph}, batch_size, device, max_memory, progress, storage, changed, "
-            "keep_layers)",
+            f"batches = {runtime_call(RUNTIME, graph, 'batch_size', 'device', 'max_memory', 'progress', 'storage')}"
+            f"{runtime_arguments('changed', 'keep_layers')})",
             "# the relations forward was traced for",
             f"batches.check_graph([{schema_relations}])",
         ]

@@ -60,8 +60,9 @@ class Renderer(Protocol):
 _STATEMENT_WIDTH = 88 - 12
 # methods whose result is a view of their receiver, nothing else
 _RESHAPES = ("flatten", "view", "reshape", "squeeze", "unsqueeze")
-# written-out convolutions' per-node parts that take in_place=True: on a tensor nothing else
-# holds they scale it where it is (templates/convs.py.j2)
+# written-out convolutions' per-node parts that take overwrite=True: on a tensor nothing else
+# holds they scale it where it is (templates/convs.py.j2; not `in_place`, which is the
+# runtime's keyword for rows read where they are stored)
 _SCALES_IN_PLACE = ("graph_conv_source",)
 
 
@@ -199,7 +200,7 @@ class LayerWriter(OpExpressions):
             sole = primary if primary and uses[primary[0]] == 1 and primary[0] in self.exclusive else None
             if sole and op.helper in _SCALES_IN_PLACE:
                 # its input is this batch's own new tensor: scaled where it is, not into a new one
-                op = replace(op, kwargs=(*op.kwargs, ("in_place", True)))
+                op = replace(op, kwargs=(*op.kwargs, ("overwrite", True)))
             if placed.name in nested and not (op.mutates and not sole):
                 written = replace(op, kwargs=(*op.kwargs, ("inplace", True))) if sole and op.activation_in_place else op
                 self.expressions[(op.name, placed.space)] = self.op_expression(written, placed.space)

@@ -106,6 +106,21 @@ class LayerCalls:
         body = [*said, f"    {targets} = {call}", *appends]
         return function, which, header if loop.indexed else [], body if loop.indexed else [*header, *body]
 
+    def _nodes_from_here(self, runs: list[tuple[Stage, LayerWriter]]) -> list[str]:
+        """Why `nodes=` first appears at this call (the last stage that reads a reduction over
+        all nodes): the stages above compute every node whatever nodes= asks, as the means
+        (sums, ...) over all nodes they feed read every node's rows (PairNorm's column mean
+        and mean row norm, issue 37: a reviewer saw nodes= on the last layers only)."""
+        reductions = []
+        for stage, _ in runs:
+            for name, value in stage.reductions:
+                reduction = node_reduction(self.program.op(name), lambda n: self.attrs[n].rows)
+                if reduction is not None:
+                    reductions.append(f"{self.buffer[value]}.{reduction.how}({'0' if reduction.over_rows_only else ''})")
+        listed = ", ".join(reductions[:-1]) + " and " + reductions[-1] if len(reductions) > 1 else reductions[0]
+        return comment(f"{self.nodes}= from here on: every layer and pass above computes all nodes whatever "
+                       f"{self.nodes}= asks, since {listed} over all nodes read every node's rows", 80)
+
     def _before_loop(self, stage: Stage, writer: LayerWriter) -> list[str]:
         """The lines that compute the stage's reductions over all nodes from stored rows, in a
         pass over ranges of nodes before its batch loop (node_reductions.py), and what it
@@ -151,7 +166,8 @@ class LayerCalls:
         calls in their order; `self.in_place_said` and `self.some_in_place` set by method.py)."""
         if function.in_place and not self.in_place_said:
             self.in_place_said = True
-            return comment("in_place=True: source rows are read only in messages, so not gathered per batch", 80)
+            return comment("in_place=True: source rows are read where they are stored, not gathered per batch "
+                           "(the layer reads them only in messages)", 80)
         if function.gathered and self.some_in_place:
             return comment(f"source rows gathered per batch: {function.gathered}", 86)
         return []

@@ -7,7 +7,7 @@ from typing import Any
 
 from gnn_codegen.errors import internal
 from gnn_codegen.ir import MODULE_CONSTANTS, Op, Ref, iter_refs, reads_device
-from gnn_codegen.analysis.whole_prefixes import whole_prefix
+from gnn_codegen.analysis.whole_prefixes import row_count_of_tensor, whole_prefix
 from gnn_codegen.analysis.mp_arguments import Space, mp_extra_arguments, mp_features
 from gnn_codegen.render.code import ARITHMETIC_LEVEL, BINARY, NEGATION_LEVEL, UNARY, Code, Copy, constant
 from gnn_codegen.trace.write_out import helper_defaults, helper_optional, helper_parameters
@@ -83,6 +83,9 @@ class OpExpressions:
     def op_expression(self, op: Op, need: Space) -> Code:
         if op.kind == "attr":
             return Code(op.accessor)
+        counted = self._counted_only(op, need)
+        if counted is not None:
+            return counted
         if op.helper:  # a written-out convolution's part: its module first, then the rest
             rest = list(op.args[1:])
             while rest and rest[-1] is None:  # arguments that default to None
@@ -134,6 +137,20 @@ class OpExpressions:
         if op.kind == "function":
             return self.function_expression(op, need)
         raise internal(f"cannot render op kind {op.kind}")
+
+    def _counted_only(self, op: Op, need: Space) -> Code | None:
+        """`t.shape[0]` or `t.size(0)` of node rows t that this layer's function does not hold
+        on the rows it is read on: the block's count of those rows, not t's rows passed in only
+        to be counted (GeniePath's `torch.zeros(1, x.shape[0], d)`, its LSTM's first memory,
+        read the raw input x per batch for its row count; the plan loads no rows a layer only
+        counts, cut/plan.row_deps). A function over ranges of nodes has no block, and a t it
+        holds there is counted as forward counts it."""
+        counted = row_count_of_tensor(Ref(op.name), self.program)
+        if counted is None or self.node_ranges or need not in ("src", "dst") or self.r.attrs[counted].rows != "node":
+            return None
+        if self.space.get(counted) == need or counted in self.r.inline or (counted, need) in self.local:
+            return None  # held on the rows it is counted on
+        return Code(f"block.num_{need}_nodes()")
 
     @staticmethod
     def _role(op: Op, index: int, need: Space) -> Any:

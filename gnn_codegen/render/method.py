@@ -294,6 +294,8 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
                 call = self._call(function, self.runtimes.get(stage.graph, self.batches), which)
                 targets = [self.buffer[n] for n in stage.stores]
                 lines = [*self._in_place_comment(function), f"{', '.join(targets)} = {call}"]
+            if position == all_nodes_before > 0:
+                lines = [*self._nodes_from_here(runs[:position + 1]), *lines]
             frees = [name for name, at in last_use.items() if position <= at <= end and not last]
             if frees:
                 lines.append(f"del {', '.join(frees)}")

@@ -75,9 +75,8 @@ class Preamble:
         if self.over_metapaths:
             lines += self._derived_graphs()
         else:
-            lines += [f"{self.batches} = {self.runtime}(self, {g}, {self.batch_size}, {self.device}, "
-                     f"{self.max_memory}, {self.progress}, {self.storage}"
-                     f"{incremental.runtime_arguments(self.changed, self.keep_layers)})"]
+            lines += [f"{self.batches} = {self._runtime_call(g)}"
+                      f"{incremental.runtime_arguments(self.changed, self.keep_layers)})"]
         if self.items and self.program.decisions:  # graphs side by side: each must agree
             graphs = f"({', '.join(self.params[:self.program.graphs])})" if self.program.graph_params else g
             g = self.names.take("graph")
@@ -171,6 +170,10 @@ class Preamble:
                     f"{self.buffer[op.name]} = {op.accessor}({receiver}, {weights})"]
         return [f"{self.buffer[op.name]} = {receiver}.{op.target}()  # of the whole graph, once"]
 
+    def _runtime_call(self, g: str) -> str:
+        return incremental.runtime_call(self.runtime, g, self.batch_size, self.device, self.max_memory,
+                                        self.progress, self.storage)
+
     def _derived_graphs(self) -> list[str]:
         """The graphs forward derives from its graph, each with its batches."""
         lines = []
@@ -183,8 +186,7 @@ class Preamble:
                 lines.append("# as forward derives it from its graph, once for the whole graph")
                 lines.append(f"{name} = {self._graph_expression(op)}")
             if op.name in self.runtimes and self.runtimes[op.name] == self.batches:  # forward's rows' graph
-                lines.append(f"{self.batches} = {self.runtime}(self, {name}, {self.batch_size}, "
-                             f"{self.device}, {self.max_memory}, {self.progress}, {self.storage}"
+                lines.append(f"{self.batches} = {self._runtime_call(name)}"
                              f"{incremental.runtime_arguments(self.changed, self.keep_layers, derived=True)})")
             elif op.name in self.runtimes:  # with the method's batches' parameters, from them
                 lines.append(f"{self.runtimes[op.name]} = {self.batches}.over({name})")

@@ -12,6 +12,7 @@ import hashlib
 import re
 import textwrap
 
+from gnn_codegen.render.runtime_imports import import_block
 from gnn_codegen.render.templating import render_template
 
 # The start of the runtime banner's first line. Tests cut a module there: the model's part and
@@ -59,7 +60,7 @@ def banner(version: str, runtime: str, tested_by: tuple[str, ...] = TESTED_BY, u
     below = ("the text below the banner's last line, down to the next such banner (blank lines before "
              "it left out)" if until_next else "the text below the banner's last line")
     text = (f"Everything below this banner is gnn-codegen's runtime: {runtime}, the batch loop that "
-            "inference hands each layer's function to, and what it uses. It is identical in every module "
+            "inference hands each layer's function to, and what it uses, its imports first. It is identical in every module "
             "of this version and variant, and holds no model-specific code (the model's code, and the "
             f"helpers its layers call, are above this banner); the sha256 is of {below}, for anyone to "
             f"recompute. What it guarantees, and the parameters inference passes it, are in {runtime}'s "
@@ -129,8 +130,11 @@ def runtime_helpers(helpers: str, version: str, runtime: str, runtime_source: st
                     tested_by: tuple[str, ...] = TESTED_BY, until_next: bool = False) -> str:
     """The text the module ends with: the helpers its layers call under their banner
     (helpers_section.py; "" where they call none), then the banner and the runtime."""
+    # the runtime's imports open its section: the modules are the runtime's, read by no line of
+    # the model's (splice.py imports at the top only what the model's part reads)
+    source = runtime_source.strip("\n")
     return render_template("helpers.py.j2", helpers=helpers, banner=banner(version, runtime, tested_by, until_next),
-                           runtime=runtime_source.strip("\n"))
+                           runtime=import_block(source) + "\n\n\n" + source)
 
 
 def parameters_sentence(parameters: list[str], runtime: str, runtime_module: str | None = None) -> str:

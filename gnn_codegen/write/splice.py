@@ -6,6 +6,7 @@ the `__main__` block)."""
 from __future__ import annotations
 
 import ast
+import re
 import symtable
 from dataclasses import dataclass
 
@@ -14,7 +15,8 @@ import libcst as cst
 from gnn_codegen.errors import internal
 from gnn_codegen.names import NameAllocator
 from gnn_codegen.write.import_order import insert_sorted
-from gnn_codegen.render.runtime_imports import RUNTIME_MODULES
+from gnn_codegen.render.runtime_imports import RUNTIME_MODULES, modules_read
+from gnn_codegen.render.runtime_section import BANNER_START
 
 
 @dataclass(frozen=True)
@@ -227,12 +229,18 @@ def splice(source: str, class_name: str, method: str, helpers: str, header: str,
     method_def = method_def.with_changes(name=cst.Name(method_name))
     # what the class reads without the user's method it replaces (its imports need not come along)
     cls = _with_method(cst.ensure_type(target[-1].node, cst.ClassDef), method_def)
-    generated_reads = _source_reads(method) | _source_reads(helpers)
+    # The runtime's section (below its banner) imports the modules it reads itself: only what
+    # the method and the convolution helpers read is imported at the top, among the user's.
+    model_part, runtime_part = _runtime_section(helpers)
+    section_imports = frozenset(modules_read(runtime_part))
+    generated_reads = (_source_reads(method) | _source_reads(model_part)
+                       | (_source_reads(runtime_part) - section_imports))
     # The modules the generated code imports (RUNTIME_MODULES) are the user's only where the
     # user's file binds their names to nothing but those modules: another binding of `os`
     # (`os = 0.5`, `from x import *`) is not pulled in for the generated code, and where the
-    # class keeps one, the generated code imports the module under a name of its own.
-    runtime = [m for m in RUNTIME_MODULES if m in generated_reads]
+    # class keeps one, the generated code imports the module under a name of its own (the
+    # runtime's section too, so that its import leaves the user's binding alone).
+    runtime = [m for m in RUNTIME_MODULES if m in generated_reads or m in section_imports]
     shared = {m for m in runtime
               if all(_binds_module(i, m) for i in items if m in i.defines or "*" in i.defines)}
     needed = set(_class_reads(trees[id(target[-1].node)][0], method_name))
@@ -257,8 +265,10 @@ def splice(source: str, class_name: str, method: str, helpers: str, header: str,
         cls = _with_method(cst.ensure_type(target[-1].node, cst.ClassDef),
                            method_def.with_changes(name=cst.Name(method_name)))
         helpers = _renamed(helpers, aliases)
+        for m in section_imports & set(aliases):  # its line, which the renaming leaves as it was
+            helpers = re.sub(rf"^import {m}$", f"import {m} as {aliases[m]}", helpers, count=1, flags=re.MULTILINE)
     missing = [f"import {m} as {aliases[m]}" if m in aliases else f"import {m}"
-               for m in runtime if m in aliases or m not in bound]
+               for m in runtime if m in generated_reads and (m in aliases or m not in bound)]
 
     # The user's statements keep their order (an `os.environ[...] = ...` before an import may
     # matter), but the generated method's decorator (`@torch.no_grad()`) runs when the class is
@@ -295,7 +305,11 @@ def splice(source: str, class_name: str, method: str, helpers: str, header: str,
     rest = body[insert_at:]
     if (missing or imports) and rest and not hoisted and not getattr(rest[0], "leading_lines", True):
         rest[0] = rest[0].with_changes(leading_lines=[cst.EmptyLine()])  # a blank line after the imports
+    docstring = _docstring(module)
     body = futures + head + hoisted + _statements(after_imports) + rest
+    if docstring and body and not getattr(body[0], "leading_lines", [None]):
+        body[0] = body[0].with_changes(leading_lines=[cst.EmptyLine()])  # a blank line after the docstring
+    body = docstring + body
     if body and all(line.comment is None for line in getattr(body[0], "leading_lines", [None])):
         body[0] = body[0].with_changes(leading_lines=[])  # one blank line after the header, as ever
     # the runtime helpers after everything else, as written (they are ours): a reader meets the
@@ -305,6 +319,26 @@ def splice(source: str, class_name: str, method: str, helpers: str, header: str,
         code = code.rstrip("\n") + "\n\n\n" + helpers.strip("\n") + "\n"
     ast.parse(code)  # a bug of ours must not produce a module that does not parse
     return code
+
+
+def _runtime_section(helpers: str) -> tuple[str, str]:
+    """(the helpers above the runtime's banner, the banner and the runtime below it); all of
+    `helpers` is above where they hold no runtime (--runtime-module: it is imported)."""
+    at = helpers.find(BANNER_START)
+    return (helpers, "") if at < 0 else (helpers[:at], helpers[at:])
+
+
+def _docstring(module: cst.Module) -> list[cst.CSTNode]:
+    """The user's module docstring, kept as the generated module's (below the header's comments
+    it is still the module's first statement): it says what the model is, which a reader of the
+    generated module wants as much as one of the user's file."""
+    first = module.body[0] if module.body else None
+    if not isinstance(first, cst.SimpleStatementLine) or len(first.body) != 1:
+        return []
+    statement = first.body[0]
+    if isinstance(statement, cst.Expr) and isinstance(statement.value, (cst.SimpleString, cst.ConcatenatedString)):
+        return [first.with_changes(body=[statement.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)])]
+    return []
 
 
 def _statements(code: str) -> list[cst.CSTNode]:

@@ -121,55 +121,39 @@ class APPNP(nn.Module):
             feat = h * src_norm
             return src_norm, dst_norm, feat, self.propagate._alpha * h
 
-        src_norm, dst_norm, feat_src, teleport = batches.map_nodes(
+        src_norm, dst_norm, feat, teleport = batches.map_nodes(
             prologue, in_degrees, out_degrees, features, nodes=needed[0]
         )
         del in_degrees, out_degrees
 
-        # Layers 1 to 9 of 10, each the same function of the layer before: self.propagate
-        # (APPNPConv), hops 1 to 9 of 10.
-        def layer_k(block, feat_src, src_norm, teleport, dst_norm):
-            with block.local_scope():
-                block.srcdata["h"] = feat_src
-                block.update_all(
-                    dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
-                )
-                h = block.dstdata["h"]
-            h = h * dst_norm
-            feat = ((1 - self.propagate._alpha) * h) + teleport
-            return feat * src_norm
+        # Layers 1 to 10 of 10, each the same function of the layer before: self.propagate
+        # (APPNPConv), hops 1 to 10 of 10.
+        for k in range(1, 11):
 
-        for k in range(1, 10):
+            def layer_k(block, feat, src_norm, teleport, dst_norm, k=k):
+                with block.local_scope():
+                    block.srcdata["h"] = feat
+                    block.update_all(
+                        dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
+                    )
+                    h = block.dstdata["h"]
+                h = h * dst_norm
+                feat = ((1 - self.propagate._alpha) * h) + teleport
+                # the last layer: no next one to send rows to
+                if k == 10:
+                    return feat
+                return feat * src_norm
+
             # in_place=True: source rows are read only in messages, so not gathered per batch
-            feat_src = batches.map(
+            feat = batches.map(
                 layer_k,
-                source_rows=dict(feat_src=feat_src),
+                source_rows=dict(feat=feat),
                 destination_rows=dict(
                     src_norm=src_norm, teleport=teleport, dst_norm=dst_norm
                 ),
                 in_place=True,
                 nodes=needed[k],
             )
-        del src_norm
-
-        # Layer 10 of 10: self.propagate (APPNPConv), hop 10 of 10.
-        def layer_10(block, feat_src, teleport, dst_norm):
-            with block.local_scope():
-                block.srcdata["h"] = feat_src
-                block.update_all(
-                    dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
-                )
-                h = block.dstdata["h"]
-            h = h * dst_norm
-            return ((1 - self.propagate._alpha) * h) + teleport
-
-        feat = batches.map(
-            layer_10,
-            source_rows=dict(feat_src=feat_src),
-            destination_rows=dict(teleport=teleport, dst_norm=dst_norm),
-            in_place=True,
-            nodes=needed[10],
-        )
         return batches.result(feat, nodes=nodes)
 
 

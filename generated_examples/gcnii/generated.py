@@ -118,9 +118,9 @@ class GCNII(nn.Module):
         )
         del in_degrees
 
-        # Layers 1 to 7 of 8, each the same function of the layer before with its own module,
-        # [i] of the loop below: self.convs[0] (GCN2Conv) to self.convs[6] (GCN2Conv).
-        for i in range(len(self.convs) - 1):
+        # Layers 1 to 8 of 8, each the same function of the layer before with its own module,
+        # [i] of the loop below: self.convs[0] (GCN2Conv) to self.convs[7] (GCN2Conv).
+        for i in range(len(self.convs)):
 
             def layer_i(block, feat, norm, h0, i=i):
                 with block.local_scope():
@@ -138,6 +138,9 @@ class GCNII(nn.Module):
                 rst = rst + (self.convs[i].beta * feat_proj_sum)
                 rst = rst + self.convs[i].bias
                 rst = self.convs[i]._activation(rst)
+                # the last layer: no next one to send rows to
+                if i == len(self.convs) - 1:
+                    return self.fcs[1](rst)
                 return rst * norm
 
             # in_place=True: source rows are read only in messages, so not gathered per batch
@@ -148,34 +151,7 @@ class GCNII(nn.Module):
                 in_place=True,
                 nodes=needed[i + 1],
             )
-
-        # Layer 8 of 8: self.convs[7] (GCN2Conv).
-        def layer_8(block, feat, h0, norm):
-            with block.local_scope():
-                block.srcdata["h"] = feat
-                block.update_all(
-                    dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
-                )
-                h = block.dstdata["h"]
-            h = h * norm
-            h = h * (1 - self.convs[7].alpha)
-            feat_0 = h0 * self.convs[7].alpha
-            feat_sum = h + feat_0
-            feat_proj_sum = feat_sum @ self.convs[7].weight1
-            rst = (1 - self.convs[7].beta) * feat_sum
-            rst = rst + (self.convs[7].beta * feat_proj_sum)
-            rst = rst + self.convs[7].bias
-            rst = self.convs[7]._activation(rst)
-            return self.fcs[1](rst)
-
-        out = batches.map(
-            layer_8,
-            source_rows=dict(feat=feat),
-            destination_rows=dict(h0=h0, norm=norm),
-            in_place=True,
-            nodes=needed[8],
-        )
-        return batches.result(out, nodes=nodes)
+        return batches.result(feat, nodes=nodes)
 
 
 # --- gnn-codegen runtime 0.1.0, sha256 11e6e1e837ed -------------------------------------------

@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
+from gnn_codegen.render.last_copies import merged
 from gnn_codegen.render.layer_loops import LayerLoop, fold
 from gnn_codegen.render.map_bindings import map_bindings
 from gnn_codegen.render.module_index import spelled_stop
@@ -79,12 +80,15 @@ class LayerCalls:
         # over the layers, or over the index of the module each layer runs (module_index.py)
         counter, base = (loop.counter, loop.base) if loop.indexed else (self.names.take("k"), 0)
         function = replace(function, name=self.names.take("layer_i" if loop.indexed else "layer_k"))
-        if loop.indexed:  # the index bound where the function is made, in the loop, not read by closure
+        # made in the loop where it reads the loop's variable: its module's index, or whether
+        # it runs the last layer (last_copies.py)
+        in_loop = loop.indexed or loop.ending is not None
+        if in_loop:  # the variable bound where the function is made, in the loop, not read by closure
             function = replace(function, params=[*function.params, f"{counter}={counter}"])
         if which is not None:
             layer = counter if not base else f"{counter} - {base}" if base > 0 else f"{counter} + {-base}"
             which = f"{self.needed}[{layer}]"
-        elif not loop.indexed:
+        elif not in_loop:
             counter = "_"
         call = self._call(function, self.runtimes.get(runs[loop.start][0].graph, self.batches), which)
         # what each layer stores for the layers after the loop: appended to its list in turn
@@ -101,10 +105,13 @@ class LayerCalls:
         stop = str(last + base + 1)
         if loop.indexed:  # `len(self.convs) - 1`, where the layers run the list's modules
             stop = spelled_stop(function, counter, last + base + 1, dict(self.program.module_lengths))
+        if loop.ending is not None:  # the last layer's own ending, under `if k == 10:`
+            function = replace(function, body=merged(function.body, loop.ending, f"{counter} == {_less_one(stop)}",
+                                                     "the last layer: no next one to send rows to"))
         header = [*starts, f"for {counter} in {_spelled_range(first + base, stop)}:"]
         said = [f"    {line}" for line in self._in_place_comment(function)]
         body = [*said, f"    {targets} = {call}", *appends]
-        return function, which, header if loop.indexed else [], body if loop.indexed else [*header, *body]
+        return function, which, header if in_loop else [], body if in_loop else [*header, *body]
 
     def _before_loop(self, stage: Stage, writer: LayerWriter) -> list[str]:
         """The lines that compute the stage's reductions over all nodes from stored rows, in a
@@ -216,6 +223,14 @@ class LayerCalls:
 
         returned = spell(value)
         return lines, returned
+
+
+def _less_one(stop: str) -> str:
+    """The loop's last value from its stop as spelled: `10` for 11, `len(self.convs) - 1`."""
+    if stop.isdigit():
+        return str(int(stop) - 1)
+    head, minus, count = stop.rpartition(" - ")
+    return f"{head} - {int(count) + 1}" if minus and count.isdigit() else f"{stop} - 1"
 
 
 def _spelled_range(start: int, stop: str) -> str:

@@ -157,9 +157,10 @@ def test_a_name_one_ends_with_and_the_other_returns_is_shared() -> None:
     ''')
     parts = split(regular, last, _spelled, _spelled)
     assert parts is not None
-    assert merged(list(parts.regular), parts.ending, "k == 5", "the last") == [
+    assert merged(list(parts.regular), parts.ending, "k == 5") == [
         "with block.local_scope():", '    block.srcdata["h"] = feat', '    h = block.dstdata["h"]',
-        "feat = h + teleport", "# the last", "if k == 5:", "    return feat", "return feat * src_norm"]
+        "feat = h + teleport", "# the last layer: no next one to prepare rows for", "if k == 5:",
+        "    return feat", "return feat * src_norm"]
     # the other way round: the regular layer names what it returns
     parts = split(last, regular, _spelled, _spelled)
     assert parts is not None and parts.regular[-2:] == ("feat = h + teleport", "return feat")

@@ -139,7 +139,7 @@ class APPNP(nn.Module):
                     h = block.dstdata["h"]
                 h = h * dst_norm
                 feat = ((1 - self.propagate._alpha) * h) + teleport
-                # the last layer: no next one to send rows to
+                # the last layer: no next one to prepare rows for
                 if k == 10:
                     return feat
                 return feat * src_norm

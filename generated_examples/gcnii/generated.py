@@ -138,7 +138,7 @@ class GCNII(nn.Module):
                 rst = rst + (self.convs[i].beta * feat_proj_sum)
                 rst = rst + self.convs[i].bias
                 rst = self.convs[i]._activation(rst)
-                # the last layer: no next one to send rows to
+                # the last layer: what forward does after the loop, not the next layer's work
                 if i == len(self.convs) - 1:
                     return self.fcs[1](rst)
                 return rst * norm

@@ -114,13 +114,23 @@ def split(regular: list[str] | tuple[str, ...], last: list[str] | tuple[str, ...
     return Split((*shared, *rest), Ending(len(shared), tuple(tail)))
 
 
-def merged(body: list[str], ending: Ending, condition: str, said: str) -> list[str]:
+def _returns_a_name(lines: list[str] | tuple[str, ...]) -> bool:
+    return len(lines) == 1 and lines[0].strip().startswith("return ") and lines[0].strip()[7:].isidentifier()
+
+
+def merged(body: list[str], ending: Ending, condition: str) -> list[str]:
     """The loop's function body: the shared lines, the last layer's ending under
-    `if condition:` (said in a comment above it), then the others'."""
-    shared = body[: ending.shared]
+    `if condition:` (with a comment that says how it differs), then the others'."""
+    shared, rest = body[: ending.shared], body[ending.shared:]
+    if _returns_a_name(ending.last):  # APPNP's last hop: the others scale their rows for the next
+        said = "the last layer: no next one to prepare rows for"
+    elif _returns_a_name(rest):  # GIN's last: its classifier
+        said = "the last layer: then what forward does after the loop"
+    else:
+        said = "the last layer: what forward does after the loop, not the next layer's work"
     indent = body[0][: len(body[0]) - len(body[0].lstrip())]  # the body's own
-    return [*shared, f"{indent}# {said}", f"{indent}if {condition}:",
-            *(f"    {line}" for line in ending.last), *body[ending.shared:]]
+    return [*shared, f"{indent}# {said}", f"{indent}if {condition}:", *(f"    {line}" for line in ending.last),
+            *rest]
 
 
 def _kinds(function: "LayerFunction") -> dict[str, tuple[str, str]]:

@@ -23,7 +23,7 @@ from gnn_codegen.lower.row_ranges import RowRange, spelled_result
 from gnn_codegen.render.code import comment
 from gnn_codegen.render.layer import LayerFunction, LayerWriter
 from gnn_codegen.render.stored_names import stored_name
-from gnn_codegen.render.written_as_loop import written_as_loop
+from gnn_codegen.render.written_as_loop import same_lines, written_as_loop
 
 # an item of a list a loop appends to (`feats_by_layer[0]`, layer_loops.py)
 _LISTED = re.compile(r"^(\w+)\[\d+\]$")
@@ -61,7 +61,8 @@ class LayerCalls:
             return value in self.program.inputs and self.buffer[value] not in outputs and readers[self.buffer[value]] == 1
 
         functions, loops = fold(stages, functions, self.buffer, private, dict(readers), take_name, rewrite,
-                                lambda start, end: written_as_loop(self.program, stages, start, end), rebinds)
+                                lambda start, end: written_as_loop(self.program, stages, start, end), rebinds,
+                                lambda regular, last: same_lines(self.program, stages, regular, last))
         # a loop's variable that took the name of the caller's tensor it starts from is freed as
         # the method's own (`del h` unbinds the name only: the caller's tensor is the caller's)
         self.rebound = {self.buffer[values[-1]] for loop in loops for values in loop.chained
@@ -106,8 +107,7 @@ class LayerCalls:
         if loop.indexed:  # `len(self.convs) - 1`, where the layers run the list's modules
             stop = spelled_stop(function, counter, last + base + 1, dict(self.program.module_lengths))
         if loop.ending is not None:  # the last layer's own ending, under `if k == 10:`
-            function = replace(function, body=merged(function.body, loop.ending, f"{counter} == {_less_one(stop)}",
-                                                     "the last layer: no next one to send rows to"))
+            function = replace(function, body=merged(function.body, loop.ending, f"{counter} == {_less_one(stop)}"))
         header = [*starts, f"for {counter} in {_spelled_range(first + base, stop)}:"]
         said = [f"    {line}" for line in self._in_place_comment(function)]
         body = [*said, f"    {targets} = {call}", *appends]

@@ -96,11 +96,12 @@ def _shape(function: LayerFunction, positions: set[int], layer: int | None = Non
 
 def find_loops(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, str],
                private: set[str], readers: dict[str, int],
-               looped=lambda start, end: False, last_copies: bool = True) -> list[LayerLoop]:
+               looped=lambda start, end: False, last_copies=lambda regular, last: False) -> list[LayerLoop]:
     """The runs of at least MIN_RUN consecutive layers that may become one loop, or of
     MIN_LOOPED_RUN where looped(start, end) says the user's forward runs them in a loop
-    (written_as_loop.py). With last_copies, a run's next layer that is its layers' code but
-    for how it ends (last_copies.py) is the run's last.
+    (written_as_loop.py). A run's next layer that is its layers' code but for how it ends
+    (last_copies.py) is the run's last where last_copies(end, next) says that forward runs
+    it as it runs them (from the same line: written_as_loop.same_lines).
 
     buffer: value -> its name in the method; private: the values only the method holds (not
     forward's inputs or results); readers: a tensor's name -> how many stages read it."""
@@ -149,13 +150,14 @@ def find_loops(stages: list[Stage], functions: list[LayerFunction], buffer: dict
     def with_last(start: int, end: int, indexed: bool) -> tuple[int, bool]:
         """The run's end, one layer further where that layer ends otherwise (last_copies.py)."""
         after = end + 1
-        if (not last_copies or end <= start or after >= len(stages) or links[end] is None
+        if (end <= start or after >= len(stages) or links[end] is None
                 or links[end - 1] is None or not _is_layer(stages[after], functions[after])
                 or len(stages[after].stores) != len(stages[end].stores)
                 or not all(order(links[end], stages[end])) or not all(order(links[end - 1], stages[end - 1]))):
             return end, False
         layers = (stages[end].layer, stages[after].layer) if indexed else None
-        if ends_otherwise(functions[end], functions[after], carried(end - 1), carried(end), layers):
+        if last_copies(end, after) and ends_otherwise(functions[end], functions[after], carried(end - 1),
+                                                      carried(end), layers):
             return after, True
         return end, False
 
@@ -196,7 +198,7 @@ def find_loops(stages: list[Stage], functions: list[LayerFunction], buffer: dict
 def fold(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, str], private: set[str],
          readers: dict[str, int], take_name, rewrite,
          looped=lambda start, end: False, rebinds=lambda value: False,
-         last_copies: bool = True) -> tuple[list[LayerFunction], list[LayerLoop]]:
+         last_copies=lambda regular, last: False) -> tuple[list[LayerFunction], list[LayerLoop]]:
     """Finds the loops, gives each loop's chained values one name (take_name(base, value) allocates
     it), and writes the functions again (rewrite()); a loop whose functions did not come out
     identical, but for their names, leaves every layer apart, with the names put back; one whose
@@ -241,7 +243,7 @@ def fold(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, 
         if split is None:
             buffer.clear()
             buffer.update(before)
-            return fold(stages, functions, buffer, private, readers, take_name, rewrite, looped, rebinds, False)
+            return fold(stages, functions, buffer, private, readers, take_name, rewrite, looped, rebinds)
         written[loop.end] = replace(written[loop.end - 1], body=list(split.regular))
         loops[at] = replace(loop, ending=split.ending)
     for loop in loops:  # module indices from the loop's variable (module_index.py)

@@ -105,7 +105,8 @@ def _generate(tmp_path: Path, source: str):
 
 @pytest.mark.parametrize("model, loop, last", [
     # hop 5 sends no rows on: it returns what the others scale by src_norm for the next hop
-    (_APPNP, "for k in range(1, 6):", "if k == 5:"),
+    # (its count read from the module, which holds it: module_index.spelled_hops)
+    (_APPNP, "for k in range(1, self.prop._k + 1):", "if k == self.prop._k:"),
     # the last GCN2Conv runs forward's output Linear where the others scale for the next
     (_GCNII, "for i in range(len(self.convs)):", "if i == len(self.convs) - 1:"),
     (_HOPS, "for k in range(1, 5):", "if k == 4:"),

@@ -112,11 +112,11 @@ class APPNP(nn.Module):
         def prologue(in_degrees, out_degrees, features):
             h = self.activation(self.layers[0](features))
             h = self.layers[1](h)
-            h_2 = out_degrees.to(h).clamp(min=1)
-            src_norm = torch.pow(h_2, -0.5)
+            out_degrees = out_degrees.to(h).clamp(min=1)
+            src_norm = torch.pow(out_degrees, -0.5)
             src_norm = src_norm.unsqueeze(1)
-            h_3 = in_degrees.to(h).clamp(min=1)
-            dst_norm = torch.pow(h_3, -0.5)
+            in_degrees = in_degrees.to(h).clamp(min=1)
+            dst_norm = torch.pow(in_degrees, -0.5)
             dst_norm = dst_norm.unsqueeze(1)
             feat = h * src_norm
             return src_norm, dst_norm, feat, self.propagate._alpha * h
@@ -128,7 +128,7 @@ class APPNP(nn.Module):
 
         # Layers 1 to 10 of 10, each the same function of the layer before: self.propagate
         # (APPNPConv), hops 1 to 10 of 10.
-        for k in range(1, 11):
+        for k in range(1, self.propagate._k + 1):
 
             def layer_k(block, feat, src_norm, teleport, dst_norm, k=k):
                 with block.local_scope():
@@ -140,7 +140,7 @@ class APPNP(nn.Module):
                 h = h * dst_norm
                 feat = ((1 - self.propagate._alpha) * h) + teleport
                 # the last layer: no next one to prepare rows for
-                if k == 10:
+                if k == self.propagate._k:
                     return feat
                 return feat * src_norm
 

@@ -149,7 +149,7 @@ class DAGNN(nn.Module):
             return h, h * norm
 
         feats_by_layer = []
-        for k in range(1, 4):
+        for k in range(1, self.dagnn.k):
             # in_place=True: source rows are read only in messages, so not gathered per batch
             feats_k, feats_src = batches.map(
                 layer_k,

@@ -13,7 +13,7 @@ from typing import Any
 from gnn_codegen.render.last_copies import merged
 from gnn_codegen.render.layer_loops import LayerLoop, fold
 from gnn_codegen.render.map_bindings import map_bindings
-from gnn_codegen.render.module_index import spelled_stop
+from gnn_codegen.render.module_index import spelled_hops, spelled_stop
 from gnn_codegen.errors import internal
 from gnn_codegen.ir import Ref, iter_refs
 from gnn_codegen.analysis.node_reductions import node_reduction, pass_expression
@@ -106,6 +106,9 @@ class LayerCalls:
         stop = str(last + base + 1)
         if loop.indexed:  # `len(self.convs) - 1`, where the layers run the list's modules
             stop = spelled_stop(function, counter, last + base + 1, dict(self.program.module_lengths))
+        else:  # `self.propagate._k + 1`, where they are a module's hops
+            hops = [runs[p][0] for p in range(loop.start, loop.end + 1)]
+            stop = spelled_hops(self.program, hops, last + 1) or stop
         if loop.ending is not None:  # the last layer's own ending, under `if k == 10:`
             function = replace(function, body=merged(function.body, loop.ending, f"{counter} == {_less_one(stop)}"))
         header = [*starts, f"for {counter} in {_spelled_range(first + base, stop)}:"]
@@ -230,7 +233,12 @@ def _less_one(stop: str) -> str:
     if stop.isdigit():
         return str(int(stop) - 1)
     head, minus, count = stop.rpartition(" - ")
-    return f"{head} - {int(count) + 1}" if minus and count.isdigit() else f"{stop} - 1"
+    if minus and count.isdigit():
+        return f"{head} - {int(count) + 1}"
+    head, plus, count = stop.rpartition(" + ")
+    if plus and count.isdigit():
+        return head if count == "1" else f"{head} + {int(count) - 1}"
+    return f"{stop} - 1"
 
 
 def _spelled_range(start: int, stop: str) -> str:

@@ -8,7 +8,9 @@ functions are identical once those tensors have one name each (h, and the source
 GraphConv normed for the next layer: `h, feat = batches.map(layer_k, source_rows=dict(feat=feat),
 destination_rows=dict(h=h))`). This module finds the runs and the
 values to name alike; render.py names them, writes the functions again and checks that they
-came out identical before it folds them (else it keeps the layers apart)."""
+came out identical before it folds them (else it keeps the layers apart). The layer after a run
+that is the run's code but for how it ends is the run's last, its ending apart in the one
+function (last_copies.py)."""
 
 from __future__ import annotations
 

@@ -47,6 +47,8 @@ class Split:
 def _statements(body: list[str] | tuple[str, ...]) -> list[tuple[list[str], ast.stmt]] | None:
     """The body's top-level statements, each with its lines (comments before it included)."""
     lines = list(body)
+    if any("\n" in line for line in lines):  # a line per statement's line, or not split
+        return None
     try:
         module = ast.parse(textwrap.dedent("\n".join(lines)))
     except SyntaxError:

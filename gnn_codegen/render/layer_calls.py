@@ -13,7 +13,7 @@ from typing import Any
 from gnn_codegen.render.last_copies import merged
 from gnn_codegen.render.layer_loops import LayerLoop, fold
 from gnn_codegen.render.map_bindings import map_bindings
-from gnn_codegen.render.module_index import spelled_hops, spelled_stop
+from gnn_codegen.render.module_index import spelled_hops, spelled_stop, uses_name
 from gnn_codegen.errors import internal
 from gnn_codegen.ir import Ref, iter_refs
 from gnn_codegen.analysis.node_reductions import node_reduction, pass_expression
@@ -84,6 +84,9 @@ class LayerCalls:
         # made in the loop where it reads the loop's variable: its module's index, or whether
         # it runs the last layer (last_copies.py)
         in_loop = loop.indexed or loop.ending is not None
+        # a local of the function would hide the layer's number it reads (fold checks the index)
+        while loop.ending is not None and not loop.indexed and uses_name(function, counter):
+            counter = self.names.take("k")
         if in_loop:  # the variable bound where the function is made, in the loop, not read by closure
             function = replace(function, params=[*function.params, f"{counter}={counter}"])
         if which is not None:

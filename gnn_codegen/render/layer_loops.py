@@ -252,7 +252,8 @@ def fold(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, 
         if not loop.indexed:
             continue
         run = range(loop.start, loop.end + 1)
-        if any(uses_name(written[p], loop.counter) for p in run):  # a local would hide it
+        ending = [] if loop.ending is None else [LayerFunction("", [], list(loop.ending.last))]
+        if any(uses_name(f, loop.counter) for f in (*(written[p] for p in run), *ending)):  # a local would hide it
             buffer.clear()
             buffer.update(before)
             return rewrite(), []

@@ -223,6 +223,8 @@ class Program:
     dict_inputs: tuple[Any, ...] = ()
     # the length of each of the model's module lists, `self.convs` -> 8: lower.module_lengths
     module_lengths: tuple[tuple[str, int], ...] = ()
+    # the hop count a module holds, `self.propagate._k` -> 10: lower.module_lengths.hop_counts
+    hop_counts: tuple[tuple[str, int], ...] = ()
     by_name: dict[str, Op] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -49,8 +49,12 @@ def test_every_round_is_a_layer_and_exact(name: str, monkeypatch: pytest.MonkeyP
         assert result.ok, f"{name}: max |difference| {result.max_abs_diff}"
 
 
-@pytest.mark.parametrize("name,first,last", [("TiedRoundsGCN", 1, 4), ("WeightedAPPNP", 2, 4)])
-def test_identical_rounds_are_one_function_in_a_loop(name: str, first: int, last: int,
+@pytest.mark.parametrize("name,first,last,stop", [
+    ("TiedRoundsGCN", 1, 4, "5"),
+    # APPNPConv's hops: the count the module holds (module_index.spelled_hops)
+    ("WeightedAPPNP", 2, 4, "self.propagate._k + 1"),
+])
+def test_identical_rounds_are_one_function_in_a_loop(name: str, first: int, last: int, stop: str,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """Three or more layers in a row that are the same function of the layer before are written
     once, with a loop over them (layer_loops.py), and stay exact for every node, for nodes= and
@@ -59,7 +63,7 @@ def test_identical_rounds_are_one_function_in_a_loop(name: str, first: int, last
     options, rounds = CASES[name]
     generated = generate_all(f"{MODEL}:{name}", options)
     assert generated.source.count("def layer_k(") == 1
-    assert f"for k in range({first}, {last + 1}):" in generated.source
+    assert f"for k in range({first}, {stop}):" in generated.source
     assert not any(f"def layer_{k}(" in generated.source for k in range(first, last + 1))
     # TiedRoundsGCN's last round is not one of them: its result goes on to a Linear as it is
     result = check(generated, num_nodes=97, seed=3, batch_sizes=(1, 13, 97))

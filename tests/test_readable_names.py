@@ -47,9 +47,25 @@ def test_a_layers_result_and_its_rows_for_the_next_layer_are_told_apart() -> Non
 
 
 def test_a_loop_over_hops_carries_the_rows_it_sends() -> None:
-    appnp = _golden("appnp")  # APPNPConv: the teleport term and feat * src_norm it sends
-    assert re.search(r"\bfeat_src = batches\.map\(\s*layer_k,", appnp), appnp
-    assert "feat0_2" not in appnp and "feat_2" not in appnp, appnp
+    appnp = _golden("appnp")  # APPNPConv: feat * src_norm it sends, and the last hop's feat
+    assert re.search(r"\bfeat = batches\.map\(\s*layer_k,", appnp), appnp
+    assert "feat0_2" not in appnp and "feat_2" not in appnp and "feat_src" not in appnp, appnp
+
+
+def test_a_loop_over_a_modules_hops_reads_their_count_from_the_module() -> None:
+    """APPNPConv holds its k: the loop over its hops says so, not `11` (module_index.spelled_hops)."""
+    appnp = _golden("appnp")
+    assert "for k in range(1, self.propagate._k + 1):" in appnp, appnp
+    assert "if k == self.propagate._k:" in appnp, appnp
+
+
+def test_degrees_a_module_reads_are_named_for_them() -> None:
+    """APPNPConv's `torch.pow(graph.out_degrees().to(feat).clamp(min=1), -0.5)` names no part
+    of its degrees: they keep their name (method.Renderer._named_receiver), not another `h`."""
+    appnp = _golden("appnp")
+    assert "out_degrees = out_degrees.to(h).clamp(min=1)" in appnp, appnp
+    assert "in_degrees = in_degrees.to(h).clamp(min=1)" in appnp, appnp
+    assert "h_2" not in appnp and "h_3" not in appnp, appnp
 
 
 def test_two_values_both_sent_to_neighbours_keep_a_counter() -> None:
@@ -141,9 +157,10 @@ def test_several_results_are_named_before_they_are_returned(name: str) -> None:
 # --- loop counts read from the model's lists ---------------------------------------------------
 
 def test_a_loop_over_a_module_list_reads_its_count_from_the_list() -> None:
-    gcnii = _golden("gcnii")  # 8 GCN2Convs: the loop runs 7 of them, the last layer adds fcs[1]
-    assert "for i in range(len(self.convs) - 1):" in gcnii, gcnii
-    assert "range(7)" not in gcnii, gcnii
+    gcnii = _golden("gcnii")  # 8 GCN2Convs: the loop runs them all, the last adds fcs[1]
+    assert "for i in range(len(self.convs)):" in gcnii, gcnii
+    assert "if i == len(self.convs) - 1:" in gcnii, gcnii
+    assert "range(8)" not in gcnii and "layer_8" not in gcnii, gcnii
 
 
 def test_the_loops_end_as_the_list_gives_it() -> None:

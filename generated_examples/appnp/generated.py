@@ -4,13 +4,19 @@
 # regenerate with:
 #   gnn-codegen generated_examples/appnp/model.py:APPNP -o generated_examples/appnp/generated.py --init '{"in_feats": 16, "hiddens": [32], "n_classes": 4, "k": 10}'
 
-"""APPNP as DGL's examples/pytorch/appnp trains it: an MLP predicts from each node's own
-features, then APPNPConv propagates the predictions k times with personalised PageRank (a
-teleport back to the MLP's output with probability alpha every hop). The model keeps its
-graph. Every hop is one layer of the generated inference; the teleport term is stored once.
-"""
+import ctypes
+import errno
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+import weakref
 
 import dgl
+import numpy
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -75,13 +81,13 @@ class APPNP(nn.Module):
         batches = _FullNeighbourBatches(
             self,
             g,
-            batch_size=batch_size,
-            device=device,
-            max_memory=max_memory,
-            progress=progress,
-            storage=storage,
-            changed=changed,
-            keep_layers=keep_layers,
+            batch_size,
+            device,
+            max_memory,
+            progress,
+            storage,
+            changed,
+            keep_layers,
         )
         # forward decides in Python on what its inputs are: generated for inputs like these
         # (what it tests of values computed from them follows from these and the model's
@@ -106,75 +112,58 @@ class APPNP(nn.Module):
         def prologue(in_degrees, out_degrees, features):
             h = self.activation(self.layers[0](features))
             h = self.layers[1](h)
-            h_2 = out_degrees.to(h).clamp(min=1)
-            src_norm = torch.pow(h_2, -0.5)
+            out_degrees = out_degrees.to(h).clamp(min=1)
+            src_norm = torch.pow(out_degrees, -0.5)
             src_norm = src_norm.unsqueeze(1)
-            h_3 = in_degrees.to(h).clamp(min=1)
-            dst_norm = torch.pow(h_3, -0.5)
+            in_degrees = in_degrees.to(h).clamp(min=1)
+            dst_norm = torch.pow(in_degrees, -0.5)
             dst_norm = dst_norm.unsqueeze(1)
             feat = h * src_norm
             return src_norm, dst_norm, feat, self.propagate._alpha * h
 
-        src_norm, dst_norm, feat_src, teleport = batches.map_nodes(
+        src_norm, dst_norm, feat, teleport = batches.map_nodes(
             prologue, in_degrees, out_degrees, features, nodes=needed[0]
         )
         del in_degrees, out_degrees
 
-        # Layers 1 to 9 of 10, each the same function of the layer before: self.propagate
-        # (APPNPConv), hops 1 to 9 of 10.
-        def layer_k(block, feat_src, src_norm, teleport, dst_norm):
-            with block.local_scope():
-                block.srcdata["h"] = feat_src
-                block.update_all(
-                    dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
-                )
-                h = block.dstdata["h"]
-            h = h * dst_norm
-            feat = (1 - self.propagate._alpha) * h + teleport
-            return feat * src_norm
+        # Layers 1 to 10 of 10, each the same function of the layer before: self.propagate
+        # (APPNPConv), hops 1 to 10 of 10.
+        for k in range(1, self.propagate._k + 1):
 
-        for k in range(1, 10):
-            # in_place=True: source rows are read where they are stored, not gathered per
-            # batch (the layer reads them only in messages)
-            feat_src = batches.map(
+            def layer_k(block, feat, src_norm, teleport, dst_norm, k=k):
+                with block.local_scope():
+                    block.srcdata["h"] = feat
+                    block.update_all(
+                        dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
+                    )
+                    h = block.dstdata["h"]
+                h = h * dst_norm
+                feat = ((1 - self.propagate._alpha) * h) + teleport
+                # the last layer: no next one to prepare rows for
+                if k == self.propagate._k:
+                    return feat
+                return feat * src_norm
+
+            # in_place=True: source rows are read only in messages, so not gathered per batch
+            feat = batches.map(
                 layer_k,
-                source_rows=dict(feat_src=feat_src),
+                source_rows=dict(feat=feat),
                 destination_rows=dict(
                     src_norm=src_norm, teleport=teleport, dst_norm=dst_norm
                 ),
                 in_place=True,
                 nodes=needed[k],
             )
-        del src_norm
-
-        # Layer 10 of 10: self.propagate (APPNPConv), hop 10 of 10.
-        def layer_10(block, feat_src, teleport, dst_norm):
-            with block.local_scope():
-                block.srcdata["h"] = feat_src
-                block.update_all(
-                    dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
-                )
-                h = block.dstdata["h"]
-            h = h * dst_norm
-            return (1 - self.propagate._alpha) * h + teleport
-
-        feat = batches.map(
-            layer_10,
-            source_rows=dict(feat_src=feat_src),
-            destination_rows=dict(teleport=teleport, dst_norm=dst_norm),
-            in_place=True,
-            nodes=needed[10],
-        )
         return batches.result(feat, nodes=nodes)
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 c7e7735a5052 -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 11e6e1e837ed -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
-# that inference hands each layer's function to, and what it uses, its imports first. It is
-# identical in every module of this version and variant, and holds no model-specific code (the
-# model's code, and the helpers its layers call, are above this banner); the sha256 is of the
-# text below the banner's last line, for anyone to recompute. What it guarantees, and the
-# parameters inference passes it, are in _FullNeighbourBatches's docstring. Tested by:
+# that inference hands each layer's function to, and what it uses. It is identical in every
+# module of this version and variant, and holds no model-specific code (the model's code, and
+# the helpers its layers call, are above this banner); the sha256 is of the text below the
+# banner's last line, for anyone to recompute. What it guarantees, and the parameters inference
+# passes it, are in _FullNeighbourBatches's docstring. Tested by:
 #   tests/test_goldens.py::test_runtime_section_is_hashed_and_identical
 #   tests/test_equivalence.py (batch sizes, rows in place or gathered)
 #   tests/test_subset_and_storage.py (nodes=, storage=, memory)
@@ -185,22 +174,6 @@ class APPNP(nn.Module):
 #   tests/test_runtime_module.py (as a module of its own, --runtime-module)
 #   tests/cuda/check.py (streams, on a GPU)
 # ----------------------------------------------------------------------------------------------
-
-
-import ctypes
-import errno
-import hashlib
-import json
-import os
-import shutil
-import tempfile
-import threading
-import time
-import weakref
-
-import dgl
-import numpy
-import torch
 
 
 class _FullNeighbourBatches:
@@ -380,11 +353,11 @@ class _FullNeighbourBatches:
         return _FullNeighbourBatches(
             self.model,
             g,
-            batch_size=self.batch_size,
-            device=self.device,
-            max_memory=self.max_memory,
-            progress=self.progress,
-            storage=self.storage,
+            self.batch_size,
+            self.device,
+            self.max_memory,
+            self.progress,
+            self.storage,
         )
 
     def _check_arguments(self, model, batch_size, device, max_memory):

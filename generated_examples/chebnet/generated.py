@@ -75,8 +75,8 @@ class ChebNet(nn.Module):
 
         # Before the first layer, once per node: work on the inputs.
         def prologue(features, in_degrees):
-            h = in_degrees.to(features).clamp(min=1)
-            norm = torch.pow(h, -0.5)
+            in_degrees = in_degrees.to(features).clamp(min=1)
+            norm = torch.pow(in_degrees, -0.5)
             norm = norm.unsqueeze(-1)
             return norm, features * norm
 

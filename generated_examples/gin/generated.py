@@ -94,14 +94,18 @@ class GIN(nn.Module):
         # and after each layer their out-neighbours
         needed = batches.needed(nodes, layers=3)
 
-        # Layers 1 to 2 of 3, each the same function of the layer before with its own module,
-        # [i] of the loop below: self.ginlayers[0] (GINConv) to self.ginlayers[1] (GINConv).
-        for i in range(len(self.ginlayers) - 1):
+        # Layers 1 to 3 of 3, each the same function of the layer before with its own module,
+        # [i] of the loop below: self.ginlayers[0] (GINConv) to self.ginlayers[2] (GINConv).
+        for i in range(len(self.ginlayers)):
 
             def layer_i(block, h, h_dst, i=i):
                 h = self.ginlayers[i](block, (h, h_dst))
                 h = self.batch_norms[i](h)
-                return F.relu(h)
+                h = F.relu(h)
+                # the last layer: then what forward does after the loop
+                if i == len(self.ginlayers) - 1:
+                    return self.classify(h)
+                return h
 
             # in_place=True: source rows are read where they are stored, not gathered per
             # batch (the layer reads them only in messages)
@@ -112,22 +116,7 @@ class GIN(nn.Module):
                 in_place=True,
                 nodes=needed[i + 1],
             )
-
-        # Layer 3 of 3: self.ginlayers[2] (GINConv).
-        def layer_3(block, h, h_dst):
-            h = self.ginlayers[2](block, (h, h_dst))
-            h = self.batch_norms[2](h)
-            h = F.relu(h)
-            return self.classify(h)
-
-        out = batches.map(
-            layer_3,
-            source_rows=dict(h=h),
-            destination_rows=dict(h_dst=h),
-            in_place=True,
-            nodes=needed[3],
-        )
-        return batches.result(out, nodes=nodes)
+        return batches.result(h, nodes=nodes)
 
 
 # --- gnn-codegen runtime 0.1.0, sha256 c7e7735a5052 -------------------------------------------

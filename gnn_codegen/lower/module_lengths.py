@@ -1,12 +1,20 @@
 """Stage 3, lower, the lengths of the model's module lists: `self.convs` -> 8 for every
 nn.ModuleList and nn.Sequential, named as the generated code reaches it, so that a loop over
 a run of them can print its count as `len(self.convs) - 1` (render/layer_calls.py) where a
-number would hide where it came from. The generated inference checks first that the model
-is built as the one traced (render/built.py), so the length read at run time is this one."""
+number would hide where it came from; and likewise the hop count of each module that holds
+one (APPNPConv's `self.propagate._k`, a user's `self.k`), for a loop over its hops. The
+generated inference checks first that the model is built as the one traced (render/built.py),
+so the value read at run time is this one."""
 
 from __future__ import annotations
 
 import torch.nn as nn
+
+from gnn_codegen.lower.accessors import accessor
+
+# the attributes that hold a module's number of hops: DGL's (APPNPConv, SGConv, TAGConv) and
+# the name users give it
+_HOP_COUNTS = ("_k", "k")
 
 
 def module_lengths(model: nn.Module) -> tuple[tuple[str, int], ...]:
@@ -15,3 +23,17 @@ def module_lengths(model: nn.Module) -> tuple[tuple[str, int], ...]:
     return tuple((f"self.{name}", len(module)) for name, module in model.named_modules()
                  if name and isinstance(module, (nn.ModuleList, nn.Sequential))
                  and all(part.isidentifier() for part in name.split(".")))
+
+
+def hop_counts(model: nn.Module) -> tuple[tuple[str, int], ...]:
+    """(`self.propagate._k`, 10) for each submodule holding its hop count as an int attribute
+    (a loop over its hops may read it: render/layer_calls.py spells it only where its hops are
+    the loop's)."""
+    counts = []
+    for name, module in model.named_modules():
+        for attribute in _HOP_COUNTS:
+            value = vars(module).get(attribute)
+            if name and type(value) is int and value > 0:
+                counts.append((f"{accessor(model, name)}.{attribute}", value))
+                break
+    return tuple(counts)

@@ -10,9 +10,10 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
+from gnn_codegen.render.last_copies import merged
 from gnn_codegen.render.layer_loops import LayerLoop, fold
 from gnn_codegen.render.map_bindings import map_bindings
-from gnn_codegen.render.module_index import spelled_stop
+from gnn_codegen.render.module_index import spelled_hops, spelled_stop, uses_name
 from gnn_codegen.errors import internal
 from gnn_codegen.ir import Ref, iter_refs
 from gnn_codegen.analysis.node_reductions import node_reduction, pass_expression
@@ -22,7 +23,7 @@ from gnn_codegen.lower.row_ranges import RowRange, spelled_result
 from gnn_codegen.render.code import comment
 from gnn_codegen.render.layer import LayerFunction, LayerWriter
 from gnn_codegen.render.stored_names import stored_name
-from gnn_codegen.render.written_as_loop import written_as_loop
+from gnn_codegen.render.written_as_loop import same_lines, written_as_loop
 
 # an item of a list a loop appends to (`feats_by_layer[0]`, layer_loops.py)
 _LISTED = re.compile(r"^(\w+)\[\d+\]$")
@@ -60,7 +61,8 @@ class LayerCalls:
             return value in self.program.inputs and self.buffer[value] not in outputs and readers[self.buffer[value]] == 1
 
         functions, loops = fold(stages, functions, self.buffer, private, dict(readers), take_name, rewrite,
-                                lambda start, end: written_as_loop(self.program, stages, start, end), rebinds)
+                                lambda start, end: written_as_loop(self.program, stages, start, end), rebinds,
+                                lambda regular, last: same_lines(self.program, stages, regular, last))
         # a loop's variable that took the name of the caller's tensor it starts from is freed as
         # the method's own (`del h` unbinds the name only: the caller's tensor is the caller's)
         self.rebound = {self.buffer[values[-1]] for loop in loops for values in loop.chained
@@ -79,12 +81,18 @@ class LayerCalls:
         # over the layers, or over the index of the module each layer runs (module_index.py)
         counter, base = (loop.counter, loop.base) if loop.indexed else (self.names.take("k"), 0)
         function = replace(function, name=self.names.take("layer_i" if loop.indexed else "layer_k"))
-        if loop.indexed:  # the index bound where the function is made, in the loop, not read by closure
+        # made in the loop where it reads the loop's variable: its module's index, or whether
+        # it runs the last layer (last_copies.py)
+        in_loop = loop.indexed or loop.ending is not None
+        # a local of the function would hide the layer's number it reads (fold checks the index)
+        while loop.ending is not None and not loop.indexed and uses_name(function, counter):
+            counter = self.names.take("k")
+        if in_loop:  # the variable bound where the function is made, in the loop, not read by closure
             function = replace(function, params=[*function.params, f"{counter}={counter}"])
         if which is not None:
             layer = counter if not base else f"{counter} - {base}" if base > 0 else f"{counter} + {-base}"
             which = f"{self.needed}[{layer}]"
-        elif not loop.indexed:
+        elif not in_loop:
             counter = "_"
         call = self._call(function, self.runtimes.get(runs[loop.start][0].graph, self.batches), which)
         # what each layer stores for the layers after the loop: appended to its list in turn
@@ -101,10 +109,15 @@ class LayerCalls:
         stop = str(last + base + 1)
         if loop.indexed:  # `len(self.convs) - 1`, where the layers run the list's modules
             stop = spelled_stop(function, counter, last + base + 1, dict(self.program.module_lengths))
+        else:  # `self.propagate._k + 1`, where they are a module's hops
+            hops = [runs[p][0] for p in range(loop.start, loop.end + 1)]
+            stop = spelled_hops(self.program, hops, last + 1) or stop
+        if loop.ending is not None:  # the last layer's own ending, under `if k == 10:`
+            function = replace(function, body=merged(function.body, loop.ending, f"{counter} == {_less_one(stop)}"))
         header = [*starts, f"for {counter} in {_spelled_range(first + base, stop)}:"]
         said = [f"    {line}" for line in self._in_place_comment(function)]
         body = [*said, f"    {targets} = {call}", *appends]
-        return function, which, header if loop.indexed else [], body if loop.indexed else [*header, *body]
+        return function, which, header if in_loop else [], body if in_loop else [*header, *body]
 
     def _nodes_from_here(self, runs: list[tuple[Stage, LayerWriter]]) -> list[str]:
         """Why `nodes=` first appears at this call (the last stage that reads a reduction over
@@ -232,6 +245,19 @@ class LayerCalls:
 
         returned = spell(value)
         return lines, returned
+
+
+def _less_one(stop: str) -> str:
+    """The loop's last value from its stop as spelled: `10` for 11, `len(self.convs) - 1`."""
+    if stop.isdigit():
+        return str(int(stop) - 1)
+    head, minus, count = stop.rpartition(" - ")
+    if minus and count.isdigit():
+        return f"{head} - {int(count) + 1}"
+    head, plus, count = stop.rpartition(" + ")
+    if plus and count.isdigit():
+        return head if count == "1" else f"{head} + {int(count) - 1}"
+    return f"{stop} - 1"
 
 
 def _spelled_range(start: int, stop: str) -> str:

@@ -8,7 +8,9 @@ functions are identical once those tensors have one name each (h, and the source
 GraphConv normed for the next layer: `h, feat = batches.map(layer_k, source_rows=dict(feat=feat),
 destination_rows=dict(h=h))`). This module finds the runs and the
 values to name alike; render.py names them, writes the functions again and checks that they
-came out identical before it folds them (else it keeps the layers apart)."""
+came out identical before it folds them (else it keeps the layers apart). The layer after a run
+that is the run's code but for how it ends is the run's last, its ending apart in the one
+function (last_copies.py)."""
 
 from __future__ import annotations
 
@@ -17,9 +19,10 @@ from dataclasses import dataclass, replace
 
 from gnn_codegen.cut.plan import Stage
 from gnn_codegen.render.alike_bodies import anonymous_body
+from gnn_codegen.render.last_copies import Ending, ends_otherwise, split_written
 from gnn_codegen.render.layer import LayerFunction
 from gnn_codegen.render.module_index import counted, offsets, relative, uses_name
-from gnn_codegen.render.stored_names import running_name
+from gnn_codegen.render.stored_names import SOURCE_SUFFIX, running_name
 
 MIN_RUN = 3  # two copies read as well as a loop; three or more do not
 # ... unless the user wrote the two as a loop: then the loop is what reads as their code
@@ -41,6 +44,11 @@ class LayerLoop:
     # per tensor each layer stores for a stage after the loop alone (DAGNN's every hop, which
     # its last layer stacks): the values, one per layer, kept in a list in turn
     collected: tuple[tuple[str, ...], ...] = ()
+    # the run's last layer is the others' code but for how it ends (last_copies.py): it ends
+    # without preparing a next layer's rows, or with forward's work after the run; `ending`,
+    # given by fold, says where
+    ends_otherwise: bool = False
+    ending: Ending | None = None
 
 
 def _is_layer(stage: Stage, function: LayerFunction) -> bool:
@@ -90,10 +98,12 @@ def _shape(function: LayerFunction, positions: set[int], layer: int | None = Non
 
 def find_loops(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, str],
                private: set[str], readers: dict[str, int],
-               looped=lambda start, end: False) -> list[LayerLoop]:
+               looped=lambda start, end: False, last_copies=lambda regular, last: False) -> list[LayerLoop]:
     """The runs of at least MIN_RUN consecutive layers that may become one loop, or of
     MIN_LOOPED_RUN where looped(start, end) says the user's forward runs them in a loop
-    (written_as_loop.py).
+    (written_as_loop.py). A run's next layer that is its layers' code but for how it ends
+    (last_copies.py) is the run's last where last_copies(end, next) says that forward runs
+    it as it runs them (from the same line: written_as_loop.same_lines).
 
     buffer: value -> its name in the method; private: the values only the method holds (not
     forward's inputs or results); readers: a tensor's name -> how many stages read it."""
@@ -135,6 +145,24 @@ def find_loops(stages: list[Stage], functions: list[LayerFunction], buffer: dict
             start += 1
         return start, end
 
+    def carried(link: int) -> dict[str, int]:  # function link + 1's parameters -> which store
+        return {functions[link + 1].params[p]: j for j, ps in enumerate(order(links[link], stages[link]))
+                for p in ps}
+
+    def with_last(start: int, end: int, indexed: bool) -> tuple[int, bool]:
+        """The run's end, one layer further where that layer ends otherwise (last_copies.py)."""
+        after = end + 1
+        if (end <= start or after >= len(stages) or links[end] is None
+                or links[end - 1] is None or not _is_layer(stages[after], functions[after])
+                or len(stages[after].stores) != len(stages[end].stores)
+                or not all(order(links[end], stages[end])) or not all(order(links[end - 1], stages[end - 1]))):
+            return end, False
+        layers = (stages[end].layer, stages[after].layer) if indexed else None
+        if last_copies(end, after) and ends_otherwise(functions[end], functions[after], carried(end - 1),
+                                                      carried(end), layers):
+            return after, True
+        return end, False
+
     def enough(start: int, end: int) -> bool:
         return end - start + 1 >= MIN_RUN or (end - start + 1 >= MIN_LOOPED_RUN and looped(start, end))
 
@@ -143,8 +171,10 @@ def find_loops(stages: list[Stage], functions: list[LayerFunction], buffer: dict
     while position < len(stages):
         # identical layers, or else layers identical but for their module's index
         (start, end), indexed = run(position, False), False
+        end, otherwise = with_last(start, end, indexed)
         if not enough(start, end):
             (start, end), indexed = run(position, True), True
+            end, otherwise = with_last(start, end, indexed)
         collected: tuple[int, ...] = ()
         if enough(start, end):
             # stores no layer of the loop reads: read after it alone, or the loop ends sooner
@@ -161,26 +191,37 @@ def find_loops(stages: list[Stage], functions: list[LayerFunction], buffer: dict
             )
             shifts = offsets(functions[start], stages[start].layer) if indexed else set()
             kept_values = tuple(tuple(stages[i].stores[j] for i in range(start, end + 1)) for j in collected)
-            loops.append(LayerLoop(start, end, chained, bool(shifts), min(shifts, default=0), "", kept_values))
+            loops.append(LayerLoop(start, end, chained, bool(shifts), min(shifts, default=0), "", kept_values,
+                                   otherwise and not collected))
         position = end + 1
     return loops
 
 
 def fold(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, str], private: set[str],
          readers: dict[str, int], take_name, rewrite,
-         looped=lambda start, end: False, rebinds=lambda value: False) -> tuple[list[LayerFunction], list[LayerLoop]]:
+         looped=lambda start, end: False, rebinds=lambda value: False,
+         last_copies=lambda regular, last: False) -> tuple[list[LayerFunction], list[LayerLoop]]:
     """Finds the loops, gives each loop's chained values one name (take_name(base, value) allocates
     it), and writes the functions again (rewrite()); a loop whose functions did not come out
-    identical, but for their names, leaves every layer apart, with the names put back."""
-    loops = find_loops(stages, functions, buffer, private, readers, looped)
+    identical, but for their names, leaves every layer apart, with the names put back; one whose
+    last layer does not come out as the others' code but for its ending is found again without
+    last copies."""
+    loops = find_loops(stages, functions, buffer, private, readers, looped, last_copies)
     if not loops:
         return functions, []
     before = dict(buffer)
     for loop in loops:
         for values in loop.chained:
             last, first = values[-1], values[0]  # forward's result keeps its name; else the running state's
-            name = take_name(running_name(buffer[last]), last) if last in private else buffer[last]
-            if last in private and rebinds(first) and buffer[first] == running_name(buffer[last]):
+            # a last layer that ends otherwise: named as the layers before it, whose result
+            # it may be (APPNP's `feat`, which the other hops send on as `feat_src`)
+            named = values[-2] if loop.ends_otherwise else last
+            running = running_name(buffer[named])
+            if loop.ends_otherwise and buffer[last] == running.removesuffix(SOURCE_SUFFIX):
+                name = buffer[last]
+            else:
+                name = take_name(running, last) if named in private else buffer[named]
+            if named in private and rebinds(first) and buffer[first] == running:
                 # the caller's `h`, read by the loop's first layer alone: the loop's `h` takes its
                 # name, `h = batches.map(...)` as forward's `h = layer(g, h)`, not `h_2 = h`
                 name = buffer[first]
@@ -195,19 +236,33 @@ def fold(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, 
                 buffer[value] = f"{listed}[{i}]"
     loops = [replace(loop, counter=take_name("i")) if loop.indexed else loop for loop in loops]
     written = rewrite()
+    for at, loop in enumerate(loops):  # the last layer's ending apart, as written (last_copies.py)
+        if not loop.ends_otherwise:
+            continue
+        regular, last_layer = stages[loop.end - 1].layer, stages[loop.end].layer
+        split = split_written(written[loop.end - 1], written[loop.end],
+                              (regular, last_layer) if loop.indexed else None)
+        if split is None:
+            buffer.clear()
+            buffer.update(before)
+            return fold(stages, functions, buffer, private, readers, take_name, rewrite, looped, rebinds)
+        written[loop.end] = replace(written[loop.end - 1], body=list(split.regular))
+        loops[at] = replace(loop, ending=split.ending)
     for loop in loops:  # module indices from the loop's variable (module_index.py)
         if not loop.indexed:
             continue
         run = range(loop.start, loop.end + 1)
-        if any(uses_name(written[p], loop.counter) for p in run):  # a local would hide it
+        ending = [] if loop.ending is None else [LayerFunction("", [], list(loop.ending.last))]
+        if any(uses_name(f, loop.counter) for f in (*(written[p] for p in run), *ending)):  # a local would hide it
             buffer.clear()
             buffer.update(before)
             return rewrite(), []
-        for p in run:
-            written[p] = counted(written[p], stages[p].layer, loop.counter, loop.base)
+        for p in run:  # a last layer that ends otherwise holds the layer before's code
+            layer = stages[p - 1 if p == loop.end and loop.ends_otherwise else p].layer
+            written[p] = counted(written[p], layer, loop.counter, loop.base)
     for loop in loops:  # the first may read the caller's x where the others read h
         bodies = {(tuple(f.params), tuple(f.body), tuple(f.src), tuple(f.dst), tuple(f.edges), f.in_place, f.returns)
-                  for f in written[loop.start + 1:loop.end + 1]}
+                  for f in written[loop.start + 1:loop.end + (0 if loop.ends_otherwise else 1)]}
         if len(bodies) != 1:  # not expected (the functions compared equal before): no loops
             buffer.clear()
             buffer.update(before)

@@ -220,7 +220,16 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
                 return receiver.var
         if op.line_var and op.name in self.reduced:  # `x.pow(2).sum(1)` of `rownorm_mean = (...mean()).sqrt()`
             return f"{op.line_var}_terms"
-        return op.line_var or self.hidden
+        return op.line_var or self._named_receiver(op) or self.hidden
+
+    def _named_receiver(self, op: Op) -> str:
+        """A chain of methods on a named value no line names (a module's, called from the
+        user's line): named as that value, `out_degrees.to(h).clamp(min=1)` (APPNPConv's)."""
+        while op.kind == "method" and op.args and isinstance(op.args[0], Ref):
+            op = self.program.op(op.args[0].name)
+            if op.var:
+                return op.var
+        return op.target if op.kind == "graph_value" else ""
 
     def _name_buffers(self) -> None:
         """Stored tensors take the user's names (forward's results first, so that they keep

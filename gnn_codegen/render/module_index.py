@@ -11,6 +11,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from gnn_codegen.cut.plan import Stage
+    from gnn_codegen.ir import Program
     from gnn_codegen.render.layer import LayerFunction
 
 # a submodule of a ModuleList or Sequential as the generated code reaches it (accessors.py)
@@ -55,3 +57,27 @@ def spelled_stop(function: "LayerFunction", counter: str, stop: int, lengths: di
             rest = lengths[path] - stop
             return f"len({path})" + (f" - {rest}" if rest else "")
     return str(stop)
+
+
+def spelled_hops(program: "Program", stages: "list[Stage]", stop: int) -> str | None:
+    """The end of a loop over a module's hops as the module holds their count:
+    `self.propagate._k + 1` for APPNPConv's hops 1 to 10 in layers 1 to 10, not `11`; None
+    where the layers are not one module's hops, one a layer, or it holds no count that is
+    theirs (lower/module_lengths.hop_counts; inference checks the model is built as traced)."""
+    modules, shifts = set(), set()
+    for stage in stages:
+        passing = [op for op in (program.op(placed.name) for placed in stage.ops) if op.kind == "mp"]
+        if len(passing) != 1 or passing[0].mp is None or not passing[0].mp.within or not passing[0].mp.hop:
+            return None
+        modules.add((passing[0].mp.within, passing[0].mp.hops))
+        shifts.add(stage.layer - passing[0].mp.hop)
+    if len(modules) != 1 or len(shifts) != 1:
+        return None
+    ((within, hops),) = modules
+    path = within.rpartition(" (")[0]  # `self.propagate (APPNPConv)`
+    count = next((spelled for spelled, value in program.hop_counts
+                  if spelled.rpartition(".")[0] == path and value == hops), None)
+    if count is None:
+        return None
+    shift = stop - hops
+    return count if not shift else f"{count} + {shift}" if shift > 0 else f"{count} - {-shift}"

@@ -35,3 +35,11 @@ def written_as_loop(program: Program, stages: list[Stage], start: int, end: int)
             return False
         seen |= modules
     return True
+
+
+def same_lines(program: Program, stages: list[Stage], first: int, second: int) -> bool:
+    """stages[first] and stages[second] pass messages from the same lines of a file (all
+    known): one loop's rounds, the user's or a module's (APPNPConv's hops), where a last layer
+    of its own line is one forward writes apart from the loop (GATv2's `self.layers[-1]`)."""
+    lines = _calls(program, stages[first])[0]
+    return bool(lines) and "" not in lines and lines == _calls(program, stages[second])[0]

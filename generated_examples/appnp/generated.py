@@ -4,19 +4,13 @@
 # regenerate with:
 #   gnn-codegen generated_examples/appnp/model.py:APPNP -o generated_examples/appnp/generated.py --init '{"in_feats": 16, "hiddens": [32], "n_classes": 4, "k": 10}'
 
-import ctypes
-import errno
-import hashlib
-import json
-import os
-import shutil
-import tempfile
-import threading
-import time
-import weakref
+"""APPNP as DGL's examples/pytorch/appnp trains it: an MLP predicts from each node's own
+features, then APPNPConv propagates the predictions k times with personalised PageRank (a
+teleport back to the MLP's output with probability alpha every hop). The model keeps its
+graph. Every hop is one layer of the generated inference; the teleport term is stored once.
+"""
 
 import dgl
-import numpy
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -81,13 +75,13 @@ class APPNP(nn.Module):
         batches = _FullNeighbourBatches(
             self,
             g,
-            batch_size,
-            device,
-            max_memory,
-            progress,
-            storage,
-            changed,
-            keep_layers,
+            batch_size=batch_size,
+            device=device,
+            max_memory=max_memory,
+            progress=progress,
+            storage=storage,
+            changed=changed,
+            keep_layers=keep_layers,
         )
         # forward decides in Python on what its inputs are: generated for inputs like these
         # (what it tests of values computed from them follows from these and the model's
@@ -138,13 +132,14 @@ class APPNP(nn.Module):
                     )
                     h = block.dstdata["h"]
                 h = h * dst_norm
-                feat = ((1 - self.propagate._alpha) * h) + teleport
+                feat = (1 - self.propagate._alpha) * h + teleport
                 # the last layer: no next one to prepare rows for
                 if k == self.propagate._k:
                     return feat
                 return feat * src_norm
 
-            # in_place=True: source rows are read only in messages, so not gathered per batch
+            # in_place=True: source rows are read where they are stored, not gathered per
+            # batch (the layer reads them only in messages)
             feat = batches.map(
                 layer_k,
                 source_rows=dict(feat=feat),
@@ -157,13 +152,13 @@ class APPNP(nn.Module):
         return batches.result(feat, nodes=nodes)
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 11e6e1e837ed -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 c7e7735a5052 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
-# that inference hands each layer's function to, and what it uses. It is identical in every
-# module of this version and variant, and holds no model-specific code (the model's code, and
-# the helpers its layers call, are above this banner); the sha256 is of the text below the
-# banner's last line, for anyone to recompute. What it guarantees, and the parameters inference
-# passes it, are in _FullNeighbourBatches's docstring. Tested by:
+# that inference hands each layer's function to, and what it uses, its imports first. It is
+# identical in every module of this version and variant, and holds no model-specific code (the
+# model's code, and the helpers its layers call, are above this banner); the sha256 is of the
+# text below the banner's last line, for anyone to recompute. What it guarantees, and the
+# parameters inference passes it, are in _FullNeighbourBatches's docstring. Tested by:
 #   tests/test_goldens.py::test_runtime_section_is_hashed_and_identical
 #   tests/test_equivalence.py (batch sizes, rows in place or gathered)
 #   tests/test_subset_and_storage.py (nodes=, storage=, memory)
@@ -174,6 +169,22 @@ class APPNP(nn.Module):
 #   tests/test_runtime_module.py (as a module of its own, --runtime-module)
 #   tests/cuda/check.py (streams, on a GPU)
 # ----------------------------------------------------------------------------------------------
+
+
+import ctypes
+import errno
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+import weakref
+
+import dgl
+import numpy
+import torch
 
 
 class _FullNeighbourBatches:
@@ -353,11 +364,11 @@ class _FullNeighbourBatches:
         return _FullNeighbourBatches(
             self.model,
             g,
-            self.batch_size,
-            self.device,
-            self.max_memory,
-            self.progress,
-            self.storage,
+            batch_size=self.batch_size,
+            device=self.device,
+            max_memory=self.max_memory,
+            progress=self.progress,
+            storage=self.storage,
         )
 
     def _check_arguments(self, model, batch_size, device, max_memory):

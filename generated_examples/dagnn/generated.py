@@ -4,20 +4,13 @@
 # regenerate with:
 #   gnn-codegen generated_examples/dagnn/model.py:DAGNN -o generated_examples/dagnn/generated.py --init '{"k": 4, "in_dim": 16, "hid_dim": 32, "out_dim": 4}'
 
-import ctypes
-import errno
-import hashlib
-import json
-import os
-import shutil
-import tempfile
-import threading
-import time
-import weakref
+"""DAGNN (Liu et al., 2020) as DGL's examples/pytorch/dagnn trains it: an MLP predicts from each
+node's features, then one module propagates the predictions k times (symmetric-normalised, by
+in-degree) and gates the k + 1 results per node with a learned retention score. Each round is
+one layer of the generated inference; the gate runs in the last, over the rounds it stored.
+"""
 
-import dgl
 import dgl.function as fn
-import numpy
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -100,13 +93,13 @@ class DAGNN(nn.Module):
         batches = _FullNeighbourBatches(
             self,
             g,
-            batch_size,
-            device,
-            max_memory,
-            progress,
-            storage,
-            changed,
-            keep_layers,
+            batch_size=batch_size,
+            device=device,
+            max_memory=max_memory,
+            progress=progress,
+            storage=storage,
+            changed=changed,
+            keep_layers=keep_layers,
         )
         if g.num_nodes() == 1:  # forward's squeeze would drop the rows' axis
             raise ValueError(
@@ -150,7 +143,8 @@ class DAGNN(nn.Module):
 
         feats_by_layer = []
         for k in range(1, self.dagnn.k):
-            # in_place=True: source rows are read only in messages, so not gathered per batch
+            # in_place=True: source rows are read where they are stored, not gathered per
+            # batch (the layer reads them only in messages)
             feats_k, feats_src = batches.map(
                 layer_k,
                 source_rows=dict(feats_src=feats_src),
@@ -197,13 +191,13 @@ class DAGNN(nn.Module):
         return batches.result(out, nodes=nodes)
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 11e6e1e837ed -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 c7e7735a5052 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
-# that inference hands each layer's function to, and what it uses. It is identical in every
-# module of this version and variant, and holds no model-specific code (the model's code, and
-# the helpers its layers call, are above this banner); the sha256 is of the text below the
-# banner's last line, for anyone to recompute. What it guarantees, and the parameters inference
-# passes it, are in _FullNeighbourBatches's docstring. Tested by:
+# that inference hands each layer's function to, and what it uses, its imports first. It is
+# identical in every module of this version and variant, and holds no model-specific code (the
+# model's code, and the helpers its layers call, are above this banner); the sha256 is of the
+# text below the banner's last line, for anyone to recompute. What it guarantees, and the
+# parameters inference passes it, are in _FullNeighbourBatches's docstring. Tested by:
 #   tests/test_goldens.py::test_runtime_section_is_hashed_and_identical
 #   tests/test_equivalence.py (batch sizes, rows in place or gathered)
 #   tests/test_subset_and_storage.py (nodes=, storage=, memory)
@@ -214,6 +208,22 @@ class DAGNN(nn.Module):
 #   tests/test_runtime_module.py (as a module of its own, --runtime-module)
 #   tests/cuda/check.py (streams, on a GPU)
 # ----------------------------------------------------------------------------------------------
+
+
+import ctypes
+import errno
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+import weakref
+
+import dgl
+import numpy
+import torch
 
 
 class _FullNeighbourBatches:
@@ -393,11 +403,11 @@ class _FullNeighbourBatches:
         return _FullNeighbourBatches(
             self.model,
             g,
-            self.batch_size,
-            self.device,
-            self.max_memory,
-            self.progress,
-            self.storage,
+            batch_size=self.batch_size,
+            device=self.device,
+            max_memory=self.max_memory,
+            progress=self.progress,
+            storage=self.storage,
         )
 
     def _check_arguments(self, model, batch_size, device, max_memory):

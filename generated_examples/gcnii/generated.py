@@ -4,19 +4,13 @@
 # regenerate with:
 #   gnn-codegen generated_examples/gcnii/model.py:GCNII -o generated_examples/gcnii/generated.py --init '{"in_size": 16, "out_size": 4, "hidden_size": 32, "num_layers": 8}'
 
-import ctypes
-import errno
-import hashlib
-import json
-import os
-import shutil
-import tempfile
-import threading
-import time
-import weakref
+"""GCNII as DGL's examples/pytorch/gcnii trains it: a Linear into the hidden width, then a deep
+stack of GCN2Conv layers, each mixing one hop of normalised propagation with the initial
+representation h0 (initial residual) and an identity-weighted projection, then a Linear out.
+Each GCN2Conv is one layer of the generated inference; h0 is stored once for all of them.
+"""
 
 import dgl
-import numpy
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -86,13 +80,13 @@ class GCNII(nn.Module):
         batches = _FullNeighbourBatches(
             self,
             g,
-            batch_size,
-            device,
-            max_memory,
-            progress,
-            storage,
-            changed,
-            keep_layers,
+            batch_size=batch_size,
+            device=device,
+            max_memory=max_memory,
+            progress=progress,
+            storage=storage,
+            changed=changed,
+            keep_layers=keep_layers,
         )
         batches.check_rows(nodes={"features": features})
         in_degrees = g.in_degrees()  # of the whole graph, once
@@ -135,7 +129,7 @@ class GCNII(nn.Module):
                 feat_sum = h + feat_0
                 feat_proj_sum = feat_sum @ self.convs[i].weight1
                 rst = (1 - self.convs[i].beta) * feat_sum
-                rst = rst + (self.convs[i].beta * feat_proj_sum)
+                rst = rst + self.convs[i].beta * feat_proj_sum
                 rst = rst + self.convs[i].bias
                 rst = self.convs[i]._activation(rst)
                 # the last layer: what forward does after the loop, not the next layer's work
@@ -143,7 +137,8 @@ class GCNII(nn.Module):
                     return self.fcs[1](rst)
                 return rst * norm
 
-            # in_place=True: source rows are read only in messages, so not gathered per batch
+            # in_place=True: source rows are read where they are stored, not gathered per
+            # batch (the layer reads them only in messages)
             feat = batches.map(
                 layer_i,
                 source_rows=dict(feat=feat),
@@ -154,13 +149,13 @@ class GCNII(nn.Module):
         return batches.result(feat, nodes=nodes)
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 11e6e1e837ed -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 c7e7735a5052 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
-# that inference hands each layer's function to, and what it uses. It is identical in every
-# module of this version and variant, and holds no model-specific code (the model's code, and
-# the helpers its layers call, are above this banner); the sha256 is of the text below the
-# banner's last line, for anyone to recompute. What it guarantees, and the parameters inference
-# passes it, are in _FullNeighbourBatches's docstring. Tested by:
+# that inference hands each layer's function to, and what it uses, its imports first. It is
+# identical in every module of this version and variant, and holds no model-specific code (the
+# model's code, and the helpers its layers call, are above this banner); the sha256 is of the
+# text below the banner's last line, for anyone to recompute. What it guarantees, and the
+# parameters inference passes it, are in _FullNeighbourBatches's docstring. Tested by:
 #   tests/test_goldens.py::test_runtime_section_is_hashed_and_identical
 #   tests/test_equivalence.py (batch sizes, rows in place or gathered)
 #   tests/test_subset_and_storage.py (nodes=, storage=, memory)
@@ -171,6 +166,22 @@ class GCNII(nn.Module):
 #   tests/test_runtime_module.py (as a module of its own, --runtime-module)
 #   tests/cuda/check.py (streams, on a GPU)
 # ----------------------------------------------------------------------------------------------
+
+
+import ctypes
+import errno
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+import weakref
+
+import dgl
+import numpy
+import torch
 
 
 class _FullNeighbourBatches:
@@ -350,11 +361,11 @@ class _FullNeighbourBatches:
         return _FullNeighbourBatches(
             self.model,
             g,
-            self.batch_size,
-            self.device,
-            self.max_memory,
-            self.progress,
-            self.storage,
+            batch_size=self.batch_size,
+            device=self.device,
+            max_memory=self.max_memory,
+            progress=self.progress,
+            storage=self.storage,
         )
 
     def _check_arguments(self, model, batch_size, device, max_memory):

@@ -152,7 +152,7 @@ class RGCN(nn.Module):
         return batches.result(h2, nodes)
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 8db286b49318 -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 837cdab6d79d -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -435,7 +435,8 @@ def _in_edge_sum(block, feat_src, edge_weight=None, source_weight=None):
     fast = fast and feat_src.dim() == 2 and feat_src.dtype in (torch.float32, torch.float64)
     if edge_weight is not None:  # a number per edge of feat_src's dtype, else DGL's
         fast = fast and edge_weight.dtype == feat_src.dtype
-        fast = fast and edge_weight.numel() == block.num_edges()
+        edges = block.num_edges() if fast else None
+        fast = fast and tuple(edge_weight.shape) in ((edges,), (edges, 1))
     if fast and "csc" in sum(block.formats().values(), []):
         indptr, indices, edge_ids = block.adj_tensors("csc")
         weights = None

@@ -135,7 +135,7 @@ class GCN(nn.Module):
         return batches.result(h, nodes=nodes)
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 91fecf6834d3 -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 7fa65c2efde5 -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -221,7 +221,8 @@ def _in_edge_sum(block, feat_src, edge_weight=None, source_weight=None):
     1.6-1.8x as fast as DGL 1.1's sum and 5x a sparse CSR product (a batch of 4096 nodes,
     64-wide rows of 400k sources, one thread, measured). The in-degrees the CSC gives, or
     None (DGL's sum: the caller asks the block)."""
-    fast = len(block.canonical_etypes) == 1 and feat_src.device.type == "cpu"
+    # the host's CPU alone (not a device that is one: the tests' simulated GPU)
+    fast = len(block.canonical_etypes) == 1 and feat_src.device == torch.device("cpu")
     fast = fast and feat_src.dim() == 2 and feat_src.dtype in (torch.float32, torch.float64)
     if edge_weight is not None:  # a number per edge of feat_src's dtype, else DGL's
         fast = fast and edge_weight.dtype == feat_src.dtype

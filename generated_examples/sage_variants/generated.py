@@ -133,7 +133,7 @@ class SAGEVariants(nn.Module):
         return batches.result(h, nodes=nodes)
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 1d7e84933fd8 -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 bb61c030f2d0 -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -179,7 +179,8 @@ def _in_edge_sum(block, feat_src, edge_weight=None, source_weight=None):
     None (DGL's sum: the caller asks the block)."""
     # the host's CPU alone (not a device that is one: the tests' simulated GPU)
     fast = len(block.canonical_etypes) == 1 and feat_src.device == torch.device("cpu")
-    fast = fast and feat_src.dim() == 2 and feat_src.dtype in (torch.float32, torch.float64)
+    fast = fast and feat_src.dim() == 2
+    fast = fast and feat_src.dtype in (torch.float32, torch.float64)
     if edge_weight is not None:  # a number per edge of feat_src's dtype, else DGL's
         fast = fast and edge_weight.dtype == feat_src.dtype
         edges = block.num_edges() if fast else None

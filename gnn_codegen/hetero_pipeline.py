@@ -56,7 +56,7 @@ def hetero_helpers(sections: set[str] | frozenset[str],
     names = SimpleNamespace(hetero_conv=HETERO_CONV, hetero_conv_sources=HETERO_CONV_SOURCES,
                             relation_source=RELATION_SOURCE, relation_sum="_relation_sum", sums_relations="_sums_relations",
                             relations_product="_relations_product", find_weight_basis="_find_weight_basis",
-                            fits_product="_fits_product",
+                            fits_product="_fits_product", stacked_weights="_stacked_weights",
                             **{s: f"_{s}" for s in SECTIONS})
     layers = render_template("hetero_convs.py.j2", used=used, names=names, gat="gat" in kinds,
                              graph_conv="graph_conv" in kinds) if sections else ""

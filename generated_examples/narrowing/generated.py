@@ -4,15 +4,20 @@
 # regenerate with:
 #   gnn-codegen generated_examples/narrowing/model.py:NarrowingSAGE -o generated_examples/narrowing/generated.py --init '{"in_size": 32, "wide_size": 256, "narrow_size": 16, "out_size": 8}'
 
-"""A wide GraphSAGE layer followed by a narrowing projection before the next layer.
-
-Cutting right after `conv1` would store its 256-wide output for every node and gather it again
-for every batch of layer 2. The optimal cut runs `self.proj` (256 -> 16) in layer 1 and stores
-the 16-wide tensor instead: 16x fewer bytes stored and reloaded.
-"""
+import ctypes
+import errno
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+import weakref
 
 import dgl
 import dgl.nn as dglnn
+import numpy
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -56,13 +61,13 @@ class NarrowingSAGE(nn.Module):
         batches = _FullNeighbourBatches(
             self,
             g,
-            batch_size=batch_size,
-            device=device,
-            max_memory=max_memory,
-            progress=progress,
-            storage=storage,
-            changed=changed,
-            keep_layers=keep_layers,
+            batch_size,
+            device,
+            max_memory,
+            progress,
+            storage,
+            changed,
+            keep_layers,
         )
         batches.check_rows(nodes={"x": x})
         # the nodes whose rows each layer computes: all of them; for nodes= those, and before
@@ -80,8 +85,7 @@ class NarrowingSAGE(nn.Module):
             # self.conv2's fc_neigh on each source row, once per node
             return h, self.conv2.fc_neigh(h)
 
-        # in_place=True: source rows are read where they are stored, not gathered per
-        # batch (the layer reads them only in messages)
+        # in_place=True: source rows are read only in messages, so not gathered per batch
         h1, feat1 = batches.map(
             layer_1,
             source_rows=dict(x=x),
@@ -104,7 +108,7 @@ class NarrowingSAGE(nn.Module):
         return batches.result(out, nodes=nodes)
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 0636233ba426 -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 bb61c030f2d0 -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -125,11 +129,9 @@ def _sage_conv_mean(conv, block, feat_src, feat_dst, projected, edge_weight=None
     tensor of the mean (on a CPU a new batch-sized tensor costs more to touch than the
     arithmetic on it). projected: feat_src is fc_neigh(source rows), computed once per node.
     """
-    if edge_weight is None:
-        h = dgl.ops.copy_u_sum(block, feat_src)
-    else:
-        h = dgl.ops.u_mul_e_sum(block, feat_src, edge_weight)
-    h /= block.in_degrees().clamp(min=1).to(h).view(-1, 1)  # DGL's mean over in-edges
+    h, in_degrees = _in_edge_sum(block, feat_src, edge_weight)
+    in_degrees = block.in_degrees() if in_degrees is None else in_degrees
+    h /= in_degrees.clamp(min=1).to(h).view(-1, 1)  # DGL's mean over in-edges
     if not projected:
         h = conv.fc_neigh(h)
     h += conv.fc_self(feat_dst)
@@ -140,13 +142,57 @@ def _sage_conv_mean(conv, block, feat_src, feat_dst, projected, edge_weight=None
     return h
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 c7e7735a5052 -------------------------------------------
+def _in_edge_sum(block, feat_src, edge_weight=None, source_weight=None):
+    """dgl.ops.copy_u_sum(block, feat_src), or dgl.ops.u_mul_e_sum(block, feat_src, w) where
+    edge_weight (w, a number per edge) or source_weight (w[e] = source_weight[source of e])
+    is given: each destination node's sum over its in-edges of its sources' rows. On a CPU,
+    for a matrix of float rows and a block that keeps its in-edges by destination (CSC, as
+    DGL's own sum reads them), torch's embedding_bag over them: the same sums in the same
+    order (to the bit without weights; with them each product may be fused into its sum),
+    1.6-1.8x as fast as DGL 1.1's sum and 5x a sparse CSR product (a batch of 4096 nodes,
+    64-wide rows of 400k sources, one thread, measured). The in-degrees the CSC gives, or
+    None (DGL's sum: the caller asks the block)."""
+    # the host's CPU alone (not a device that is one: the tests' simulated GPU)
+    fast = len(block.canonical_etypes) == 1 and feat_src.device == torch.device("cpu")
+    fast = fast and feat_src.dim() == 2
+    fast = fast and feat_src.dtype in (torch.float32, torch.float64)
+    if edge_weight is not None:  # a number per edge of feat_src's dtype, else DGL's
+        fast = fast and edge_weight.dtype == feat_src.dtype
+        edges = block.num_edges() if fast else None
+        fast = fast and tuple(edge_weight.shape) in ((edges,), (edges, 1))
+    if fast and "csc" in sum(block.formats().values(), []):
+        indptr, indices, edge_ids = block.adj_tensors("csc")
+        weights = None
+        if source_weight is not None:
+            weights = source_weight.reshape(-1)[indices].to(feat_src.dtype)
+        elif edge_weight is not None:  # in the CSC's order: by the edge IDs it gives
+            weights = edge_weight.reshape(-1)  # (none given: the edges are in that order)
+            weights = weights[edge_ids] if len(edge_ids) == len(indices) else weights
+        rst = torch.nn.functional.embedding_bag(
+            indices,
+            feat_src,
+            indptr,
+            mode="sum",
+            per_sample_weights=weights,
+            include_last_offset=True,
+        )
+        return rst, indptr[1:] - indptr[:-1]
+    if source_weight is not None:
+        src, _ = block.edges()
+        edge_weight = source_weight[src].view(-1, *(1,) * (feat_src.dim() - 1))
+        edge_weight = edge_weight.to(feat_src.dtype)
+    if edge_weight is None:
+        return dgl.ops.copy_u_sum(block, feat_src), None
+    return dgl.ops.u_mul_e_sum(block, feat_src, edge_weight), None
+
+
+# --- gnn-codegen runtime 0.1.0, sha256 11e6e1e837ed -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
-# that inference hands each layer's function to, and what it uses, its imports first. It is
-# identical in every module of this version and variant, and holds no model-specific code (the
-# model's code, and the helpers its layers call, are above this banner); the sha256 is of the
-# text below the banner's last line, for anyone to recompute. What it guarantees, and the
-# parameters inference passes it, are in _FullNeighbourBatches's docstring. Tested by:
+# that inference hands each layer's function to, and what it uses. It is identical in every
+# module of this version and variant, and holds no model-specific code (the model's code, and
+# the helpers its layers call, are above this banner); the sha256 is of the text below the
+# banner's last line, for anyone to recompute. What it guarantees, and the parameters inference
+# passes it, are in _FullNeighbourBatches's docstring. Tested by:
 #   tests/test_goldens.py::test_runtime_section_is_hashed_and_identical
 #   tests/test_equivalence.py (batch sizes, rows in place or gathered)
 #   tests/test_subset_and_storage.py (nodes=, storage=, memory)
@@ -157,22 +203,6 @@ def _sage_conv_mean(conv, block, feat_src, feat_dst, projected, edge_weight=None
 #   tests/test_runtime_module.py (as a module of its own, --runtime-module)
 #   tests/cuda/check.py (streams, on a GPU)
 # ----------------------------------------------------------------------------------------------
-
-
-import ctypes
-import errno
-import hashlib
-import json
-import os
-import shutil
-import tempfile
-import threading
-import time
-import weakref
-
-import dgl
-import numpy
-import torch
 
 
 class _FullNeighbourBatches:
@@ -352,11 +382,11 @@ class _FullNeighbourBatches:
         return _FullNeighbourBatches(
             self.model,
             g,
-            batch_size=self.batch_size,
-            device=self.device,
-            max_memory=self.max_memory,
-            progress=self.progress,
-            storage=self.storage,
+            self.batch_size,
+            self.device,
+            self.max_memory,
+            self.progress,
+            self.storage,
         )
 
     def _check_arguments(self, model, batch_size, device, max_memory):

@@ -51,6 +51,7 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
         # a table in such a dict -> (the dict's name, its type): its destination rows' name
         self.table_rows: dict[fx.Node, tuple[str, str]] = {}
         self.once_lines: list[str] = []
+        self.table_names: set[str] = set()  # once_lines' dicts of a row per node, by type
         self.count_lines: list[str] = []  # the full graph's counts forward reads, once
         # the runtime's optional sections the method calls (hetero/generate.py)
         self.sections: set[str] = set()
@@ -149,12 +150,14 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
         return "\n".join(body) + "\n"
 
     def _freed_after(self, stage: int, stages: list[list[str]], result: str) -> list[str]:
-        """The dicts of stored rows (or of features forward builds) that stage `stage` reads
-        last: deleted after it, as DGL's hand-written loops drop a layer's input."""
+        """The dicts of stored rows (or of features forward builds, or of tables computed once
+        from the weights: a row per node) that stage `stage` reads last: deleted after it, as
+        DGL's hand-written loops drop a layer's input (a table kept to the end was as large
+        as a layer's results, alive beside the last layer's: rgcn-hetero's self-loop term)."""
         def reads(lines: list[str], name: str) -> bool:
             return any(re.search(rf"\b{re.escape(name)}\b", line) for line in lines if not line.startswith("#"))
 
-        names = sorted(self.group_names, key=lambda n: (len(n), n))
+        names = sorted(self.group_names | self.table_names, key=lambda n: (len(n), n))
         return [n for n in names if reads(stages[stage], n) and not reads([result], n)
                 and not any(reads(later, n) for later in stages[stage + 1:])
                 and not any(line.startswith(f"{n} = ") or line.startswith(f"{n}[") for line in stages[stage])]
@@ -201,6 +204,7 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
         # a table per type, made by one line: one dict of them (`h["paper"]`)
         for nodes in by_line.values():
             name = self.names.new(self.name_for(nodes[-1]))
+            self.table_names.add(name)
             items = ", ".join(f"{self.expr(plan.tables[n], {})}: {self.call(n, {})}" for n in nodes)
             self.once_lines.append(f"{name} = {{{items}}}")
             for n in nodes:

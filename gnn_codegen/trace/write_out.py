@@ -41,6 +41,8 @@ SECTIONS = (
     "sage_conv_mean", "graph_conv_source", "graph_conv_aggregate", "gat_conv_source",
     "gat_conv_aggregate", "gat_conv_attention", "gat_conv_destination", "gat_fold", "gat_folded",
     "attention_term", "attention_weighted_sum", "check_in_degrees", "rel_graph_conv",
+    # the sum over a block's in-edges that GraphConv's and SAGEConv's parts share
+    "in_edge_sum",
     # a value computed once for the same tensors (gat_fold's; the heterogeneous helpers'
     # basis of weights), and its cache, a name the module defines beside it
     "once_for", "once_for_values",
@@ -69,7 +71,8 @@ NEEDS = {
     "gat_conv_attention": ("attention_term", "attention_weighted_sum", "check_in_degrees"),
     "gat_conv_destination": ("gat_fold", "gat_folded", "once_for", "once_for_values", "attention_term"),
     "once_for": ("once_for_values",),
-    "graph_conv_aggregate": ("check_in_degrees",),
+    "graph_conv_aggregate": ("check_in_degrees", "in_edge_sum"),
+    "sage_conv_mean": ("in_edge_sum",),
 }
 
 

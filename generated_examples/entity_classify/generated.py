@@ -4,20 +4,13 @@
 # regenerate with:
 #   gnn-codegen generated_examples/entity_classify/model.py:EntityClassify -o generated_examples/entity_classify/generated.py --init '{"num_nodes": {"user": 90, "game": 70, "developer": 25}, "h_dim": 16, "out_dim": 4, "rel_names": ["follows", "plays", "played_by", "develops"]}' --metagraph user:follows:user,user:plays:game,game:played_by:user,developer:develops:game
 
-import ctypes
-import errno
-import hashlib
-import json
-import os
-import shutil
-import tempfile
-import threading
-import time
-import weakref
+"""Entity classification with a relational GCN, in the style of DGL's rgcn-hetero example:
+every node type starts from a learnt embedding, and each layer is a user-written relational
+layer over HeteroGraphConv, with one weight per relation handed to GraphConv(weight=False),
+then a self-loop, a bias and an activation per node type."""
 
 import dgl
 import dgl.nn as dglnn
-import numpy
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -134,13 +127,13 @@ class EntityClassify(nn.Module):
         batches = _HeteroBatches(
             self,
             g,
-            batch_size,
-            device,
-            max_memory,
-            progress,
-            storage,
-            changed,
-            keep_layers,
+            batch_size=batch_size,
+            device=device,
+            max_memory=max_memory,
+            progress=progress,
+            storage=storage,
+            changed=changed,
+            keep_layers=keep_layers,
         )
         # the relations forward was traced for
         batches.check_graph(
@@ -151,26 +144,16 @@ class EntityClassify(nn.Module):
                 ("user", "plays", "game"),
             ]
         )
-        # computed once, from the weights alone
-        weights = torch.split(self.layers[0].weight, 1)
-        weights_1 = torch.split(self.layers[1].weight, 1)
-        weights_2 = torch.split(self.layers[2].weight, 1)
-        loop_term = {
-            "game": torch.matmul(self.embeds["game"], self.layers[0].loop_weight),
-            "user": torch.matmul(self.embeds["user"], self.layers[0].loop_weight),
-        }
-        wdict = {
-            rel: {"weight": w.squeeze(0)}
-            for rel, w in zip(self.layers[0].rel_names, weights)
-        }
-        wdict_1 = {
-            rel: {"weight": w.squeeze(0)}
-            for rel, w in zip(self.layers[1].rel_names, weights_1)
-        }
-        wdict_2 = {
-            rel: {"weight": w.squeeze(0)}
-            for rel, w in zip(self.layers[2].rel_names, weights_2)
-        }
+        # computed once from the weights alone, per layer as its forward does
+        wdicts = []
+        for layer in self.layers:
+            weights = torch.split(layer.weight, 1)
+            wdicts.append(
+                {
+                    rel: {"weight": w.squeeze(0)}
+                    for rel, w in zip(layer.rel_names, weights)
+                }
+            )
         # the nodes of each type whose rows each layer computes: all of them, or for nodes=
         # those, and before each layer the in-neighbours of the nodes the layer computes
         needed = batches.needed(nodes, layers=3)
@@ -184,12 +167,15 @@ class EntityClassify(nn.Module):
             "developer": self.embeds["developer"],
         }
 
-        def layer_1(block, h0_src, loop_term_dst):
-            hs = _hetero_conv_sources(
-                self.layers[0].conv, block, h0_src, mod_kwargs=wdict
+        def layer_1(block, h0_src, h0_dst):
+            h = _hetero_conv_sources(
+                self.layers[0].conv,
+                block,
+                h0_src,
+                mod_kwargs=wdicts[0],
+                linear=(h0_dst, self.layers[0].loop_weight),
+                bias=self.layers[0].h_bias,
             )
-            h = hs + loop_term_dst
-            h = h + self.layers[0].h_bias
             return self.layers[0].activation(h)
 
         h1 = {}
@@ -201,18 +187,17 @@ class EntityClassify(nn.Module):
                 h0,
                 work=_relation_source,
                 into=(ntype,),
-                mod_kwargs=wdict,
+                mod_kwargs=wdicts[0],
                 nodes=needed[0],
             )
             h1[ntype] = batches.map(
                 layer_1,
                 ntype,
                 source_rows=dict(h0_src=h0_src),
-                destination_rows=dict(loop_term_dst=loop_term[ntype]),
+                destination_rows=dict(h0_dst=h0[ntype]),
                 nodes=needed[1][ntype],
             )
             del h0_src
-        del loop_term
 
         # Layer 2 of 3: self.layers[1].conv (HeteroGraphConv: a GraphConv per relation), into game
         # and user.
@@ -221,7 +206,7 @@ class EntityClassify(nn.Module):
                 self.layers[1].conv,
                 block,
                 h1_src,
-                mod_kwargs=wdict_1,
+                mod_kwargs=wdicts[1],
                 linear=(h1_dst, self.layers[1].loop_weight),
                 bias=self.layers[1].h_bias,
             )
@@ -236,7 +221,7 @@ class EntityClassify(nn.Module):
                 h1,
                 work=_relation_source,
                 into=(ntype,),
-                mod_kwargs=wdict_1,
+                mod_kwargs=wdicts[1],
                 nodes=needed[1],
             )
             h2[ntype] = batches.map(
@@ -256,7 +241,7 @@ class EntityClassify(nn.Module):
                 self.layers[2].conv,
                 block,
                 h2_src,
-                mod_kwargs=wdict_2,
+                mod_kwargs=wdicts[2],
                 linear=(h2_dst, self.layers[2].loop_weight),
                 bias=self.layers[2].h_bias,
             )
@@ -271,7 +256,7 @@ class EntityClassify(nn.Module):
                 h2,
                 work=_relation_source,
                 into=(ntype,),
-                mod_kwargs=wdict_2,
+                mod_kwargs=wdicts[2],
                 nodes=needed[2],
             )
             h3[ntype] = batches.map(
@@ -286,7 +271,7 @@ class EntityClassify(nn.Module):
         return batches.result(h3, nodes)
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 7dfb104314a4 -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 1b01fac3a6a9 -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -485,12 +470,12 @@ def _find_weight_basis(weights):
 
 
 def _graph_conv_source(
-    conv, feat, out_degrees=None, weight_first=False, in_place=False
+    conv, feat, out_degrees=None, weight_first=False, overwrite=False
 ):
     """GraphConv's work on each source row, once per node: the norm by the full graph's
     out-degrees (norm "both" or "left"; out_degrees is only read then), then, when
     `weight_first`, the weight: DGL multiplies by W before aggregating when the layer narrows
-    (in_feats > out_feats), so that the sum runs on the narrower rows. in_place: feat is the
+    (in_feats > out_feats), so that the sum runs on the narrower rows. overwrite: feat is the
     caller's own new tensor, scaled where it is (on a CPU a new batch-sized tensor costs more
     to touch than the product)."""
     if conv._norm in ("both", "left"):
@@ -501,7 +486,7 @@ def _graph_conv_source(
         degrees = out_degrees.to(feat).clamp(min=1)
         norm = degrees.pow(-0.5) if conv._norm == "both" else 1.0 / degrees
         norm = norm.view(-1, *(1,) * (feat.dim() - 1))
-        feat = feat.mul_(norm) if in_place else feat * norm
+        feat = feat.mul_(norm) if overwrite else feat * norm
     if weight_first and conv.weight is not None:
         feat = feat @ conv.weight
     return feat
@@ -626,13 +611,13 @@ def _once_for(tensors, compute):
 _once_for_values = torch.utils.weak.WeakIdKeyDictionary()
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 e2ad617b82b1 -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 c53faead465c -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _HeteroBatches, the batch loop that
-# inference hands each layer's function to, and what it uses. It is identical in every module of
-# this version and variant, and holds no model-specific code (the model's code, and the helpers
-# its layers call, are above this banner); the sha256 is of the text below the banner's last
-# line, for anyone to recompute. What it guarantees, and the parameters inference passes it, are
-# in _HeteroBatches's docstring. Tested by:
+# inference hands each layer's function to, and what it uses, its imports first. It is identical
+# in every module of this version and variant, and holds no model-specific code (the model's
+# code, and the helpers its layers call, are above this banner); the sha256 is of the text below
+# the banner's last line, for anyone to recompute. What it guarantees, and the parameters
+# inference passes it, are in _HeteroBatches's docstring. Tested by:
 #   tests/test_goldens.py::test_runtime_section_is_hashed_and_identical
 #   tests/test_hetero.py (batch sizes, rows in place or gathered, nodes=, storage=, memory)
 #   tests/test_hetero_differential.py
@@ -642,6 +627,22 @@ _once_for_values = torch.utils.weak.WeakIdKeyDictionary()
 #   tests/test_simulated_device.py
 #   tests/test_runtime_module.py (as a module of its own, --runtime-module)
 # ----------------------------------------------------------------------------------------------
+
+
+import ctypes
+import errno
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+import weakref
+
+import dgl
+import numpy
+import torch
 
 
 class _HeteroBatches:

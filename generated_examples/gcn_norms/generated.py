@@ -4,20 +4,12 @@
 # regenerate with:
 #   gnn-codegen generated_examples/gcn_norms/model.py:MixedNormGCN -o generated_examples/gcn_norms/generated.py --init '{"in_feats": 16, "hidden": 24, "n_classes": 4}'
 
-import ctypes
-import errno
-import hashlib
-import json
-import os
-import shutil
-import tempfile
-import threading
-import time
-import weakref
+"""A sampled-block GCN that mixes GraphConv normalisations: 'left' (mean over in-neighbours after
+dividing by source out-degrees), 'right' (divide by destination in-degree) and 'none' (plain sum),
+with LayerNorm and a Linear projection between the convolutions."""
 
 import dgl
 import dgl.nn as dglnn
-import numpy
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -77,13 +69,13 @@ class MixedNormGCN(nn.Module):
         batches = _FullNeighbourBatches(
             self,
             g,
-            batch_size,
-            device,
-            max_memory,
-            progress,
-            storage,
-            changed,
-            keep_layers,
+            batch_size=batch_size,
+            device=device,
+            max_memory=max_memory,
+            progress=progress,
+            storage=storage,
+            changed=changed,
+            keep_layers=keep_layers,
         )
         batches.check_rows(nodes={"x": x})
         out_degrees = g.out_degrees()  # of the whole graph, once
@@ -107,7 +99,8 @@ class MixedNormGCN(nn.Module):
             h = F.relu(h)
             return self.projs[0](h)
 
-        # in_place=True: source rows are read only in messages, so not gathered per batch
+        # in_place=True: source rows are read where they are stored, not gathered per
+        # batch (the layer reads them only in messages)
         h1 = batches.map(
             layer_1, source_rows=dict(feat0=feat0), in_place=True, nodes=needed[1]
         )
@@ -137,7 +130,7 @@ class MixedNormGCN(nn.Module):
         return batches.result(h, nodes=nodes)
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 e6da9796eeb8 -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 f4a5cb38d61c -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -154,12 +147,12 @@ class MixedNormGCN(nn.Module):
 
 
 def _graph_conv_source(
-    conv, feat, out_degrees=None, weight_first=False, in_place=False
+    conv, feat, out_degrees=None, weight_first=False, overwrite=False
 ):
     """GraphConv's work on each source row, once per node: the norm by the full graph's
     out-degrees (norm "both" or "left"; out_degrees is only read then), then, when
     `weight_first`, the weight: DGL multiplies by W before aggregating when the layer narrows
-    (in_feats > out_feats), so that the sum runs on the narrower rows. in_place: feat is the
+    (in_feats > out_feats), so that the sum runs on the narrower rows. overwrite: feat is the
     caller's own new tensor, scaled where it is (on a CPU a new batch-sized tensor costs more
     to touch than the product)."""
     if conv._norm in ("both", "left"):
@@ -170,7 +163,7 @@ def _graph_conv_source(
         degrees = out_degrees.to(feat).clamp(min=1)
         norm = degrees.pow(-0.5) if conv._norm == "both" else 1.0 / degrees
         norm = norm.view(-1, *(1,) * (feat.dim() - 1))
-        feat = feat.mul_(norm) if in_place else feat * norm
+        feat = feat.mul_(norm) if overwrite else feat * norm
     if weight_first and conv.weight is not None:
         feat = feat @ conv.weight
     return feat
@@ -257,13 +250,13 @@ def _in_edge_sum(block, feat_src, edge_weight=None, source_weight=None):
     return dgl.ops.u_mul_e_sum(block, feat_src, edge_weight), None
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 11e6e1e837ed -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 c7e7735a5052 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
-# that inference hands each layer's function to, and what it uses. It is identical in every
-# module of this version and variant, and holds no model-specific code (the model's code, and
-# the helpers its layers call, are above this banner); the sha256 is of the text below the
-# banner's last line, for anyone to recompute. What it guarantees, and the parameters inference
-# passes it, are in _FullNeighbourBatches's docstring. Tested by:
+# that inference hands each layer's function to, and what it uses, its imports first. It is
+# identical in every module of this version and variant, and holds no model-specific code (the
+# model's code, and the helpers its layers call, are above this banner); the sha256 is of the
+# text below the banner's last line, for anyone to recompute. What it guarantees, and the
+# parameters inference passes it, are in _FullNeighbourBatches's docstring. Tested by:
 #   tests/test_goldens.py::test_runtime_section_is_hashed_and_identical
 #   tests/test_equivalence.py (batch sizes, rows in place or gathered)
 #   tests/test_subset_and_storage.py (nodes=, storage=, memory)
@@ -274,6 +267,22 @@ def _in_edge_sum(block, feat_src, edge_weight=None, source_weight=None):
 #   tests/test_runtime_module.py (as a module of its own, --runtime-module)
 #   tests/cuda/check.py (streams, on a GPU)
 # ----------------------------------------------------------------------------------------------
+
+
+import ctypes
+import errno
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+import weakref
+
+import dgl
+import numpy
+import torch
 
 
 class _FullNeighbourBatches:
@@ -453,11 +462,11 @@ class _FullNeighbourBatches:
         return _FullNeighbourBatches(
             self.model,
             g,
-            self.batch_size,
-            self.device,
-            self.max_memory,
-            self.progress,
-            self.storage,
+            batch_size=self.batch_size,
+            device=self.device,
+            max_memory=self.max_memory,
+            progress=self.progress,
+            storage=self.storage,
         )
 
     def _check_arguments(self, model, batch_size, device, max_memory):

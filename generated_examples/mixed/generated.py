@@ -4,20 +4,12 @@
 # regenerate with:
 #   gnn-codegen generated_examples/mixed/model.py:MixedGNN -o generated_examples/mixed/generated.py --init '{"in_size": 12, "hid_size": 16, "out_size": 3, "num_heads": 2}'
 
-import ctypes
-import errno
-import hashlib
-import json
-import os
-import shutil
-import tempfile
-import threading
-import time
-import weakref
+"""A heterogeneous stack of convolutions on the full graph: a linear input encoder, SAGEConv,
+GATConv (heads concatenated) and a symmetric-normalised GraphConv, then a two-layer MLP head.
+"""
 
 import dgl
 import dgl.nn as dglnn
-import numpy
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -77,13 +69,13 @@ class MixedGNN(nn.Module):
         batches = _FullNeighbourBatches(
             self,
             g,
-            batch_size,
-            device,
-            max_memory,
-            progress,
-            storage,
-            changed,
-            keep_layers,
+            batch_size=batch_size,
+            device=device,
+            max_memory=max_memory,
+            progress=progress,
+            storage=storage,
+            changed=changed,
+            keep_layers=keep_layers,
         )
         batches.check_rows(nodes={"x": x})
         out_degrees = g.out_degrees()  # of the whole graph, once
@@ -107,7 +99,8 @@ class MixedGNN(nn.Module):
             # self.gat's fc and attention term on each source row, once per node
             return _gat_conv_source(self.gat, h)
 
-        # in_place=True: source rows are read only in messages, so not gathered per batch
+        # in_place=True: source rows are read where they are stored, not gathered per
+        # batch (the layer reads them only in messages)
         feat1, el1 = batches.map(
             layer_1,
             source_rows=dict(h0=h0),
@@ -122,7 +115,7 @@ class MixedGNN(nn.Module):
             h = _gat_conv_aggregate(self.gat, block, feat1, el1, feat1_dst).flatten(1)
             h = F.elu(h, inplace=True)
             # self.gcn's norm by out-degree on each source row, once per node
-            return _graph_conv_source(self.gcn, h, out_degrees, in_place=True)
+            return _graph_conv_source(self.gcn, h, out_degrees, overwrite=True)
 
         feat2 = batches.map(
             layer_2,
@@ -144,7 +137,7 @@ class MixedGNN(nn.Module):
         return batches.result(out, nodes=nodes)
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 d2a6a6c2ab5b -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 13341e85e137 -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -179,12 +172,12 @@ def _sage_conv_mean(conv, block, feat_src, feat_dst, projected, edge_weight=None
 
 
 def _graph_conv_source(
-    conv, feat, out_degrees=None, weight_first=False, in_place=False
+    conv, feat, out_degrees=None, weight_first=False, overwrite=False
 ):
     """GraphConv's work on each source row, once per node: the norm by the full graph's
     out-degrees (norm "both" or "left"; out_degrees is only read then), then, when
     `weight_first`, the weight: DGL multiplies by W before aggregating when the layer narrows
-    (in_feats > out_feats), so that the sum runs on the narrower rows. in_place: feat is the
+    (in_feats > out_feats), so that the sum runs on the narrower rows. overwrite: feat is the
     caller's own new tensor, scaled where it is (on a CPU a new batch-sized tensor costs more
     to touch than the product)."""
     if conv._norm in ("both", "left"):
@@ -195,7 +188,7 @@ def _graph_conv_source(
         degrees = out_degrees.to(feat).clamp(min=1)
         norm = degrees.pow(-0.5) if conv._norm == "both" else 1.0 / degrees
         norm = norm.view(-1, *(1,) * (feat.dim() - 1))
-        feat = feat.mul_(norm) if in_place else feat * norm
+        feat = feat.mul_(norm) if overwrite else feat * norm
     if weight_first and conv.weight is not None:
         feat = feat @ conv.weight
     return feat
@@ -364,13 +357,13 @@ def _in_edge_sum(block, feat_src, edge_weight=None, source_weight=None):
     return dgl.ops.u_mul_e_sum(block, feat_src, edge_weight), None
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 11e6e1e837ed -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 c7e7735a5052 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
-# that inference hands each layer's function to, and what it uses. It is identical in every
-# module of this version and variant, and holds no model-specific code (the model's code, and
-# the helpers its layers call, are above this banner); the sha256 is of the text below the
-# banner's last line, for anyone to recompute. What it guarantees, and the parameters inference
-# passes it, are in _FullNeighbourBatches's docstring. Tested by:
+# that inference hands each layer's function to, and what it uses, its imports first. It is
+# identical in every module of this version and variant, and holds no model-specific code (the
+# model's code, and the helpers its layers call, are above this banner); the sha256 is of the
+# text below the banner's last line, for anyone to recompute. What it guarantees, and the
+# parameters inference passes it, are in _FullNeighbourBatches's docstring. Tested by:
 #   tests/test_goldens.py::test_runtime_section_is_hashed_and_identical
 #   tests/test_equivalence.py (batch sizes, rows in place or gathered)
 #   tests/test_subset_and_storage.py (nodes=, storage=, memory)
@@ -381,6 +374,22 @@ def _in_edge_sum(block, feat_src, edge_weight=None, source_weight=None):
 #   tests/test_runtime_module.py (as a module of its own, --runtime-module)
 #   tests/cuda/check.py (streams, on a GPU)
 # ----------------------------------------------------------------------------------------------
+
+
+import ctypes
+import errno
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+import weakref
+
+import dgl
+import numpy
+import torch
 
 
 class _FullNeighbourBatches:
@@ -560,11 +569,11 @@ class _FullNeighbourBatches:
         return _FullNeighbourBatches(
             self.model,
             g,
-            self.batch_size,
-            self.device,
-            self.max_memory,
-            self.progress,
-            self.storage,
+            batch_size=self.batch_size,
+            device=self.device,
+            max_memory=self.max_memory,
+            progress=self.progress,
+            storage=self.storage,
         )
 
     def _check_arguments(self, model, batch_size, device, max_memory):

@@ -4,20 +4,15 @@
 # regenerate with:
 #   gnn-codegen generated_examples/narrowing/model.py:NarrowingSAGE -o generated_examples/narrowing/generated.py --init '{"in_size": 32, "wide_size": 256, "narrow_size": 16, "out_size": 8}'
 
-import ctypes
-import errno
-import hashlib
-import json
-import os
-import shutil
-import tempfile
-import threading
-import time
-import weakref
+"""A wide GraphSAGE layer followed by a narrowing projection before the next layer.
+
+Cutting right after `conv1` would store its 256-wide output for every node and gather it again
+for every batch of layer 2. The optimal cut runs `self.proj` (256 -> 16) in layer 1 and stores
+the 16-wide tensor instead: 16x fewer bytes stored and reloaded.
+"""
 
 import dgl
 import dgl.nn as dglnn
-import numpy
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -61,13 +56,13 @@ class NarrowingSAGE(nn.Module):
         batches = _FullNeighbourBatches(
             self,
             g,
-            batch_size,
-            device,
-            max_memory,
-            progress,
-            storage,
-            changed,
-            keep_layers,
+            batch_size=batch_size,
+            device=device,
+            max_memory=max_memory,
+            progress=progress,
+            storage=storage,
+            changed=changed,
+            keep_layers=keep_layers,
         )
         batches.check_rows(nodes={"x": x})
         # the nodes whose rows each layer computes: all of them; for nodes= those, and before
@@ -85,7 +80,8 @@ class NarrowingSAGE(nn.Module):
             # self.conv2's fc_neigh on each source row, once per node
             return h, self.conv2.fc_neigh(h)
 
-        # in_place=True: source rows are read only in messages, so not gathered per batch
+        # in_place=True: source rows are read where they are stored, not gathered per
+        # batch (the layer reads them only in messages)
         h1, feat1 = batches.map(
             layer_1,
             source_rows=dict(x=x),
@@ -186,13 +182,13 @@ def _in_edge_sum(block, feat_src, edge_weight=None, source_weight=None):
     return dgl.ops.u_mul_e_sum(block, feat_src, edge_weight), None
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 11e6e1e837ed -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 c7e7735a5052 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
-# that inference hands each layer's function to, and what it uses. It is identical in every
-# module of this version and variant, and holds no model-specific code (the model's code, and
-# the helpers its layers call, are above this banner); the sha256 is of the text below the
-# banner's last line, for anyone to recompute. What it guarantees, and the parameters inference
-# passes it, are in _FullNeighbourBatches's docstring. Tested by:
+# that inference hands each layer's function to, and what it uses, its imports first. It is
+# identical in every module of this version and variant, and holds no model-specific code (the
+# model's code, and the helpers its layers call, are above this banner); the sha256 is of the
+# text below the banner's last line, for anyone to recompute. What it guarantees, and the
+# parameters inference passes it, are in _FullNeighbourBatches's docstring. Tested by:
 #   tests/test_goldens.py::test_runtime_section_is_hashed_and_identical
 #   tests/test_equivalence.py (batch sizes, rows in place or gathered)
 #   tests/test_subset_and_storage.py (nodes=, storage=, memory)
@@ -203,6 +199,22 @@ def _in_edge_sum(block, feat_src, edge_weight=None, source_weight=None):
 #   tests/test_runtime_module.py (as a module of its own, --runtime-module)
 #   tests/cuda/check.py (streams, on a GPU)
 # ----------------------------------------------------------------------------------------------
+
+
+import ctypes
+import errno
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+import weakref
+
+import dgl
+import numpy
+import torch
 
 
 class _FullNeighbourBatches:
@@ -382,11 +394,11 @@ class _FullNeighbourBatches:
         return _FullNeighbourBatches(
             self.model,
             g,
-            self.batch_size,
-            self.device,
-            self.max_memory,
-            self.progress,
-            self.storage,
+            batch_size=self.batch_size,
+            device=self.device,
+            max_memory=self.max_memory,
+            progress=self.progress,
+            storage=self.storage,
         )
 
     def _check_arguments(self, model, batch_size, device, max_memory):

@@ -4,20 +4,12 @@
 # regenerate with:
 #   gnn-codegen generated_examples/rgcn_hetero/model.py:RGCN -o generated_examples/rgcn_hetero/generated.py --init '{"in_feats": 12, "hid_feats": 16, "out_feats": 5, "rel_names": ["writes", "written_by", "cites", "has_topic", "topic_of", "affiliated_with", "employs"]}' --metagraph author:writes:paper,paper:written_by:author,paper:cites:paper,paper:has_topic:field,field:topic_of:paper,author:affiliated_with:institution,institution:employs:author
 
-import ctypes
-import errno
-import hashlib
-import json
-import os
-import shutil
-import tempfile
-import threading
-import time
-import weakref
+"""A relational GCN on a heterogeneous graph, as DGL's user guide writes one for node
+classification: a HeteroGraphConv with a GraphConv per relation, summed over the relations into
+each node type, and a ReLU on every type between the two layers."""
 
 import dgl
 import dgl.nn as dglnn
-import numpy
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -73,13 +65,13 @@ class RGCN(nn.Module):
         batches = _HeteroBatches(
             self,
             graph,
-            batch_size,
-            device,
-            max_memory,
-            progress,
-            storage,
-            changed,
-            keep_layers,
+            batch_size=batch_size,
+            device=device,
+            max_memory=max_memory,
+            progress=progress,
+            storage=storage,
+            changed=changed,
+            keep_layers=keep_layers,
         )
         # the relations forward was traced for
         batches.check_graph(
@@ -152,7 +144,7 @@ class RGCN(nn.Module):
         return batches.result(h2, nodes)
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 7dfb104314a4 -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 1b01fac3a6a9 -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -351,12 +343,12 @@ def _find_weight_basis(weights):
 
 
 def _graph_conv_source(
-    conv, feat, out_degrees=None, weight_first=False, in_place=False
+    conv, feat, out_degrees=None, weight_first=False, overwrite=False
 ):
     """GraphConv's work on each source row, once per node: the norm by the full graph's
     out-degrees (norm "both" or "left"; out_degrees is only read then), then, when
     `weight_first`, the weight: DGL multiplies by W before aggregating when the layer narrows
-    (in_feats > out_feats), so that the sum runs on the narrower rows. in_place: feat is the
+    (in_feats > out_feats), so that the sum runs on the narrower rows. overwrite: feat is the
     caller's own new tensor, scaled where it is (on a CPU a new batch-sized tensor costs more
     to touch than the product)."""
     if conv._norm in ("both", "left"):
@@ -367,7 +359,7 @@ def _graph_conv_source(
         degrees = out_degrees.to(feat).clamp(min=1)
         norm = degrees.pow(-0.5) if conv._norm == "both" else 1.0 / degrees
         norm = norm.view(-1, *(1,) * (feat.dim() - 1))
-        feat = feat.mul_(norm) if in_place else feat * norm
+        feat = feat.mul_(norm) if overwrite else feat * norm
     if weight_first and conv.weight is not None:
         feat = feat @ conv.weight
     return feat
@@ -492,13 +484,13 @@ def _once_for(tensors, compute):
 _once_for_values = torch.utils.weak.WeakIdKeyDictionary()
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 e2ad617b82b1 -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 c53faead465c -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _HeteroBatches, the batch loop that
-# inference hands each layer's function to, and what it uses. It is identical in every module of
-# this version and variant, and holds no model-specific code (the model's code, and the helpers
-# its layers call, are above this banner); the sha256 is of the text below the banner's last
-# line, for anyone to recompute. What it guarantees, and the parameters inference passes it, are
-# in _HeteroBatches's docstring. Tested by:
+# inference hands each layer's function to, and what it uses, its imports first. It is identical
+# in every module of this version and variant, and holds no model-specific code (the model's
+# code, and the helpers its layers call, are above this banner); the sha256 is of the text below
+# the banner's last line, for anyone to recompute. What it guarantees, and the parameters
+# inference passes it, are in _HeteroBatches's docstring. Tested by:
 #   tests/test_goldens.py::test_runtime_section_is_hashed_and_identical
 #   tests/test_hetero.py (batch sizes, rows in place or gathered, nodes=, storage=, memory)
 #   tests/test_hetero_differential.py
@@ -508,6 +500,22 @@ _once_for_values = torch.utils.weak.WeakIdKeyDictionary()
 #   tests/test_simulated_device.py
 #   tests/test_runtime_module.py (as a module of its own, --runtime-module)
 # ----------------------------------------------------------------------------------------------
+
+
+import ctypes
+import errno
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+import weakref
+
+import dgl
+import numpy
+import torch
 
 
 class _HeteroBatches:

@@ -4,20 +4,11 @@
 # regenerate with:
 #   gnn-codegen generated_examples/sage_variants/model.py:SAGEVariants -o generated_examples/sage_variants/generated.py --init '{"in_feats": 12, "n_hidden": 16, "n_classes": 3}'
 
-import ctypes
-import errno
-import hashlib
-import json
-import os
-import shutil
-import tempfile
-import threading
-import time
-import weakref
+"""GraphSAGE with a different aggregator in every layer (gcn, pool, lstm, mean), trained on
+sampled blocks and written with explicit (src, dst) feature pairs."""
 
 import dgl
 import dgl.nn as dglnn
-import numpy
 import torch
 import torch.nn as nn
 
@@ -71,13 +62,13 @@ class SAGEVariants(nn.Module):
         batches = _FullNeighbourBatches(
             self,
             g,
-            batch_size,
-            device,
-            max_memory,
-            progress,
-            storage,
-            changed,
-            keep_layers,
+            batch_size=batch_size,
+            device=device,
+            max_memory=max_memory,
+            progress=progress,
+            storage=storage,
+            changed=changed,
+            keep_layers=keep_layers,
         )
         batches.check_rows(nodes={"x": x})
         # the nodes whose rows each layer computes: all of them; for nodes= those, and before
@@ -90,7 +81,8 @@ class SAGEVariants(nn.Module):
             h = self.layers[0](block, (x, x_dst))
             return self.activation(h)
 
-        # in_place=True: source rows are read only in messages, so not gathered per batch
+        # in_place=True: source rows are read where they are stored, not gathered per
+        # batch (the layer reads them only in messages)
         h1 = batches.map(
             layer_1,
             source_rows=dict(x=x),
@@ -211,13 +203,13 @@ def _in_edge_sum(block, feat_src, edge_weight=None, source_weight=None):
     return dgl.ops.u_mul_e_sum(block, feat_src, edge_weight), None
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 11e6e1e837ed -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 c7e7735a5052 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
-# that inference hands each layer's function to, and what it uses. It is identical in every
-# module of this version and variant, and holds no model-specific code (the model's code, and
-# the helpers its layers call, are above this banner); the sha256 is of the text below the
-# banner's last line, for anyone to recompute. What it guarantees, and the parameters inference
-# passes it, are in _FullNeighbourBatches's docstring. Tested by:
+# that inference hands each layer's function to, and what it uses, its imports first. It is
+# identical in every module of this version and variant, and holds no model-specific code (the
+# model's code, and the helpers its layers call, are above this banner); the sha256 is of the
+# text below the banner's last line, for anyone to recompute. What it guarantees, and the
+# parameters inference passes it, are in _FullNeighbourBatches's docstring. Tested by:
 #   tests/test_goldens.py::test_runtime_section_is_hashed_and_identical
 #   tests/test_equivalence.py (batch sizes, rows in place or gathered)
 #   tests/test_subset_and_storage.py (nodes=, storage=, memory)
@@ -228,6 +220,22 @@ def _in_edge_sum(block, feat_src, edge_weight=None, source_weight=None):
 #   tests/test_runtime_module.py (as a module of its own, --runtime-module)
 #   tests/cuda/check.py (streams, on a GPU)
 # ----------------------------------------------------------------------------------------------
+
+
+import ctypes
+import errno
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+import weakref
+
+import dgl
+import numpy
+import torch
 
 
 class _FullNeighbourBatches:
@@ -407,11 +415,11 @@ class _FullNeighbourBatches:
         return _FullNeighbourBatches(
             self.model,
             g,
-            self.batch_size,
-            self.device,
-            self.max_memory,
-            self.progress,
-            self.storage,
+            batch_size=self.batch_size,
+            device=self.device,
+            max_memory=self.max_memory,
+            progress=self.progress,
+            storage=self.storage,
         )
 
     def _check_arguments(self, model, batch_size, device, max_memory):

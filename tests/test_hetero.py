@@ -7,6 +7,7 @@ statistics, and a simulated GPU; what cannot be proven is refused, naming the li
 from __future__ import annotations
 
 import json
+import re
 import sys
 from dataclasses import replace
 from typing import Any
@@ -585,11 +586,42 @@ def test_weights_through_mod_kwargs_read_source_rows_in_place(name: str, monkeyp
         assert torch.allclose(actual[t], expected[t], atol=1e-5), (t, (actual[t] - expected[t]).abs().max())
 
 
-def test_a_table_computed_once_is_deleted_after_the_last_layer_that_reads_it() -> None:
-    """rgcn-hetero's first layer adds `torch.matmul(inputs[ntype], self.loop_weight)` of the
-    embeddings alone: a table computed once, a row per node, that lived to inference's end
-    beside the last layer's results (172 MB of EntityClassify's peak at 400k papers)."""
-    source = generate_case(CASES_BY_NAME["entity_classify"]).source
+def test_a_table_computed_once_is_deleted_after_the_last_layer_that_reads_it(tmp_path) -> None:
+    """A table computed once from the weights alone, a row per node (rgcn-hetero's self-loop
+    term of the embeddings was one: 172 MB of EntityClassify's peak at 400k papers, alive to
+    inference's end beside the last layer's results), is deleted after the last layer that
+    reads it. Here the embeddings projected once, read by layer 1's sources only."""
+    path = tmp_path / "projected.py"
+    path.write_text(PROJECTED_EMBEDDINGS)
+    options = GenerateOptions(init=json.dumps({"num_nodes": {"user": 90, "game": 70},
+                                               "rel_names": ["follows", "plays", "played_by"]}),
+                              metagraph="user:follows:user,user:plays:game,game:played_by:user")
+    source = generate_all(f"{path}:ProjectedEmbeddings", options).source
     method = source[source.index("    def inference(") : source.index("# --- gnn-codegen")]
-    assert method.index("loop_term = {") < method.index("del loop_term") < method.index("# Layer 2 of 3")
-    assert method.count("loop_term[") == method[: method.index("del loop_term")].count("loop_term[")
+    assert "torch.matmul(self.embeds[" in method, method
+    table = re.search(r"(\w+) = \{\s*\"\w+\": torch\.matmul\(self\.embeds\[", method).group(1)
+    freed = method.index(f"del {table}\n")
+    assert method.index("# Layer 1 of 2") < freed < method.index("# Layer 2 of 2"), method
+
+
+PROJECTED_EMBEDDINGS = """
+import dgl.nn as dglnn
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class ProjectedEmbeddings(nn.Module):
+    def __init__(self, num_nodes, rel_names):
+        super().__init__()
+        self.embeds = nn.ParameterDict({t: nn.Parameter(torch.randn(n, 8)) for t, n in num_nodes.items()})
+        self.proj = nn.Parameter(torch.randn(8, 8))
+        self.conv1 = dglnn.HeteroGraphConv({r: dglnn.GraphConv(8, 8) for r in rel_names})
+        self.conv2 = dglnn.HeteroGraphConv({r: dglnn.GraphConv(8, 4) for r in rel_names})
+
+    def forward(self, g):
+        h = {t: torch.matmul(e, self.proj) for t, e in self.embeds.items()}
+        h = self.conv1(g, h)
+        h = {t: F.relu(v) for t, v in h.items()}
+        return self.conv2(g, h)
+"""

@@ -6,7 +6,6 @@ owns the mechanism: batches, blocks, moving rows to the device, buffers on the h
 
 from __future__ import annotations
 
-import ast
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +15,6 @@ from gnn_codegen.trace.graph_lineage import DERIVED
 from gnn_codegen.lower.edge_masks import is_edge_subgraph
 from gnn_codegen.lower.edge_masks import suffix as edge_subgraph_suffix
 from gnn_codegen.trace.edge_weight_norm import EDGE_WEIGHT_NORM
-from gnn_codegen.errors import internal
 from gnn_codegen.ir import Op, Program, Ref, iter_refs
 from gnn_codegen.trace.metapaths import metapath_of
 from gnn_codegen.trace.dict_inputs import packed_arguments
@@ -34,6 +32,7 @@ from gnn_codegen.render.templating import render_template
 from gnn_codegen.render.stored_names import source_only, stored_name
 from gnn_codegen.trace.write_out import SECTIONS, sections_needed
 from gnn_codegen.render.layer_calls import LayerCalls
+from gnn_codegen.render.captures import check_no_capture, globals_read
 from gnn_codegen.render.method_doc import MethodDocstring
 from gnn_codegen.render.preamble import Preamble
 
@@ -76,7 +75,7 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
         self.uses_block_as_graph = any(op.mp is not None and op.mp.as_graph for op in program.ops)
         # what the method reads from the module: its locals never take these names, and
         # nothing else is reserved (a top-level `g` in the user's file is no concern of ours)
-        self.reserved = _globals_read(program) | {self.runtime, self.dist_runtime, self.block_as_graph, *self.helper_names.values()}
+        self.reserved = globals_read(program) | {self.runtime, self.dist_runtime, self.block_as_graph, *self.helper_names.values()}
         self.names = NameAllocator(self.reserved)
         # inputs forward reads from the graph (`g.ndata["feat"]`): read from g at the top, not
         # parameters; target -> (view, key)
@@ -358,34 +357,11 @@ def render_helpers(runtime: str, sections: set[str], names: dict[str, str], vers
                            render_template("batches.py.j2", runtime=runtime, dist_runtime=dist_runtime))
 
 
-def _globals_read(program: Program) -> set[str]:
-    """The module-level names the generated method reads: torch, dgl, self, and the first name
-    of every function the user's forward calls (F in F.relu, a helper of the user's file)."""
-    names = {"torch", "dgl", "self"}
-    for op in program.ops:
-        if op.mp is not None and op.mp.inline:
-            names.add(op.mp.functions.split(".")[0])
-        if op.kind == "function" and not op.helper and op.target != "getattr" and not op.target.startswith("operator."):
-            names.add((op.held_as or op.target).split(".")[0])
-    return names
-
-
-def _check_no_capture(method: str, reserved: set[str]) -> None:
-    """A safety net for the name allocation: no name the method assigns is a module-level name
-    it reads (a local would capture it)."""
-    tree = ast.parse(method)
-    assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
-    assigned |= {a.arg for n in ast.walk(tree) if isinstance(n, ast.arguments) for a in (*n.args, *n.kwonlyargs)}
-    captured = assigned & (reserved - {"self"})
-    if captured:
-        raise internal(f"generated names {sorted(captured)} would capture module-level names")
-
-
 def render(program: Program, attrs: Attributes, plan: Plan, module_names: set[str],
            header: dict[str, Any]) -> Rendered:
     r = Renderer(program, attrs, plan, module_names, header.get("runtime_module"), header.get("built"))
     method = r.method()
-    _check_no_capture(method, r.reserved)
+    check_no_capture(method, r.reserved)
     imports, check = (imported(header["runtime_module"], RUNTIME, r.runtime, module_names | r.reserved, header["version"])
                       if header.get("runtime_module") else ((), ""))
     return Rendered(

@@ -155,5 +155,7 @@ def test_graph_conv_reads_a_block_s_in_degrees_once(norm: str, allow_zero_in_deg
         out_degrees = block.out_degrees() if norm == "both" else None
         source = HELPERS["graph_conv_source"](conv, feat, out_degrees, False)
         got = HELPERS["graph_conv_aggregate"](conv, block, source, False)
-    assert degrees.count == (0 if allow_zero_in_degree and norm == "none" else 1)
+    # at most once: none where the norm needs none, or where the in-edge sum's CSC offsets give
+    # them (_in_edge_sum on a CPU)
+    assert degrees.count <= (0 if allow_zero_in_degree and norm == "none" else 1)
     assert torch.allclose(got, expected, atol=1e-6)

@@ -290,14 +290,15 @@ def test_a_run_left_unfinished_is_refused(tmp_path: Path, monkeypatch: pytest.Mo
     generated, model, g, inputs = _gcn(tmp_path)
     calls = []
 
-    def killed(*args):  # killed after the first layer's kept rows changed
+    def killed(*args, **kwargs):  # killed after the first layer's kept rows changed
         calls.append(1)
         if len(calls) > 1:
             raise KeyboardInterrupt
-        return original(*args)
+        return original(*args, **kwargs)
 
-    original = dgl.ops.copy_u_sum
-    monkeypatch.setattr(dgl.ops, "copy_u_sum", killed)
+    # GraphConv's in-edge sums: torch's embedding_bag on a CPU (_in_edge_sum)
+    original = torch.nn.functional.embedding_bag
+    monkeypatch.setattr(torch.nn.functional, "embedding_bag", killed)
     with pytest.raises(KeyboardInterrupt):
         run_inference(model, generated, g, inputs, batch_size=16, device="cpu", storage=str(tmp_path),
                       changed=torch.tensor([1, 2]))

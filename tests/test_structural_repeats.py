@@ -195,4 +195,6 @@ def test_entries_alike_but_for_more_than_the_item_stay_a_literal() -> None:
 
 def test_entity_classify_builds_each_wdict_as_forward_does() -> None:
     method = _method(next(c for c in CASES if c.name == "entity_classify").golden.read_text())
-    assert method.count("for rel, w in zip(self.layers[") == 3 and '"follows": {' not in method
+    # one loop over the layers, as forward builds each layer's (per_layer_values.py)
+    assert method.count("for rel, w in zip(layer.rel_names, weights)") == 1, method
+    assert "for layer in self.layers:" in method and '"follows": {' not in method

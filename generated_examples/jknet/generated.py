@@ -136,7 +136,7 @@ class JKNet(nn.Module):
         return batches.result(out, nodes=nodes)
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 f426daec4eb5 -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 8fc7f9304697 -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -290,7 +290,7 @@ def _in_edge_sum(block, feat_src, edge_weight=None, source_weight=None):
         if source_weight is not None:
             weights = source_weight.reshape(-1)[indices].to(feat_src.dtype)
         elif edge_weight is not None:  # in the CSC's order: by the edge IDs it gives
-            weights = edge_weight.reshape(-1)  # (none given: the edges are in that order)
+            weights = edge_weight.reshape(-1)  # (no IDs given: already in that order)
             weights = weights[edge_ids] if len(edge_ids) == len(indices) else weights
         rst = torch.nn.functional.embedding_bag(
             indices,

@@ -141,7 +141,7 @@ class ResGCN(nn.Module):
         return out, readout
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 d30a33c2ccd4 -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 3e4ed25fcc05 -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -259,7 +259,7 @@ def _in_edge_sum(block, feat_src, edge_weight=None, source_weight=None):
         if source_weight is not None:
             weights = source_weight.reshape(-1)[indices].to(feat_src.dtype)
         elif edge_weight is not None:  # in the CSC's order: by the edge IDs it gives
-            weights = edge_weight.reshape(-1)  # (none given: the edges are in that order)
+            weights = edge_weight.reshape(-1)  # (no IDs given: already in that order)
             weights = weights[edge_ids] if len(edge_ids) == len(indices) else weights
         rst = torch.nn.functional.embedding_bag(
             indices,

@@ -35,6 +35,11 @@ class Graph:
     def device(self):
         return self.indices.device
 
+    @property
+    def canonical_etypes(self):
+        # one node type and one edge type, named as DGL names a homogeneous graph's
+        return [("_N", "_E", "_N")]
+
     def num_nodes(self):
         return self._num_dst
 

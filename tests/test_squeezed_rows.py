@@ -63,7 +63,7 @@ def test_squeeze_without_a_dim_squeezes_the_width_of_one_and_one_node_is_refused
     x = torch.randn(1, 5)
     assert reference(one, x).shape == ()  # forward: no rows' axis left
     _one_node_refused("g has one node: forward squeezes the rows axis away there, at "
-                      "`return h.mean(1).squeeze()` (squeezed_rows.py:26), which a result per row cannot give",
+                      "`return h.mean(1).squeeze()`, which a result per row cannot give",
                       lambda: model.inference(one, x, batch_size=4, device="cpu"))
     two = dgl.add_self_loop(dgl.graph(([0], [1]), num_nodes=2))
     x2 = torch.randn(2, 5)
@@ -98,7 +98,7 @@ def test_torch_squeeze_as_a_function_and_a_squeeze_of_nothing() -> None:
         assert check(generated, num_nodes=61, seed=seed, batch_sizes=(1, 7)).ok
     model, _ = _model(generated)
     _one_node_refused("g has one node: forward squeezes the rows axis away there, at "
-                      "`h = F.relu(self.conv1(g, x)).squeeze()` (squeezed_rows.py:",
+                      "`h = F.relu(self.conv1(g, x)).squeeze()`, which",
                       lambda: model.inference(dgl.graph(([0], [0])), torch.randn(1, 5), batch_size=4, device="cpu"))
 
 
@@ -114,7 +114,7 @@ def test_a_score_per_edge_squeezed_refuses_a_graph_of_one_edge() -> None:
     one, x = dgl.graph(([0], [1]), num_nodes=2), torch.randn(2, 5)
     assert reference(one, x).shape == ()
     _one_node_refused("g has one edge: forward squeezes the rows axis away there, at "
-                      "`return g.edata[\"s\"].squeeze()` (squeezed_rows.py:",
+                      "`return g.edata[\"s\"].squeeze()`, which",
                       lambda: model.inference(one, x, batch_size=4, device="cpu"))
 
 
@@ -126,7 +126,7 @@ def test_ggd_squeeze_of_rows_refuses_one_node() -> None:
     model, reference = _model(generated)
     one, x = dgl.graph(([0], [0]), num_nodes=1), torch.randn(1, 8)
     message = _one_node_refused("g has one node: forward squeezes the rows axis away there, at "
-                                "`feat = h_1.clone().squeeze(0)` (ssl_style.py:",
+                                "`feat = h_1.clone().squeeze(0)`, which",
                                 lambda: model.inference(one, x, batch_size=4, device="cpu"))
     assert message.endswith("call inference on more than one, or leave out forward's squeeze(0), which squeezes "
                             "nothing on more")
@@ -147,7 +147,7 @@ def test_hetero_squeeze_without_a_dim_per_type_is_exact_and_one_node_of_a_type_i
     feats = {"user": torch.randn(2, 4), "game": torch.randn(1, 4)}
     assert reference(g, feats)["game"].shape == ()
     _one_node_refused("g has one game node: forward squeezes the rows axis away there, at `return {ntype: "
-                      "self.score(F.relu(x)).squeeze() for ntype, x in h.items()}` (squeezed_rows.py:57)",
+                      "self.score(F.relu(x)).squeeze() for ntype, x in h.items()}`, which",
                       lambda: model.inference(g, feats, batch_size=4, device="cpu"))
 
 
@@ -193,7 +193,7 @@ def test_openhgnn_rgat_is_exact_and_refuses_one_node_of_a_type() -> None:
     g = dgl.heterograph({rel: ([0], [0]) for rel in rels}, num_nodes_dict={"paper": 2, "author": 2, "subject": 1})
     h = {t: torch.randn(g.num_nodes(t), 6) for t in g.ntypes}
     _one_node_refused("hg has one subject node: forward squeezes the rows axis away there, at "
-                      "`out_put[n_type] = h.squeeze()` (openhgnn_style.py:",
+                      "`out_put[n_type] = h.squeeze()`, which",
                       lambda: model.inference(hg=g, h_dict=h, batch_size=4, device="cpu"))
     g = dgl.heterograph({rel: ([0, 1], [1, 1]) for rel in rels}, num_nodes_dict={"paper": 2, "author": 2, "subject": 2})
     h = {t: torch.randn(2, 6) for t in g.ntypes}

@@ -39,15 +39,15 @@ CASES = {
 # the entry check each generated method must start with (as black writes it, spaces collapsed)
 CHECKS = {
     "SAGEWithInputProjection": 'if x.shape[1:] != (16,): raise ValueError( "x: generated for width 16, as forward '
-                               'decides at static_decisions.py:22; " f"got rows of shape {tuple(x.shape[1:])}: '
+                               'decides at `if x.size(1) != self.hidden:`; " f"got rows of shape {tuple(x.shape[1:])}: '
                                'regenerate with --feat-dims x=WIDTH" )',
     "ResidualGCN": "if h.shape[1:] != (6,):",
     # the width followed through `x * norm` to the first convolution's
     "NormalisedThenTested": "if x.shape[1:] != (4,):",
     # ... and back from a multi-hop module traced into (SGConv's Linear)
     "NormalisedThenPropagated": "if x.shape[1:] != (4,):",
-    "AtomOrFeatureEncoder": 'if feat.dtype != torch.float32: raise ValueError( "feat: generated for torch.float32, '
-                            'as forward decides at static_decisions.py:62; " f"got {feat.dtype}" )',
+    "AtomOrFeatureEncoder": 'if feat.dtype != torch.float32: raise ValueError( "feat: generated for torch.float32, " '
+                            '"as forward decides at `if feat.dtype == torch.long:`; " f"got {feat.dtype}" )',
     "GATFlattenHeads": "if x.shape[1:] != (5,):",
     "ClassifierOnFloats": "if x.dtype != torch.float32:",
     "GCNOnGraphFeatures": 'feat = g.ndata["feat"] # as forward reads it # forward decides in Python on what its '
@@ -55,7 +55,7 @@ CHECKS = {
     # the table is the model's own: nothing to check; edge weights and types change no shape
     "EntityEmbeddingGCN": "emb = self.emb.weight # a row per node of g, as forward reads it batches.check_rows(",
     "WeightedRelationGCN": 'if x.shape[1:] != (5,): raise ValueError( "x: generated for width 5, as forward '
-                           'decides at static_decisions.py:178; "',
+                           'decides at `if h2.shape == h.shape:`; "',
     # len(h.shape), a loop over it and int() of each: worked out while tracing, the width written
     "FlattenWhateverTheHeads": "h = h.reshape(-1, 8)",
 }
@@ -118,7 +118,7 @@ def test_another_width_is_refused_where_forward_would_take_the_other_branch(monk
     model = _model(_generate("SAGEWithInputProjection", monkeypatch))
     g = dgl.rand_graph(20, 60)
     with pytest.raises(ValueError, match=r"^x: generated for width 16, as forward decides at "
-                                         r"static_decisions.py:22; got rows of shape \(8,\): regenerate with "
+                                         r"`if x.size\(1\) != self.hidden:`; got rows of shape \(8,\): regenerate with "
                                          r"--feat-dims x=WIDTH$"):
         model.inference(g, torch.randn(20, 8), batch_size=8, device="cpu")
 
@@ -128,7 +128,7 @@ def test_another_dtype_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     model = _model(_generate("AtomOrFeatureEncoder", monkeypatch))
     g = dgl.rand_graph(20, 60)
     with pytest.raises(ValueError, match=r"^feat: generated for torch.float32, as forward decides at "
-                                         r"static_decisions.py:62; got torch.int64$"):
+                                         r"`if feat.dtype == torch.long:`; got torch.int64$"):
         model.inference(g, torch.randint(0, 50, (20,)), batch_size=8, device="cpu")
 
 

@@ -89,7 +89,7 @@ class APPNP(nn.Module):
         if features.dim() != 2:
             raise ValueError(
                 "features: generated for 2 dimensions, "
-                "as forward decides at model.py:28 (`return self.propagate(self.g, h)`); "
+                "as forward decides at `return self.propagate(self.g, h)`; "
                 f"got {features.dim()}: "
                 "regenerate with --feat-dims features=WIDTH (4x16 for rows of shape (4, 16))"
             )

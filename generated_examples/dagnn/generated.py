@@ -105,9 +105,9 @@ class DAGNN(nn.Module):
             raise ValueError(
                 "g has one node: "
                 "forward squeezes the rows axis away there, at `return "
-                "torch.matmul(S, H).squeeze()` (model.py:44), which a result per "
-                "row cannot give: call inference on more than one, or name the "
-                "dims forward squeezes (h.squeeze(-1))"
+                "torch.matmul(S, H).squeeze()`, which a result per row cannot "
+                "give: call inference on more than one, or name the dims forward "
+                "squeezes (h.squeeze(-1))"
             )
         batches.check_rows(nodes={"feats": feats})
         in_degrees = g.in_degrees()  # of the whole graph, once

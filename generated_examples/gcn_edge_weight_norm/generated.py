@@ -143,7 +143,9 @@ class WeightedGCN(nn.Module):
 # read like DGL's forward). They are this version's templates (convs.py.j2, hetero_convs.py.j2)
 # rendered for the set of helpers this module calls, and hold no model-specific code; the sha256
 # is of the text below the banner's last line (blank lines before the next banner left out), for
-# anyone to recompute. Tested by:
+# anyone to recompute. Like DGL's forward they read its modules' private attributes (conv._norm,
+# conv._activation, ...): this module was generated and checked against forward with dgl 1.1.3:
+# regenerate it after upgrading DGL. Tested by:
 #   tests/test_goldens.py::test_helper_section_is_rendered_and_hashed
 #   tests/test_known_modules.py (each written-out convolution equals DGL's on blocks)
 #   tests/test_rel_graph_conv.py, test_attention_weighted_sum.py, test_block_as_graph.py

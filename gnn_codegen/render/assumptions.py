@@ -9,15 +9,17 @@ import os
 
 from gnn_codegen.ir import Assumption, StaticDecision
 from gnn_codegen.render.code import comment
+from gnn_codegen.render.quoted_lines import in_quotes, line_said
 
 
 def assumptions_by_input(decisions: tuple[StaticDecision, ...]) -> dict[tuple[str, str], tuple[Assumption, str]]:
-    """Each (input, what) assumed once, with the first decision that assumes it; a shape
-    implies its number of dimensions, so ndim is left out where the shape is known."""
+    """Each (input, what) assumed once, with the user's line of the first decision that assumes
+    it as the generated message says it; a shape implies its number of dimensions, so ndim is
+    left out where the shape is known."""
     found: dict[tuple[str, str], tuple[Assumption, str]] = {}
     for decision in decisions:
         for assumption in decision.assumptions:
-            found.setdefault((assumption.input, assumption.what), (assumption, _place(decision.where)))
+            found.setdefault((assumption.input, assumption.what), (assumption, line_said(decision.where, decision.source)))
     return {key: value for key, value in found.items()
             if not (key[1] == "ndim" and (key[0], "shape") in found)}
 
@@ -38,7 +40,7 @@ def entry_checks(decisions: tuple[StaticDecision, ...], names: dict[str, str]) -
     lines = comment(why)
     for (param, what), (assumption, place) in checks.items():
         x = names[param]
-        where = _in_quotes(place)
+        where = in_quotes(place)
         hint = f"regenerate with --feat-dims {param}=WIDTH"
         if what == "shape":
             shape = tuple(assumption.value)
@@ -58,12 +60,6 @@ def entry_checks(decisions: tuple[StaticDecision, ...], names: dict[str, str]) -
         lines += [f"if {test}:", "    raise ValueError(", *(f"        {part}" for part in f"{first}\n{second}".split("\n")),
                   "    )"]
     return lines
-
-
-def _in_quotes(text: str) -> str:
-    """text as the inside of a double-quoted string literal: the place quotes the user's line,
-    which may hold quotes and backslashes of its own (`g.edata["etype"]`)."""
-    return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def decision_notes(decisions: tuple[StaticDecision, ...]) -> tuple[str, ...]:
@@ -98,6 +94,8 @@ def _spelled(assumption: Assumption) -> str:
 
 
 def _place(where: str) -> str:
-    """`file.py:LINE`: the file's name alone, the same wherever the command runs."""
-    path, _, line = where.rpartition(":")
-    return f"{os.path.basename(path)}:{line}" if path else where
+    """`file.py:LINE`: the file's name alone, the same wherever the command runs (and the
+    line's code after it where the location has it, which may hold colons of its own)."""
+    place, quoted_code, code = where.partition(" (`")
+    path, _, line = place.rpartition(":")
+    return (f"{os.path.basename(path)}:{line}" if path else place) + (f" (`{code}" if quoted_code else "")

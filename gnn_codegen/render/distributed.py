@@ -10,6 +10,7 @@ import json
 import textwrap
 
 from gnn_codegen.ir import Op, Program
+from gnn_codegen.render.quoted_lines import line_said
 
 
 def not_distributed(program: Program, derived: list[Op]) -> str | None:
@@ -22,7 +23,7 @@ def not_distributed(program: Program, derived: list[Op]) -> str | None:
         return "forward takes several graphs"
     if derived:
         op = derived[0]
-        where = f" at {op.location}" if op.location else ""
+        where = f" at {line_said(op.location)}" if op.location else ""
         return f"forward derives a graph from its graph, {op.target.rsplit('.', 1)[-1]}{where}"
     for op in program.ops:
         # a message-passing module of the user's, called as a whole: its reduce may read a
@@ -31,7 +32,7 @@ def not_distributed(program: Program, derived: list[Op]) -> str | None:
         # passing written with dgl.function's builtins do not depend on it
         if op.kind == "mp" and op.mp is not None and not op.mp.inline and op.module_class \
                 and not op.module_class.startswith("dgl."):
-            where = f" at {op.location}" if op.location else ""
+            where = f" at {line_said(op.location)}" if op.location else ""
             return (f"{op.accessor} ({op.class_name}) is a message-passing module of yours{where}, whose "
                     "reduce may read each node's in-edges in their order, which partition_graph does not keep")
     return None

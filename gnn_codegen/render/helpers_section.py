@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import dgl
+
 from gnn_codegen.render.runtime_section import HELPERS, framed
 from gnn_codegen.render.templating import render_template
 
@@ -48,7 +50,10 @@ def banner(version: str, runtime_follows: bool = True) -> str:
             "source row and the rest on each batch's block (a documented function per part, read like "
             "DGL's forward). They are this version's templates (convs.py.j2, hetero_convs.py.j2) rendered "
             "for the set of helpers this module calls, and hold no model-specific code; the sha256 is of "
-            f"the text below the banner's last line{blanks}, for anyone to recompute. Tested by:")
+            f"the text below the banner's last line{blanks}, for anyone to recompute. Like DGL's forward they "
+            "read its modules' private attributes (conv._norm, conv._activation, ...): this module was "
+            f"generated and checked against forward with dgl {dgl.__version__}: regenerate it after "
+            "upgrading DGL. Tested by:")
     return framed(HELPERS, version, text, TESTED_BY)
 
 

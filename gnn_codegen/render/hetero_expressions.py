@@ -19,6 +19,7 @@ from gnn_codegen.lower.module_callables import held_by_module
 from gnn_codegen.lower.spelling import function_expression, locations
 from gnn_codegen.lower.accessors import accessor as module_accessor
 from gnn_codegen.render.code import BINARY, UNARY, Code, constant
+from gnn_codegen.render.quoted_lines import quoted
 from gnn_codegen.render.squeezed_rows import squeezes_every_axis, squeezes_first_axis
 
 _ASSIGNED = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?:[-+*/@]?=)(?!=)")
@@ -135,7 +136,7 @@ class ExpressionWriter:
             return Code("[" + ", ".join(self.expr(v, env) for v in value) + "]")
         if isinstance(value, str):
             # double quotes always: render.py finds a type's name as "paper" in the code
-            return Code('"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"')
+            return Code(quoted(value))
         if isinstance(value, slice):
             parts = [self.expr(p, env) if p is not None else "" for p in (value.start, value.stop)]
             return Code(":".join(parts) + (f":{self.expr(value.step, env)}" if value.step is not None else ""))

@@ -13,7 +13,6 @@ generated method refuses the graph where it starts, never returning a result of 
 
 from __future__ import annotations
 
-import os
 import textwrap
 from typing import Any
 
@@ -21,6 +20,7 @@ import torch
 import torch.fx as fx
 
 from gnn_codegen.ir import Op, Ref
+from gnn_codegen.render.quoted_lines import line_said, quoted
 
 
 def squeezes_every_axis(node: fx.Node | Op) -> bool:
@@ -100,10 +100,8 @@ _LEAVE_OUT = "or leave out forward's squeeze(0), which squeezes nothing on more"
 
 def _check(count: str, what: str, location: str, way_out: str = _NAME_DIMS) -> list[str]:
     """`if COUNT == 1: raise ValueError(...)`; what: the message's start, as a Python literal."""
-    where, _, code = location.partition(" (`")
-    path, _, line = where.rpartition(":")
-    place = f"{os.path.basename(path)}:{line}" if path else where or "forward"
-    said = f"`{code.removesuffix('`)')}` ({place})" if code else f"a squeeze ({place})"
+    said = line_said(location)
+    said = said if said.startswith("`") else f"a squeeze in {said}"
     message = f"forward squeezes the rows axis away there, at {said}, which a result per row cannot give: " \
               f"call inference on more than one, {way_out}"
     # in pieces that keep the generated lines short, whatever the length of the user's line
@@ -115,4 +113,4 @@ def _check(count: str, what: str, location: str, way_out: str = _NAME_DIMS) -> l
 
 
 def _literal(text: Any) -> str:
-    return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return quoted(str(text))

@@ -230,10 +230,17 @@ def build_plan(program: Program, attrs: Attributes, fanout: float = DEFAULT_FANO
     reduced = {n.name: n.deps[0] for n in nodes if n.reduces}
     once = [n.name for n in nodes if n.rows == "global" and not n.reduces]
     global_values = set(reduced) | set(once)
+    # reductions placed in a pass that computes nothing per node (what read them went to the
+    # layer after it, which reads source rows): computed before the next stage's loop instead,
+    # not in a pass of its own that would store nothing
+    carried: list[int] = []
     for k in range(first, placement.num_stages + 1):
         members = [n.name for n in nodes if stage_of[n.name] == k and not n.is_input and n.name not in global_values]
         if not members and not any(stage_of[r] == k for r in reduced) and not any(stage_of[n] == k for n in once):
             continue  # a pass before a layer (cut.pass_slots) that nothing was placed in
+        if not members and k < placement.num_stages:
+            carried.append(k)
+            continue
         space: dict[str, Space] = {}
         needs: dict[str, set[Space]] = {}
         for name in reversed(members):
@@ -262,10 +269,12 @@ def build_plan(program: Program, attrs: Attributes, fanout: float = DEFAULT_FANO
         )
         later = {d for n in nodes if stage_of[n.name] > k for d in deps[n.name]}
         stores = tuple(m for m in members if m in later or m in outputs)
-        reductions = tuple((r, x) for r, x in reduced.items() if stage_of[r] == k)
+        here = {*carried, k}
+        reductions = tuple((r, x) for r, x in reduced.items() if stage_of[r] in here)
         stages.append(Stage(k, tuple(PlacedOp(m, space[m]) for m in members), loads, stores, (),
                             _stage_graph(program, members, inline), reductions,
-                            tuple(n for n in once if stage_of[n] == k)))
+                            tuple(n for n in once if stage_of[n] in here)))
+        carried = []
     stages = _numbered(_with_frees(stages, outputs, inputs), program)
     stored = tuple(
         Stored(name, info[name].shape, info[name].dtype, stage_of[name],

@@ -4,6 +4,7 @@ hazard it draws only rarely. Its docstring says what went wrong or what it guard
 still fails sets XFAIL = "<what fails>".
 """
 
+import dgl
 import dgl.function as fn
 import dgl.nn as dglnn
 import torch
@@ -482,3 +483,25 @@ class QuotesInTheDecidingLine(nn.Module):
 
     def forward(self, g, x):
         return self.convs["tag"](g, x)
+
+
+class ScaledByTheGlobalMaxBeforeAttention(nn.Module):
+    """Rows scaled by one number computed from every node's rows (`h / (h.abs().max() + 1.0)`),
+    read as the source rows of an attention layer that widens them (its fc is computed on each
+    batch's source rows, not stored): the scaling went into that layer too, and the pass before
+    it, which held the global max, was left with nothing to compute or store; it was written all
+    the same (`= batches.map_nodes(...)`, with no name to bind), and the generated method did not
+    parse (an internal error instead of a module; the differential test, stop 50, draws
+    #882-#884). The max is now computed before the attention layer's loop."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = dglnn.GraphConv(6, 8, allow_zero_in_degree=True)
+        self.conv2 = dglnn.GATConv(8, 12, num_heads=2, allow_zero_in_degree=True)
+        self.skip = nn.Linear(8, 12)
+
+    def forward(self, g, x):
+        g = dgl.add_self_loop(dgl.remove_self_loop(g))
+        h = self.conv1(g, x)
+        h = h / (h.abs().max() + 1.0)
+        return self.conv2(g, h).mean(1) + self.skip(h)

@@ -53,6 +53,9 @@ class MethodDocstring:
             convs = _span(convs, _computes([self.program.op(p.name) for p in last.ops]))
             return comment(f"Layers {stage.layer} to {last.layer} of {self.plan.num_layers}, each the same function "
                            f"of the layer before{index}: {convs}{on}.")
+        part = self.parts.get(stage.index)
+        if part is not None:  # one of a user's layer's convolutions, each on its graph (user_layers.py)
+            return comment(f"{part.label()}: {convs}{on}.")
         return comment(f"Layer {stage.layer} of {self.plan.num_layers}: {convs}{on}.")
 
     def _docstring(self) -> list[str]:

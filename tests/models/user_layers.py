@@ -60,3 +60,44 @@ class SkipEachLayer(nn.Module):
             x_skip = x_skip + conv(g, x)
             x = F.relu(x_skip)
         return x
+
+
+class PairNorm(nn.Module):
+    """PairNorm's "PN" mode: centred by the mean over all nodes, scaled by the mean row norm
+    over all nodes, the scale applied first as its reference code writes it."""
+
+    def __init__(self, scale=2.0):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x):
+        x = x - x.mean(dim=0)
+        rownorm_mean = (1e-6 + x.pow(2).sum(dim=1).mean()).sqrt()
+        return self.scale * x / rownorm_mean
+
+
+class MeanAbsNorm(nn.Module):
+    """A simpler normalisation: one mean over all nodes, read after the scale."""
+
+    def __init__(self, scale=0.5):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x):
+        return self.scale * x / x.abs().mean()
+
+
+class NormAfterEachLayer(nn.Module):
+    """Three GraphConvs, the user's normalisation module (one instance) after each of them."""
+
+    def __init__(self, in_size=8, hid_size=16, out_size=4, norm="PairNorm"):
+        super().__init__()
+        self.layers = nn.ModuleList([dglnn.GraphConv(in_size, hid_size, allow_zero_in_degree=True),
+                                     dglnn.GraphConv(hid_size, hid_size, allow_zero_in_degree=True),
+                                     dglnn.GraphConv(hid_size, out_size, allow_zero_in_degree=True)])
+        self.norm = PairNorm() if norm == "PairNorm" else MeanAbsNorm()
+
+    def forward(self, g, h):
+        for layer in self.layers:
+            h = self.norm(F.relu(layer(g, h)))
+        return h

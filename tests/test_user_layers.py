@@ -122,3 +122,11 @@ def test_the_rgat_mag240m_golden_names_each_edge_type_and_no_skip_twice() -> Non
 
 def _labels_of(method: str) -> list[str]:
     return [c for c in _comments(method + "# --- gnn-codegen ") if re.match(r"self\.\S+, \w[\w ]* \d of \d: ", c)]
+
+
+def test_every_convolution_of_a_list_on_each_of_forwards_graphs_is_no_part(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PerViewHeads runs all of `self.filters` on each graph forward takes: a layer per graph,
+    not a part of `self.filters` per graph (each layer holds the whole list)."""
+    monkeypatch.chdir(REPO)
+    source = generate_all("tests/models/plain_containers.py:PerViewHeads", GenerateOptions()).source
+    assert "self.filters, graph" not in source and "feat0_0_2" not in source, _method(source)

@@ -58,17 +58,20 @@ def _word(program: Program, graph: str) -> str:
 
 
 def parts(program: Program, stages: list[Stage]) -> dict[int, Part]:
-    """{stage index: its Part} for each run of two or more consecutive layers whose
-    convolutions one user's layer holds, each on a graph forward derives, their graphs all
-    different, none sending rows another computed; other layers have none."""
+    """{stage index: its Part} for each run of two or more consecutive layers, each of one
+    convolution that one user's layer holds, on a graph of a metapath, relation or edge type
+    forward derives, their graphs all different, none sending rows another computed; other
+    layers (one of several convolutions on one of forward's graphs: all of a list on each view)
+    have none."""
     owners: list[tuple[Stage, str | None]] = []
     for stage in stages:
         if stage.node_pass or stage.index == 0:
             continue
-        held = {owner(program.op(p.name).accessor) for p in stage.ops
-                if program.op(p.name).kind == "mp" and not (program.op(p.name).mp and program.op(p.name).mp.within)}
-        derived = bool(stage.graph) and stage.graph != program.graph
-        owners.append((stage, held.pop() if len(held) == 1 and derived else None))
+        convs = [program.op(p.name) for p in stage.ops if program.op(p.name).kind == "mp"]
+        # one convolution (not a module's hop), on a graph of one metapath, relation or edge type
+        one = len(convs) == 1 and not (convs[0].mp and convs[0].mp.within)
+        derived = bool(stage.graph) and stage.graph != program.graph and _word(program, stage.graph) != "graph"
+        owners.append((stage, owner(convs[0].accessor) if one and derived else None))
     result: dict[int, Part] = {}
     start = 0
     while start < len(owners):
@@ -79,7 +82,7 @@ def parts(program: Program, stages: list[Stage]) -> dict[int, Part]:
         run = [stage for stage, _ in owners[start:end]]
         if len(run) > 1 and len({stage.graph for stage in run}) == len(run):
             words = {_word(program, stage.graph) for stage in run}
-            word = words.pop() if len(words) == 1 else "graph"
+            word = words.pop() if len(words) == 1 else "graph"  # never yet: a layer's graphs are alike
             for which, stage in enumerate(run, 1):
                 result[stage.index] = Part(owners[start][1] or "", word, which, len(run))
         start = end

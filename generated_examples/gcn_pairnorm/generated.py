@@ -157,6 +157,9 @@ class DeepGCN(nn.Module):
         del rownorm_mean_terms
 
         # Before layer 2, pass 2 of 2, once per node, from what the pass before it stored.
+        # `x = self.scale * x / rownorm_mean` runs in two parts, each operation as the line
+        # writes it: the pass before computed the part that reads no value over all nodes,
+        # this pass the rest, once rownorm_mean over all nodes is known.
         def before_layer_2_pass_2(out_degrees, x1):
             x = x1 / rownorm_mean
             x = F.relu(x)
@@ -195,6 +198,9 @@ class DeepGCN(nn.Module):
         del rownorm_mean_terms2
 
         # Before layer 3, pass 2 of 2, once per node, from what the pass before it stored.
+        # `x = self.scale * x / rownorm_mean` runs in two parts, each operation as the line
+        # writes it: the pass before computed the part that reads no value over all nodes,
+        # this pass the rest, once rownorm_mean_2 over all nodes is known.
         def before_layer_3_pass_2(out_degrees, x2):
             x = x2 / rownorm_mean_2
             x = F.relu(x)

@@ -152,44 +152,46 @@ class HAN(nn.Module):
         # self.layers[0].gats[1] (GATConv).
         def prologue(h):
             # self.layers[0].gats[0]'s fc and attention term on each source row, once per node
-            feat, el = _gat_conv_source(self.layers[0].gats[0], h)
+            feat0_pa_ap, el0_pa_ap = _gat_conv_source(self.layers[0].gats[0], h)
             # self.layers[0].gats[1]'s fc and attention term on each source row, once per node
-            feat_2, el_2 = _gat_conv_source(self.layers[0].gats[1], h)
-            return feat, el, feat_2, el_2
+            feat0_pf_fp, el0_pf_fp = _gat_conv_source(self.layers[0].gats[1], h)
+            return feat0_pa_ap, el0_pa_ap, feat0_pf_fp, el0_pf_fp
 
-        feat0, el0, feat0_2, el0_2 = batches_pa_ap.map_nodes(prologue, h)
+        feat0_pa_ap, el0_pa_ap, feat0_pf_fp, el0_pf_fp = batches_pa_ap.map_nodes(
+            prologue, h
+        )
 
-        # Layer 1 of 4: self.layers[0].gats[0] (GATConv), on g_pa_ap.
-        def layer_1(block, feat0, el0, feat0_dst):
+        # self.layers[0], metapath 1 of 2: self.layers[0].gats[0] (GATConv), on g_pa_ap.
+        def layer_1(block, feat0_pa_ap, el0_pa_ap, feat0_pa_ap_dst):
             return _gat_conv_aggregate(
-                self.layers[0].gats[0], block, feat0, el0, feat0_dst
+                self.layers[0].gats[0], block, feat0_pa_ap, el0_pa_ap, feat0_pa_ap_dst
             ).flatten(1)
 
         # in_place=True: source rows are read where they are stored, not gathered per
         # batch (the layer reads them only in messages)
         z1 = batches_pa_ap.map(
             layer_1,
-            source_rows=dict(feat0=feat0, el0=el0),
-            destination_rows=dict(feat0_dst=feat0),
+            source_rows=dict(feat0_pa_ap=feat0_pa_ap, el0_pa_ap=el0_pa_ap),
+            destination_rows=dict(feat0_pa_ap_dst=feat0_pa_ap),
             in_place=True,
         )
-        del feat0, el0
+        del feat0_pa_ap, el0_pa_ap
 
-        # Layer 2 of 4: self.layers[0].gats[1] (GATConv), on g_pf_fp.
-        def layer_2(block, feat0_2, el0_2, z1, feat0_2_dst):
+        # self.layers[0], metapath 2 of 2: self.layers[0].gats[1] (GATConv), on g_pf_fp.
+        def layer_2(block, feat0_pf_fp, el0_pf_fp, z1, feat0_pf_fp_dst):
             z = _gat_conv_aggregate(
-                self.layers[0].gats[1], block, feat0_2, el0_2, feat0_2_dst
+                self.layers[0].gats[1], block, feat0_pf_fp, el0_pf_fp, feat0_pf_fp_dst
             ).flatten(1)
             hidden = torch.stack([z1, z], dim=1)
             return hidden, self.layers[0].attention.score(hidden)
 
         hidden2, score = batches_pf_fp.map(
             layer_2,
-            source_rows=dict(feat0_2=feat0_2, el0_2=el0_2),
-            destination_rows=dict(z1=z1, feat0_2_dst=feat0_2),
+            source_rows=dict(feat0_pf_fp=feat0_pf_fp, el0_pf_fp=el0_pf_fp),
+            destination_rows=dict(z1=z1, feat0_pf_fp_dst=feat0_pf_fp),
             in_place=True,
         )
-        del feat0_2, el0_2, z1
+        del feat0_pf_fp, el0_pf_fp, z1
 
         # score.mean(0) over all nodes, which the pass before layer 3 reads: summed in a pass
         # over ranges of the stored rows
@@ -201,43 +203,45 @@ class HAN(nn.Module):
         def before_layer_3(hidden2):
             hidden = (beta.expand((hidden2.shape[0],) + beta.shape) * hidden2).sum(1)
             # self.layers[1].gats[0]'s fc and attention term on each source row, once per node
-            feat, el = _gat_conv_source(self.layers[1].gats[0], hidden)
+            feat2_pa_ap, el2_pa_ap = _gat_conv_source(self.layers[1].gats[0], hidden)
             # self.layers[1].gats[1]'s fc and attention term on each source row, once per node
-            feat_2, el_2 = _gat_conv_source(self.layers[1].gats[1], hidden)
-            return feat, el, feat_2, el_2
+            feat2_pf_fp, el2_pf_fp = _gat_conv_source(self.layers[1].gats[1], hidden)
+            return feat2_pa_ap, el2_pa_ap, feat2_pf_fp, el2_pf_fp
 
-        feat2, el2, feat2_2, el2_2 = batches_pa_ap.map_nodes(before_layer_3, hidden2)
+        feat2_pa_ap, el2_pa_ap, feat2_pf_fp, el2_pf_fp = batches_pa_ap.map_nodes(
+            before_layer_3, hidden2
+        )
         del hidden2
 
-        # Layer 3 of 4: self.layers[1].gats[0] (GATConv), on g_pa_ap.
-        def layer_3(block, feat2, el2, feat2_dst):
+        # self.layers[1], metapath 1 of 2: self.layers[1].gats[0] (GATConv), on g_pa_ap.
+        def layer_3(block, feat2_pa_ap, el2_pa_ap, feat2_pa_ap_dst):
             return _gat_conv_aggregate(
-                self.layers[1].gats[0], block, feat2, el2, feat2_dst
+                self.layers[1].gats[0], block, feat2_pa_ap, el2_pa_ap, feat2_pa_ap_dst
             ).flatten(1)
 
         z3 = batches_pa_ap.map(
             layer_3,
-            source_rows=dict(feat2=feat2, el2=el2),
-            destination_rows=dict(feat2_dst=feat2),
+            source_rows=dict(feat2_pa_ap=feat2_pa_ap, el2_pa_ap=el2_pa_ap),
+            destination_rows=dict(feat2_pa_ap_dst=feat2_pa_ap),
             in_place=True,
         )
-        del feat2, el2
+        del feat2_pa_ap, el2_pa_ap
 
-        # Layer 4 of 4: self.layers[1].gats[1] (GATConv), on g_pf_fp.
-        def layer_4(block, feat2_2, el2_2, z3, feat2_2_dst):
+        # self.layers[1], metapath 2 of 2: self.layers[1].gats[1] (GATConv), on g_pf_fp.
+        def layer_4(block, feat2_pf_fp, el2_pf_fp, z3, feat2_pf_fp_dst):
             z = _gat_conv_aggregate(
-                self.layers[1].gats[1], block, feat2_2, el2_2, feat2_2_dst
+                self.layers[1].gats[1], block, feat2_pf_fp, el2_pf_fp, feat2_pf_fp_dst
             ).flatten(1)
             hidden = torch.stack([z3, z], dim=1)
             return hidden, self.layers[1].attention.score(hidden)
 
         hidden4, score4 = batches_pf_fp.map(
             layer_4,
-            source_rows=dict(feat2_2=feat2_2, el2_2=el2_2),
-            destination_rows=dict(z3=z3, feat2_2_dst=feat2_2),
+            source_rows=dict(feat2_pf_fp=feat2_pf_fp, el2_pf_fp=el2_pf_fp),
+            destination_rows=dict(z3=z3, feat2_pf_fp_dst=feat2_pf_fp),
             in_place=True,
         )
-        del feat2_2, el2_2, z3
+        del feat2_pf_fp, el2_pf_fp, z3
 
         # score4.mean(0) over all nodes, which the pass after the last layer reads: summed in
         # a pass over ranges of the stored rows

@@ -147,109 +147,137 @@ class RGAT(nn.Module):
         # (GATConv), self.convs[0][2] (GATConv).
         def prologue(x):
             # self.convs[0][0]'s fc and attention term on each source row, once per node
-            feat, el = _gat_conv_source(self.convs[0][0], x)
+            feat0_etype_0, el0_etype_0 = _gat_conv_source(self.convs[0][0], x)
             # self.convs[0][1]'s fc and attention term on each source row, once per node
-            feat_2, el_2 = _gat_conv_source(self.convs[0][1], x)
+            feat0_etype_1, el0_etype_1 = _gat_conv_source(self.convs[0][1], x)
             # self.convs[0][2]'s fc and attention term on each source row, once per node
-            feat_3, el_3 = _gat_conv_source(self.convs[0][2], x)
-            return feat, el, feat_2, el_2, feat_3, el_3
+            feat0_etype_2, el0_etype_2 = _gat_conv_source(self.convs[0][2], x)
+            return (
+                feat0_etype_0,
+                el0_etype_0,
+                feat0_etype_1,
+                el0_etype_1,
+                feat0_etype_2,
+                el0_etype_2,
+            )
 
-        feat0, el0, feat0_2, el0_2, feat0_3, el0_3 = batches.map_nodes(
-            prologue, x, nodes=needed[0]
-        )
+        (
+            feat0_etype_0,
+            el0_etype_0,
+            feat0_etype_1,
+            el0_etype_1,
+            feat0_etype_2,
+            el0_etype_2,
+        ) = batches.map_nodes(prologue, x, nodes=needed[0])
 
-        # Layer 1 of 6: self.convs[0][0] (GATConv), on g_etype_0.
-        def layer_1(block, feat0, el0, x, feat0_dst):
+        # self.convs[0], edge type 1 of 3: self.convs[0][0] (GATConv), on g_etype_0.
+        def layer_1(block, feat0_etype_0, el0_etype_0, x, feat0_etype_0_dst):
             x_skip = self.skips[0](x)
             return x_skip + _gat_conv_aggregate(
-                self.convs[0][0], block, feat0, el0, feat0_dst
+                self.convs[0][0], block, feat0_etype_0, el0_etype_0, feat0_etype_0_dst
             ).view(-1, self.hidden_channels)
 
         # in_place=True: source rows are read where they are stored, not gathered per
         # batch (the layer reads them only in messages)
         x_skip = batches_etype_0.map(
             layer_1,
-            source_rows=dict(feat0=feat0, el0=el0),
-            destination_rows=dict(x=x, feat0_dst=feat0),
+            source_rows=dict(feat0_etype_0=feat0_etype_0, el0_etype_0=el0_etype_0),
+            destination_rows=dict(x=x, feat0_etype_0_dst=feat0_etype_0),
             in_place=True,
             nodes=needed[1],
         )
-        del feat0, el0
+        del feat0_etype_0, el0_etype_0
 
-        # Layer 2 of 6: self.convs[0][1] (GATConv), on g_etype_1.
-        def layer_2(block, feat0_2, el0_2, x_skip, feat0_2_dst):
+        # self.convs[0], edge type 2 of 3: self.convs[0][1] (GATConv), on g_etype_1.
+        def layer_2(block, feat0_etype_1, el0_etype_1, x_skip, feat0_etype_1_dst):
             return x_skip + _gat_conv_aggregate(
-                self.convs[0][1], block, feat0_2, el0_2, feat0_2_dst
+                self.convs[0][1], block, feat0_etype_1, el0_etype_1, feat0_etype_1_dst
             ).view(-1, self.hidden_channels)
 
         x_skip2 = batches_etype_1.map(
             layer_2,
-            source_rows=dict(feat0_2=feat0_2, el0_2=el0_2),
-            destination_rows=dict(x_skip=x_skip, feat0_2_dst=feat0_2),
+            source_rows=dict(feat0_etype_1=feat0_etype_1, el0_etype_1=el0_etype_1),
+            destination_rows=dict(x_skip=x_skip, feat0_etype_1_dst=feat0_etype_1),
             in_place=True,
             nodes=needed[2],
         )
-        del feat0_2, el0_2, x_skip
+        del feat0_etype_1, el0_etype_1, x_skip
 
-        # Layer 3 of 6: self.convs[0][2] (GATConv), on g_etype_2.
-        def layer_3(block, feat0_3, el0_3, x_skip2, feat0_3_dst):
+        # self.convs[0], edge type 3 of 3: self.convs[0][2] (GATConv), on g_etype_2.
+        def layer_3(block, feat0_etype_2, el0_etype_2, x_skip2, feat0_etype_2_dst):
             x_skip = x_skip2 + _gat_conv_aggregate(
-                self.convs[0][2], block, feat0_3, el0_3, feat0_3_dst
+                self.convs[0][2], block, feat0_etype_2, el0_etype_2, feat0_etype_2_dst
             ).view(-1, self.hidden_channels)
             x_skip = self.norms[0](x_skip)
             x_skip = F.elu(x_skip)
-            x_skip_2 = self.skips[1](x_skip)
+            x_skip3 = self.skips[1](x_skip)
             # self.convs[1][0]'s fc and attention term on each source row, once per node
-            feat, el = _gat_conv_source(self.convs[1][0], x_skip)
+            feat3_etype_0, el3_etype_0 = _gat_conv_source(self.convs[1][0], x_skip)
             # self.convs[1][1]'s fc and attention term on each source row, once per node
-            feat_2, el_2 = _gat_conv_source(self.convs[1][1], x_skip)
+            feat3_etype_1, el3_etype_1 = _gat_conv_source(self.convs[1][1], x_skip)
             # self.convs[1][2]'s fc and attention term on each source row, once per node
-            feat_3, el_3 = _gat_conv_source(self.convs[1][2], x_skip)
-            return x_skip_2, feat, el, feat_2, el_2, feat_3, el_3
+            feat3_etype_2, el3_etype_2 = _gat_conv_source(self.convs[1][2], x_skip)
+            return (
+                x_skip3,
+                feat3_etype_0,
+                el3_etype_0,
+                feat3_etype_1,
+                el3_etype_1,
+                feat3_etype_2,
+                el3_etype_2,
+            )
 
-        x_skip3, feat3, el3, feat3_2, el3_2, feat3_3, el3_3 = batches_etype_2.map(
+        (
+            x_skip3,
+            feat3_etype_0,
+            el3_etype_0,
+            feat3_etype_1,
+            el3_etype_1,
+            feat3_etype_2,
+            el3_etype_2,
+        ) = batches_etype_2.map(
             layer_3,
-            source_rows=dict(feat0_3=feat0_3, el0_3=el0_3),
-            destination_rows=dict(x_skip2=x_skip2, feat0_3_dst=feat0_3),
+            source_rows=dict(feat0_etype_2=feat0_etype_2, el0_etype_2=el0_etype_2),
+            destination_rows=dict(x_skip2=x_skip2, feat0_etype_2_dst=feat0_etype_2),
             in_place=True,
             nodes=needed[3],
         )
-        del feat0_3, el0_3, x_skip2
+        del feat0_etype_2, el0_etype_2, x_skip2
 
-        # Layer 4 of 6: self.convs[1][0] (GATConv), on g_etype_0.
-        def layer_4(block, feat3, el3, x_skip3, feat3_dst):
+        # self.convs[1], edge type 1 of 3: self.convs[1][0] (GATConv), on g_etype_0.
+        def layer_4(block, feat3_etype_0, el3_etype_0, x_skip3, feat3_etype_0_dst):
             return x_skip3 + _gat_conv_aggregate(
-                self.convs[1][0], block, feat3, el3, feat3_dst
+                self.convs[1][0], block, feat3_etype_0, el3_etype_0, feat3_etype_0_dst
             ).view(-1, self.hidden_channels)
 
         x_skip4 = batches_etype_0.map(
             layer_4,
-            source_rows=dict(feat3=feat3, el3=el3),
-            destination_rows=dict(x_skip3=x_skip3, feat3_dst=feat3),
+            source_rows=dict(feat3_etype_0=feat3_etype_0, el3_etype_0=el3_etype_0),
+            destination_rows=dict(x_skip3=x_skip3, feat3_etype_0_dst=feat3_etype_0),
             in_place=True,
             nodes=needed[4],
         )
-        del feat3, el3, x_skip3
+        del feat3_etype_0, el3_etype_0, x_skip3
 
-        # Layer 5 of 6: self.convs[1][1] (GATConv), on g_etype_1.
-        def layer_5(block, feat3_2, el3_2, x_skip4, feat3_2_dst):
+        # self.convs[1], edge type 2 of 3: self.convs[1][1] (GATConv), on g_etype_1.
+        def layer_5(block, feat3_etype_1, el3_etype_1, x_skip4, feat3_etype_1_dst):
             return x_skip4 + _gat_conv_aggregate(
-                self.convs[1][1], block, feat3_2, el3_2, feat3_2_dst
+                self.convs[1][1], block, feat3_etype_1, el3_etype_1, feat3_etype_1_dst
             ).view(-1, self.hidden_channels)
 
         x_skip5 = batches_etype_1.map(
             layer_5,
-            source_rows=dict(feat3_2=feat3_2, el3_2=el3_2),
-            destination_rows=dict(x_skip4=x_skip4, feat3_2_dst=feat3_2),
+            source_rows=dict(feat3_etype_1=feat3_etype_1, el3_etype_1=el3_etype_1),
+            destination_rows=dict(x_skip4=x_skip4, feat3_etype_1_dst=feat3_etype_1),
             in_place=True,
             nodes=needed[5],
         )
-        del feat3_2, el3_2, x_skip4
+        del feat3_etype_1, el3_etype_1, x_skip4
 
-        # Layer 6 of 6: self.convs[1][2] (GATConv), on g_etype_2.
-        def layer_6(block, feat3_3, el3_3, x_skip5, feat3_3_dst):
+        # self.convs[1], edge type 3 of 3: self.convs[1][2] (GATConv), on g_etype_2.
+        def layer_6(block, feat3_etype_2, el3_etype_2, x_skip5, feat3_etype_2_dst):
             x_skip = x_skip5 + _gat_conv_aggregate(
-                self.convs[1][2], block, feat3_3, el3_3, feat3_3_dst
+                self.convs[1][2], block, feat3_etype_2, el3_etype_2, feat3_etype_2_dst
             ).view(-1, self.hidden_channels)
             x_skip = self.norms[1](x_skip)
             x_skip = F.elu(x_skip)
@@ -257,8 +285,8 @@ class RGAT(nn.Module):
 
         out = batches_etype_2.map(
             layer_6,
-            source_rows=dict(feat3_3=feat3_3, el3_3=el3_3),
-            destination_rows=dict(x_skip5=x_skip5, feat3_3_dst=feat3_3),
+            source_rows=dict(feat3_etype_2=feat3_etype_2, el3_etype_2=el3_etype_2),
+            destination_rows=dict(x_skip5=x_skip5, feat3_etype_2_dst=feat3_etype_2),
             in_place=True,
             nodes=needed[6],
         )

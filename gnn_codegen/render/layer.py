@@ -27,7 +27,7 @@ from gnn_codegen.trace.write_out import ONCE_PER_NODE
 from gnn_codegen.render.layer_expressions import OpExpressions
 from gnn_codegen.render.sources_in_place import sources_in_place
 from gnn_codegen.render.shared_constants import inline_reads, shared_constants
-from gnn_codegen.render.local_names import renamed, rename
+from gnn_codegen.render.local_names import bound_names, renamed, rename
 
 if TYPE_CHECKING:
     from gnn_codegen.analysis.attributes import Attributes
@@ -311,6 +311,9 @@ class LayerWriter(OpExpressions):
             results.append(self.value(name, "edge" if edge else "dst").text)
             if edge:
                 per_edge.append(i)
+        # each result the function returns by a local's name -> the name the method binds it to
+        returned = {local: self.r.buffer[name] for local, name in zip(results, self.stage.stores)
+                    if local.isidentifier() and results.count(local) == 1 and name in self.r.buffer}
         body = list(self.lines)
         # `return <expression>` for results the last line computes for nothing else
         target, sep, expression = body[-1].partition(" = ") if body else ("", "", "")
@@ -323,7 +326,11 @@ class LayerWriter(OpExpressions):
         params = ([] if self.node_ranges else ["block"])
         params += [local for space in ("src", "dst", "edge") for _, local in self.params[space]]
         # `h` again where the `h` before is read no more, not `h_2` (local_names.py)
-        renamed_body = rename(body, renamed(params, body, self.names.counted))
+        renames = renamed(params, body, self.names.counted)
+        renamed_body = rename(body, renames)
+        # a counted local still counted that is returned: the method's name for it (local_names.py)
+        returned = {renames.get(local, local): outer for local, outer in returned.items()}
+        renamed_body = rename(renamed_body, bound_names(params, renamed_body, returned, self.names.counted))
         if renamed_body != body:
             moved = dict(zip(body, renamed_body))
             self.r.origins[:] = [(moved.get(line, line), location) for line, location in self.r.origins]

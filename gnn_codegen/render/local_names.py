@@ -3,7 +3,10 @@ gets a name of its own, so the user's `h` written once per hop comes out `h`, `h
 (the allocator's counters). A person reuses `h` once the value it held is read no more; this
 pass does the same on the written function: a counted local is renamed to its base where
 the base's value is dead from the counted one's first assignment until its last use, so the
-function computes what it did."""
+function computes what it did. A counted local that keeps its counter and is returned takes
+the name the method binds it to instead: `x_skip3 = self.skips[1](x_skip)`, returned and
+bound as `x_skip3`, not `x_skip_2` beside the parameter `x_skip2` (a counter that says nothing,
+beside a name numbered by layer)."""
 
 from __future__ import annotations
 
@@ -75,6 +78,34 @@ def renamed(params: list[str], body: list[str], counted: dict[str, str]) -> dict
                 if local in names:
                     names.discard(local)
                     names.add(base)
+    return renames
+
+
+def bound_names(params: list[str], body: list[str], returned: dict[str, str],
+                counted: dict[str, str]) -> dict[str, str]:
+    """{counted local: the method's name for it} for each counted local in `returned` (a local
+    the function returns as it is -> the name the method binds that result to) whose method
+    name no statement or parameter of the function reads or writes: a new local then, which
+    hides no value of the method's that the function reads. A returned local whose counted
+    sibling is renamed so is renamed too (`feat, el` beside `feat_2, el_2`)."""
+    source = "def f(" + ", ".join(p.split("=")[0] for p in params) + "):\n" + textwrap.indent("\n".join(body), "    ")
+    try:
+        function = ast.parse(source)
+    except SyntaxError:
+        return {}
+    seen = {n.id for n in ast.walk(function) if isinstance(n, ast.Name)}
+    seen |= {p.split("=")[0] for p in params}
+    renames: dict[str, str] = {}
+    for local, outer in returned.items():
+        if local in counted and local in seen and outer.isidentifier() and outer not in seen \
+                and outer not in renames.values():
+            renames[local] = outer
+    # ...and the returned locals whose counted siblings those are (`feat` beside `feat_2`, both
+    # returned): named as they are bound too, so that no result reads as the first of a count
+    bases = {counted[local] for local in renames}
+    for local, outer in returned.items():
+        if local in bases and outer.isidentifier() and outer not in seen and outer not in renames.values():
+            renames[local] = outer
     return renames
 
 

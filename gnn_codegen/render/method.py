@@ -30,6 +30,7 @@ from gnn_codegen.render.helpers_section import model_helpers, under_banner
 from gnn_codegen.render.runtime_section import runtime_helpers
 from gnn_codegen.render.templating import render_template
 from gnn_codegen.render.stored_names import source_only, stored_name
+from gnn_codegen.render.user_layers import graph_suffix, parts
 from gnn_codegen.trace.write_out import SECTIONS, sections_needed
 from gnn_codegen.render.layer_calls import LayerCalls
 from gnn_codegen.render.captures import check_no_capture, globals_read
@@ -179,6 +180,8 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
             if op.var and op.var not in unfit:
                 self.buffer[name] = self.names.take(op.var)
         self.sources = source_only(plan)  # stored values sent to neighbours only
+        # layers that are the parts of one user's layer, each on its own graph (user_layers.py)
+        self.parts = parts(program, list(plan.stages))
         self._name_buffers()
         for stage in plan.stages:  # reductions over all nodes: `h1_mean`, after what they reduce
             for name, value in stage.reductions:
@@ -253,7 +256,18 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
                 base = own if name in self.sources and f"{own}_src" not in self.names.taken else f"{own}_{stage.layer}"
             else:  # readout1: the part of readout that layer 1 computes
                 base = f"{own}{stage.layer}"
+            if name not in outputs:  # rows sent on one graph of a user's layer's: `feat0_pa_ap`
+                base += self._graph_of_part(name)
             self.buffer[name] = stored_name(base, name, self.sources, self.buffer, self.names.taken, self.names.take)
+
+    def _graph_of_part(self, value: str) -> str:
+        """`_pa_ap` for a value sent to neighbours by one layer alone that is a part of a user's
+        layer (user_layers.py), on g_pa_ap; "" otherwise: the parts' rows are told apart by
+        their graph, not by a counter (`feat0_2`)."""
+        readers = [stage for stage in self.plan.stages if (value, "src") in stage.loads]
+        if len(readers) != 1 or readers[0].index not in self.parts:
+            return ""
+        return "_" + graph_suffix(self.graph_name[readers[0].graph], self.params[0])
 
     # -- the method -----------------------------------------------------------------------------
     def method(self) -> str:

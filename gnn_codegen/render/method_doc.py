@@ -33,13 +33,16 @@ class MethodDocstring:
         ops = [self.program.op(p.name) for p in stage.ops]
         if stage.node_pass:
             which, count = self._pass_number(stage, position)
+            # a line of the user's split at a value over all nodes, its first part in the stage before
+            split = self._split_line(stage, self.plan.stages[position - 1]) if position else []
             if which > 1:
                 where = f"layer {stage.layer + 1}" if stage.layer < self.plan.num_layers else "the last layer"
                 return comment(f"{'Before' if stage.layer < self.plan.num_layers else 'After'} {where}, pass "
-                               f"{which} of {count}, once per node, from what the pass before it stored.")
+                               f"{which} of {count}, once per node, from what the pass before it stored.") + split
             if stage.layer < self.plan.num_layers:
-                return comment(f"Before layer {stage.layer + 1}, once per node, from what layer {stage.layer} stored.")
-            return comment("After the last layer, once per node, from what the layers stored.")
+                return comment(f"Before layer {stage.layer + 1}, once per node, from what layer {stage.layer} "
+                               "stored.") + split
+            return comment("After the last layer, once per node, from what the layers stored.") + split
         if stage.index == 0:
             what = ", ".join(f"{op.accessor} ({op.class_name})" for op in ops if op.kind == "module" or op.helper)
             when = "Before the first layer, once" if self.plan.num_layers else "Once"  # none: an MLP's forward
@@ -53,7 +56,34 @@ class MethodDocstring:
             convs = _span(convs, _computes([self.program.op(p.name) for p in last.ops]))
             return comment(f"Layers {stage.layer} to {last.layer} of {self.plan.num_layers}, each the same function "
                            f"of the layer before{index}: {convs}{on}.")
+        part = self.parts.get(stage.index)
+        if part is not None:  # one of a user's layer's convolutions, each on its graph (user_layers.py)
+            return comment(f"{part.label()}: {convs}{on}.")
         return comment(f"Layer {stage.layer} of {self.plan.num_layers}: {convs}{on}.")
+
+    def _split_line(self, stage: Stage, before: Stage) -> list[str]:
+        """Where a line of the user's runs in two passes, split where it reads a value over all
+        nodes (PairNorm's `x = self.scale * x / rownorm_mean`: `self.scale * x` in the pass
+        before, the division here), the sentence that says so: it runs in its own order, which
+        the reader need not re-derive; none for none."""
+        # the line that made each op: inside a module forward is traced into, that module's line
+        made_before = {name: _line_of(self.program.op(name)) for name in before.stores}
+        over_all = {name for name, _ in stage.reductions} | set(stage.once)
+        over_all |= {name for s in self.plan.stages for name in s.once}
+        for placed in stage.ops:
+            op = self.program.op(placed.name)
+            reads = set(op.refs())
+            line = _code(_line_of(op))
+            if not line or not reads & over_all:
+                continue
+            if any(made_before.get(r) == _line_of(op) for r in reads):
+                value = self.buffer.get(next(iter(sorted(reads & over_all))), "")
+                that = "the pass before" if before.node_pass else f"layer {before.layer}"
+                # the ops are the line's as traced, none reordered: the comment says so
+                return comment(f"`{line}` runs in two parts, each operation as the line writes it: {that} "
+                               f"computed the part that reads no value over all nodes, this pass the rest, "
+                               f"once {value or 'its value'} over all nodes is known.")
+        return []
 
     def _docstring(self) -> list[str]:
         p = self.program
@@ -97,6 +127,16 @@ class MethodDocstring:
         paragraphs += range_docstring(self.program.output, self.nodes)
         paragraphs.append(parameters_sentence(own, self.runtime, self.runtime_module))
         return [line for i, text in enumerate(paragraphs) for line in ([""] if i else []) + textwrap.wrap(text, 88)]
+
+
+def _line_of(op: Op) -> str:
+    return op.library_line or op.location
+
+
+def _code(location: str) -> str:
+    """The line of code a location quotes: "file.py:12 (`h = f(h)`)" -> "h = f(h)"."""
+    start, end = location.find("(`"), location.rfind("`)")
+    return location[start + 2:end] if 0 <= start < end else ""
 
 
 def _computes(ops: list[Op]) -> str:

@@ -1,0 +1,40 @@
+"""A line of the user's that reads a value over all nodes after computing something per node
+(PairNorm's `x = self.scale * x / rownorm_mean`) runs in two stages: its first part where the
+rows are, its rest in the pass after the mean over all nodes. The generated code keeps the
+line's order (`self.scale * x` first, then the division), and the pass that finishes it says
+so, so that a reviewer need not re-derive the equivalence (issue 37, render/method_doc.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gnn_codegen.pipeline import GenerateOptions, generate_all
+from tests.cases import REPO
+from tests.test_user_layers import _comments
+
+
+@pytest.mark.parametrize("norm, sentences", [
+    # two means over all nodes: the division in the pass after the second, per layer
+    ("PairNorm", [f"`return self.scale * x / rownorm_mean` runs in two parts, each operation as the line "
+                  f"writes it: the pass before computed the part that reads no value over all nodes, this pass "
+                  f"the rest, once {mean} over all nodes is known."
+                  for mean in ("rownorm_mean", "rownorm_mean_2", "rownorm_mean_3")]),
+    # one mean over all nodes, of what the layer stored: the division in the pass after it
+    ("MeanAbsNorm", [f"`return self.scale * x / x.abs().mean()` runs in two parts, each operation as the "
+                     f"line writes it: layer {k} computed the part that reads no value over all nodes, this pass "
+                     f"the rest, once h{k}_mean over all nodes is known." for k in (1, 2, 3)]),
+])
+def test_a_users_norm_after_each_of_three_layers_says_where_its_line_is_split(
+        norm: str, sentences: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    source = generate_all("tests/models/user_layers.py:NormAfterEachLayer",
+                          GenerateOptions(init=f'{{"norm": "{norm}"}}')).source  # checked exact
+    said = [c for c in _comments(source) if "runs in two parts" in c]
+    assert [c[c.index("`"):] for c in said] == sentences, said
+
+
+def test_the_pairnorm_golden_says_where_its_line_is_split() -> None:
+    source = (REPO / "generated_examples" / "gcn_pairnorm" / "generated.py").read_text()
+    said = [c for c in _comments(source) if "runs in two parts" in c]
+    assert len(said) == 2 and all(c.startswith("Before layer ") and "`x = self.scale * x / rownorm_mean`" in c
+                                  for c in said), said

@@ -131,10 +131,11 @@ def test_a_library_line_stays_one_line_where_it_fits(monkeypatch: pytest.MonkeyP
 def test_a_dgl_modules_result_takes_the_users_name(monkeypatch: pytest.MonkeyPatch) -> None:
     """TAGConv names its result `rst`, as it names the rows it scales to send: the tensors the
     method keeps of each layer's result are the user's `hidden` and `logits`
-    (lower/dgl_names.py's with_callers_names), the rows sent on keep DGL's `rst`."""
+    (lower/dgl_names.py's with_callers_names), the rows sent on are named for them, `hidden2_src`
+    (render/stored_names.scaled_rows), not DGL's `rst`, which names the result too."""
     generated = _generate("TopologyAdaptiveNamed", '{"in_size": 6, "hid_size": 5, "out_size": 3}', monkeypatch)
     method = _method(generated.source)
-    assert re.search(r"\bhidden2, rst2 = batches\.map\(", method), method
+    assert re.search(r"\bhidden2, hidden2_src = batches\.map\(", method), method
     assert "logits = batches.map(" in method and "batches.result(logits, nodes=nodes)" in method
     _exact(generated)
 

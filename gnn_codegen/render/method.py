@@ -29,7 +29,7 @@ from gnn_codegen.render.runtime_module import DIST_RUNTIME, RUNTIME, imported
 from gnn_codegen.render.helpers_section import model_helpers, under_banner
 from gnn_codegen.render.runtime_section import runtime_helpers
 from gnn_codegen.render.templating import render_template
-from gnn_codegen.render.stored_names import source_only, stored_name
+from gnn_codegen.render.stored_names import SOURCE_SUFFIX, scaled_rows, source_only, stored_name
 from gnn_codegen.trace.write_out import SECTIONS, sections_needed
 from gnn_codegen.render.layer_calls import LayerCalls
 from gnn_codegen.render.captures import check_no_capture, globals_read
@@ -238,6 +238,12 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
         # forward's results first; a value sent to neighbours after the others, so that where
         # two are named alike it is the one named for that (stored_names.py)
         stores.sort(key=lambda item: (item[1] not in outputs, item[1] in self.sources))
+
+        info = self.attrs.as_dict()
+
+        def shape(value: str) -> tuple[int, ...] | None:  # of a value with a row per node
+            return info[value].shape if value in info and info[value].rows == "node" else None
+
         for stage, name in stores:
             op = self.program.op(name)
             own = self.base_name(op)
@@ -245,6 +251,8 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
                 base = op.var
             elif name in outputs:
                 base = "out" if len(outputs) == 1 else f"out{outputs.index(name)}"
+            elif name in self.sources and (rows := scaled_rows(op, self.buffer, shape, self.generic)):
+                base = f"{rows}{SOURCE_SUFFIX}"  # `t1 * norm`, sent to the next hop: t1_src
             elif own not in self.generic and own not in self.names.taken:
                 base = own
             elif own[-1:].isdigit() and own not in self.generic:

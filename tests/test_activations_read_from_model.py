@@ -74,3 +74,24 @@ def test_a_model_whose_attribute_holds_another_function_is_refused(monkeypatch: 
 def test_the_goldens_call_the_activation_the_model_holds(example: str, called: str) -> None:
     method = _method((REPO / "generated_examples" / example / "generated.py").read_text())
     assert called in method, method
+
+
+@pytest.mark.parametrize("name, called", [
+    ("ActivationOfTheModel", "self.activation("),
+    ("ActivationOfADGLModule", "self.layers[0]._activation("),
+])
+def test_an_activation_called_through_an_attribute_takes_no_inplace_keyword(
+        name: str, called: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`self.activation(h, inplace=True)` reads as a keyword the attribute may not take (issue
+    37's review of chebnet and tagcn): the attribute is called as forward calls it, on a new
+    tensor; a function the line names itself may still run in place."""
+    method = _method(_generated(name, monkeypatch).source)
+    assert called in method and not re.search(r"activation\([^()]*inplace=True", method), method
+
+
+@pytest.mark.parametrize("example, called", [
+    ("chebnet", "self.layers[0].activation("), ("tagcn", "self.layers[0]._activation("),
+])
+def test_the_goldens_call_the_held_activation_without_inplace(example: str, called: str) -> None:
+    method = _method((REPO / "generated_examples" / example / "generated.py").read_text())
+    assert called in method and not re.search(r"activation\([^()]*inplace=True", method), method

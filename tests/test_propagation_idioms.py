@@ -60,7 +60,8 @@ def test_chebconv_re_norm_is_named_as_dgl_computes_it(lambda_max: float, monkeyp
     init = f'{{"in_size": 6, "hid_size": 5, "out_size": 3, "lambda_max": {lambda_max}}}'
     method = _method((generated := _generate("ChebTwoLayers", init, monkeypatch)).source)
     assert "torch.tensor(" not in method and "* 0.0" not in method and "infinities and NaN" not in method
-    assert method.count(f"re_norm = 2.0 / {lambda_max}\n") == 4, method
+    # once, in the method, for both layers' hops (render/method_constants.py)
+    assert method.count(f"re_norm = 2.0 / {lambda_max}\n") == 1, method
     assert f"`re_norm = 2.0 / lambda_max` with forward's lambda_max {lambda_max}" in method
     # DGL's lines, one line each (render/layer.py's nesting, render/code.py's parentheses)
     assert "t1 = -re_norm * h + x * (re_norm - 1)\n" in method, method
@@ -131,10 +132,11 @@ def test_a_library_line_stays_one_line_where_it_fits(monkeypatch: pytest.MonkeyP
 def test_a_dgl_modules_result_takes_the_users_name(monkeypatch: pytest.MonkeyPatch) -> None:
     """TAGConv names its result `rst`, as it names the rows it scales to send: the tensors the
     method keeps of each layer's result are the user's `hidden` and `logits`
-    (lower/dgl_names.py's with_callers_names), the rows sent on keep DGL's `rst`."""
+    (lower/dgl_names.py's with_callers_names), the rows sent on are named for them, `hidden2_src`
+    (render/stored_names.scaled_rows), not DGL's `rst`, which names the result too."""
     generated = _generate("TopologyAdaptiveNamed", '{"in_size": 6, "hid_size": 5, "out_size": 3}', monkeypatch)
     method = _method(generated.source)
-    assert re.search(r"\bhidden2, rst2 = batches\.map\(", method), method
+    assert re.search(r"\bhidden2, hidden2_src = batches\.map\(", method), method
     assert "logits = batches.map(" in method and "batches.result(logits, nodes=nodes)" in method
     _exact(generated)
 

@@ -80,58 +80,60 @@ class ChebNet(nn.Module):
             norm = norm.unsqueeze(-1)
             return norm, features * norm
 
-        norm, h0 = batches.map_nodes(prologue, features, in_degrees, nodes=needed[0])
+        norm, features_src = batches.map_nodes(
+            prologue, features, in_degrees, nodes=needed[0]
+        )
         del in_degrees
 
+        # `re_norm = 2.0 / lambda_max` with forward's lambda_max 2.0, in every float
+        # dtype, for every layer below
+        re_norm = 2.0 / 2.0
+
         # Layer 1 of 4: self.layers[0] (ChebConv), hop 1 of 2.
-        def layer_1(block, h0, norm, features):
+        def layer_1(block, features_src, norm, features):
             with block.local_scope():
-                block.srcdata["h"] = h0
+                block.srcdata["h"] = features_src
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
             h = h * norm
-            # `re_norm = 2.0 / lambda_max` with forward's lambda_max 2.0, in every float dtype
-            re_norm = 2.0 / 2.0
             t1 = -re_norm * h + features * (re_norm - 1)
             return t1, t1 * norm
 
         # in_place=True: source rows are read where they are stored, not gathered per
         # batch (the layer reads them only in messages)
-        t1, h1 = batches.map(
+        t1, t1_src = batches.map(
             layer_1,
-            source_rows=dict(h0=h0),
+            source_rows=dict(features_src=features_src),
             destination_rows=dict(norm=norm, features=features),
             in_place=True,
             nodes=needed[1],
         )
-        del h0
+        del features_src
 
         # Layer 2 of 4: self.layers[0] (ChebConv), hop 2 of 2.
-        def layer_2(block, h1, norm, features, t1):
+        def layer_2(block, t1_src, norm, features, t1):
             with block.local_scope():
-                block.srcdata["h"] = h1
+                block.srcdata["h"] = t1_src
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
             h = h * norm
-            # `re_norm = 2.0 / lambda_max` with forward's lambda_max 2.0, in every float dtype
-            re_norm = 2.0 / 2.0
             t2 = -2 * re_norm * h + t1 * 2 * (re_norm - 1) - features
             h = _linear_of_concatenation(self.layers[0].linear, [features, t1, t2])
-            h = self.layers[0].activation(h, inplace=True)
+            h = self.layers[0].activation(h)
             return h, h * norm
 
         h2, h2_src = batches.map(
             layer_2,
-            source_rows=dict(h1=h1),
+            source_rows=dict(t1_src=t1_src),
             destination_rows=dict(norm=norm, features=features, t1=t1),
             in_place=True,
             nodes=needed[2],
         )
-        del h1, t1
+        del t1_src, t1
 
         # Layer 3 of 4: self.layers[1] (ChebConv), hop 1 of 2.
         def layer_3(block, h2_src, norm, h2):
@@ -142,12 +144,10 @@ class ChebNet(nn.Module):
                 )
                 h = block.dstdata["h"]
             h = h * norm
-            # `re_norm = 2.0 / lambda_max` with forward's lambda_max 2.0, in every float dtype
-            re_norm = 2.0 / 2.0
             t1 = -re_norm * h + h2 * (re_norm - 1)
             return t1, t1 * norm
 
-        t1_3, h3 = batches.map(
+        t1_3, t1_3_src = batches.map(
             layer_3,
             source_rows=dict(h2_src=h2_src),
             destination_rows=dict(norm=norm, h2=h2),
@@ -157,23 +157,21 @@ class ChebNet(nn.Module):
         del h2_src
 
         # Layer 4 of 4: self.layers[1] (ChebConv), hop 2 of 2.
-        def layer_4(block, h3, h2, t1_3, norm):
+        def layer_4(block, t1_3_src, h2, t1_3, norm):
             with block.local_scope():
-                block.srcdata["h"] = h3
+                block.srcdata["h"] = t1_3_src
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
                 h = block.dstdata["h"]
             h = h * norm
-            # `re_norm = 2.0 / lambda_max` with forward's lambda_max 2.0, in every float dtype
-            re_norm = 2.0 / 2.0
             t2 = -2 * re_norm * h + t1_3 * 2 * (re_norm - 1) - h2
             h = _linear_of_concatenation(self.layers[1].linear, [h2, t1_3, t2])
-            return self.layers[1].activation(h, inplace=True)
+            return self.layers[1].activation(h)
 
         h = batches.map(
             layer_4,
-            source_rows=dict(h3=h3),
+            source_rows=dict(t1_3_src=t1_3_src),
             destination_rows=dict(h2=h2, t1_3=t1_3, norm=norm),
             in_place=True,
             nodes=needed[4],

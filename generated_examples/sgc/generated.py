@@ -76,13 +76,15 @@ class SGC(nn.Module):
             norm = norm.unsqueeze(1)
             return norm, features * norm
 
-        norm, feat0 = batches.map_nodes(prologue, features, in_degrees, nodes=needed[0])
+        norm, features_src = batches.map_nodes(
+            prologue, features, in_degrees, nodes=needed[0]
+        )
         del in_degrees
 
         # Layer 1 of 2: self.net (SGConv), hop 1 of 2.
-        def layer_1(block, feat0, norm):
+        def layer_1(block, features_src, norm):
             with block.local_scope():
-                block.srcdata["h"] = feat0
+                block.srcdata["h"] = features_src
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
@@ -94,12 +96,12 @@ class SGC(nn.Module):
         # batch (the layer reads them only in messages)
         feat1 = batches.map(
             layer_1,
-            source_rows=dict(feat0=feat0),
+            source_rows=dict(features_src=features_src),
             destination_rows=dict(norm=norm),
             in_place=True,
             nodes=needed[1],
         )
-        del feat0
+        del features_src
 
         # Layer 2 of 2: self.net (SGConv), hop 2 of 2.
         def layer_2(block, feat1, norm):

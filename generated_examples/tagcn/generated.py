@@ -95,13 +95,15 @@ class TAGCN(nn.Module):
             norm = norm.unsqueeze(1)
             return norm, features * norm
 
-        norm, rst = batches.map_nodes(prologue, features, in_degrees, nodes=needed[0])
+        norm, features_src = batches.map_nodes(
+            prologue, features, in_degrees, nodes=needed[0]
+        )
         del in_degrees
 
         # Layer 1 of 4: self.layers[0] (TAGConv), hop 1 of 2.
-        def layer_1(block, rst, norm):
+        def layer_1(block, features_src, norm):
             with block.local_scope():
-                block.srcdata["h"] = rst
+                block.srcdata["h"] = features_src
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
@@ -113,12 +115,12 @@ class TAGCN(nn.Module):
         # batch (the layer reads them only in messages)
         hop1, hop1_src = batches.map(
             layer_1,
-            source_rows=dict(rst=rst),
+            source_rows=dict(features_src=features_src),
             destination_rows=dict(norm=norm),
             in_place=True,
             nodes=needed[1],
         )
-        del rst
+        del features_src
 
         # Layer 2 of 4: self.layers[0] (TAGConv), hop 2 of 2.
         def layer_2(block, hop1_src, norm, features, hop1):
@@ -130,10 +132,10 @@ class TAGCN(nn.Module):
                 h = block.dstdata["h"]
             hop2 = h * norm
             rst = _linear_of_concatenation(self.layers[0].lin, [features, hop1, hop2])
-            rst = self.layers[0]._activation(rst, inplace=True)
+            rst = self.layers[0]._activation(rst)
             return rst, rst * norm
 
-        h2, rst2 = batches.map(
+        h2, h2_src = batches.map(
             layer_2,
             source_rows=dict(hop1_src=hop1_src),
             destination_rows=dict(norm=norm, features=features, hop1=hop1),
@@ -143,9 +145,9 @@ class TAGCN(nn.Module):
         del hop1_src, hop1
 
         # Layer 3 of 4: self.layers[1] (TAGConv), hop 1 of 2.
-        def layer_3(block, rst2, norm):
+        def layer_3(block, h2_src, norm):
             with block.local_scope():
-                block.srcdata["h"] = rst2
+                block.srcdata["h"] = h2_src
                 block.update_all(
                     dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                 )
@@ -155,12 +157,12 @@ class TAGCN(nn.Module):
 
         hop1_3, hop1_3_src = batches.map(
             layer_3,
-            source_rows=dict(rst2=rst2),
+            source_rows=dict(h2_src=h2_src),
             destination_rows=dict(norm=norm),
             in_place=True,
             nodes=needed[3],
         )
-        del rst2
+        del h2_src
 
         # Layer 4 of 4: self.layers[1] (TAGConv), hop 2 of 2.
         def layer_4(block, hop1_3_src, h2, hop1_3, norm):

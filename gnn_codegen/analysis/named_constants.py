@@ -37,7 +37,7 @@ _ARITHMETIC = _BINARY | {"operator.neg"}
 _LINE = re.compile(r"([^/\\]*):(\d+) \(`(.*)`\)$")
 
 
-def _library_line(op: Op) -> str:
+def library_line_code(op: Op) -> str:
     """The code of the line of library code that made op ("" where the user's line did: its
     `library_line` is then the user's line that its location names, the file's path spelled
     otherwise)."""
@@ -69,7 +69,7 @@ def named_constants(program: Program, constants: dict[str, tuple[float, int]],
         if op.name not in constants or not _arithmetic(op):
             continue
         from_named = frozenset().union(*(roots[r] for r in op.refs() if r in roots))
-        if op.var and _library_line(op):
+        if op.var and library_line_code(op):
             from_named |= {op.name}
         if from_named:
             roots[op.name] = from_named
@@ -94,7 +94,7 @@ def as_python_float(op: Op, program: Program, constants: dict[str, tuple[float, 
     line's own name says, in a note, where its numbers come from."""
     leaves = [r for r in op.refs() if r not in named]
     written = replace(op, args=map_refs(op.args, lambda r: r if r.name in named else constants[r.name][0]))
-    code = _library_line(op)
+    code = library_line_code(op)
     if not (op.var and code) or op.note:
         return written
     given = ", ".join(f"{program.op(r).var} {constants[r][0]!r}" for r in leaves if program.op(r).var)

@@ -248,10 +248,14 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
             kwargs = _without_defaults(node.target, kwargs)
             in_place, twin = _function_in_place(node.target, kwargs, namespace)
             plain = tuple((k, v) for k, v in kwargs if k != "inplace")
+            held_as = held_by_module(node, traced.model)
+            # called through a module's attribute (`self.activation(h)`), it is written so, and
+            # `inplace=True` would read as a keyword the attribute may not take (the build check
+            # pins the function, but a reviewer sees an attribute): a new tensor instead
             ops.append(Op(node.name, "function", expr, args, kwargs, location,
-                          activation_in_place=activation_in_place(node.target, plain),
+                          activation_in_place=activation_in_place(node.target, plain) and not held_as,
                           concatenates_columns=_concatenates_columns(node.target, args, kwargs),
-                          in_place=in_place, out_of_place=twin, held_as=held_by_module(node, traced.model)))
+                          in_place=in_place, out_of_place=twin, held_as=held_as))
         elif node.op == "call_method" and _is_graph_value(node, traced):
             ops.append(Op(node.name, "graph_value", str(node.target), args, kwargs, location))
         elif node.op == "call_method":

@@ -31,6 +31,7 @@ from gnn_codegen.render.local_names import bound_names, renamed, rename
 
 if TYPE_CHECKING:
     from gnn_codegen.analysis.attributes import Attributes
+    from gnn_codegen.render.method_constants import MethodConstants
 
 
 class Renderer(Protocol):
@@ -50,6 +51,7 @@ class Renderer(Protocol):
     block_as_graph: str
     reserved: set[str]
     closure_names: frozenset[str]
+    method_constants: MethodConstants
     origins: list[tuple[str, str]]
 
     def note_origins(self, lines: list[str], op: Op | None) -> None: ...
@@ -121,7 +123,9 @@ class LayerWriter(OpExpressions):
         self.in_place, self.gathered = sources_in_place(self.program, self.stage, self.node_ranges)
         # values of no rows read more than once here: computed once, named (shared_constants.py)
         self.shared = shared_constants(self.program, r.inline, [p.name for p in stage.ops])
-        self.constants: dict[str, str] = {}  # shared value -> its local, once written
+        # shared value -> its local, once written; a constant the method computes once for
+        # every layer (method_constants.py) is read by its name there
+        self.constants: dict[str, str] = dict(r.method_constants.named)
         # nested(): whether a value was written inside a reader of its line other than the next
         # op (joined), and whether only the next op may take one (adjacent_only)
         self.joined = self.adjacent_only = False

@@ -29,11 +29,12 @@ from gnn_codegen.render.runtime_module import DIST_RUNTIME, RUNTIME, imported
 from gnn_codegen.render.helpers_section import model_helpers, under_banner
 from gnn_codegen.render.runtime_section import runtime_helpers
 from gnn_codegen.render.templating import render_template
-from gnn_codegen.render.stored_names import source_only, stored_name
+from gnn_codegen.render.stored_names import SOURCE_SUFFIX, scaled_rows, source_only, stored_name
 from gnn_codegen.render.user_layers import graph_suffix, parts
 from gnn_codegen.trace.write_out import SECTIONS, sections_needed
 from gnn_codegen.render.layer_calls import LayerCalls
 from gnn_codegen.render.captures import check_no_capture, globals_read
+from gnn_codegen.render.method_constants import method_constants
 from gnn_codegen.render.method_doc import MethodDocstring
 from gnn_codegen.render.preamble import Preamble
 
@@ -196,8 +197,12 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
                     self.buffer[name] = self.names.take(own or (made_from if made_from not in unfit else "value"))
         # what the layer functions read from the method around them: never one of their locals
         # (`h = (h1 - h1_mean) / h` would read the local h before it is assigned)
+        # constants of numbers alone a library line names (ChebConv's re_norm): once, before
+        # their first reader (method_constants.py)
+        self.method_constants = method_constants(program, self.inline, plan.stages, self.names.take)
         self.closure_names = frozenset(self.buffer[n] for stage in plan.stages
-                                       for n in (*(r for r, _ in stage.reductions), *stage.once))
+                                       for n in (*(r for r, _ in stage.reductions), *stage.once)
+                                       ) | frozenset(self.method_constants.named.values())
 
     def note_origins(self, lines: list[str], op: Op | None) -> None:
         """The lines appended to `lines` since the last note came from the op noted then; `op`
@@ -241,6 +246,12 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
         # forward's results first; a value sent to neighbours after the others, so that where
         # two are named alike it is the one named for that (stored_names.py)
         stores.sort(key=lambda item: (item[1] not in outputs, item[1] in self.sources))
+
+        info = self.attrs.as_dict()
+
+        def shape(value: str) -> tuple[int, ...] | None:  # of a value with a row per node
+            return info[value].shape if value in info and info[value].rows == "node" else None
+
         for stage, name in stores:
             op = self.program.op(name)
             own = self.base_name(op)
@@ -248,6 +259,8 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
                 base = op.var
             elif name in outputs:
                 base = "out" if len(outputs) == 1 else f"out{outputs.index(name)}"
+            elif name in self.sources and (rows := scaled_rows(op, self.buffer, shape, self.generic)):
+                base = f"{rows}{SOURCE_SUFFIX}"  # `t1 * norm`, sent to the next hop: t1_src
             elif own not in self.generic and own not in self.names.taken:
                 base = own
             elif own[-1:].isdigit() and own not in self.generic:
@@ -290,6 +303,11 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
         loop_at = {loop.start: loop for loop in loops}
         folded = {position for loop in loops for position in range(loop.start + 1, loop.end + 1)}
         last_use = self._last_uses(functions)
+        # a constant first read in a loop's layer: computed before the loop
+        constants_before: dict[int, list[str]] = {}
+        for position, lines in self.method_constants.lines.items():
+            start = next((loop.start for loop in loops if loop.start <= position <= loop.end), position)
+            constants_before.setdefault(start, []).extend(lines)
         # a tensor whose last reader is a reduction (read before its stage's loop) is deleted
         # right after it, not after an earlier stage
         keep, freed_after_reductions = self._callers_tensors(), {}
@@ -322,7 +340,7 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
             if frees:
                 lines.append(f"del {', '.join(frees)}")
             comment = self._describe(stage, position, runs[end][0], loop.counter if loop and loop.indexed else "")
-            before = self._before_loop(stage, writer)
+            before = [*constants_before.get(position, []), *self._before_loop(stage, writer)]
             if position in freed_after_reductions:
                 before.append(f"del {', '.join(freed_after_reductions[position])}")
             stages.append({"comment": comment, "function": function, "after": lines, "before": before,

@@ -73,3 +73,30 @@ class TopologyAdaptiveNamed(nn.Module):
         hidden = self.conv1(g, x)
         logits = self.conv2(g, hidden)
         return logits
+
+
+class ChebStack(nn.Module):
+    """Three ChebConvs of k=3 in the user's loop, as DGL's model zoo stacks them."""
+
+    def __init__(self, in_size, hid_size, out_size, k=3):
+        super().__init__()
+        sizes = [in_size, hid_size, hid_size, out_size]
+        self.layers = nn.ModuleList(ChebConv(a, b, k) for a, b in zip(sizes[:-1], sizes[1:]))
+
+    def forward(self, g, x):
+        h = x
+        for layer in self.layers:
+            h = layer(g, h, [2])
+        return h
+
+
+class ChebTwoLambdas(nn.Module):
+    """Two ChebConvs given another lambda_max each: each layer's re_norm is its own."""
+
+    def __init__(self, in_size, hid_size, out_size):
+        super().__init__()
+        self.convs = nn.ModuleList([ChebConv(in_size, hid_size, 3), ChebConv(hid_size, out_size, 3)])
+
+    def forward(self, g, x):
+        h = self.convs[0](g, x, [2.0])
+        return self.convs[1](g, h, [4.0])

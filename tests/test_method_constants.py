@@ -1,0 +1,54 @@
+"""A constant a library line names and computes from numbers alone (ChebConv's `re_norm = 2.0 /
+lambda_max`) is computed once in the method, before the first layer that reads it, and read by
+the layers' functions from there (render/method_constants.py): issue 37's review of chebnet saw
+`re_norm = 2.0 / 2.0` with its comment repeated in every function. Each exact."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from gnn_codegen.pipeline import GenerateOptions, generate_all
+from gnn_codegen.verify.check import check
+from tests.cases import REPO
+
+MODEL = "tests/models/propagation_idioms.py"
+INIT = '{"in_size": 6, "hid_size": 5, "out_size": 3}'
+
+
+def _generated(name: str, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(REPO)
+    generated = generate_all(f"{MODEL}:{name}", GenerateOptions(init=INIT))
+    result = check(generated, num_nodes=61, seed=3, batch_sizes=(1, 17, 61))
+    assert result.ok, f"max |difference| {result.max_abs_diff}"
+    return generated
+
+
+def _method(source: str) -> str:
+    return source[source.index("    def inference("):source.index("# --- gnn-codegen")]
+
+
+def test_every_chebconvs_re_norm_is_computed_once_before_its_layers(monkeypatch: pytest.MonkeyPatch) -> None:
+    method = _method(_generated("ChebStack", monkeypatch).source)
+    assert method.count("re_norm = 2.0 / 2.0") == 1, method
+    assert re.search(r"\n {8}re_norm = 2\.0 / 2\.0\n", method), method  # the method's, not a function's
+    # read by each layer's hops, assigned nowhere else
+    assert len(re.findall(r"^ *re_norm = ", method, re.M)) == 1, method
+    assert method.count("-re_norm * h") == 3 and method.count("-2 * re_norm * h") == 3, method
+    # before the first layer that reads it, with the line it comes from
+    first_layer = method.index("def layer_1(")
+    assert method.index("re_norm = 2.0 / 2.0") < first_layer, method
+    assert "`re_norm = 2.0 / lambda_max` with forward's lambda_max 2.0" in method[:first_layer], method
+
+
+def test_a_constant_of_another_value_takes_a_name_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """lambda_max 2 and 4: two values of DGL's one name, never one read for the other."""
+    method = _method(_generated("ChebTwoLambdas", monkeypatch).source)
+    assert "re_norm = 2.0 / 2.0" in method and "re_norm_2 = 2.0 / 4.0" in method, method
+    assert method.index("re_norm_2 = ") > method.index("def layer_2("), method
+
+
+def test_the_chebnet_golden_computes_re_norm_once() -> None:
+    method = _method((REPO / "generated_examples" / "chebnet" / "generated.py").read_text())
+    assert method.count("re_norm = 2.0 / 2.0") == 1 and method.count("in every float") == 1, method

@@ -29,8 +29,9 @@ from gnn_codegen.render.runtime_module import DIST_RUNTIME, RUNTIME, imported
 from gnn_codegen.render.helpers_section import model_helpers, under_banner
 from gnn_codegen.render.runtime_section import runtime_helpers
 from gnn_codegen.render.templating import render_template
-from gnn_codegen.render.stored_names import SOURCE_SUFFIX, scaled_rows, source_only, stored_name
-from gnn_codegen.render.user_layers import graph_suffix, parts
+from gnn_codegen.render.stored_names import source_only
+from gnn_codegen.render.user_layers import parts
+from gnn_codegen.render.buffer_names import BufferNames
 from gnn_codegen.trace.write_out import SECTIONS, sections_needed
 from gnn_codegen.render.layer_calls import LayerCalls
 from gnn_codegen.render.captures import check_no_capture, globals_read
@@ -56,7 +57,7 @@ class Rendered:
     after_imports: str = ""  # with them, the check that it is the runtime generated against
 
 
-class Renderer(LayerCalls, Preamble, MethodDocstring):
+class Renderer(BufferNames, LayerCalls, Preamble, MethodDocstring):
     def __init__(self, program: Program, attrs: Attributes, plan: Plan, module_names: set[str],
                  runtime_module: str | None = None, built: str | None = None):
         self.program, self.attrs, self.plan = program, attrs, plan
@@ -212,75 +213,6 @@ class Renderer(LayerCalls, Preamble, MethodDocstring):
             self.origins += [(line, previous.location) for line in lines[start:] if not line.startswith("#")]
         if op is not None:  # None ends the list: its id may be another list's later
             self._noted[id(lines)] = (len(lines), op)
-
-    def base_name(self, op: Op) -> str:
-        """A local's name: the user's variable for the value, else the variable its line
-        assigns, else what computes it."""
-        if op.var:
-            return op.var
-        if op.kind == "module":  # self.skip(x): skip
-            last = op.target.rsplit(".", 1)[-1]
-            return last if last.isidentifier() else op.class_name.lower()
-        if op.kind == "method" and op.args and isinstance(op.args[0], Ref):  # e.flatten(1): e
-            receiver = self.program.op(op.args[0].name)
-            if receiver.var:
-                return receiver.var
-        if op.line_var and op.name in self.reduced:  # `x.pow(2).sum(1)` of `rownorm_mean = (...mean()).sqrt()`
-            return f"{op.line_var}_terms"
-        return op.line_var or self._named_receiver(op) or self.hidden
-
-    def _named_receiver(self, op: Op) -> str:
-        """A chain of methods on a named value no line names (a module's, called from the
-        user's line): named as that value, `out_degrees.to(h).clamp(min=1)` (APPNPConv's)."""
-        while op.kind == "method" and op.args and isinstance(op.args[0], Ref):
-            op = self.program.op(op.args[0].name)
-            if op.var:
-                return op.var
-        return op.target if op.kind == "graph_value" else ""
-
-    def _name_buffers(self) -> None:
-        """Stored tensors take the user's names (forward's results first, so that they keep
-        theirs); generic names (h, x, feat) get the stage that writes them: h1, feat2."""
-        outputs = self.plan.outputs
-        stores = [(stage, name) for stage in self.plan.stages for name in stage.stores]
-        # forward's results first; a value sent to neighbours after the others, so that where
-        # two are named alike it is the one named for that (stored_names.py)
-        stores.sort(key=lambda item: (item[1] not in outputs, item[1] in self.sources))
-
-        info = self.attrs.as_dict()
-
-        def shape(value: str) -> tuple[int, ...] | None:  # of a value with a row per node
-            return info[value].shape if value in info and info[value].rows == "node" else None
-
-        for stage, name in stores:
-            op = self.program.op(name)
-            own = self.base_name(op)
-            if name in outputs and op.var and op.var not in self.params:
-                base = op.var
-            elif name in outputs:
-                base = "out" if len(outputs) == 1 else f"out{outputs.index(name)}"
-            elif name in self.sources and (rows := scaled_rows(op, self.buffer, shape, self.generic)):
-                base = f"{rows}{SOURCE_SUFFIX}"  # `t1 * norm`, sent to the next hop: t1_src
-            elif own not in self.generic and own not in self.names.taken:
-                base = own
-            elif own[-1:].isdigit() and own not in self.generic:
-                # a numbered name (a hop's, `hop1`): its rows sent on are `hop1_src`
-                # (stored_names.py), another layer's `hop1_3`, never the unreadable `hop13`
-                base = own if name in self.sources and f"{own}_src" not in self.names.taken else f"{own}_{stage.layer}"
-            else:  # readout1: the part of readout that layer 1 computes
-                base = f"{own}{stage.layer}"
-            if name not in outputs:  # rows sent on one graph of a user's layer's: `feat0_pa_ap`
-                base += self._graph_of_part(name)
-            self.buffer[name] = stored_name(base, name, self.sources, self.buffer, self.names.taken, self.names.take)
-
-    def _graph_of_part(self, value: str) -> str:
-        """`_pa_ap` for a value sent to neighbours by one layer alone that is a part of a user's
-        layer (user_layers.py), on g_pa_ap; "" otherwise: the parts' rows are told apart by
-        their graph, not by a counter (`feat0_2`)."""
-        readers = [stage for stage in self.plan.stages if (value, "src") in stage.loads]
-        if len(readers) != 1 or readers[0].index not in self.parts:
-            return ""
-        return "_" + graph_suffix(self.graph_name[readers[0].graph], self.params[0])
 
     # -- the method -----------------------------------------------------------------------------
     def method(self) -> str:

@@ -71,3 +71,13 @@ def test_a_layer_forward_treats_otherwise_is_not_in_the_loop() -> None:
     method = _method(generated.source)
     assert "Layers 1 to 4" not in method and "layer_2" in method, method
     _equals_forward(generated)
+
+
+def test_no_two_del_lines_in_a_row() -> None:
+    # what a layer frees and what the method frees after it are one statement (rgat's
+    # `del h2_src` then `del h2` were two)
+    for golden in sorted((REPO / "generated_examples").glob("*/generated.py")):
+        lines = golden.read_text().splitlines()
+        for before, after in zip(lines, lines[1:]):
+            indent = before[: len(before) - len(before.lstrip())]
+            assert not (before.lstrip().startswith("del ") and after.startswith(f"{indent}del ")), (golden, before)

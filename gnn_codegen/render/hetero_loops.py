@@ -33,6 +33,8 @@ from gnn_codegen.trace.stack_frames import frames
 MIN_RUN = 3  # as layer_loops.py: two copies read as well as a loop; three or more do not
 MIN_LOOPED_RUN = 2  # ... unless forward runs them from one line of its loop
 _GIVEN = "# the features forward gives it"  # hetero.py's comment above a dict forward builds
+# the names of a dict's rows as a layer function takes them: h1_src, h1_dst, h1_dst_1
+_ROWS = r"((?:_src|_dst)(?:_\d+)?)?\b"
 _HEADER = re.compile(r"^Layer (\d+) of (\d+): ")
 
 
@@ -136,7 +138,7 @@ class _Layers:
         written = []
         for line in lines:
             line = _code(line, rf"\b{re.escape(output)}\b", self.next)
-            line = _code(line, rf"\b{re.escape(source)}(_src|_dst)?\b", lambda m: self.running + (m.group(1) or ""))
+            line = _code(line, rf"\b{re.escape(source)}" + _ROWS, lambda m: self.running + (m.group(1) or ""))
             line = _code(line, rf"\blayer_{layer}\b", f"layer_{self.counter}")
             written.append(self.indices(line, layer, base))
         return written
@@ -166,7 +168,7 @@ def fold_layers(stages: list[list[str]], outputs: dict[int, list[str]], calls: d
         return outputs[k][0] if len(outputs.get(k, ())) == 1 and calls.get(k) else None
 
     def reads(lines: list[str], name: str) -> bool:
-        return any(re.search(rf"\b{re.escape(name)}(_src|_dst)?\b", line) for line in lines
+        return any(re.search(rf"\b{re.escape(name)}" + _ROWS, line) for line in lines
                    if not line.lstrip().startswith("#"))
 
     def chained(k: int) -> bool:  # layer k + 1 alone reads what layer k stores
@@ -312,7 +314,7 @@ def _fold(start: int, end: int, last: tuple[list[str], list[str]] | None, base: 
         stages[k] = []
     # after the loop its last layer's rows are the loop's dict
     done = outputs[stop_layer][0]
-    pattern = rf"\b{re.escape(done)}(_src|_dst)?\b"
+    pattern = rf"\b{re.escape(done)}" + _ROWS
     renamed = lambda line: _code(line, pattern, lambda m: running + (m.group(1) or ""))  # noqa: E731
     for k in range(stop_layer + 1, len(stages)):
         stages[k] = [renamed(line) for line in stages[k]]

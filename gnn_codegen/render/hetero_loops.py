@@ -176,7 +176,18 @@ def fold_layers(stages: list[list[str]], outputs: dict[int, list[str]], calls: d
         return (name is not None and k + 1 < len(stages) and reads(stages[k + 1], name)
                 and not any(reads(stages[j], name) for j in range(k + 2, len(stages))) and not reads([result], name))
 
-    parts = {k: _parts(stages[k], output(k)) if output(k) else None for k in range(1, len(stages))}
+    def parsed() -> dict[int, _Parts | None]:
+        return {k: _parts(stages[k], output(k)) if output(k) else None for k in range(1, len(stages))}
+
+    parts = parsed()
+    given: dict[str, str] = {}  # the loops' counter, one name for all
+
+    def name(base: str) -> str:
+        if base != "i":
+            return new_name(base)
+        if base not in given:
+            given[base] = new_name(base)
+        return given[base]
 
     def base_of(k: int) -> int | None:
         p = parts[k]
@@ -217,15 +228,16 @@ def fold_layers(stages: list[list[str]], outputs: dict[int, list[str]], calls: d
         if chained(end) and parts[end + 1] is not None and base_of(end + 1) == base and not parts[end + 1].given:
             last = looped(end + 1, base, output(end))
         folded = _fold(k, end, last, base, source, regular, stages, parts, outputs, calls, path, model,
-                       layers, new_name, result)
+                       layers, name, result, aliases)
         if folded is None and last is not None:
             folded = _fold(k, end, None, base, source, regular, stages, parts, outputs, calls, path, model,
-                           layers, new_name, result)
+                           layers, name, result, aliases)
         if folded is None:
             k += 1
             continue
         stages, result, stop, running, following = folded
         aliases[running] = following
+        parts = parsed()  # the layers after it read the loop's names now
         k = stop + 1
     return Folded(stages, result, aliases)
 
@@ -233,7 +245,7 @@ def fold_layers(stages: list[list[str]], outputs: dict[int, list[str]], calls: d
 def _fold(start: int, end: int, last: tuple[list[str], list[str]] | None, base: int, source: str,
           regular: tuple[list[str], list[str]], stages: list[list[str]], parts: dict[int, _Parts | None],
           outputs: dict[int, list[str]], calls: dict[int, list[fx.Node]], path: Path, model: torch.nn.Module,
-          layers: _Layers, new_name: Callable[[str], str], result: str
+          layers: _Layers, new_name: Callable[[str], str], result: str, aliases: dict[str, str]
           ) -> tuple[list[list[str]], str, int, str, str] | None:
     """Layers start..end (and end + 1, `last`, where given) as one loop: the stages and result
     after it, the loop's last layer, its dict's name and its next layer's; None where the run
@@ -246,6 +258,8 @@ def _fold(start: int, end: int, last: tuple[list[str], list[str]] | None, base: 
     function, per_type = regular
     counter_stop = spelled_stop([*function, *per_type], _COUNTER, stop_layer + base + 1, model)
     first = start + base
+    if last is not None and not re.fullmatch(r"len\(self(\.\w+)+\)", counter_stop):
+        return None  # a layer that ends otherwise is the last of the user's list, `if i == len(...) - 1`
     if last is not None:
         modules = [f"{m.group(1)}.{k + base}" for k in range(start, stop_layer + 1)
                    for m in [re.search(rf"\bself\.((?:\w+\.)*\w+)\[{_COUNTER}\]", "\n".join(function))] if m]
@@ -264,11 +278,16 @@ def _fold(start: int, end: int, last: tuple[list[str], list[str]] | None, base: 
                         per_type[0], f"for ntype in {ntypes}:", *per_type[2:]]
     # the loop's names, where nothing of the run's own has them
     original = _words([line for k in range(start, stop_layer + 1) for line in stages[k]])
-    running = new_name(re.sub(r"\d+$", "", outputs[stop_layer][0]) or "h")
-    following, counter = new_name(f"{running}_next"), new_name("i")
+    original -= {w for w in original if re.fullmatch(re.escape(source) + _ROWS, w)}
+    if source in aliases:  # a loop before's dict: this loop carries it on
+        running, following = source, aliases[source]
+    else:
+        running = new_name(re.sub(r"\d+$", "", outputs[stop_layer][0]) or "h")
+        following = new_name(f"{running}_next")
+    counter = new_name("i")
     fresh = {f"{running}_src", f"{running}_dst", following, counter, f"layer_{counter}"}
     per_type_words = _words([line for k in range(start, stop_layer + 1) for line in parts[k].per_type])
-    if fresh & original or running in per_type_words:
+    if fresh & original or (running != source and running in per_type_words):
         return None
 
     def named(lines: list[str]) -> list[str]:
@@ -304,7 +323,7 @@ def _fold(start: int, end: int, last: tuple[list[str], list[str]] | None, base: 
             # stored by a stage before for the loop alone: the loop's name from the start
             stages[writer] = [_code(line, rf"\b{re.escape(source)}\b", running) for line in stages[writer]]
         else:
-            lines.append(f"{running} = {source}")
+            lines += [] if running == source else [f"{running} = {source}"]
     signature = re.sub(r"\):$", f", {_COUNTER}={_COUNTER}):", function[0])
     loop_range = counter_stop if first == 0 else f"{first}, {counter_stop}"
     lines += [f"for {_COUNTER} in range({loop_range}):", *(f"    {line}" for line in [signature, *function[1:]]),

@@ -99,9 +99,10 @@ def test_nodes_says_why_it_starts_where_it_does() -> None:
 def test_a_self_loop_on_embeddings_is_written_as_every_layers() -> None:
     """entity_classify: layer 0's self-loop term `torch.matmul(inputs[ntype], self.loop_weight)`
     on the embeddings goes to the relations' helper as layers 1 and 2's do, reading the
-    features dict's destination rows (`h0_dst`), not a `loop_term` table computed before."""
+    features dict's destination rows (`h_dst`, the embeddings in the loop's first round), not
+    a `loop_term` table computed before."""
     source = (REPO / "generated_examples" / "entity_classify" / "generated.py").read_text()
     method = re.sub(r"\s+", "", source.split("def inference(")[1].split("# --- gnn-codegen")[0])
     assert "loop_term" not in method and "matmul" not in method, method
-    for layer in range(3):
-        assert f"linear=(h{layer}_dst,self.layers[{layer}].loop_weight)" in method, method
+    assert method.count("linear=(h_dst,self.layers[i].loop_weight)") == 1, method
+    assert 'h={"user":self.embeds["user"],' in method and "foriinrange(len(self.layers)):" in method

@@ -117,11 +117,13 @@ def test_models_equal_forward(model_generated: Generated) -> None:
 
 def test_only_what_reaches_the_result_is_computed() -> None:
     """RGAT classifies papers: its last layer runs for papers alone (as DGL's rgcn-hetero
-    entity classifier needs only the target type)."""
+    entity classifier needs only the target type), the last round of the loop over its layers
+    (render/hetero_loops.py)."""
     generated = generate_all(f"{MODELS}:RGAT", OPTIONS["RGAT"])
-    last = generated.source.split("# Layer 2 of 2")[1].split("# --- gnn-codegen")[0]
-    assert 'h2["paper"] = batches.map(' in last and "for ntype in" not in last, last
-    assert '"author"' not in last and '"institution"' not in last, last
+    method = re.sub(r"\s+", "", generated.source.split("def inference(")[1].split("# --- gnn-codegen")[0])
+    last = 'ntypes=(("paper",)ifi==len(self.layers)-1else("author","institution","paper"))'
+    assert last in method and "forntypeinntypes:" in method, method
+    assert 'returnbatches.result(h["paper"],nodes)' in method, method
 
 
 def test_graph_conv_norm_reads_full_graph_out_degrees() -> None:

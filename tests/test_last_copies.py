@@ -177,3 +177,20 @@ def test_bodies_that_differ_in_what_reads_the_block_do_not_split() -> None:
     assert split(regular, ["h = self.other(block, feat)", "return h"], _spelled, _spelled) is None
     # nothing shared reads the block: no message passing in common
     assert split(["h = feat + 1", "return h * norm"], ["h = feat + 1", "return h"], _spelled, _spelled) is None
+
+
+def test_one_call_one_names_and_the_other_returns_splits_where_asked() -> None:
+    # a heterogeneous layer's one HeteroGraphConv call: RelGraphConvLayer's activation in every
+    # layer but the last (render/hetero_loops.py asks for it); the homogeneous loops do not
+    regular = _bodies('''
+        h = _hetero_conv_sources(self.layers[i].conv, block, h_src)
+        return self.layers[i].activation(h)
+    ''')
+    last = _bodies('''
+        return _hetero_conv_sources(self.layers[i].conv, block, h_src)
+    ''')
+    assert split(regular, last, _spelled, _spelled) is None
+    parts = split(regular, last, _spelled, _spelled, named_shares=True)
+    assert parts is not None and parts.ending.last == ("return h",)
+    assert parts.regular == ("h = _hetero_conv_sources(self.layers[i].conv, block, h_src)",
+                             "return self.layers[i].activation(h)")

@@ -158,120 +158,57 @@ class EntityClassify(nn.Module):
         # those, and before each layer the in-neighbours of the nodes the layer computes
         needed = batches.needed(nodes, layers=3)
 
-        # Layer 1 of 3: self.layers[0].conv (HeteroGraphConv: a GraphConv per relation), into game
-        # and user.
+        # Layers 1 to 3 of 3, in forward's loop: self.layers[i].conv (HeteroGraphConv: a GraphConv
+        # per relation), into game and user.
         # the features forward gives it
-        h0 = {
+        h = {
             "user": self.embeds["user"],
             "game": self.embeds["game"],
             "developer": self.embeds["developer"],
         }
+        for i in range(len(self.layers)):
 
-        def layer_1(block, h0_src, h0_dst):
-            h = _hetero_conv_sources(
-                self.layers[0].conv,
-                block,
-                h0_src,
-                mod_kwargs=wdicts[0],
-                linear=(h0_dst, self.layers[0].loop_weight),
-                bias=self.layers[0].h_bias,
-            )
-            return self.layers[0].activation(h)
+            def layer_i(block, h_src, h_dst, i=i):
+                h = _hetero_conv_sources(
+                    self.layers[i].conv,
+                    block,
+                    h_src,
+                    mod_kwargs=wdicts[i],
+                    linear=(h_dst, self.layers[i].loop_weight),
+                    bias=self.layers[i].h_bias,
+                )
+                # as the layer's forward tests it: the last layer has no activation
+                if self.layers[i].activation:
+                    h = self.layers[i].activation(h)
+                return h
 
-        h1 = {}
-        for ntype in ("game", "user"):
-            # each relation into ntype: its source rows, read where they are (GraphConv does no
-            # work on them alone), not gathered per batch
-            h0_src = batches.map_sources(
-                self.layers[0].conv,
-                h0,
-                work=_relation_source,
-                into=(ntype,),
-                mod_kwargs=wdicts[0],
-                nodes=needed[0],
-            )
-            h1[ntype] = batches.map(
-                layer_1,
-                ntype,
-                source_rows=dict(h0_src=h0_src),
-                destination_rows=dict(h0_dst=h0[ntype]),
-                nodes=needed[1][ntype],
-            )
-            del h0_src
-
-        # Layer 2 of 3: self.layers[1].conv (HeteroGraphConv: a GraphConv per relation), into game
-        # and user.
-        def layer_2(block, h1_src, h1_dst):
-            h = _hetero_conv_sources(
-                self.layers[1].conv,
-                block,
-                h1_src,
-                mod_kwargs=wdicts[1],
-                linear=(h1_dst, self.layers[1].loop_weight),
-                bias=self.layers[1].h_bias,
-            )
-            return self.layers[1].activation(h)
-
-        h2 = {}
-        for ntype in ("game", "user"):
-            # each relation into ntype: its source rows, read where they are (GraphConv does no
-            # work on them alone), not gathered per batch
-            h1_src = batches.map_sources(
-                self.layers[1].conv,
-                h1,
-                work=_relation_source,
-                into=(ntype,),
-                mod_kwargs=wdicts[1],
-                nodes=needed[1],
-            )
-            h2[ntype] = batches.map(
-                layer_2,
-                ntype,
-                source_rows=dict(h1_src=h1_src),
-                destination_rows=dict(h1_dst=h1[ntype]),
-                nodes=needed[2][ntype],
-            )
-            del h1_src
-        del h1
-
-        # Layer 3 of 3: self.layers[2].conv (HeteroGraphConv: a GraphConv per relation), into game
-        # and user.
-        def layer_3(block, h2_src, h2_dst):
-            return _hetero_conv_sources(
-                self.layers[2].conv,
-                block,
-                h2_src,
-                mod_kwargs=wdicts[2],
-                linear=(h2_dst, self.layers[2].loop_weight),
-                bias=self.layers[2].h_bias,
-            )
-
-        h3 = {}
-        for ntype in ("game", "user"):
-            # each relation into ntype: its work on source rows, once per node: GraphConv's weight
-            # (given in mod_kwargs), applied before the sum as DGL does where a layer makes rows
-            # narrower
-            h2_src = batches.map_sources(
-                self.layers[2].conv,
-                h2,
-                work=_relation_source,
-                into=(ntype,),
-                mod_kwargs=wdicts[2],
-                nodes=needed[2],
-            )
-            h3[ntype] = batches.map(
-                layer_3,
-                ntype,
-                source_rows=dict(h2_src=h2_src),
-                destination_rows=dict(h2_dst=h2[ntype]),
-                nodes=needed[3][ntype],
-            )
-            del h2_src
-        del h2
-        return batches.result(h3, nodes)
+            h_next = {}
+            for ntype in ("game", "user"):
+                # each relation into ntype: its source rows, read where they are (GraphConv does
+                # no work on them alone), not gathered per batch; in the last layer, its work on
+                # source rows, once per node: GraphConv's weight (given in mod_kwargs), applied
+                # before the sum as DGL does where a layer makes rows narrower
+                h_src = batches.map_sources(
+                    self.layers[i].conv,
+                    h,
+                    work=_relation_source,
+                    into=(ntype,),
+                    mod_kwargs=wdicts[i],
+                    nodes=needed[i],
+                )
+                h_next[ntype] = batches.map(
+                    layer_i,
+                    ntype,
+                    source_rows=dict(h_src=h_src),
+                    destination_rows=dict(h_dst=h[ntype]),
+                    nodes=needed[i + 1][ntype],
+                )
+                del h_src
+            h = h_next
+        return batches.result(h, nodes)
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 6136e6dd73a4 -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 99e13344762d -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -328,14 +265,15 @@ def _relation_source(mod, feat, out_degrees=None, weight=None):
 def _hetero_conv_sources(
     conv, block, sources, feat_dst=None, mod_kwargs=None, linear=None, bias=None
 ):
-    """HeteroGraphConv.forward on a block, given each relation's _relation_source
-    rows for the block's source nodes: per relation the rest of its module (the helpers
-    that follow), then DGL's aggregation across relations. mod_kwargs: forward's
-    weight for each relation's GraphConv, as map_sources was given it. linear, (rows, W),
-    and bias: what forward adds to the result, `h + torch.matmul(rows, W)` then `h + bias`
-    (rgcn-hetero's self-loop and bias on the destination rows), taken into the relations'
-    one product where there is one. The result
-    for the block's destination type."""
+    """HeteroGraphConv.forward on a block, its result for the block's destination type,
+    given each relation's _relation_source rows for the block's source nodes: per
+    relation the rest of its module (the helpers that follow), then DGL's aggregation across
+    relations.
+    mod_kwargs: forward's weight for each relation's GraphConv, as map_sources was given it.
+    linear, (rows, W), and bias: what forward adds to the result, `h + torch.matmul(rows, W)`
+    then `h + bias` (rgcn-hetero's self-loop and bias on the destination rows), taken into
+    the relations' one product where there is one.
+    """
     outputs, ntype = [], None
     # GraphConvs whose weight is their last step: their in-degree-normed sums and weights,
     # for one product over all of them (one GEMM of K = relations x width, where DGL makes

@@ -132,54 +132,34 @@ class GNNFiLM(nn.Module):
         # those, and before each layer the in-neighbours of the nodes the layer computes
         needed = batches.needed(nodes, layers=3, result="protein")
 
-        # Layer 1 of 3: self.film_layers[0] (FiLMLayer, on each batch's graph of its in-edges),
-        # into drug and protein.
-        def layer_1(graph, feat, num_dst, ntype):
-            return self.film_layers[0](graph, feat)[ntype][:num_dst]
+        # Layers 1 to 3 of 3, in forward's loop: self.film_layers[i] (FiLMLayer, on each batch's
+        # graph of its in-edges), into drug and protein.
+        h = feat
+        for i in range(len(self.film_layers)):
 
-        h1 = {}
-        for ntype in ("drug", "protein"):
-            h1[ntype] = batches.map(
-                layer_1,
-                ntype,
-                source_rows=dict(feat=feat),
-                nodes=needed[1][ntype],
-                subgraph=True,
+            def layer_i(graph, h, num_dst, ntype, i=i):
+                h_dict = self.film_layers[i](graph, h)[ntype][:num_dst]
+                # the last layer: as forward runs it, otherwise than the others
+                if i == len(self.film_layers) - 1:
+                    predict = self.predict(h_dict)
+                    return torch.sigmoid(predict)
+                return h_dict
+
+            # the last layer into protein alone, what forward's result reads
+            ntypes = (
+                ("protein",) if i == len(self.film_layers) - 1 else ("drug", "protein")
             )
-
-        # Layer 2 of 3: self.film_layers[1] (FiLMLayer, on each batch's graph of its in-edges),
-        # into drug and protein.
-        def layer_2(graph, h1, num_dst, ntype):
-            return self.film_layers[1](graph, h1)[ntype][:num_dst]
-
-        h2 = {}
-        for ntype in ("drug", "protein"):
-            h2[ntype] = batches.map(
-                layer_2,
-                ntype,
-                source_rows=dict(h1=h1),
-                nodes=needed[2][ntype],
-                subgraph=True,
-            )
-        del h1
-
-        # Layer 3 of 3: self.film_layers[2] (FiLMLayer, on each batch's graph of its in-edges),
-        # into protein.
-        def layer_3(graph, h2, num_dst, ntype):
-            h_dict = self.film_layers[2](graph, h2)[ntype][:num_dst]
-            predict = self.predict(h_dict)
-            return torch.sigmoid(predict)
-
-        h3 = {}
-        h3["protein"] = batches.map(
-            layer_3,
-            "protein",
-            source_rows=dict(h2=h2),
-            nodes=needed[3]["protein"],
-            subgraph=True,
-        )
-        del h2
-        return batches.result(h3["protein"], nodes)
+            h_next = {}
+            for ntype in ntypes:
+                h_next[ntype] = batches.map(
+                    layer_i,
+                    ntype,
+                    source_rows=dict(h=h),
+                    nodes=needed[i + 1][ntype],
+                    subgraph=True,
+                )
+            h = h_next
+        return batches.result(h["protein"], nodes)
 
 
 # --- gnn-codegen runtime 0.1.0, sha256 c53faead465c -------------------------------------------

@@ -208,44 +208,40 @@ class HGT(nn.Module):
             adapt = self.adapt[self.node_dict[ntype]](inp_1)
             return F.gelu(adapt)
 
-        h0 = {}
+        h = {}
         for ntype in ("author", "field", "paper"):
-            h0[ntype] = batches.map_rows(
+            h[ntype] = batches.map_rows(
                 layer_0, ntype, rows=[inp[ntype]], nodes=needed[0][ntype]
             )
 
-        # Layer 1 of 2: self.layers[0] (HGTLayer, on each batch's graph of its in-edges), into
-        # author, field and paper.
-        def layer_1(graph, h0, num_dst, ntype):
-            return self.layers[0](graph, h0)[ntype][:num_dst]
+        # Layers 1 to 2 of 2, in forward's loop: self.layers[i] (HGTLayer, on each batch's graph
+        # of its in-edges), into author, field and paper.
+        for i in range(len(self.layers)):
 
-        h1 = {}
-        for ntype in ("author", "field", "paper"):
-            h1[ntype] = batches.map(
-                layer_1,
-                ntype,
-                source_rows=dict(h0=h0),
-                nodes=needed[1][ntype],
-                subgraph=True,
+            def layer_i(graph, h, num_dst, ntype, i=i):
+                h = self.layers[i](graph, h)[ntype][:num_dst]
+                # the last layer: as forward runs it, otherwise than the others
+                if i == len(self.layers) - 1:
+                    return self.out(h)
+                return h
+
+            # the last layer into paper alone, what forward's result reads
+            ntypes = (
+                ("paper",)
+                if i == len(self.layers) - 1
+                else ("author", "field", "paper")
             )
-        del h0
-
-        # Layer 2 of 2: self.layers[1] (HGTLayer, on each batch's graph of its in-edges), into
-        # paper.
-        def layer_2(graph, h1, num_dst, ntype):
-            h = self.layers[1](graph, h1)[ntype][:num_dst]
-            return self.out(h)
-
-        h2 = {}
-        h2["paper"] = batches.map(
-            layer_2,
-            "paper",
-            source_rows=dict(h1=h1),
-            nodes=needed[2]["paper"],
-            subgraph=True,
-        )
-        del h1
-        return batches.result(h2["paper"], nodes)
+            h_next = {}
+            for ntype in ntypes:
+                h_next[ntype] = batches.map(
+                    layer_i,
+                    ntype,
+                    source_rows=dict(h=h),
+                    nodes=needed[i + 1][ntype],
+                    subgraph=True,
+                )
+            h = h_next
+        return batches.result(h["paper"], nodes)
 
 
 # --- gnn-codegen runtime 0.1.0, sha256 c53faead465c -------------------------------------------

@@ -104,82 +104,49 @@ class RGAT(nn.Module):
         # those, and before each layer the in-neighbours of the nodes the layer computes
         needed = batches.needed(nodes, layers=3, result="paper")
 
-        # Layer 1 of 3: self.layers[0] (HeteroGraphConv: a GATConv per relation), into author,
-        # field, institution and paper.
-        def layer_1(block, x_src, x_dst):
-            h = _hetero_conv_sources(self.layers[0], block, x_src, x_dst)
-            h = h.view(h.shape[0], h.shape[1] * h.shape[2])
-            return F.relu(h)
+        # Layers 1 to 3 of 3, in forward's loop: self.layers[i] (HeteroGraphConv: a GATConv per
+        # relation), into author, field, institution and paper.
+        h = x
+        for i in range(len(self.layers)):
 
-        h1 = {}
-        for ntype in ("author", "field", "institution", "paper"):
-            # each relation into ntype: its work on source rows, once per node: GATConv's fc and
-            # attention term
-            x_src = batches.map_sources(
-                self.layers[0], x, work=_relation_source, into=(ntype,), nodes=needed[0]
+            def layer_i(block, h_src, h_dst, i=i):
+                h = _hetero_conv_sources(self.layers[i], block, h_src, h_dst)
+                h = h.view(h.shape[0], h.shape[1] * h.shape[2])
+                # the last layer: as forward runs it, otherwise than the others
+                if i == len(self.layers) - 1:
+                    return self.linear(h)
+                return F.relu(h)
+
+            # the last layer into paper alone, what forward's result reads
+            ntypes = (
+                ("paper",)
+                if i == len(self.layers) - 1
+                else ("author", "field", "institution", "paper")
             )
-            h1[ntype] = batches.map(
-                layer_1,
-                ntype,
-                source_rows=dict(x_src=x_src),
-                destination_rows=dict(x_dst=x[ntype]),
-                nodes=needed[1][ntype],
-            )
-            del x_src
-
-        # Layer 2 of 3: self.layers[1] (HeteroGraphConv: a GATConv per relation), into author,
-        # field, institution and paper.
-        def layer_2(block, h1_src, h1_dst):
-            h = _hetero_conv_sources(self.layers[1], block, h1_src, h1_dst)
-            h = h.view(h.shape[0], h.shape[1] * h.shape[2])
-            return F.relu(h)
-
-        h2 = {}
-        for ntype in ("author", "field", "institution", "paper"):
-            # each relation into ntype: its work on source rows, once per node: GATConv's fc and
-            # attention term
-            h1_src = batches.map_sources(
-                self.layers[1],
-                h1,
-                work=_relation_source,
-                into=(ntype,),
-                nodes=needed[1],
-            )
-            h2[ntype] = batches.map(
-                layer_2,
-                ntype,
-                source_rows=dict(h1_src=h1_src),
-                destination_rows=dict(h1_dst=h1[ntype]),
-                nodes=needed[2][ntype],
-            )
-            del h1_src
-        del h1
-
-        # Layer 3 of 3: self.layers[2] (HeteroGraphConv: a GATConv per relation), into paper.
-        def layer_3(block, h2_src, h2_dst):
-            h = _hetero_conv_sources(self.layers[2], block, h2_src, h2_dst)
-            h = h.view(h.shape[0], h.shape[1] * h.shape[2])
-            return self.linear(h)
-
-        h3 = {}
-        # each relation into paper: its work on source rows, once per node: GATConv's fc and
-        # attention term
-        h2_src = batches.map_sources(
-            self.layers[2], h2, work=_relation_source, into=("paper",), nodes=needed[2]
-        )
-        h3["paper"] = batches.map(
-            layer_3,
-            "paper",
-            source_rows=dict(h2_src=h2_src),
-            destination_rows=dict(h2_dst=h2["paper"]),
-            nodes=needed[3]["paper"],
-        )
-        del h2_src
-        del h2
-        return batches.result(h3["paper"], nodes)
+            h_next = {}
+            for ntype in ntypes:
+                # each relation into ntype: its work on source rows, once per node: GATConv's fc and
+                # attention term
+                h_src = batches.map_sources(
+                    self.layers[i],
+                    h,
+                    work=_relation_source,
+                    into=(ntype,),
+                    nodes=needed[i],
+                )
+                h_next[ntype] = batches.map(
+                    layer_i,
+                    ntype,
+                    source_rows=dict(h_src=h_src),
+                    destination_rows=dict(h_dst=h[ntype]),
+                    nodes=needed[i + 1][ntype],
+                )
+                del h_src
+            h = h_next
+        return batches.result(h["paper"], nodes)
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 d79b77d6b78b -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 96a63a35a836 -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -230,12 +197,13 @@ def _relation_source(mod, feat, out_degrees=None, weight=None):
 
 
 def _hetero_conv_sources(conv, block, sources, feat_dst=None, mod_kwargs=None):
-    """HeteroGraphConv.forward on a block, given each relation's _relation_source
-    rows for the block's source nodes: per relation the rest of its module (the helpers
-    that follow), then DGL's aggregation across relations. feat_dst: the layer
-    input's destination rows, from which GATConv makes its attention's destination term
-    (_gat_conv_destination) and residual. The result
-    for the block's destination type."""
+    """HeteroGraphConv.forward on a block, its result for the block's destination type,
+    given each relation's _relation_source rows for the block's source nodes: per
+    relation the rest of its module (the helpers that follow), then DGL's aggregation across
+    relations.
+    feat_dst: the layer input's destination rows, from which GATConv makes its attention's
+    destination term (_gat_conv_destination) and residual.
+    """
     outputs, ntype = [], None
     for rel in block.canonical_etypes:
         ntype = rel[2]

@@ -144,7 +144,7 @@ class RGCN(nn.Module):
         return batches.result(h2, nodes)
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 6136e6dd73a4 -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 99e13344762d -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -201,14 +201,15 @@ def _relation_source(mod, feat, out_degrees=None, weight=None):
 def _hetero_conv_sources(
     conv, block, sources, feat_dst=None, mod_kwargs=None, linear=None, bias=None
 ):
-    """HeteroGraphConv.forward on a block, given each relation's _relation_source
-    rows for the block's source nodes: per relation the rest of its module (the helpers
-    that follow), then DGL's aggregation across relations. mod_kwargs: forward's
-    weight for each relation's GraphConv, as map_sources was given it. linear, (rows, W),
-    and bias: what forward adds to the result, `h + torch.matmul(rows, W)` then `h + bias`
-    (rgcn-hetero's self-loop and bias on the destination rows), taken into the relations'
-    one product where there is one. The result
-    for the block's destination type."""
+    """HeteroGraphConv.forward on a block, its result for the block's destination type,
+    given each relation's _relation_source rows for the block's source nodes: per
+    relation the rest of its module (the helpers that follow), then DGL's aggregation across
+    relations.
+    mod_kwargs: forward's weight for each relation's GraphConv, as map_sources was given it.
+    linear, (rows, W), and bias: what forward adds to the result, `h + torch.matmul(rows, W)`
+    then `h + bias` (rgcn-hetero's self-loop and bias on the destination rows), taken into
+    the relations' one product where there is one.
+    """
     outputs, ntype = [], None
     # GraphConvs whose weight is their last step: their in-degree-normed sums and weights,
     # for one product over all of them (one GEMM of K = relations x width, where DGL makes

@@ -30,7 +30,8 @@ from gnn_codegen.render.built import check_line
 from gnn_codegen.render.runtime_module import HETERO_RUNTIME as RUNTIME
 from gnn_codegen.render.squeezed_rows import hetero_checks as squeeze_checks
 from gnn_codegen.render.squeezed_rows import squeezes_every_axis, squeezes_first_axis
-from gnn_codegen.render.hetero_docstring import _and, _docstring
+from gnn_codegen.render.hetero_docstring import _and, _describe_conv, _docstring
+from gnn_codegen.render.hetero_loops import fold_layers
 from gnn_codegen.render import hetero_incremental as incremental
 from gnn_codegen.render.per_layer_values import values_of_weights
 from gnn_codegen.render.hetero_layer import HeteroLayerFunction, _reads_full_degrees, without_unused_type
@@ -64,6 +65,7 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
         # what --explain tells of each stage: (stage, what it runs, [(type, the dicts of
         # stored rows it writes, whether its relations' rows are made once per node first)])
         self.layout: list[tuple[int, str, list[tuple[str, list[str], bool]]]] = []
+        self.outputs: dict[int, list[str]] = {}  # the dicts of rows each stage stores
         # the dicts read from the graph keep their names
         self.names.taken.update(name for name, _ in plan.traced.graph_data)
         self.names.taken.update(name for name, _, _ in plan.traced.edge_data)
@@ -140,11 +142,21 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
         once, lines, stages, result = values_of_weights(self.once_lines, self.model, lines, stages, result,
                                                         self.names.new)
         lines[once_at:once_at] = once
+        # layers forward runs from one line of its loop, alike but for the index: one loop
+        per_layer = tuple(m.group(1) for line in once if (m := re.match(r"(\w+) = \[\]$", line)))
+        calls = {k: [n for t in self.traced_types() for n in plan.at(k, t) if n.target is hetero_conv]
+                 for k in range(len(stages))}
+        folded = fold_layers(stages, self.outputs, calls, self.path, self.model, ("needed", *per_layer), result,
+                             self.names.new)
+        stages, result = folded.stages, folded.result
+        self.group_names |= set(folded.aliases)
         body += [f"    {line}" for line in lines]
         for stage, lines_of_stage in zip(range(len(stages)), stages):
             freed = self._freed_after(stage, stages, result)  # what the stage read last
+            freed += [folded.aliases[name] for name in freed if name in folded.aliases]
             if freed:  # a layer's results for every node, nothing reads them any more
-                lines_of_stage = [*lines_of_stage, f"del {', '.join(freed)}"]
+                last = lines_of_stage[-1] if lines_of_stage[-1].startswith("del ") else ""  # one del
+                lines_of_stage = [*lines_of_stage[:-1 if last else None], f"{last + ',' if last else 'del'} {', '.join(freed)}"]
             body += [f"    {line}" if line else "" for line in lines_of_stage]
         body.append(f"    return batches.result({result}, nodes)" if self.subsets else f"    return {result}")
         return "\n".join(body) + "\n"
@@ -350,6 +362,7 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
     def _output_groups(self, stage: int, per_type: dict[str, Any]) -> list[str]:
         count = max(len(f[3]) for f in per_type.values())
         names = [self.names.new(f"h{stage}" if i == 0 else f"h{stage}_{i}") for i in range(count)]
+        self.outputs[stage] = names
         self.group_names.update(names)
         for t, (_, _, _, outs, _, _) in per_type.items():
             for i, node in enumerate(outs):
@@ -375,14 +388,6 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
             return self.expr(value, {})
 
         return one(output)
-
-
-def _describe_conv(module: torch.nn.Module) -> str:
-    """`HeteroGraphConv: a GraphConv per relation`, for the comment above a layer."""
-    if not isinstance(module, dglnn.HeteroGraphConv):
-        return f"{type(module).__name__}, on each batch's graph of its in-edges"
-    classes = sorted({type(m).__name__ for m in module.mods.values()})
-    return f"HeteroGraphConv: {'a ' if len(classes) == 1 else ''}{' or '.join(classes)} per relation"
 
 
 def _shared(texts: dict[str, str]) -> str | None:

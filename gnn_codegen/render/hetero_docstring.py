@@ -7,6 +7,7 @@ import json
 import textwrap
 from typing import Any
 
+import dgl.nn as dglnn
 import torch
 
 from gnn_codegen.render.runtime_section import parameters_sentence
@@ -62,3 +63,11 @@ def _docstring(model: torch.nn.Module, traced: Any, result: str | None, subgraph
         lines += [*textwrap.wrap(paragraph, 88, break_on_hyphens=False), ""]
     lines[0] = '"""' + lines[0]
     return [f"    {line}" if line else "" for line in lines[:-1]] + ['    """']
+
+
+def _describe_conv(module: torch.nn.Module) -> str:
+    """`HeteroGraphConv: a GraphConv per relation`, for the comment above a layer."""
+    if not isinstance(module, dglnn.HeteroGraphConv):
+        return f"{type(module).__name__}, on each batch's graph of its in-edges"
+    classes = sorted({type(m).__name__ for m in module.mods.values()})
+    return f"HeteroGraphConv: {'a ' if len(classes) == 1 else ''}{' or '.join(classes)} per relation"

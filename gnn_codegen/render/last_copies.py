@@ -82,11 +82,14 @@ def _lines(statements: list[tuple[list[str], ast.stmt]]) -> list[str]:
 
 
 def split(regular: list[str] | tuple[str, ...], last: list[str] | tuple[str, ...],
-          key_regular: Callable[[ast.AST], str], key_last: Callable[[ast.AST], str]) -> Split | None:
+          key_regular: Callable[[ast.AST], str], key_last: Callable[[ast.AST], str],
+          named_shares: bool = False) -> Split | None:
     """The two bodies split where they end otherwise, or None where they differ sooner (in a
     statement that reads the block, or before it) or do not parse alone. key_regular and
     key_last spell a node of each for comparison (with names made alike, module indices
-    relative to the layer)."""
+    relative to the layer). named_shares: the statement one names and the other returns
+    counts as shared message passing (a heterogeneous layer's one HeteroGraphConv call,
+    `h = conv(block, ...)` then `return act(h)`, where the last layer returns the call)."""
     ours, theirs = _statements(regular), _statements(last)
     if ours is None or theirs is None:
         return None
@@ -99,19 +102,22 @@ def split(regular: list[str] | tuple[str, ...], last: list[str] | tuple[str, ...
     indent = mine[0][: len(mine[0]) - len(mine[0].lstrip())]
     shared, rest, tail = _lines(ours[:at]), _lines(ours[at:]), _lines(theirs[at:])
     endings = [node for _, node in (*ours[at:], *theirs[at:])]
+    passing = [node for _, node in ours[:at]]  # the shared statements, for their message passing
     if (name := _named_and_returned(mine_node, their_node, key_regular, key_last)) is not None:
         # ours names what theirs returns: theirs returns that name
         shared, rest, tail = shared + mine, _lines(ours[at + 1:]), [f"{indent}return {name}"]
         endings = [node for _, node in (*ours[at + 1:], *theirs[at + 1:])]
+        passing += [mine_node] if named_shares else []
     elif (name := _named_and_returned(their_node, mine_node, key_last, key_regular)) is not None:
         # theirs names what ours returns: ours names it too, then returns it
         first = mine[0].lstrip()
         shared = shared + [f"{indent}{name} = {first.removeprefix('return ')}", *mine[1:]]
         rest, tail = [f"{indent}return {name}"], _lines(theirs[at + 1:])
         endings = [node for _, node in theirs[at + 1:]]
+        passing += [mine_node] if named_shares else []
     if not rest or not tail or any(_reads_block(node) for node in endings):
         return None
-    if not any(_reads_block(node) for _, node in ours[:at]):  # no message passing shared
+    if not any(_reads_block(node) for node in passing):  # no message passing shared
         return None
     return Split((*shared, *rest), Ending(len(shared), tuple(tail)))
 

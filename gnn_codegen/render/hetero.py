@@ -11,8 +11,6 @@ import re
 import textwrap
 from typing import Any
 
-import dgl.nn as dglnn
-import torch
 import torch.fx as fx
 
 from gnn_codegen.render.type_index import shared_by_index

@@ -123,8 +123,7 @@ class LayerWriter(OpExpressions):
         self.in_place, self.gathered = sources_in_place(self.program, self.stage, self.node_ranges)
         # values of no rows read more than once here: computed once, named (shared_constants.py)
         self.shared = shared_constants(self.program, r.inline, [p.name for p in stage.ops])
-        # shared value -> its local, once written; a constant the method computes once for
-        # every layer (method_constants.py) is read by its name there
+        # shared value -> its local, once written (one the method computes once: its name there)
         self.constants: dict[str, str] = dict(r.method_constants.named)
         # nested(): whether a value was written inside a reader of its line other than the next
         # op (joined), and whether only the next op may take one (adjacent_only)

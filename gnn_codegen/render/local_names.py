@@ -94,7 +94,11 @@ def bound_names(params: list[str], body: list[str], returned: dict[str, str],
     except SyntaxError:
         return {}
     seen = {n.id for n in ast.walk(function) if isinstance(n, ast.Name)}
-    seen |= {p.split("=")[0] for p in params}
+    # a local that took a parameter's name back (renamed: `x = F.relu(...)` after the last read
+    # of the parameter x) is that parameter in the lines above: renaming it would rename them
+    parameters = {p.split("=")[0] for p in params}
+    seen |= parameters
+    returned = {local: outer for local, outer in returned.items() if local not in parameters}
     renames: dict[str, str] = {}
     for local, outer in returned.items():
         if local in counted and local in seen and outer.isidentifier() and outer not in seen \

@@ -505,3 +505,24 @@ class ScaledByTheGlobalMaxBeforeAttention(nn.Module):
         h = self.conv1(g, x)
         h = h / (h.abs().max() + 1.0)
         return self.conv2(g, h).mean(1) + self.skip(h)
+
+
+class InputNameTakenAgainBeforeAGlobalMax(nn.Module):
+    """forward takes its input's name again (`x = F.relu(h)` after `h = self.lin1(x)`), and the
+    new x is stored for a later layer (it is scaled there by its max over all nodes). In the
+    first function `x` is both the parameter and, after it, the local the function returns; the
+    returned local was renamed to the method's name for it, `x0`, and so were the reads of the
+    parameter above it (`h = self.lin1(x0)`): the generated method raised UnboundLocalError (the
+    tool's check caught it, nothing was written; the differential test's CI draws, stop 50)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin1 = nn.Linear(10, 8)
+        self.conv = dglnn.GATConv(8, 8, num_heads=1, allow_zero_in_degree=True)
+        self.lin2 = nn.Linear(8, 8)
+
+    def forward(self, g, x):
+        h = self.lin1(x)
+        x = F.relu(h)
+        scaled = x / (x.abs().max() + 1.0)
+        return self.conv(g, h).flatten(1) + self.lin2(scaled)

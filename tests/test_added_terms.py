@@ -20,15 +20,20 @@ GAMES = "user:follows:user,user:plays:game,game:played_by:user,user:rates:game"
 RELATIONS = ["follows", "plays", "played_by", "rates"]
 
 
-def _generated(name: str, **init):
+def generated_from(models: str, name: str, **init):
+    """The module generated for the class `name` of the file `models` on the games graph."""
     previous = os.getcwd()
     os.chdir(REPO)
     try:
         options = GenerateOptions(init=json.dumps({"rel_names": RELATIONS, **init}), metagraph=GAMES,
                                   feat_dims="user=6,game=6")
-        return generate_all(f"{MODELS}:{name}", options)
+        return generate_all(f"{models}:{name}", options)
     finally:
         os.chdir(previous)
+
+
+def _generated(name: str, **init):
+    return generated_from(MODELS, name, **init)
 
 
 def _equals_forward(generated) -> None:

@@ -6,26 +6,16 @@ written out one by one, or one of them treated otherwise, stay apart. Each equal
 
 from __future__ import annotations
 
-import json
-import os
 import re
 
-from gnn_codegen.pipeline import GenerateOptions, generate_all
 from tests.cases import REPO
-from tests.test_added_terms import GAMES, RELATIONS, _equals_forward
+from tests.test_added_terms import _equals_forward, generated_from
 
 MODELS = "tests/models/hetero_stacks.py"
 
 
 def _generated(name: str, **init):
-    previous = os.getcwd()
-    os.chdir(REPO)
-    try:
-        options = GenerateOptions(init=json.dumps({"rel_names": RELATIONS, **init}), metagraph=GAMES,
-                                  feat_dims="user=6,game=6")
-        return generate_all(f"{MODELS}:{name}", options)
-    finally:
-        os.chdir(previous)
+    return generated_from(MODELS, name, **init)
 
 
 def _method(source: str) -> str:

@@ -205,7 +205,7 @@ class EntityClassify(nn.Module):
                 )
                 del h_src
             h = h_next
-        return batches.result(h, nodes)
+        return batches.result(h, nodes=nodes)
 
 
 # --- gnn-codegen convolution helpers 0.1.0, sha256 99e13344762d -------------------------------

@@ -30,7 +30,7 @@ from gnn_codegen.render.squeezed_rows import hetero_checks as squeeze_checks
 from gnn_codegen.render.squeezed_rows import squeezes_every_axis, squeezes_first_axis
 from gnn_codegen.render.hetero_docstring import _and, _describe_conv, _docstring
 from gnn_codegen.render.hetero_loops import fold_layers
-from gnn_codegen.render import hetero_incremental as incremental
+from gnn_codegen.render import forward_args, hetero_incremental as incremental
 from gnn_codegen.render.per_layer_values import values_of_weights
 from gnn_codegen.render.hetero_layer import HeteroLayerFunction, _reads_full_degrees, without_unused_type
 from gnn_codegen.render.incremental import runtime_arguments, runtime_call
@@ -79,11 +79,13 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
         self.result_kind = result_type(plan)
         self.subsets = self.result_kind is not None
         params = [graph, *features, "batch_size", "device", "max_memory=2**30", "progress=False",
-                  *(["nodes=None"] if self.subsets else []), "storage=None", "changed=None", "keep_layers=False"]
+                  *(["nodes=None"] if self.subsets else []), "storage=None", "changed=None",
+                  "keep_layers=False", *forward_args.parameters(traced.forward_args)]
         schema_relations = ", ".join(self.expr(r, {}) for r in header["relations"])
         reason = hetero_not_distributed(self)  # DistDGL: hetero/distributed.py
         lines = [
             *(check_line(RUNTIME, header["built"]) if header.get("built") else []),  # built.py
+            *forward_args.check_lines(traced.forward_args),
             *(refusal(graph, reason) if reason else []),
             f"batches = {runtime_call(RUNTIME, graph, 'batch_size', 'device', 'max_memory', 'progress', 'storage')}"
             f"{runtime_arguments('changed', 'keep_layers')})",
@@ -156,7 +158,7 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
                 last = lines_of_stage[-1] if lines_of_stage[-1].startswith("del ") else ""  # one del
                 lines_of_stage = [*lines_of_stage[:-1 if last else None], f"{last + ',' if last else 'del'} {', '.join(freed)}"]
             body += [f"    {line}" if line else "" for line in lines_of_stage]
-        body.append(f"    return batches.result({result}, nodes)" if self.subsets else f"    return {result}")
+        body.append(f"    return batches.result({result}, nodes=nodes)" if self.subsets else f"    return {result}")
         return "\n".join(body) + "\n"
 
     def _freed_after(self, stage: int, stages: list[list[str]], result: str) -> list[str]:

@@ -156,7 +156,7 @@ def test_per_type_functions_stay_apart_where_no_dict_the_model_reads_maps_them()
 
 def test_hgt_hetero_adapts_each_type_in_one_function() -> None:
     method = _method(next(c for c in CASES if c.name == "hgt_hetero").golden.read_text())
-    assert method.count("def layer_0") == 1 and "self.adapt[self.node_dict[ntype]]" in method
+    assert method.count("def prologue") == 1 and "self.adapt[self.node_dict[ntype]]" in method
 
 
 # --- a dict forward builds by a comprehension over the relations -------------------------------

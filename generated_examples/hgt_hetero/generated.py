@@ -213,14 +213,14 @@ class HGT(nn.Module):
         needed = batches.needed(nodes, layers=2, result="paper")
 
         # Before layer 1: each node's own features, into author, field and paper.
-        def layer_0(inp_1, ntype):
+        def prologue(inp_1, ntype):
             adapt = self.adapt[self.node_dict[ntype]](inp_1)
             return F.gelu(adapt)
 
         h = {}
         for ntype in ("author", "field", "paper"):
             h[ntype] = batches.map_rows(
-                layer_0, ntype, rows=[inp[ntype]], nodes=needed[0][ntype]
+                prologue, ntype, rows=[inp[ntype]], nodes=needed[0][ntype]
             )
 
         # Layers 1 to 2 of 2, in forward's loop: self.layers[i] (HGTLayer, on each batch's graph

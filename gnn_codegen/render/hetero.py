@@ -109,8 +109,7 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
             lines.append(f"{name} = {{etype: {graph}.edges[etype].data[{json.dumps(key)}] "
                          f"for etype in {self.expr(keys, {})}}}")
         checks = [f"{p}=({p}, {self.expr(tuple(types), {})})" for p, types in traced.inputs]
-        if checks:
-            lines.append(f"batches.check_rows({', '.join(checks)})")
+        lines += [f"batches.check_rows({', '.join(checks)})"] if checks else []
         lines += squeeze_checks([(plan.ntype[n], locations(n, traced.path)[0], squeezes_first_axis(n))
                                  for n in plan.nodes if n in plan.ntype  # a type's rows, not a weight's
                                  and (squeezes_every_axis(n) or squeezes_first_axis(n))], graph)
@@ -313,7 +312,8 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
         calls = {}
         for t in types:
             text, src, dst, outs, edges, params = per_type[t]
-            name = f"layer_{stage}" if shared is not None or len(types) == 1 else f"layer_{stage}_{t}"
+            base = f"layer_{stage}" if stage else "prologue"  # as the homogeneous method names it
+            name = base if shared is not None or len(types) == 1 else f"{base}_{t}"
             if shared is None or t == types[0]:
                 text = without_unused_type(text if shared is None else shared)
                 lines += [*text.replace("def layer(", f"def {name}(", 1).splitlines(), ""]

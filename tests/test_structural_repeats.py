@@ -14,6 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import torch
 import torch.nn as nn
 
 from gnn_codegen.pipeline import GenerateOptions, generate_all
@@ -38,6 +39,7 @@ def _inference(source: str) -> ast.FunctionDef:
 
 _SWAPPED = '''
 import dgl.nn as dglnn
+import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -198,3 +200,24 @@ def test_entity_classify_builds_each_wdict_as_forward_does() -> None:
     # one loop over the layers, as forward builds each layer's (per_layer_values.py)
     assert method.count("for rel, w in zip(layer.rel_names, weights)") == 1, method
     assert "for layer in self.layers:" in method and '"follows": {' not in method
+
+
+def test_a_literal_of_every_entry_of_a_models_mapping_is_that_mapping() -> None:
+    """forward's `{ntype: embed for ntype, embed in self.embeds.items()}` traces to a literal of
+    every entry; written back as `dict(self.embeds.items())` only where it is all of one
+    ParameterDict's or ModuleDict's entries in their order, keyed as they are."""
+    from gnn_codegen.render.dict_comprehension import whole_mapping
+
+    model = torch.nn.Module()
+    model.embeds = torch.nn.ParameterDict()
+    for ntype in ("user", "game"):  # in this order (from a dict, ParameterDict sorts them)
+        model.embeds[ntype] = torch.nn.Parameter(torch.zeros(2))
+    model.plain = {"user": 1, "game": 2}
+    every = '{"user": self.embeds["user"], "game": self.embeds["game"]}'
+    assert whole_mapping(model, every) == "dict(self.embeds.items())"
+    for kept in ('{"user": self.embeds["user"]}',  # not every entry
+                 '{"game": self.embeds["game"], "user": self.embeds["user"]}',  # another order
+                 '{"user": self.embeds["game"], "game": self.embeds["user"]}',  # other keys
+                 '{"user": self.plain["user"], "game": self.plain["game"]}',  # a dict: not in the check
+                 '{"user": self.embeds["user"], "game": h["game"]}'):
+        assert whole_mapping(model, kept) == kept

@@ -14,7 +14,7 @@ from typing import Any
 import torch.fx as fx
 
 from gnn_codegen.render.type_index import shared_by_index
-from gnn_codegen.render.dict_comprehension import comprehension
+from gnn_codegen.render.dict_comprehension import comprehension, whole_mapping
 from gnn_codegen.render.distributed import refusal
 from gnn_codegen.errors import UnsupportedOperationError
 from gnn_codegen.render.hetero_distributed import hetero_not_distributed
@@ -297,7 +297,7 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
         for literal, name in self.literals.items():
             read = name in sourced or any(name in f[1] for f in per_type.values())
             if read and name not in self.emitted:
-                lines += ["# the features forward gives it", f"{name} = {literal}"]
+                lines += ["# the features forward gives it", f"{name} = {whole_mapping(self.model, literal)}"]
                 self.emitted.add(name)
         # each type's relations' source rows, made right before its batches and dropped after
         # them: one type's at a time (all types' at once took 1.3x the hand-written loop's peak)

@@ -65,11 +65,20 @@ def test_a_sum_or_product_written_in_the_other_order_is_computed_and_stored_once
     (tmp_path / "model.py").write_text(_SWAPPED)
     generated = generate_all(f"{tmp_path / 'model.py'}:Res", GenerateOptions(init='{"in_size": 5, "hid_size": 4}'))
     method = _method(generated.source)
+    method = "\n".join(line for line in method.splitlines() if not line.strip().startswith("#"))  # code
     # `h1 + x0` and `x0 + h1` once, `x0 * h1` and `h1 * x0` once (x0 on destination rows: x0_dst)
     for op in (r"\+", r"\*"):
         assert len(re.findall(rf"\b(h1 {op} x0|x0 {op} h1)", method.replace("x0_dst", "x0"))) == 1, method
     result = check(generated, num_nodes=41, seed=2, batch_sizes=(1, 7, 41))
     assert result.ok, f"max |difference| {result.max_abs_diff}"
+
+
+def test_a_line_reading_a_sum_written_in_the_other_order_says_whose_it_is() -> None:
+    """residual's `readout = x0 + relu1 + relu2` is written `h1_dst + relu2`: the comment above
+    it says its x0 + relu1 is forward's h (`h = relu1 + x0`), so a reviewer need not prove it."""
+    golden = next(c for c in CASES if c.name == "residual").golden.read_text()
+    assert ("# `readout = x0 + relu1 + relu2`: its x0 + relu1 is h of `h = relu1 + x0`, the same\n"
+            "            # sum in the other order\n            return h, feat, h1_dst + relu2") in golden
 
 
 def test_residual_stores_its_sum_once() -> None:

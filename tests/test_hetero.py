@@ -336,7 +336,8 @@ def test_an_own_layer_needs_the_metagraph(monkeypatch: pytest.MonkeyPatch) -> No
 def test_features_read_from_the_graph_are_read_by_inference_too(monkeypatch: pytest.MonkeyPatch) -> None:
     """forward(G, out_key) reading G.nodes[ntype].data["inp"], as DGL's HGT example: inference
     takes the graph alone, reads the same features from it, and is computed for --forward-args'
-    out_key; the graph without them is a KeyError naming the key, as forward's would be."""
+    out_key, a parameter of its own defaulting to it (another value: ValueError, not the traced
+    value's result); the graph without them is a KeyError naming the key, as forward's would be."""
     case = CASES_BY_NAME["hgt_hetero"]
     generated = generate_case(case)
     assert generated.hetero.traced.graph_data == (("inp", "inp"),)
@@ -350,6 +351,9 @@ def test_features_read_from_the_graph_are_read_by_inference_too(monkeypatch: pyt
     with torch.no_grad():
         expected = model(g, "paper")
     assert torch.allclose(model.inference(g, batch_size=7, device="cpu"), expected, atol=1e-5)
+    assert torch.allclose(model.inference(g, batch_size=7, device="cpu", out_key="paper"), expected, atol=1e-5)
+    with pytest.raises(ValueError, match='forward for out_key="paper" only: generate it again with --forward-args'):
+        model.inference(g, batch_size=7, device="cpu", out_key="author")
     del g.nodes["paper"].data["inp"]
     with pytest.raises(KeyError, match="inp"):
         model.inference(g, batch_size=7, device="cpu")

@@ -34,7 +34,7 @@ def test_a_relational_stack_is_one_loop_with_forwards_activation_test() -> None:
     # the last layer's RelLayer has no activation: forward's own test, not the layer's index
     assert "if self.layers[i].activation:" in method and "h = self.layers[i].activation(h)" in method
     assert "mod_kwargs=wdicts[i]" in method and "nodes=needed[i + 1][ntype]" in method
-    assert "h = h_next" in method and "return batches.result(h, nodes)" in method
+    assert "h = h_next" in method and "return batches.result(h, nodes=nodes)" in method
     _equals_forward(generated)
 
 

@@ -14,6 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import torch
 import torch.nn as nn
 
 from gnn_codegen.pipeline import GenerateOptions, generate_all
@@ -38,6 +39,7 @@ def _inference(source: str) -> ast.FunctionDef:
 
 _SWAPPED = '''
 import dgl.nn as dglnn
+import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -63,11 +65,20 @@ def test_a_sum_or_product_written_in_the_other_order_is_computed_and_stored_once
     (tmp_path / "model.py").write_text(_SWAPPED)
     generated = generate_all(f"{tmp_path / 'model.py'}:Res", GenerateOptions(init='{"in_size": 5, "hid_size": 4}'))
     method = _method(generated.source)
+    method = "\n".join(line for line in method.splitlines() if not line.strip().startswith("#"))  # code
     # `h1 + x0` and `x0 + h1` once, `x0 * h1` and `h1 * x0` once (x0 on destination rows: x0_dst)
     for op in (r"\+", r"\*"):
         assert len(re.findall(rf"\b(h1 {op} x0|x0 {op} h1)", method.replace("x0_dst", "x0"))) == 1, method
     result = check(generated, num_nodes=41, seed=2, batch_sizes=(1, 7, 41))
     assert result.ok, f"max |difference| {result.max_abs_diff}"
+
+
+def test_a_line_reading_a_sum_written_in_the_other_order_says_whose_it_is() -> None:
+    """residual's `readout = x0 + relu1 + relu2` is written `h1_dst + relu2`: the comment above
+    it says its x0 + relu1 is forward's h (`h = relu1 + x0`), so a reviewer need not prove it."""
+    golden = next(c for c in CASES if c.name == "residual").golden.read_text()
+    assert ("# `readout = x0 + relu1 + relu2`: its x0 + relu1 is h of `h = relu1 + x0`, the same\n"
+            "            # sum in the other order\n            return h, feat, h1_dst + relu2") in golden
 
 
 def test_residual_stores_its_sum_once() -> None:
@@ -156,7 +167,7 @@ def test_per_type_functions_stay_apart_where_no_dict_the_model_reads_maps_them()
 
 def test_hgt_hetero_adapts_each_type_in_one_function() -> None:
     method = _method(next(c for c in CASES if c.name == "hgt_hetero").golden.read_text())
-    assert method.count("def layer_0") == 1 and "self.adapt[self.node_dict[ntype]]" in method
+    assert method.count("def prologue") == 1 and "self.adapt[self.node_dict[ntype]]" in method
 
 
 # --- a dict forward builds by a comprehension over the relations -------------------------------
@@ -198,3 +209,24 @@ def test_entity_classify_builds_each_wdict_as_forward_does() -> None:
     # one loop over the layers, as forward builds each layer's (per_layer_values.py)
     assert method.count("for rel, w in zip(layer.rel_names, weights)") == 1, method
     assert "for layer in self.layers:" in method and '"follows": {' not in method
+
+
+def test_a_literal_of_every_entry_of_a_models_mapping_is_that_mapping() -> None:
+    """forward's `{ntype: embed for ntype, embed in self.embeds.items()}` traces to a literal of
+    every entry; written back as `dict(self.embeds.items())` only where it is all of one
+    ParameterDict's or ModuleDict's entries in their order, keyed as they are."""
+    from gnn_codegen.render.dict_comprehension import whole_mapping
+
+    model = torch.nn.Module()
+    model.embeds = torch.nn.ParameterDict()
+    for ntype in ("user", "game"):  # in this order (from a dict, ParameterDict sorts them)
+        model.embeds[ntype] = torch.nn.Parameter(torch.zeros(2))
+    model.plain = {"user": 1, "game": 2}
+    every = '{"user": self.embeds["user"], "game": self.embeds["game"]}'
+    assert whole_mapping(model, every) == "dict(self.embeds.items())"
+    for kept in ('{"user": self.embeds["user"]}',  # not every entry
+                 '{"game": self.embeds["game"], "user": self.embeds["user"]}',  # another order
+                 '{"user": self.embeds["game"], "game": self.embeds["user"]}',  # other keys
+                 '{"user": self.plain["user"], "game": self.plain["game"]}',  # a dict: not in the check
+                 '{"user": self.embeds["user"], "game": h["game"]}'):
+        assert whole_mapping(model, kept) == kept

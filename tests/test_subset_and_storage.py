@@ -74,7 +74,7 @@ def _prepared(case: Case, seed: int, gather: bool = False):
 def test_nodes_gives_forwards_rows_of_those_nodes(case: Case, sources: str) -> None:
     generated, _, model, g, inputs, expected = _prepared(case, 0, gather=sources == "gathered")
     if returns_edge_rows(generated):
-        with pytest.raises(ValueError, match="per edge: nodes= selects nodes"):
+        with pytest.raises(ValueError, match="nodes= is not taken: it selects nodes, and forward also returns values per edge"):
             run_inference(model, generated, g, inputs, batch_size=7, device="cpu", nodes=torch.arange(3))
         return
     # none, one, a few (one twice, in no order), most of the graph (layers switch to all nodes)

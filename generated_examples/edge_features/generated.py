@@ -74,7 +74,10 @@ class EdgeAwareGNN(nn.Module):
         )
         out_degrees = g.out_degrees()  # of the whole graph, once
         if nodes is not None:
-            raise ValueError("forward returns values per edge: nodes= selects nodes")
+            raise ValueError(
+                "nodes= is not taken: it selects nodes, and forward also returns values"
+                " per edge; call it without nodes= and index the result"
+            )
         # the nodes whose rows each layer computes: all of them; for nodes= those, and before
         # each layer the in-neighbours of the nodes the layer computes; for changed= those,
         # and after each layer their out-neighbours

@@ -161,11 +161,7 @@ class EntityClassify(nn.Module):
         # Layers 1 to 3 of 3, in forward's loop: self.layers[i].conv (HeteroGraphConv: a GraphConv
         # per relation), into game and user.
         # the features forward gives it
-        h = {
-            "user": self.embeds["user"],
-            "game": self.embeds["game"],
-            "developer": self.embeds["developer"],
-        }
+        h = dict(self.embeds.items())
         for i in range(len(self.layers)):
 
             def layer_i(block, h_src, h_dst, i=i):
@@ -205,7 +201,7 @@ class EntityClassify(nn.Module):
                 )
                 del h_src
             h = h_next
-        return batches.result(h, nodes)
+        return batches.result(h, nodes=nodes)
 
 
 # --- gnn-codegen convolution helpers 0.1.0, sha256 99e13344762d -------------------------------

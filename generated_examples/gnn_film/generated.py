@@ -83,14 +83,18 @@ class GNNFiLM(nn.Module):
         storage=None,
         changed=None,
         keep_layers=False,
+        out_key="protein",
     ):
-        """self.forward(g, out_key="protein") in eval mode, computed one layer at a time: for each
+        """self.forward(g, out_key) in eval mode, computed one layer at a time: for each
         destination node type, over batches of batch_size of its nodes, each with the block of
         all its in-edges of every relation into that type (for a layer of this model's own, the
         graph of those in-edges, with the batch's nodes first of their type).
 
         g.nodes[ntype].data["feat"]: the features forward reads from its graph, for drug and
         protein.
+
+        out_key="protein": forward's argument this module was generated and checked for
+        (--forward-args); another value raises ValueError.
 
         nodes: a 1-D tensor of IDs of protein nodes.
 
@@ -100,6 +104,11 @@ class GNNFiLM(nn.Module):
         self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode
         # a model built otherwise (other layer counts, widths, k, ...): ValueError
         _HeteroBatches.check_built(self, "b928471446fcd337")
+        if out_key != "protein":  # the out_key it was generated and checked for
+            raise ValueError(
+                'this inference computes forward for out_key="protein" only: generate '
+                "it again with --forward-args for another out_key"
+            )
         if isinstance(g, dgl.distributed.DistGraph):
             raise ValueError(
                 "inference on a dgl.distributed.DistGraph is not done yet where layer 1"
@@ -159,7 +168,7 @@ class GNNFiLM(nn.Module):
                     subgraph=True,
                 )
             h = h_next
-        return batches.result(h["protein"], nodes)
+        return batches.result(h["protein"], nodes=nodes)
 
 
 # --- gnn-codegen runtime 0.1.0, sha256 c53faead465c -------------------------------------------

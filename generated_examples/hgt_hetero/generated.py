@@ -150,14 +150,18 @@ class HGT(nn.Module):
         storage=None,
         changed=None,
         keep_layers=False,
+        out_key="paper",
     ):
-        """self.forward(G, out_key="paper") in eval mode, computed one layer at a time: for each
+        """self.forward(G, out_key) in eval mode, computed one layer at a time: for each
         destination node type, over batches of batch_size of its nodes, each with the block of
         all its in-edges of every relation into that type (for a layer of this model's own, the
         graph of those in-edges, with the batch's nodes first of their type).
 
         G.nodes[ntype].data["inp"]: the features forward reads from its graph, for author, field
         and paper.
+
+        out_key="paper": forward's argument this module was generated and checked for
+        (--forward-args); another value raises ValueError.
 
         nodes: a 1-D tensor of IDs of paper nodes.
 
@@ -167,6 +171,11 @@ class HGT(nn.Module):
         self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode
         # a model built otherwise (other layer counts, widths, k, ...): ValueError
         _HeteroBatches.check_built(self, "5f04f5d0c9b9e75f")
+        if out_key != "paper":  # the out_key it was generated and checked for
+            raise ValueError(
+                'this inference computes forward for out_key="paper" only: generate it '
+                "again with --forward-args for another out_key"
+            )
         if isinstance(G, dgl.distributed.DistGraph):
             raise ValueError(
                 "inference on a dgl.distributed.DistGraph is not done yet where layer 1"
@@ -204,14 +213,14 @@ class HGT(nn.Module):
         needed = batches.needed(nodes, layers=2, result="paper")
 
         # Before layer 1: each node's own features, into author, field and paper.
-        def layer_0(inp_1, ntype):
+        def prologue(inp_1, ntype):
             adapt = self.adapt[self.node_dict[ntype]](inp_1)
             return F.gelu(adapt)
 
         h = {}
         for ntype in ("author", "field", "paper"):
             h[ntype] = batches.map_rows(
-                layer_0, ntype, rows=[inp[ntype]], nodes=needed[0][ntype]
+                prologue, ntype, rows=[inp[ntype]], nodes=needed[0][ntype]
             )
 
         # Layers 1 to 2 of 2, in forward's loop: self.layers[i] (HGTLayer, on each batch's graph
@@ -241,7 +250,7 @@ class HGT(nn.Module):
                     subgraph=True,
                 )
             h = h_next
-        return batches.result(h["paper"], nodes)
+        return batches.result(h["paper"], nodes=nodes)
 
 
 # --- gnn-codegen runtime 0.1.0, sha256 c53faead465c -------------------------------------------

@@ -77,8 +77,8 @@ class JKNet(nn.Module):
 
         # Layer 1 of 3: self.mean_branch (SAGEConv), self.pool_branch (SAGEConv).
         def layer_1(block, x, x_dst):
-            # self.mean_branch's fc_neigh on each source row of each batch, where storing it costs
-            # more (--explain)
+            # self.mean_branch's fc_neigh on each source row of each batch, where storing it would
+            # cost more
             feat = self.mean_branch.fc_neigh(x)
             h = _sage_conv_mean(self.mean_branch, block, feat, x_dst, projected=True)
             h = F.relu(h + self.pool_branch(block, x))

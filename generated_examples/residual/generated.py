@@ -114,6 +114,8 @@ class ResGCN(nn.Module):
             h = self.norm(relu2 + h1_dst)
             # self.conv3's fc_neigh on each source row, once per node
             feat = self.conv3.fc_neigh(h)
+            # `readout = x0 + relu1 + relu2`: its x0 + relu1 is h of `h = relu1 + x0`, the same
+            # sum in the other order
             return h, feat, h1_dst + relu2
 
         h2, feat2, readout = batches.map(

@@ -143,7 +143,7 @@ class RGAT(nn.Module):
                 )
                 del h_src
             h = h_next
-        return batches.result(h["paper"], nodes)
+        return batches.result(h["paper"], nodes=nodes)
 
 
 # --- gnn-codegen convolution helpers 0.1.0, sha256 96a63a35a836 -------------------------------

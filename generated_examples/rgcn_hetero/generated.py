@@ -141,7 +141,7 @@ class RGCN(nn.Module):
             )
             del h1_src
         del h1
-        return batches.result(h2, nodes)
+        return batches.result(h2, nodes=nodes)
 
 
 # --- gnn-codegen convolution helpers 0.1.0, sha256 99e13344762d -------------------------------

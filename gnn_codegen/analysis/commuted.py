@@ -37,6 +37,7 @@ def one_order(program: Program, attrs: Attributes) -> Program:
     family = {"operator.add": "add", "torch.add": "add", "operator.mul": "mul", "torch.mul": "mul"}
     seen: dict[tuple[str, str, str], Op] = {}
     swapped: dict[str, Op] = {}
+    earlier_of: dict[str, Op] = {}  # a swapped op -> the op whose value it is
     for op in program.ops:
         operands = _operands(op, tensors)
         if operands is None:
@@ -46,8 +47,39 @@ def one_order(program: Program, attrs: Attributes) -> Program:
         if earlier is not None and a != b:
             # the earlier's target and order: the same key in computed_once
             swapped[op.name] = replace(op, target=earlier.target, args=earlier.args)
+            earlier_of[op.name] = earlier
         else:
             seen.setdefault((family[op.target], a.name, b.name), op)
     if not swapped:
         return program
-    return computed_once(program.with_ops(tuple(swapped.get(op.name, op) for op in program.ops)))
+    noted = _noted_readers(program, swapped, earlier_of)
+    return computed_once(program.with_ops(tuple(noted.get(op.name, swapped.get(op.name, op)) for op in program.ops)))
+
+
+def _line(op: Op) -> str:
+    """The user's line of an op, from its location (`model.py:12 (`h = relu1 + x0`)`)."""
+    start = op.location.find("(`")
+    return op.location[start + 2:-2] if start >= 0 and op.location.endswith("`)") else ""
+
+
+def _noted_readers(program: Program, swapped: dict[str, Op], earlier_of: dict[str, Op]) -> dict[str, Op]:
+    """The ops that read a swapped sum, each with a note saying that the value they read is an
+    earlier line's in the other order (residual's `readout = x0 + relu1 + relu2` written
+    `h1_dst + relu2`: a reviewer should not have to prove it): only where both lines and the
+    operands' variables are known."""
+    by_name = {op.name: op for op in program.ops}
+    noted: dict[str, Op] = {}
+    for op in program.ops:
+        for ref in op.refs():
+            if ref not in swapped or op.note:
+                continue
+            earlier, original = earlier_of[ref], by_name[ref]
+            symbol = "+" if "add" in original.target else "*"
+            operands = [by_name[r.name].var for r in original.args if r.name in by_name]
+            here, there = _line(op), _line(earlier)
+            if len(operands) != 2 or not all(operands) or not here or not there or not earlier.var:
+                continue
+            noted[op.name] = replace(swapped.get(op.name, op), note=(
+                f"`{here}`: its {f' {symbol} '.join(operands)} is {earlier.var} of "
+                f"`{there}`, the same {'sum' if symbol == '+' else 'product'} in the other order"))
+    return noted

@@ -7,6 +7,7 @@ model's that its source reads names them (`self.layers[0].rel_names`), or else a
 
 from __future__ import annotations
 
+import ast
 import inspect
 import re
 from typing import Any, Callable
@@ -70,3 +71,34 @@ def comprehension(entries: dict[Any, str], model: torch.nn.Module, path: str,
         spelled = _keys_spelled(model, path, keys, spell)
         return f"{{{key}: {shape.replace(chr(0), item)} for {key}, {item} in zip({spelled}, {tuple_name})}}"
     return None
+
+
+def whole_mapping(model: torch.nn.Module, literal: str) -> str:
+    """A dict literal of every entry of one of the model's mappings, in its order, keyed as it
+    is (`{"user": self.embeds["user"], "game": self.embeds["game"], ...}` from forward's `{ntype:
+    embed for ntype, embed in self.embeds.items()}`), as `dict(self.embeds.items())`; any other
+    literal as it is. Only a ParameterDict or ModuleDict: the check at entry that the model is
+    built as the traced one covers their entries' names, so its keys at run time are these."""
+    try:
+        tree = ast.parse(literal, mode="eval").body
+    except SyntaxError:
+        return literal
+    if not isinstance(tree, ast.Dict) or not tree.keys:
+        return literal
+    keys, owners = [], set()
+    for key, value in zip(tree.keys, tree.values):
+        if not (isinstance(key, ast.Constant) and isinstance(value, ast.Subscript)
+                and isinstance(value.slice, ast.Constant) and value.slice.value == key.value):
+            return literal
+        keys.append(key.value)
+        owners.add(ast.unparse(value.value))
+    (owner,) = owners if len(owners) == 1 else (None,)
+    match = re.fullmatch(r"self((?:\.\w+)+)", owner or "")
+    if match is None:
+        return literal
+    mapping: Any = model
+    for attribute in match.group(1).split(".")[1:]:
+        mapping = getattr(mapping, attribute, None)
+    if not isinstance(mapping, (torch.nn.ParameterDict, torch.nn.ModuleDict)) or list(mapping.keys()) != keys:
+        return literal
+    return f"dict({owner}.items())"

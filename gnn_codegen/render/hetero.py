@@ -14,7 +14,7 @@ from typing import Any
 import torch.fx as fx
 
 from gnn_codegen.render.type_index import shared_by_index
-from gnn_codegen.render.dict_comprehension import comprehension
+from gnn_codegen.render.dict_comprehension import comprehension, whole_mapping
 from gnn_codegen.render.distributed import refusal
 from gnn_codegen.errors import UnsupportedOperationError
 from gnn_codegen.render.hetero_distributed import hetero_not_distributed
@@ -30,7 +30,7 @@ from gnn_codegen.render.squeezed_rows import hetero_checks as squeeze_checks
 from gnn_codegen.render.squeezed_rows import squeezes_every_axis, squeezes_first_axis
 from gnn_codegen.render.hetero_docstring import _and, _describe_conv, _docstring
 from gnn_codegen.render.hetero_loops import fold_layers
-from gnn_codegen.render import hetero_incremental as incremental
+from gnn_codegen.render import forward_args, hetero_incremental as incremental
 from gnn_codegen.render.per_layer_values import values_of_weights
 from gnn_codegen.render.hetero_layer import HeteroLayerFunction, _reads_full_degrees, without_unused_type
 from gnn_codegen.render.incremental import runtime_arguments, runtime_call
@@ -79,11 +79,13 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
         self.result_kind = result_type(plan)
         self.subsets = self.result_kind is not None
         params = [graph, *features, "batch_size", "device", "max_memory=2**30", "progress=False",
-                  *(["nodes=None"] if self.subsets else []), "storage=None", "changed=None", "keep_layers=False"]
+                  *(["nodes=None"] if self.subsets else []), "storage=None", "changed=None",
+                  "keep_layers=False", *forward_args.parameters(traced.forward_args)]
         schema_relations = ", ".join(self.expr(r, {}) for r in header["relations"])
         reason = hetero_not_distributed(self)  # DistDGL: hetero/distributed.py
         lines = [
             *(check_line(RUNTIME, header["built"]) if header.get("built") else []),  # built.py
+            *forward_args.check_lines(traced.forward_args),
             *(refusal(graph, reason) if reason else []),
             f"batches = {runtime_call(RUNTIME, graph, 'batch_size', 'device', 'max_memory', 'progress', 'storage')}"
             f"{runtime_arguments('changed', 'keep_layers')})",
@@ -107,8 +109,7 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
             lines.append(f"{name} = {{etype: {graph}.edges[etype].data[{json.dumps(key)}] "
                          f"for etype in {self.expr(keys, {})}}}")
         checks = [f"{p}=({p}, {self.expr(tuple(types), {})})" for p, types in traced.inputs]
-        if checks:
-            lines.append(f"batches.check_rows({', '.join(checks)})")
+        lines += [f"batches.check_rows({', '.join(checks)})"] if checks else []
         lines += squeeze_checks([(plan.ntype[n], locations(n, traced.path)[0], squeezes_first_axis(n))
                                  for n in plan.nodes if n in plan.ntype  # a type's rows, not a weight's
                                  and (squeezes_every_axis(n) or squeezes_first_axis(n))], graph)
@@ -156,7 +157,7 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
                 last = lines_of_stage[-1] if lines_of_stage[-1].startswith("del ") else ""  # one del
                 lines_of_stage = [*lines_of_stage[:-1 if last else None], f"{last + ',' if last else 'del'} {', '.join(freed)}"]
             body += [f"    {line}" if line else "" for line in lines_of_stage]
-        body.append(f"    return batches.result({result}, nodes)" if self.subsets else f"    return {result}")
+        body.append(f"    return batches.result({result}, nodes=nodes)" if self.subsets else f"    return {result}")
         return "\n".join(body) + "\n"
 
     def _freed_after(self, stage: int, stages: list[list[str]], result: str) -> list[str]:
@@ -296,7 +297,7 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
         for literal, name in self.literals.items():
             read = name in sourced or any(name in f[1] for f in per_type.values())
             if read and name not in self.emitted:
-                lines += ["# the features forward gives it", f"{name} = {literal}"]
+                lines += ["# the features forward gives it", f"{name} = {whole_mapping(self.model, literal)}"]
                 self.emitted.add(name)
         # each type's relations' source rows, made right before its batches and dropped after
         # them: one type's at a time (all types' at once took 1.3x the hand-written loop's peak)
@@ -311,7 +312,8 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
         calls = {}
         for t in types:
             text, src, dst, outs, edges, params = per_type[t]
-            name = f"layer_{stage}" if shared is not None or len(types) == 1 else f"layer_{stage}_{t}"
+            base = f"layer_{stage}" if stage else "prologue"  # as the homogeneous method names it
+            name = base if shared is not None or len(types) == 1 else f"{base}_{t}"
             if shared is None or t == types[0]:
                 text = without_unused_type(text if shared is None else shared)
                 lines += [*text.replace("def layer(", f"def {name}(", 1).splitlines(), ""]

@@ -10,6 +10,7 @@ from typing import Any
 import dgl.nn as dglnn
 import torch
 
+from gnn_codegen.render import forward_args
 from gnn_codegen.render.runtime_section import parameters_sentence
 
 
@@ -29,7 +30,7 @@ def _docstring(model: torch.nn.Module, traced: Any, result: str | None, subgraph
     # forward(self, h=None, blocks=None): the graph by name; forward(self, feats): none
     call = ", ".join([graph, *features] if first else features if traced.kept
                      else [*features, f"{traced.graph_arg}={graph}"])
-    call += "".join(f", {name}={json.dumps(value) if isinstance(value, str) else repr(value)}" for name, value in traced.forward_args)
+    call += "".join(f", {name}" for name, _ in traced.forward_args)
     if traced.kept:
         call += f") on {graph} (the graph forward reads as {', '.join('self.' + p for p in traced.kept)}"
     own = (" (for a layer of this model's own, the graph of those in-edges, with the batch's "
@@ -48,6 +49,8 @@ def _docstring(model: torch.nn.Module, traced: Any, result: str | None, subgraph
         types = _and(list(dict(traced.inputs)[name]))
         paragraphs.append(f"{traced.graph_arg if not traced.blocks else 'g'}.nodes[ntype].data[{json.dumps(key)}]: "
                           f"the features forward reads from its graph, for {types}.")
+    if traced.forward_args:
+        paragraphs.append(forward_args.paragraph(traced.forward_args))
     if result is not None:  # which of the runtime's forms of nodes= this forward's result takes
         asked = (f"a 1-D tensor of IDs of {result} nodes" if result
                  else "a dict of 1-D tensors of node IDs per type")

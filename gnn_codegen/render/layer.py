@@ -185,7 +185,7 @@ class LayerWriter(OpExpressions):
             note = op.note
             if placed.space == "src" and not self.node_ranges and note.endswith(ONCE_PER_NODE):
                 # the cut found storing its input cheaper than storing its result (cut.py)
-                note = note[: -len(ONCE_PER_NODE)] + " of each batch, where storing it costs more (--explain)"
+                note = note[: -len(ONCE_PER_NODE)] + " of each batch, where storing it would cost more"
             if note and note not in noted:  # why gnn-codegen added this line
                 self.lines.extend(comment(note))
                 noted.add(note)

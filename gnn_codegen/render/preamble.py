@@ -4,6 +4,7 @@ graphs forward derives, the nodes the layers need, the inputs' rows)."""
 from __future__ import annotations
 
 import json
+import textwrap
 
 from gnn_codegen.render.distributed import not_distributed, refusal
 from gnn_codegen.lower.edge_masks import graph_arguments
@@ -219,8 +220,10 @@ class Preamble:
         """The line that works out which nodes each layer computes for `nodes`."""
         lines = []
         if any(self.attrs[n].rows == "edge" for n in self._output_names()):
-            lines += [f"if {self.nodes} is not None:",
-                      f"    raise ValueError(\"forward returns values per edge: {self.nodes}= selects nodes\")"]
+            message = (f"{self.nodes}= is not taken: it selects nodes, and forward also returns values per "
+                       f"edge; call it without {self.nodes}= and index the result")
+            lines += [f"if {self.nodes} is not None:", "    raise ValueError(",
+                      *(f"        {json.dumps(p)}" for p in textwrap.wrap(message, 70, drop_whitespace=False)), "    )"]
         layers = [next(self.runtimes.get(s.graph, self.batches) for s in self.plan.stages
                        if not s.node_pass and s.layer == k) for k in range(1, self.plan.num_layers + 1)]
         spelled = f"{len(layers)}" if set(layers) <= {self.batches} else f"[{', '.join(layers)}]"

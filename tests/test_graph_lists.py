@@ -71,7 +71,7 @@ class Outer(nn.Module):
                 x = x + j
             for k in range(len(self.layers)):
                 pass
-        return x
+        return [x + r for r in range(self.count)]
 '''
 
 
@@ -84,8 +84,10 @@ def test_the_loops_of_the_models_class_and_their_counts() -> None:
 
     ranges = loop_ranges(_SOURCE, "m.py", Outer())
     # the Inner class's loop is not the model's (its `self` is another module)
-    assert [(r.var, r.spelled, r.value) for r in sorted(ranges, key=lambda r: r.first)] == [
-        ("i", "", 0), ("j", "self.count - 1", 2), ("k", "len(self.layers)", 2)]
+    assert [(r.var, r.spelled, r.value, r.comprehension) for r in sorted(ranges, key=lambda r: r.first)] == [
+        ("i", "", 0, False), ("j", "self.count - 1", 2, False), ("k", "len(self.layers)", 2, False),
+        ("r", "self.count", 3, True)]
+    assert innermost(ranges, "m.py:16 (`return [x + r ...]`)").var == "r"  # type: ignore[union-attr]
     assert innermost(ranges, "m.py:13 (`x = x + j`)").var == "j"  # type: ignore[union-attr]
     assert innermost(ranges, "m.py:14 (`for k ...`)").var == "i"  # type: ignore[union-attr]
     assert innermost(ranges, "other.py:13 (`x = x + j`)") is None

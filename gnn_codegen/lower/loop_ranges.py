@@ -20,19 +20,20 @@ import torch.nn as nn
 @dataclass(frozen=True)
 class LoopRange:
     path: str  # the file as the ops' locations name it
-    first: int  # the loop's lines, its header's first
+    first: int  # the first line of the loop's body (a comprehension's: its own first line)
     last: int
     var: str  # the loop's variable, `j`
     spelled: str  # the count as the user's file writes it, `self.num_etypes`; "" where it is
     # not the model's alone (`range(len(mfgs))`): kept, so that a line in it is not taken for
     # a line of a loop around it
     value: int  # its value on the model traced (0 where spelled is "")
+    comprehension: bool = False  # `[... for j in range(...)]`: the line's variable is the list
 
     def holds(self, location: str) -> bool:
         """The location ("file.py:12 (`...`)") is a line of the loop's body."""
         where = location.split(" ", 1)[0]
         path, _, line = where.rpartition(":")
-        return path == self.path and line.isdigit() and self.first < int(line) <= self.last
+        return path == self.path and line.isdigit() and self.first <= int(line) <= self.last
 
 
 def _of_model(node: ast.AST) -> bool:
@@ -52,7 +53,7 @@ def _of_model(node: ast.AST) -> bool:
 
 
 def loop_ranges(source: str, path: Path | str, model: nn.Module) -> tuple[LoopRange, ...]:
-    """Every `for NAME in ...:` of the model's class (its methods, where `self` is the model:
+    """Every `for NAME in ...:` and one-generator list comprehension of the model's class (its methods, where `self` is the model:
     not a submodule's forward, whose `self` is another), with its count where it is
     `range(COUNT)` of the model's alone and its value on `model` an int; spelled "" otherwise."""
     try:
@@ -64,21 +65,28 @@ def loop_ranges(source: str, path: Path | str, model: nn.Module) -> tuple[LoopRa
         return ()
     found = []
     for node in ast.walk(classes[0]):
-        if not isinstance(node, (ast.For, ast.AsyncFor)):
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            target, loop_iter, plain, first = node.target, node.iter, not node.orelse, node.body[0].lineno
+        elif isinstance(node, (ast.ListComp, ast.GeneratorExp)):  # one generator, no `if`
+            generator = node.generators[0]
+            target, loop_iter, first = generator.target, generator.iter, node.lineno
+            plain = len(node.generators) == 1 and not generator.ifs and not generator.is_async
+        else:
             continue
-        var = node.target.id if isinstance(node.target, ast.Name) else ""
+        var = target.id if isinstance(target, ast.Name) else ""
         spelled, value = "", 0
-        if (var and not node.orelse and isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Name)
-                and node.iter.func.id == "range" and len(node.iter.args) == 1 and not node.iter.keywords
-                and _of_model(node.iter.args[0])):
+        if (var and plain and isinstance(loop_iter, ast.Call) and isinstance(loop_iter.func, ast.Name)
+                and loop_iter.func.id == "range" and len(loop_iter.args) == 1 and not loop_iter.keywords
+                and _of_model(loop_iter.args[0])):
             try:  # an expression of attributes, len and numbers alone (_of_model): nothing else runs
-                counted = eval(compile(ast.Expression(node.iter.args[0]), "<count>", "eval"),
+                counted = eval(compile(ast.Expression(loop_iter.args[0]), "<count>", "eval"),
                                {"__builtins__": {"len": len}}, {"self": model})
             except Exception:  # an attribute forward sets itself, say: not the model's as built
                 counted = None
             if type(counted) is int:
-                spelled, value = ast.unparse(node.iter.args[0]), counted
-        found.append(LoopRange(str(path), node.lineno, node.end_lineno or node.lineno, var, spelled, value))
+                spelled, value = ast.unparse(loop_iter.args[0]), counted
+        found.append(LoopRange(str(path), first, node.end_lineno or node.lineno, var, spelled, value,
+                               not isinstance(node, (ast.For, ast.AsyncFor))))
     return tuple(found)
 
 

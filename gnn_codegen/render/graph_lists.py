@@ -25,6 +25,7 @@ class GraphList:
     ops: tuple[str, ...]  # the graphs' ops, in the loop's order: graph j is ops[j]
     loop: LoopRange
     template: Op  # the first graph's op with the loop's value as its variable
+    var: str = ""  # the variable forward's line assigns: a graph's (`subg`) or the list's
 
 
 def _with_value(value: object, var: str, expected: str) -> tuple[object, int]:
@@ -48,7 +49,8 @@ def _as_template(op: Op, var: str, j: int) -> tuple[Op, int]:
         v, n = _with_value(v, var, str(j))
         kwargs.append((k, v))
         found += n
-    return replace(op, args=(op.args[0], *args), kwargs=tuple(kwargs), name=""), found
+    # the variable the line assigns: the last graph's alone where it is the comprehension's list
+    return replace(op, args=(op.args[0], *args), kwargs=tuple(kwargs), name="", var="", line_var=""), found
 
 
 def graph_lists(program: Program, derived: list[Op], iterated: set[str]) -> list[GraphList]:
@@ -74,7 +76,8 @@ def graph_lists(program: Program, derived: list[Op], iterated: set[str]) -> list
                         break
                     run.append(candidate)
         if template is not None and loop is not None and len(run) == loop.value:
-            found.append(GraphList(tuple(o.name for o in run), loop, template))
+            var = next((o.var or o.line_var for o in run if o.var or o.line_var), "")
+            found.append(GraphList(tuple(o.name for o in run), loop, template, var))
             position += len(run)
         else:
             position += 1

@@ -167,7 +167,10 @@ class Renderer(BufferNames, LayerCalls, Preamble, MethodDocstring):
         self.graph_lists = [] if self.over_metapaths else graph_lists(program, self.derived, iterated)
         self.listed_graphs: dict[str, tuple[GraphList, str, str]] = {}  # op -> (list, graphs, batches)
         for listed in self.graph_lists:
-            graphs, batches_list = self.names.take("graphs"), self.names.take("graph_batches")
+            # forward's name for its list where it makes one (`subgraphs = [... for r in ...]`)
+            own = listed.var if listed.loop.comprehension else ""
+            graphs = self.names.take(own or "graphs")
+            batches_list = self.names.take(f"{graphs.removesuffix('s') if graphs.endswith('s') else graphs}_batches")
             for j, name in enumerate(listed.ops):
                 self.graph_name[name], self.runtimes[name] = f"{graphs}[{j}]", f"{batches_list}[{j}]"
                 self.listed_graphs[name] = (listed, graphs, batches_list)

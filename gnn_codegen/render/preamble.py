@@ -226,9 +226,10 @@ class Preamble:
         if name != listed.ops[0]:
             return []
         loop = listed.loop
-        var, each = self.names.take(loop.var), self.names.take("graph")
+        var, each = self.names.take(loop.var), self.names.take(graphs.removesuffix("s") if graphs.endswith("s") else "graph")
         template = listed.template if var == loop.var else _renamed(listed.template, loop.var, var)
-        return [*comment(f"as forward derives them from its graph in its loop over {loop.var}, once for the "
+        how = "in its comprehension" if loop.comprehension else "in its loop"
+        return [*comment(f"as forward derives them from its graph {how} over {loop.var}, once for the "
                          "whole graph, each with its batches"),
                 f"{graphs} = [{self._graph_expression(template)} for {var} in range({loop.spelled})]",
                 f"{batches_list} = [{self.batches}.over({each}) for {each} in {graphs}]"]

@@ -225,6 +225,9 @@ class Program:
     module_lengths: tuple[tuple[str, int], ...] = ()
     # the hop count a module holds, `self.propagate._k` -> 10: lower.module_lengths.hop_counts
     hop_counts: tuple[tuple[str, int], ...] = ()
+    # forward's loops and the counts of those over a count the model holds (`for j in
+    # range(self.num_etypes)`): lower.loop_ranges.LoopRange, each
+    loop_ranges: tuple[Any, ...] = ()
     by_name: dict[str, Op] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

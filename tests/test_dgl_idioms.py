@@ -114,9 +114,10 @@ READS = {
     "TwoGraphsInOneLayer": ["h1 = batches.map(layer_1,", "return h1 + _sage_conv_mean(self.against,",
                             "out = batches_reversed.map(layer_2,"],
     # edge subgraphs: the mask on the whole graph's edges, once, the subgraph batched over
-    "RelationSubgraphsGCN": ["etype = g.edata[dgl.ETYPE]", "g_etype_0 = dgl.edge_subgraph(g, etype == 0, relabel_nodes=False)",
-                             "g_etype_2 = dgl.edge_subgraph(g, etype == 2, relabel_nodes=False)",
-                             "batches_etype_1.map(layer_2"],
+    # ...made in forward's comprehension over the model's count: one comprehension (graph_lists.py)
+    "RelationSubgraphsGCN": ["etype = g.edata[dgl.ETYPE]", "dgl.edge_subgraph(g, etype == r, relabel_nodes=False)",
+                             "for r in range(self.num_rels)", "subgraph_batches = [batches.over(subgraph) for subgraph in subgraphs]",
+                             "needed = batches.needed(nodes, layers=subgraph_batches * 2)", "subgraph_batches[1].map(layer_2"],
     "KeptEdgesSAGE": ['keep = g.edata["keep"]', "kept = dgl.edge_subgraph(g, keep, relabel_nodes=False)",
                       "h1, feat1 = batches_subgraph.map(layer_1"],
     "EdgeTypesPickedInForward": ["sg = dgl.edge_subgraph(g, (etypes == 0) | (etypes == 2), relabel_nodes=False)"],

@@ -3,7 +3,9 @@ GATs, an R-GAT's GAT per edge type, a GraphConv per relation), reads as the user
 (issue 37, render/user_layers.py): each generated layer is labelled "self.layers[0], metapath
 2 of 2", not "Layer 2 of 4", the rows sent on each graph are named for it, `feat0_pa_ap`, not
 `feat0_2`; and a counted local a layer's function returns takes the name the method binds it
-to, `x_skip3`, never `x_skip_2` beside the parameter `x_skip2` (render/local_names.py)."""
+to, `x_skip1`, never `x_skip_2` beside the parameter `x_skip0` (render/local_names.py); the
+rows a user's layer reads are numbered for it, `feat1_pa_ap`, `x_skip1`, not for the pass that
+computes them (render/buffer_names.py)."""
 
 from __future__ import annotations
 
@@ -66,9 +68,12 @@ def test_a_user_layer_of_a_gat_per_edge_type_reads_as_the_users_layers(monkeypat
         f"self.layers[{i}], edge type {j + 1} of 2: self.layers[{i}].gats[{j}] (GATConv), on g_etype_{j}."
         for i in (0, 1) for j in (0, 1)]
     method = _method(source)
-    assert "def layer_3(block, feat2_etype_0, el2_etype_0, h2, feat2_etype_0_dst):" in method, method
+    # the rows of self.layers[1] numbered for it, not for the pass that computes them (feat2, h2)
+    assert "def layer_3(block, feat1_etype_0, el1_etype_0, h1, feat1_etype_0_dst):" in method, method
     # the next layer's skip, a second `h` in layer 2's function, as the method binds it
-    assert "h2 = self.layers[1].skip(h)" in method, method
+    assert "h1 = self.layers[1].skip(h)" in method, method
+    # the sum over edge types keeps its name, as forward's `h = h + gat(...)`
+    assert "h1 = batches_etype_0.map(" in method and "h3" not in method, method
     assert not [n for n in _COUNTED.findall(method) if not n.startswith("layer_")], method
 
 
@@ -108,15 +113,16 @@ def test_the_han_golden_names_each_metapath() -> None:
     assert [label for label in _labels_of(han) if "metapath" in label] == [
         f"self.layers[{i}], metapath {j + 1} of 2: self.layers[{i}].gats[{j}] (GATConv), on g_{m}."
         for i in (0, 1) for j, m in enumerate(("pa_ap", "pf_fp"))]
-    assert "def layer_4(block, feat2_pf_fp, el2_pf_fp, z3, feat2_pf_fp_dst):" in han, han
+    assert "def layer_4(block, feat1_pf_fp, el1_pf_fp, z1, feat1_pf_fp_dst):" in han, han
     assert not re.search(r"\b(feat|el)\d_\d\b", han), han
     assert not re.search(r"Layer \d of 4", han), han
 
 
 def test_the_rgat_mag240m_golden_names_each_edge_type_and_no_skip_twice() -> None:
     rgat = _golden("rgat_mag240m")
-    assert "x_skip_2" not in rgat and "x_skip3 = self.skips[1](x_skip)" in rgat, rgat
-    assert "# self.convs[1], edge type 3 of 3: self.convs[1][2] (GATConv), on g_etype_2." in rgat, rgat
+    # the next layer's skip named for it (not x_skip3, a count of the passes before it)
+    assert "x_skip_2" not in rgat and "x_skip1 = self.skips[1](x_skip)" in rgat, rgat
+    assert "# self.convs[1], edge type 3 of 3: self.convs[1][2] (GATConv), on graphs[2]." in rgat, rgat
     assert not re.search(r"\b(feat|el)\d_\d\b", rgat), rgat
 
 

@@ -119,29 +119,17 @@ class RGAT(nn.Module):
         )
         etype = g.edata["etype"]  # as forward reads it
         batches.check_rows(nodes={"x": x}, edges={"etype": etype})
-        # as forward derives it from its graph, once for the whole graph
-        g_etype_0 = dgl.edge_subgraph(g, etype == 0, relabel_nodes=False)
-        batches_etype_0 = batches.over(g_etype_0)
-        # as forward derives it from its graph, once for the whole graph
-        g_etype_1 = dgl.edge_subgraph(g, etype == 1, relabel_nodes=False)
-        batches_etype_1 = batches.over(g_etype_1)
-        # as forward derives it from its graph, once for the whole graph
-        g_etype_2 = dgl.edge_subgraph(g, etype == 2, relabel_nodes=False)
-        batches_etype_2 = batches.over(g_etype_2)
+        # as forward derives them from its graph in its loop over j, once for the whole graph,
+        # each with its batches
+        graphs = [
+            dgl.edge_subgraph(g, etype == j, relabel_nodes=False)
+            for j in range(self.num_etypes)
+        ]
+        graph_batches = [batches.over(graph) for graph in graphs]
         # the nodes whose rows each layer computes: all of them; for nodes= those, and before
         # each layer the in-neighbours of the nodes the layer computes; for changed= those,
         # and after each layer their out-neighbours
-        needed = batches.needed(
-            nodes,
-            layers=[
-                batches_etype_0,
-                batches_etype_1,
-                batches_etype_2,
-                batches_etype_0,
-                batches_etype_1,
-                batches_etype_2,
-            ],
-        )
+        needed = batches.needed(nodes, layers=graph_batches * 2)
 
         # Before the first layer, once per node: self.convs[0][0] (GATConv), self.convs[0][1]
         # (GATConv), self.convs[0][2] (GATConv).
@@ -170,7 +158,7 @@ class RGAT(nn.Module):
             el0_etype_2,
         ) = batches.map_nodes(prologue, x, nodes=needed[0])
 
-        # self.convs[0], edge type 1 of 3: self.convs[0][0] (GATConv), on g_etype_0.
+        # self.convs[0], edge type 1 of 3: self.convs[0][0] (GATConv), on graphs[0].
         def layer_1(block, feat0_etype_0, el0_etype_0, x, feat0_etype_0_dst):
             x_skip = self.skips[0](x)
             return x_skip + _gat_conv_aggregate(
@@ -179,7 +167,7 @@ class RGAT(nn.Module):
 
         # in_place=True: source rows are read where they are stored, not gathered per
         # batch (the layer reads them only in messages)
-        x_skip = batches_etype_0.map(
+        x_skip0 = graph_batches[0].map(
             layer_1,
             source_rows=dict(feat0_etype_0=feat0_etype_0, el0_etype_0=el0_etype_0),
             destination_rows=dict(x=x, feat0_etype_0_dst=feat0_etype_0),
@@ -188,105 +176,105 @@ class RGAT(nn.Module):
         )
         del feat0_etype_0, el0_etype_0
 
-        # self.convs[0], edge type 2 of 3: self.convs[0][1] (GATConv), on g_etype_1.
-        def layer_2(block, feat0_etype_1, el0_etype_1, x_skip, feat0_etype_1_dst):
-            return x_skip + _gat_conv_aggregate(
+        # self.convs[0], edge type 2 of 3: self.convs[0][1] (GATConv), on graphs[1].
+        def layer_2(block, feat0_etype_1, el0_etype_1, x_skip0, feat0_etype_1_dst):
+            return x_skip0 + _gat_conv_aggregate(
                 self.convs[0][1], block, feat0_etype_1, el0_etype_1, feat0_etype_1_dst
             ).view(-1, self.hidden_channels)
 
-        x_skip2 = batches_etype_1.map(
+        x_skip0 = graph_batches[1].map(
             layer_2,
             source_rows=dict(feat0_etype_1=feat0_etype_1, el0_etype_1=el0_etype_1),
-            destination_rows=dict(x_skip=x_skip, feat0_etype_1_dst=feat0_etype_1),
+            destination_rows=dict(x_skip0=x_skip0, feat0_etype_1_dst=feat0_etype_1),
             in_place=True,
             nodes=needed[2],
         )
-        del feat0_etype_1, el0_etype_1, x_skip
+        del feat0_etype_1, el0_etype_1
 
-        # self.convs[0], edge type 3 of 3: self.convs[0][2] (GATConv), on g_etype_2.
-        def layer_3(block, feat0_etype_2, el0_etype_2, x_skip2, feat0_etype_2_dst):
-            x_skip = x_skip2 + _gat_conv_aggregate(
+        # self.convs[0], edge type 3 of 3: self.convs[0][2] (GATConv), on graphs[2].
+        def layer_3(block, feat0_etype_2, el0_etype_2, x_skip0, feat0_etype_2_dst):
+            x_skip = x_skip0 + _gat_conv_aggregate(
                 self.convs[0][2], block, feat0_etype_2, el0_etype_2, feat0_etype_2_dst
             ).view(-1, self.hidden_channels)
             x_skip = self.norms[0](x_skip)
             x_skip = F.elu(x_skip)
-            x_skip3 = self.skips[1](x_skip)
+            x_skip1 = self.skips[1](x_skip)
             # self.convs[1][0]'s fc and attention term on each source row, once per node
-            feat3_etype_0, el3_etype_0 = _gat_conv_source(self.convs[1][0], x_skip)
+            feat1_etype_0, el1_etype_0 = _gat_conv_source(self.convs[1][0], x_skip)
             # self.convs[1][1]'s fc and attention term on each source row, once per node
-            feat3_etype_1, el3_etype_1 = _gat_conv_source(self.convs[1][1], x_skip)
+            feat1_etype_1, el1_etype_1 = _gat_conv_source(self.convs[1][1], x_skip)
             # self.convs[1][2]'s fc and attention term on each source row, once per node
-            feat3_etype_2, el3_etype_2 = _gat_conv_source(self.convs[1][2], x_skip)
+            feat1_etype_2, el1_etype_2 = _gat_conv_source(self.convs[1][2], x_skip)
             return (
-                x_skip3,
-                feat3_etype_0,
-                el3_etype_0,
-                feat3_etype_1,
-                el3_etype_1,
-                feat3_etype_2,
-                el3_etype_2,
+                x_skip1,
+                feat1_etype_0,
+                el1_etype_0,
+                feat1_etype_1,
+                el1_etype_1,
+                feat1_etype_2,
+                el1_etype_2,
             )
 
         (
-            x_skip3,
-            feat3_etype_0,
-            el3_etype_0,
-            feat3_etype_1,
-            el3_etype_1,
-            feat3_etype_2,
-            el3_etype_2,
-        ) = batches_etype_2.map(
+            x_skip1,
+            feat1_etype_0,
+            el1_etype_0,
+            feat1_etype_1,
+            el1_etype_1,
+            feat1_etype_2,
+            el1_etype_2,
+        ) = graph_batches[2].map(
             layer_3,
             source_rows=dict(feat0_etype_2=feat0_etype_2, el0_etype_2=el0_etype_2),
-            destination_rows=dict(x_skip2=x_skip2, feat0_etype_2_dst=feat0_etype_2),
+            destination_rows=dict(x_skip0=x_skip0, feat0_etype_2_dst=feat0_etype_2),
             in_place=True,
             nodes=needed[3],
         )
-        del feat0_etype_2, el0_etype_2, x_skip2
+        del x_skip0, feat0_etype_2, el0_etype_2
 
-        # self.convs[1], edge type 1 of 3: self.convs[1][0] (GATConv), on g_etype_0.
-        def layer_4(block, feat3_etype_0, el3_etype_0, x_skip3, feat3_etype_0_dst):
-            return x_skip3 + _gat_conv_aggregate(
-                self.convs[1][0], block, feat3_etype_0, el3_etype_0, feat3_etype_0_dst
+        # self.convs[1], edge type 1 of 3: self.convs[1][0] (GATConv), on graphs[0].
+        def layer_4(block, feat1_etype_0, el1_etype_0, x_skip1, feat1_etype_0_dst):
+            return x_skip1 + _gat_conv_aggregate(
+                self.convs[1][0], block, feat1_etype_0, el1_etype_0, feat1_etype_0_dst
             ).view(-1, self.hidden_channels)
 
-        x_skip4 = batches_etype_0.map(
+        x_skip1 = graph_batches[0].map(
             layer_4,
-            source_rows=dict(feat3_etype_0=feat3_etype_0, el3_etype_0=el3_etype_0),
-            destination_rows=dict(x_skip3=x_skip3, feat3_etype_0_dst=feat3_etype_0),
+            source_rows=dict(feat1_etype_0=feat1_etype_0, el1_etype_0=el1_etype_0),
+            destination_rows=dict(x_skip1=x_skip1, feat1_etype_0_dst=feat1_etype_0),
             in_place=True,
             nodes=needed[4],
         )
-        del feat3_etype_0, el3_etype_0, x_skip3
+        del feat1_etype_0, el1_etype_0
 
-        # self.convs[1], edge type 2 of 3: self.convs[1][1] (GATConv), on g_etype_1.
-        def layer_5(block, feat3_etype_1, el3_etype_1, x_skip4, feat3_etype_1_dst):
-            return x_skip4 + _gat_conv_aggregate(
-                self.convs[1][1], block, feat3_etype_1, el3_etype_1, feat3_etype_1_dst
+        # self.convs[1], edge type 2 of 3: self.convs[1][1] (GATConv), on graphs[1].
+        def layer_5(block, feat1_etype_1, el1_etype_1, x_skip1, feat1_etype_1_dst):
+            return x_skip1 + _gat_conv_aggregate(
+                self.convs[1][1], block, feat1_etype_1, el1_etype_1, feat1_etype_1_dst
             ).view(-1, self.hidden_channels)
 
-        x_skip5 = batches_etype_1.map(
+        x_skip1 = graph_batches[1].map(
             layer_5,
-            source_rows=dict(feat3_etype_1=feat3_etype_1, el3_etype_1=el3_etype_1),
-            destination_rows=dict(x_skip4=x_skip4, feat3_etype_1_dst=feat3_etype_1),
+            source_rows=dict(feat1_etype_1=feat1_etype_1, el1_etype_1=el1_etype_1),
+            destination_rows=dict(x_skip1=x_skip1, feat1_etype_1_dst=feat1_etype_1),
             in_place=True,
             nodes=needed[5],
         )
-        del feat3_etype_1, el3_etype_1, x_skip4
+        del feat1_etype_1, el1_etype_1
 
-        # self.convs[1], edge type 3 of 3: self.convs[1][2] (GATConv), on g_etype_2.
-        def layer_6(block, feat3_etype_2, el3_etype_2, x_skip5, feat3_etype_2_dst):
-            x_skip = x_skip5 + _gat_conv_aggregate(
-                self.convs[1][2], block, feat3_etype_2, el3_etype_2, feat3_etype_2_dst
+        # self.convs[1], edge type 3 of 3: self.convs[1][2] (GATConv), on graphs[2].
+        def layer_6(block, feat1_etype_2, el1_etype_2, x_skip1, feat1_etype_2_dst):
+            x_skip = x_skip1 + _gat_conv_aggregate(
+                self.convs[1][2], block, feat1_etype_2, el1_etype_2, feat1_etype_2_dst
             ).view(-1, self.hidden_channels)
             x_skip = self.norms[1](x_skip)
             x_skip = F.elu(x_skip)
             return self.mlp(x_skip)
 
-        out = batches_etype_2.map(
+        out = graph_batches[2].map(
             layer_6,
-            source_rows=dict(feat3_etype_2=feat3_etype_2, el3_etype_2=el3_etype_2),
-            destination_rows=dict(x_skip5=x_skip5, feat3_etype_2_dst=feat3_etype_2),
+            source_rows=dict(feat1_etype_2=feat1_etype_2, el1_etype_2=el1_etype_2),
+            destination_rows=dict(x_skip1=x_skip1, feat1_etype_2_dst=feat1_etype_2),
             in_place=True,
             nodes=needed[6],
         )

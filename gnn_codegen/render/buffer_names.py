@@ -2,13 +2,22 @@
 tensor takes the user's name for its value where it has one (forward's results first, so that
 they keep theirs), the rows a hop scales for the next one to send take the name of the rows
 they scale (`t1_src`), the rows sent on one graph of a user's layer take that graph's
-(`feat0_pa_ap`), and generic names (h, x, feat) the stage that writes them (h1, feat2)."""
+(`feat0_pa_ap`), and generic names (h, x, feat) the stage that writes them (h1, feat2). The
+rows a user's layer of a convolution per graph reads, or a part of it computes, are numbered
+for that layer (`feat1_pa_ap`, `x_skip1`, `hidden1`), not for a pass, and a sum it accumulates
+over its graphs keeps one name, as forward's `x_skip += conv(...)` does."""
 
 from __future__ import annotations
 
+import re
+
+from gnn_codegen.cut.plan import Stage
 from gnn_codegen.ir import Op, Ref
 from gnn_codegen.render.stored_names import SOURCE_SUFFIX, scaled_rows, stored_name
 from gnn_codegen.render.user_layers import graph_suffix
+
+# the index of a user's layer in its list: `self.convs[1]`
+_LAST_NUMBER = re.compile(r"\[(\d+)\]$")
 
 
 class BufferNames:
@@ -44,6 +53,7 @@ class BufferNames:
         """Stored tensors take the user's names (forward's results first, so that they keep
         theirs); generic names (h, x, feat) get the stage that writes them: h1, feat2."""
         outputs = self.plan.outputs
+        self.part_bases: dict[str, str] = {}  # a user's layer's rows' names -> their base (_part_name)
         stores = [(stage, name) for stage in self.plan.stages for name in stage.stores]
         # forward's results first; a value sent to neighbours after the others, so that where
         # two are named alike it is the one named for that (stored_names.py)
@@ -57,6 +67,10 @@ class BufferNames:
         for stage, name in stores:
             op = self.program.op(name)
             own = self.base_name(op)
+            layer = self._users_layer_of(name)
+            if layer is not None and name not in outputs:  # read by one user's layer's parts alone
+                self.buffer[name] = self._part_name(stage, name, f"{own}{layer}")
+                continue
             if name in outputs and op.var and op.var not in self.params:
                 base = op.var
             elif name in outputs:
@@ -82,4 +96,49 @@ class BufferNames:
         readers = [stage for stage in self.plan.stages if (value, "src") in stage.loads]
         if len(readers) != 1 or readers[0].index not in self.parts:
             return ""
-        return "_" + graph_suffix(self.graph_name[readers[0].graph], self.params[0])
+        return "_" + graph_suffix(self.plain_graph_name[readers[0].graph], self.params[0])
+
+    def _users_layer_of(self, value: str) -> int | None:
+        """k where every stage that reads the value is a part of the user's layer
+        `self.convs[k]` (user_layers.py): its rows are that layer's, numbered so (`x_skip1`,
+        `feat1_etype_0`), not by the pass that computes them (`x_skip3`, `feat3_etype_0`, which
+        read as the third pass's); where other stages read it too, the user's layer a part of
+        which computes it; None where neither is, or the layer has no index."""
+        readers = [stage for stage in self.plan.stages if any(v == value for v, _ in stage.loads)]
+        owners = {self.parts[stage.index].owner if stage.index in self.parts else None for stage in readers}
+        if len(owners) != 1 or None in owners:  # read otherwise: the layer that computes it
+            return self._users_layer_writing(value)
+        return _index_of(owners.pop())
+
+    def _users_layer_writing(self, value: str) -> int | None:
+        """k where a part of the user's layer `self.layers[k]` computes the value (HAN's
+        `hidden1`, the stack of self.layers[1]'s metapaths' results), else None."""
+        writers = [stage for stage in self.plan.stages if value in stage.stores]
+        if len(writers) != 1 or writers[0].index not in self.parts:
+            return None
+        return _index_of(self.parts[writers[0].index].owner)
+
+    def _part_name(self, stage: Stage, value: str, base: str) -> str:
+        """A name for a value a user's layer's parts read: base and the graph it is sent on
+        (`feat1_etype_0`); where the stage computes it from a value of that name it reads last
+        (forward's `x_skip += conv(...)`, a pass per edge type), that value's name again, as
+        forward names the sum it accumulates, `x_skip`, not a new name per pass."""
+        base += self._graph_of_part(value)
+        for read, space in stage.loads:
+            # a value named so here (never the caller's input, whose name is the caller's)
+            if (space == "dst" and self.buffer.get(read) in self.part_bases and read not in self.program.inputs
+                    and self.part_bases[self.buffer[read]] == base
+                    and self._last_reader(read) == stage.index):
+                return self.buffer[read]
+        name = stored_name(base, value, self.sources, self.buffer, self.names.taken, self.names.take)
+        self.part_bases[name] = base
+        return name
+
+    def _last_reader(self, value: str) -> int:
+        return max(stage.index for stage in self.plan.stages if any(v == value for v, _ in stage.loads))
+
+
+def _index_of(owner: str) -> int | None:
+    """1 for the user's layer `self.convs[1]`; None for one no list holds by index."""
+    index = _LAST_NUMBER.search(owner)
+    return int(index.group(1)) if index else None

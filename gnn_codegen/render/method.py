@@ -31,6 +31,7 @@ from gnn_codegen.render.runtime_section import runtime_helpers
 from gnn_codegen.render.templating import render_template
 from gnn_codegen.render.stored_names import source_only
 from gnn_codegen.render.user_layers import parts
+from gnn_codegen.render.graph_lists import GraphList, graph_lists
 from gnn_codegen.render.buffer_names import BufferNames
 from gnn_codegen.trace.write_out import SECTIONS, sections_needed
 from gnn_codegen.render.layer_calls import LayerCalls
@@ -159,10 +160,24 @@ class Renderer(BufferNames, LayerCalls, Preamble, MethodDocstring):
                 self.runtimes[op.name] = self.batches
             elif op.name in iterated:
                 self.runtimes[op.name] = self.names.take(f"{batches}_{suffix}")
+        # graphs forward derives in a loop, one per value of its variable: one list, each with
+        # its batches in a list beside it (graph_lists.py); a graph's own name (for the rows
+        # sent on it, `feat0_etype_1`) stays its name in plain_graph_name
+        self.plain_graph_name = dict(self.graph_name)
+        self.graph_lists = [] if self.over_metapaths else graph_lists(program, self.derived, iterated)
+        self.listed_graphs: dict[str, tuple[GraphList, str, str]] = {}  # op -> (list, graphs, batches)
+        for listed in self.graph_lists:
+            # forward's name for its list where it makes one (`subgraphs = [... for r in ...]`)
+            own = listed.var if listed.loop.comprehension else ""
+            graphs = self.names.take(own or "graphs")
+            batches_list = self.names.take(f"{graphs.removesuffix('s') if graphs.endswith('s') else graphs}_batches")
+            for j, name in enumerate(listed.ops):
+                self.graph_name[name], self.runtimes[name] = f"{graphs}[{j}]", f"{batches_list}[{j}]"
+                self.listed_graphs[name] = (listed, graphs, batches_list)
         self.graph_values = [op for op in program.ops if op.kind == "graph_value"]
         for op in self.graph_values:
             receiver = op.args[0].name if op.args and isinstance(op.args[0], Ref) else program.graph
-            of = "" if receiver == program.graph else f"{self.graph_name[receiver]}_"  # rg_in_degrees
+            of = "" if receiver == program.graph else f"{self.plain_graph_name[receiver]}_"  # rg_in_degrees
             name = op.var or f"{of}{op.target}"
             if op.target == EDGE_WEIGHT_NORM:  # `w = self.norm(g, w)`: w_norm, not w_2
                 name = op.var if op.var and op.var not in self.names.taken else f"{op.var or 'edge_weight'}_norm"
@@ -177,13 +192,22 @@ class Renderer(BufferNames, LayerCalls, Preamble, MethodDocstring):
         global_values = [n for stage in plan.stages for n in (*(r for r, _ in stage.reductions), *stage.once)]
         # ...unless the layer functions that read them name a parameter so (`block`)
         unfit = self.generic | {"block"}
+        # layers that are the parts of one user's layer, each on its own graph (user_layers.py)
+        self.parts = parts(program, list(plan.stages))
+        # ...whose values over all nodes are numbered for that layer, `importance1`, not `_2`
+        layer_of: dict[str, int | None] = {}
+        for stage in plan.stages:
+            for name, value in stage.reductions:
+                layer_of[name] = self._users_layer_writing(value)
+            for name in stage.once:
+                layer_of[name] = next((layer_of[r] for r in program.op(name).refs() if layer_of.get(r) is not None),
+                                      None)
         for name in global_values:
             op = program.op(name)
             if op.var and op.var not in unfit:
-                self.buffer[name] = self.names.take(op.var)
+                layer = layer_of.get(name)
+                self.buffer[name] = self.names.take(op.var if layer is None else f"{op.var}{layer}")
         self.sources = source_only(plan)  # stored values sent to neighbours only
-        # layers that are the parts of one user's layer, each on its own graph (user_layers.py)
-        self.parts = parts(program, list(plan.stages))
         self._name_buffers()
         for stage in plan.stages:  # reductions over all nodes: `h1_mean`, after what they reduce
             for name, value in stage.reductions:

@@ -27,6 +27,7 @@ from gnn_codegen.render.code import comment
 from gnn_codegen.render.built import check_line
 from gnn_codegen.render import incremental
 from gnn_codegen.render import type_offsets as by_type
+from gnn_codegen.render.graph_lists import renamed as _renamed, spelled_layers
 
 
 # a block's IDs (graph_data.BLOCK_NODE_IDS): what counts them in g, and how forward reads them
@@ -179,6 +180,9 @@ class Preamble:
         """The graphs forward derives from its graph, each with its batches."""
         lines = []
         for op in self.derived:
+            if op.name in self.listed_graphs:  # made in forward's loop: all of them at its first
+                lines += self._graph_list(op.name)
+                continue
             name = self.graph_name[op.name]
             if op.target == GRAPH_ITEM and not self.program.graph_params:
                 lines.append(f"# forward's graph {op.args[1]} of {self.params[0]}, with batches of its own")
@@ -216,6 +220,21 @@ class Preamble:
                       f"                     f\"features: they start and end at {{{graphs[0]}.ntypes[0]}}\")"] if named else []
         return lines
 
+    def _graph_list(self, name: str) -> list[str]:
+        """The graphs forward derives in its loop, as it does, and their batches, at the first
+        of them (graph_lists.py)."""
+        listed, graphs, batches_list = self.listed_graphs[name]
+        if name != listed.ops[0]:
+            return []
+        loop = listed.loop
+        var, each = self.names.take(loop.var), self.names.take(graphs.removesuffix("s") if graphs.endswith("s") else "graph")
+        template = listed.template if var == loop.var else _renamed(listed.template, loop.var, var)
+        how = "in its comprehension" if loop.comprehension else "in its loop"
+        return [*comment(f"as forward derives them from its graph {how} over {loop.var}, once for the "
+                         "whole graph, each with its batches"),
+                f"{graphs} = [{self._graph_expression(template)} for {var} in range({loop.spelled})]",
+                f"{batches_list} = [{self.batches}.over({each}) for {each} in {graphs}]"]
+
     def _needed_nodes(self) -> list[str]:
         """The line that works out which nodes each layer computes for `nodes`."""
         lines = []
@@ -226,7 +245,8 @@ class Preamble:
                       *(f"        {json.dumps(p)}" for p in textwrap.wrap(message, 70, drop_whitespace=False)), "    )"]
         layers = [next(self.runtimes.get(s.graph, self.batches) for s in self.plan.stages
                        if not s.node_pass and s.layer == k) for k in range(1, self.plan.num_layers + 1)]
-        spelled = f"{len(layers)}" if set(layers) <= {self.batches} else f"[{', '.join(layers)}]"
+        lengths = {batches_list: len(listed.ops) for listed, _, batches_list in self.listed_graphs.values()}
+        spelled = f"{len(layers)}" if set(layers) <= {self.batches} else spelled_layers(layers, lengths)
         lines += comment(f"the nodes whose rows each layer computes: all of them; for {self.nodes}= those, and "
                          "before each layer the in-neighbours of the nodes the layer computes; for "
                          f"{self.changed}= those, and after each layer their out-neighbours")

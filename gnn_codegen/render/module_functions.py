@@ -19,11 +19,17 @@ from __future__ import annotations
 import ast
 import io
 import re
-import textwrap
 import tokenize
 from dataclasses import dataclass
 
+from typing import Any
+
+from gnn_codegen.cut.plan import Stage
 from gnn_codegen.render.code import comment, replace_in_code
+from gnn_codegen.render.layer import LayerWriter
+
+# the Renderer (method.py) that calls fold_module_calls: read for its names, plan and comments
+Renderer = Any
 
 # a counter a name took to stay apart from another (`col_mean_2`, `rownorm_mean_terms2`, `h1`)
 _COUNTER = re.compile(r"(?<=[A-Za-z])_?\d+(?=_|$)")
@@ -128,7 +134,7 @@ def canonical(calls: list[Call], taken: set[str]) -> tuple[list[dict[str, str]],
     params: list[str] = []
     for k, call in enumerate(calls):
         bound, functions = levels[k]
-        outer = sorted(differing[k] - set(bound) - set(functions), key=lambda n: call.code[0].find(n))
+        outer = differing[k] - set(bound) - set(functions)
         passes = {f: "per_node" if len(functions) == 1 else f"per_node_{i + 1}" for i, f in enumerate(functions)}
         rename = {**{n: plain(n) for n in bound}, **passes}
         # the inputs, in the order the code first reads them
@@ -218,10 +224,6 @@ def reduction_note(text: str, rename: dict[str, str]) -> str:
     return text
 
 
-def wrapped(lines: list[str]) -> str:
-    return textwrap.dedent("\n".join(lines))
-
-
 def _call_of(dicts: list[dict], last: dict) -> Call:
     """A call's text: the passes before its last (their reductions, functions and calls), and
     the last pass's reductions."""
@@ -245,7 +247,8 @@ def _call_of(dicts: list[dict], last: dict) -> Call:
     return Call([d["position"] for d in dicts] + [last["position"]], code, deleted, notes)
 
 
-def fold_module_calls(r, stages: list[dict], runs, all_nodes_before: int) -> list[dict]:
+def fold_module_calls(r: Renderer, stages: list[dict], runs: list[tuple[Stage, LayerWriter]],
+                      all_nodes_before: int) -> list[dict]:
     """stages (the method's stage dicts, each with its "position") with each user module's
     calls that span several passes, alike in every call, as one local function and a call of it
     where each ran (module docstring). r: the Renderer."""
@@ -277,7 +280,8 @@ def fold_module_calls(r, stages: list[dict], runs, all_nodes_before: int) -> lis
         for call, rename, g in zip(calls, renames, gaps):
             bound, _ = _top_level(call.code)
             last = dict(stages[at[g[-1]]], before=[])  # its own reductions are the function's
-            later = set().union(reads(last), *(reads(d) for d in stages[at[g[-1]] + 1:]), r._callers_tensors())
+            later = set().union(reads(last), *(reads(d) for d in stages[at[g[-1]] + 1:] if d is not None),
+                                r._callers_tensors())
             bound_by_call.append(bound)
             returned.update(dict.fromkeys(rename[n] for n in bound if n in later))
         if not returned:
@@ -288,7 +292,7 @@ def fold_module_calls(r, stages: list[dict], runs, all_nodes_before: int) -> lis
             targets = [back[v] for v in returned]
             # a value of no rows read by the pass after alone takes the function's name back
             # (`rownorm_mean`, not `rownorm_mean_2`) where nothing after reads that name
-            later_dicts = stages[at[g[-1]]:]
+            later_dicts = [d for d in stages[at[g[-1]]:] if d is not None]  # another module's folded
             later_reads = set().union(*(reads(d) for d in later_dicts))
             outside = {}
             for i, t in enumerate(targets):
@@ -335,7 +339,7 @@ def _rename_in(d: dict, names: dict[str, str]) -> None:
         f.body[:] = _renamed(f.body, names)
 
 
-def _after_call(r, d: dict, name: str, stage) -> None:
+def _after_call(r: Renderer, d: dict, name: str, stage: Stage) -> None:
     """The pass after a call: named for its layer alone (the passes before it are the
     function's), its comment says it reads what the function returned."""
     f = d["function"]
@@ -347,4 +351,4 @@ def _after_call(r, d: dict, name: str, stage) -> None:
     text = re.sub(r"pass \d+ of \d+, once per node, from what the pass before it stored\.",
                   f"once per node, from what {name} returned:", text)
     text = text.replace("ran in the pass before", f"ran in {name}")
-    d["comment"] = comment(text.replace("Before layer", "Before layer", 1))
+    d["comment"] = comment(text)

@@ -9,7 +9,9 @@ import re
 import pytest
 
 from gnn_codegen.pipeline import GenerateOptions, generate_all
+from gnn_codegen.render.layer import LayerFunction
 from gnn_codegen.render.module_functions import canonical, Call, function_name, plain
+from gnn_codegen.render.value_names import uncounted
 from tests.cases import REPO
 
 MODELS = "tests/models/global_norms.py"
@@ -40,9 +42,30 @@ def test_pairnorm_between_every_two_layers_is_one_function_called_once_per_gap(
 
 
 def test_pairnorm_scaling_each_row_by_its_own_norm_has_one_pass_per_call(monkeypatch: pytest.MonkeyPatch) -> None:
-    """PN-SI reads one mean over all nodes: a reduction and one pass, nothing to fold."""
+    """PN-SI reads one mean over all nodes: a reduction and one pass, nothing to fold; the
+    second column mean takes the first's name back, dead by then (value_names.py)."""
     method = _method("DeepPairNormGCN", monkeypatch, '{"norm_mode": "PN-SI"}')
     assert "def pair_norm" not in method and method.count("batches.sum_nodes(") == 2, method
+    assert "col_mean_2" not in method and method.count("col_mean = batches.sum_nodes(h") == 2, method
+
+
+def _stage(before: list[str], body: list[str], after: list[str]) -> dict:
+    return {"before": before, "comment": [], "after": after, "function": LayerFunction("f", ["h"], body)}
+
+
+def test_a_counted_value_keeps_its_counter_where_its_base_is_read_after_it() -> None:
+    dead = [_stage(["m = batches.sum_nodes(h1)"], ["return h - m"], ["a = batches.map_nodes(f, h1)"]),
+            _stage(["m_2 = batches.sum_nodes(h2)"], ["return h - m_2"], ["b = batches.map_nodes(f, h2)"])]
+    uncounted(dead, set())
+    assert dead[1]["before"] == ["m = batches.sum_nodes(h2)"] and dead[1]["function"].body == ["return h - m"]
+    live = [_stage(["m = batches.sum_nodes(h1)"], ["return h - m"], ["a = batches.map_nodes(f, h1)"]),
+            _stage(["m_2 = batches.sum_nodes(h2)"], ["return h - m_2 + m"], ["b = batches.map_nodes(f, h2)"])]
+    uncounted(live, set())
+    assert live[1]["before"] == ["m_2 = batches.sum_nodes(h2)"], live
+    # a pass whose own local takes the base's name, reading the counted value: kept apart
+    hidden = [_stage(["m_2 = batches.sum_nodes(h2)"], ["m = h * 2", "return m - m_2"], ["b = batches.map_nodes(f, h2)"])]
+    uncounted(hidden, set())
+    assert hidden[0]["before"] == ["m_2 = batches.sum_nodes(h2)"], hidden
 
 
 def test_two_modules_with_means_over_all_nodes_are_a_function_each(monkeypatch: pytest.MonkeyPatch) -> None:

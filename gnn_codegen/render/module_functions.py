@@ -55,14 +55,14 @@ def plain(name: str) -> str:
     return _COUNTER.sub("", name) or name
 
 
-def _tokens(code: list[str]) -> list[tuple[int, str]] | None:
+def tokens(code: list[str]) -> list[tuple[int, str]] | None:
     try:
-        tokens = list(tokenize.generate_tokens(io.StringIO("\n".join(code) + "\n").readline))
+        found = list(tokenize.generate_tokens(io.StringIO("\n".join(code) + "\n").readline))
     except (tokenize.TokenError, IndentationError):
         return None
     skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
             tokenize.ENDMARKER}
-    return [(t.type, t.string) for t in tokens if t.type not in skip]
+    return [(t.type, t.string) for t in found if t.type not in skip]
 
 
 def _top_level(code: list[str]) -> tuple[list[str], list[str]] | None:
@@ -84,7 +84,7 @@ def _top_level(code: list[str]) -> tuple[list[str], list[str]] | None:
     return list(dict.fromkeys(bound)), functions
 
 
-def _free_names(code: str) -> list[tuple[str, frozenset[str], frozenset[str]]] | None:
+def free_names(code: str) -> list[tuple[str, frozenset[str], frozenset[str]]] | None:
     """Per function the code defines at its top level: (name, its locals, the names it reads
     from outside)."""
     try:
@@ -114,7 +114,7 @@ def canonical(calls: list[Call], taken: set[str]) -> tuple[list[dict[str, str]],
     """Per call, its names -> the function's (its values' names without counters, its passes'
     `per_node`, its input as a parameter); and the parameters. None where the calls differ but
     for names, or where the names would read otherwise in the function."""
-    streams = [_tokens(call.code) for call in calls]
+    streams = [tokens(call.code) for call in calls]
     levels = [_top_level(call.code) for call in calls]
     if any(s is None for s in streams) or any(level is None for level in levels):
         return None
@@ -144,7 +144,7 @@ def canonical(calls: list[Call], taken: set[str]) -> tuple[list[dict[str, str]],
         if k == 0:
             params = inputs
         renames.append(rename)
-    renamed = [_tokens(_renamed(call.code, rename)) for call, rename in zip(calls, renames)]
+    renamed = [tokens(_renamed(call.code, rename)) for call, rename in zip(calls, renames)]
     if any(r != renamed[0] for r in renamed):
         return None
     for call, rename in zip(calls, renames):
@@ -159,12 +159,12 @@ def _reads_alike(code: list[str], rename: dict[str, str], taken: set[str]) -> bo
     values = list(rename.values())
     if len(set(values)) != len(values):
         return False
-    tokens = {t for kind, t in _tokens(code) or () if kind == tokenize.NAME}
-    kept = tokens - set(rename)
-    level_reads = kept - {n for f in (_free_names("\n".join(code)) or ()) for n in f[1]}
+    spelled = {t for kind, t in tokens(code) or () if kind == tokenize.NAME}
+    kept = spelled - set(rename)
+    level_reads = kept - {n for f in (free_names("\n".join(code)) or ()) for n in f[1]}
     if set(values) & (level_reads | taken):
         return False
-    before, after = _free_names("\n".join(code)), _free_names("\n".join(_renamed(code, rename)))
+    before, after = free_names("\n".join(code)), free_names("\n".join(_renamed(code, rename)))
     if before is None or after is None or len(before) != len(after):
         return False
     for (_, _, free), (_, own, free_after) in zip(before, after):
@@ -182,13 +182,13 @@ def reads(d: dict) -> set[str]:
     try:
         module = ast.parse("\n".join(lines))
     except SyntaxError:  # read as any name it spells
-        return {t for kind, t in _tokens(lines) or () if kind == tokenize.NAME}
+        return {t for kind, t in tokens(lines) or () if kind == tokenize.NAME}
     found: set[str] = set()
     for statement in module.body:
         if isinstance(statement, ast.FunctionDef):
             continue
         found |= {n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    for _, _, free in _free_names("\n".join(lines)) or ():
+    for _, _, free in free_names("\n".join(lines)) or ():
         found |= free
     return found
 
@@ -273,7 +273,6 @@ def fold_module_calls(r: Renderer, stages: list[dict], runs: list[tuple[Stage, L
         if found is None:
             continue
         renames, params = found
-        stored = {n for stage in r.plan.stages for n in (r.buffer.get(v, "") for v in stage.stores)}
         # what each call returns: the values the code after it reads, by the function's names
         returned: dict[str, None] = {}
         bound_by_call = []
@@ -290,19 +289,7 @@ def fold_module_calls(r: Renderer, stages: list[dict], runs: list[tuple[Stage, L
         for k, (call, rename, g, bound) in enumerate(zip(calls, renames, gaps, bound_by_call)):
             back = {v: n for n, v in rename.items() if n in bound}
             targets = [back[v] for v in returned]
-            # a value of no rows read by the pass after alone takes the function's name back
-            # (`rownorm_mean`, not `rownorm_mean_2`) where nothing after reads that name
-            later_dicts = [d for d in stages[at[g[-1]]:] if d is not None]  # another module's folded
-            later_reads = set().union(*(reads(d) for d in later_dicts))
-            outside = {}
-            for i, t in enumerate(targets):
-                new = rename[t]
-                if new != t and t not in stored and new not in later_reads:
-                    outside[t] = new
-                    targets[i] = new
-            if outside:
-                for d in later_dicts:
-                    _rename_in(d, outside)
+            # `rownorm_mean_2` takes its base's name back after (value_names.py)
             inputs = [n for n, v in rename.items() if v in params and n not in bound]
             args = [next(n for n in inputs if rename[n] == p) for p in params]
             freed = [n for n in call.deleted if n not in bound]
@@ -321,14 +308,14 @@ def fold_module_calls(r: Renderer, stages: list[dict], runs: list[tuple[Stage, L
         new = r._nodes_from_here(runs[:all_nodes_before + 1], folded)
         for d in stages:
             if d["position"] == all_nodes_before:
-                _rename_in(d, {})
+                rename_in(d, {})
                 i = next((i for i in range(len(d["after"])) if d["after"][i:i + len(old)] == old), None)
                 if i is not None:
                     d["after"][i:i + len(old)] = new
     return stages
 
 
-def _rename_in(d: dict, names: dict[str, str]) -> None:
+def rename_in(d: dict, names: dict[str, str]) -> None:
     if not names:
         return
     d["before"] = _renamed(d["before"], names)

@@ -245,15 +245,13 @@ class HAN(nn.Module):
 
         # score4.mean(0) over all nodes, which the pass after the last layer reads: summed in
         # a pass over ranges of the stored rows
-        importance_2 = batches_pa_ap.sum_nodes(score4) / score4.shape[0]
-        beta_2 = torch.softmax(importance_2, dim=0)
+        importance = batches_pa_ap.sum_nodes(score4) / score4.shape[0]
+        beta = torch.softmax(importance, dim=0)
         del score4
 
         # After the last layer, once per node, from what the layers stored.
         def after_last_layer(hidden4):
-            hidden = (beta_2.expand((hidden4.shape[0],) + beta_2.shape) * hidden4).sum(
-                1
-            )
+            hidden = (beta.expand((hidden4.shape[0],) + beta.shape) * hidden4).sum(1)
             return self.predict(hidden)
 
         # nodes= from here on: every layer and pass above computes all nodes whatever

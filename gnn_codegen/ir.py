@@ -151,6 +151,9 @@ class Op:
     # a function the op's module holds and its line calls through the attribute: how the
     # generated code calls it (`self.activation`, module_callables.py), where not as `target`
     held_as: str = ""
+    # the user's module whose forward the op ran in, innermost first (module_calls.py):
+    # (accessor, class name), `("self.norm", "PairNorm")`; () for forward's own lines
+    module_call: tuple[str, str] = ()
 
     def refs(self) -> Iterator[str]:
         yield from iter_refs(self.args)

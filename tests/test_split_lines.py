@@ -15,26 +15,24 @@ from tests.test_user_layers import _comments
 
 @pytest.mark.parametrize("norm, sentences", [
     # two means over all nodes: the division in the pass after the second, per layer
-    ("PairNorm", [f"`return self.scale * x / rownorm_mean` runs in two parts, each operation as the line "
-                  f"writes it: the pass before computed the part that reads no value over all nodes, this pass "
-                  f"the rest, once {mean} over all nodes is known."
-                  for mean in ("rownorm_mean", "rownorm_mean_2", "rownorm_mean_3")]),
+    ("PairNorm", [f"PairNorm's `return self.scale * x / rownorm_mean` needs rownorm_mean over all nodes: the "
+                  f"part that reads none ran in {where}, the rest runs here." for where in (
+                      "pair_norm (hidden1)", "pair_norm (hidden2)", "pair_norm (hidden3)")]),
     # one mean over all nodes, of what the layer stored: the division in the pass after it
-    ("MeanAbsNorm", [f"`return self.scale * x / x.abs().mean()` runs in two parts, each operation as the "
-                     f"line writes it: layer {k} computed the part that reads no value over all nodes, this pass "
-                     f"the rest, once h{k}_mean over all nodes is known." for k in (1, 2, 3)]),
+    ("MeanAbsNorm", [f"MeanAbsNorm's `return self.scale * x / x.abs().mean()` needs h{k}_mean over all nodes: "
+                     f"the part that reads none ran in layer {k} (hidden{k}), the rest runs here." for k in (1, 2, 3)]),
 ])
 def test_a_users_norm_after_each_of_three_layers_says_where_its_line_is_split(
         norm: str, sentences: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(REPO)
     source = generate_all("tests/models/user_layers.py:NormAfterEachLayer",
                           GenerateOptions(init=f'{{"norm": "{norm}"}}')).source  # checked exact
-    said = [c for c in _comments(source) if "runs in two parts" in c]
-    assert [c[c.index("`"):] for c in said] == sentences, said
+    said = [c for c in _comments(source) if "the rest runs here" in c]
+    assert [c[c.index(norm):] for c in said] == sentences, said
 
 
 def test_the_pairnorm_golden_says_where_its_line_is_split() -> None:
     source = (REPO / "generated_examples" / "gcn_pairnorm" / "generated.py").read_text()
-    said = [c for c in _comments(source) if "runs in two parts" in c]
+    said = [c for c in _comments(source) if "the rest runs here" in c]
     assert len(said) == 2 and all(c.startswith("Before layer ") and "`x = self.scale * x / rownorm_mean`" in c
-                                  for c in said), said
+                                  and "ran in pair_norm" in c for c in said), said

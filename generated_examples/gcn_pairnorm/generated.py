@@ -135,38 +135,42 @@ class DeepGCN(nn.Module):
         h1 = batches.map(layer_1, source_rows=dict(feat0=feat0), in_place=True)
         del feat0
 
-        # h1.mean(0) over all nodes, which the pass before layer 2 reads: summed in a pass
-        # over ranges of the stored rows
-        col_mean = batches.sum_nodes(h1) / h1.shape[0]
+        # self.norm(h) (PairNorm), where forward calls it: its values over all nodes, each summed
+        # in a pass over ranges of the rows, and its work once per node up to the last of them;
+        # the pass after each call does the rest, with what follows.
+        def pair_norm(h):
+            # h.mean(0) over all nodes: summed in a pass over ranges of the stored rows
+            col_mean = batches.sum_nodes(h) / h.shape[0]
 
-        # Before layer 2, once per node, from what layer 1 stored.
-        def before_layer_2(h1):
-            x = h1 - col_mean
-            rownorm_mean_terms = x.pow(2).sum(dim=1)
-            return rownorm_mean_terms, self.norm.scale * x
+            # once per node
+            def per_node(h):
+                x = h - col_mean
+                rownorm_mean_terms = x.pow(2).sum(dim=1)
+                return rownorm_mean_terms, self.norm.scale * x
 
-        rownorm_mean_terms, x1 = batches.map_nodes(before_layer_2, h1)
+            rownorm_mean_terms, x = batches.map_nodes(per_node, h)
+
+            # rownorm_mean_terms.mean() over all nodes: summed in a pass over ranges of the
+            # stored rows
+            rownorm_mean_terms_mean = (
+                batches.sum_nodes(rownorm_mean_terms).sum() / rownorm_mean_terms.numel()
+            )
+            rownorm_mean = (1e-06 + rownorm_mean_terms_mean).sqrt()
+            return x, rownorm_mean
+
+        x1, rownorm_mean = pair_norm(h1)
         del h1
 
-        # rownorm_mean_terms.mean() over all nodes, which the pass before layer 2 reads:
-        # summed in a pass over ranges of the stored rows
-        rownorm_mean_terms_mean = (
-            batches.sum_nodes(rownorm_mean_terms).sum() / rownorm_mean_terms.numel()
-        )
-        rownorm_mean = (1e-06 + rownorm_mean_terms_mean).sqrt()
-        del rownorm_mean_terms
-
-        # Before layer 2, pass 2 of 2, once per node, from what the pass before it stored.
-        # `x = self.scale * x / rownorm_mean` runs in two parts, each operation as the line
-        # writes it: the pass before computed the part that reads no value over all nodes,
-        # this pass the rest, once rownorm_mean over all nodes is known.
-        def before_layer_2_pass_2(out_degrees, x1):
+        # Before layer 2, once per node, from what pair_norm returned: PairNorm's `x =
+        # self.scale * x / rownorm_mean` needs rownorm_mean over all nodes: the part that
+        # reads none ran in pair_norm (x1), the rest runs here.
+        def before_layer_2(out_degrees, x1):
             x = x1 / rownorm_mean
             x = F.relu(x)
             # self.layers[1]'s norm by out-degree on each source row, once per node
             return _graph_conv_source(self.layers[1], x, out_degrees)
 
-        feat1 = batches.map_nodes(before_layer_2_pass_2, out_degrees, x1)
+        feat1 = batches.map_nodes(before_layer_2, out_degrees, x1)
         del x1
 
         # Layer 2 of 3: self.layers[1] (GraphConv).
@@ -176,43 +180,21 @@ class DeepGCN(nn.Module):
         h2 = batches.map(layer_2, source_rows=dict(feat1=feat1), in_place=True)
         del feat1
 
-        # h2.mean(0) over all nodes, which the pass before layer 3 reads: summed in a pass
-        # over ranges of the stored rows
-        col_mean_2 = batches.sum_nodes(h2) / h2.shape[0]
-
-        # Before layer 3, once per node, from what layer 2 stored.
-        def before_layer_3(h2):
-            x = h2 - col_mean_2
-            rownorm_mean_terms = x.pow(2).sum(dim=1)
-            return rownorm_mean_terms, self.norm.scale * x
-
-        rownorm_mean_terms2, x2 = batches.map_nodes(before_layer_3, h2)
+        x2, rownorm_mean = pair_norm(h2)
         del h2
 
-        # rownorm_mean_terms2.mean() over all nodes, which the pass before layer 3 reads:
-        # summed in a pass over ranges of the stored rows
-        rownorm_mean_terms2_mean = (
-            batches.sum_nodes(rownorm_mean_terms2).sum() / rownorm_mean_terms2.numel()
-        )
-        rownorm_mean_2 = (1e-06 + rownorm_mean_terms2_mean).sqrt()
-        del rownorm_mean_terms2
-
-        # Before layer 3, pass 2 of 2, once per node, from what the pass before it stored.
-        # `x = self.scale * x / rownorm_mean` runs in two parts, each operation as the line
-        # writes it: the pass before computed the part that reads no value over all nodes,
-        # this pass the rest, once rownorm_mean_2 over all nodes is known.
-        def before_layer_3_pass_2(out_degrees, x2):
-            x = x2 / rownorm_mean_2
+        # Before layer 3, once per node, from what pair_norm returned: PairNorm's `x =
+        # self.scale * x / rownorm_mean` needs rownorm_mean over all nodes: the part that
+        # reads none ran in pair_norm (x2), the rest runs here.
+        def before_layer_3(out_degrees, x2):
+            x = x2 / rownorm_mean
             x = F.relu(x)
             # self.layers[2]'s norm by out-degree and weight on each source row, once per node
             return _graph_conv_source(self.layers[2], x, out_degrees, weight_first=True)
 
         # nodes= from here on: every layer and pass above computes all nodes whatever
-        # nodes= asks, since h1.mean(0), rownorm_mean_terms.mean(), h2.mean(0) and
-        # rownorm_mean_terms2.mean() over all nodes read every node's rows
-        feat2 = batches.map_nodes(
-            before_layer_3_pass_2, out_degrees, x2, nodes=needed[2]
-        )
+        # nodes= asks, since pair_norm's means over all nodes read every node's rows
+        feat2 = batches.map_nodes(before_layer_3, out_degrees, x2, nodes=needed[2])
         del out_degrees, x2
 
         # Layer 3 of 3: self.layers[2] (GraphConv).

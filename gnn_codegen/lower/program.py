@@ -16,6 +16,7 @@ from gnn_codegen.lower.accessors import accessor
 from gnn_codegen.lower.module_constants import spell_module_constants
 from gnn_codegen.lower.module_callables import held_by_module
 from gnn_codegen.lower.hops import with_hops
+from gnn_codegen.lower.module_calls import with_module_calls
 from gnn_codegen.lower.dgl_names import with_callers_names, with_readable_names
 from gnn_codegen.trace.edge_weight_norm import EDGE_WEIGHT_NORM, MODULE_PATH, normalized_edge_weight
 from gnn_codegen.errors import GraphValueError, UnsupportedModuleError, internal
@@ -271,6 +272,7 @@ def lower(traced: Traced, namespace: dict[str, Any], path: Path,
     ops = with_hops(ops, {n.name: n for n in gm.graph.nodes}, traced.model)  # whose hop each is
     ops = with_readable_names(ops, {n.name: n for n in gm.graph.nodes}, traced.model)  # t1, hop2
     ops = with_callers_names(ops, {n.name: n for n in gm.graph.nodes}, traced.model)  # h, not rst
+    ops = with_module_calls(ops, {n.name: n for n in gm.graph.nodes}, traced.model)  # self.norm's
     # what write_out.py calls the values it made (`feat`, `el`), and why it made them
     made = {n.name: n.meta["gnn_codegen"] for n in gm.graph.nodes if "gnn_codegen" in n.meta}
     ops = [replace(op, var=made[op.name][0], line_var="", note=_note(traced, *made[op.name][1:]),

@@ -119,7 +119,8 @@ class LayerCalls:
         body = [*said, f"    {targets} = {call}", *appends]
         return function, which, header if in_loop else [], body if in_loop else [*header, *body]
 
-    def _nodes_from_here(self, runs: list[tuple[Stage, LayerWriter]]) -> list[str]:
+    def _nodes_from_here(self, runs: list[tuple[Stage, LayerWriter]], folded: dict[str, str] | None = None
+                         ) -> list[str]:
         """Why `nodes=` first appears at this call (the last stage that reads a reduction over
         all nodes): the stages above compute every node whatever nodes= asks, as the means
         (sums, ...) over all nodes they feed read every node's rows (PairNorm's column mean
@@ -128,7 +129,10 @@ class LayerCalls:
         for stage, _ in runs:
             for name, value in stage.reductions:
                 reduction = node_reduction(self.program.op(name), lambda n: self.attrs[n].rows)
-                if reduction is not None:
+                if reduction is not None and folded and name in folded:  # in a module's function
+                    said = f"{folded[name]}'s {reduction.how}s"  # (module_functions.py)
+                    reductions += [said] if said not in reductions else []
+                elif reduction is not None:
                     reductions.append(f"{self.buffer[value]}.{reduction.how}({'0' if reduction.over_rows_only else ''})")
         listed = ", ".join(reductions[:-1]) + " and " + reductions[-1] if len(reductions) > 1 else reductions[0]
         return comment(f"{self.nodes}= from here on: every layer and pass above computes all nodes whatever "

@@ -38,6 +38,8 @@ from gnn_codegen.render.layer_calls import LayerCalls
 from gnn_codegen.render.captures import check_no_capture, globals_read
 from gnn_codegen.render.method_constants import method_constants
 from gnn_codegen.render.method_doc import MethodDocstring
+from gnn_codegen.render.module_functions import fold_module_calls
+from gnn_codegen.render.value_names import uncounted
 from gnn_codegen.render.preamble import Preamble
 
 BLOCK_AS_GRAPH = "_block_as_graph"
@@ -300,7 +302,11 @@ class Renderer(BufferNames, LayerCalls, Preamble, MethodDocstring):
             if position in freed_after_reductions:
                 before.append(f"del {', '.join(freed_after_reductions[position])}")
             stages.append({"comment": comment, "function": function, "after": lines, "before": before,
-                           "opening": opening, "pad": "    " if opening else ""})
+                           "opening": opening, "pad": "    " if opening else "", "position": position})
+        # a module's calls that span passes, alike in each call: one local function (issue 37)
+        stages = fold_module_calls(self, stages, runs, all_nodes_before)
+        stored = {self.buffer[v] for stage in self.plan.stages for v in stage.stores}
+        uncounted(stages, stored | self._callers_tensors())  # col_mean, not col_mean_2, where it may
         preamble = self._preamble()  # before the result, which the names it takes may split by type
         results, spelled = self._returned(self.program.output)
         before_return, returned = by_type.result(self.program, spelled, self.type_counts, self.names.take)

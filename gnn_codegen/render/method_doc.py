@@ -79,10 +79,12 @@ class MethodDocstring:
             if any(made_before.get(r) == _line_of(op) for r in reads):
                 value = self.buffer.get(next(iter(sorted(reads & over_all))), "")
                 that = "the pass before" if before.node_pass else f"layer {before.layer}"
-                # the ops are the line's as traced, none reordered: the comment says so
-                return comment(f"`{line}` runs in two parts, each operation as the line writes it: {that} "
-                               f"computed the part that reads no value over all nodes, this pass the rest, "
-                               f"once {value or 'its value'} over all nodes is known.")
+                whose = f"{op.module_call[1]}'s " if op.module_call else ""
+                stored = [self.buffer[r] for r in sorted(reads) if made_before.get(r) == _line_of(op)]
+                kept = f" ({', '.join(stored)})" if stored else ""
+                # the ops are the line's as traced, none reordered: each part runs in the line's order
+                return comment(f"{whose}`{line}` needs {value or 'a value'} over all nodes: the part that reads "
+                               f"none ran in {that}{kept}, the rest runs here.")
         return []
 
     def _docstring(self) -> list[str]:

@@ -225,6 +225,9 @@ class Program:
     module_lengths: tuple[tuple[str, int], ...] = ()
     # the hop count a module holds, `self.propagate._k` -> 10: lower.module_lengths.hop_counts
     hop_counts: tuple[tuple[str, int], ...] = ()
+    # a function attribute some modules of a class hold and this one sets to None,
+    # `self.layers[2].activation`: lower.module_lengths.unset_functions
+    unset_functions: tuple[str, ...] = ()
     by_name: dict[str, Op] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

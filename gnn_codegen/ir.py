@@ -231,6 +231,9 @@ class Program:
     # forward's loops and the counts of those over a count the model holds (`for j in
     # range(self.num_etypes)`): lower.loop_ranges.LoopRange, each
     loop_ranges: tuple[Any, ...] = ()
+    # a function attribute some modules of a class hold and this one sets to None,
+    # `self.layers[2].activation`: lower.module_lengths.unset_functions
+    unset_functions: tuple[str, ...] = ()
     by_name: dict[str, Op] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

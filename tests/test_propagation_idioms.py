@@ -61,8 +61,9 @@ def test_chebconv_re_norm_is_named_as_dgl_computes_it(lambda_max: float, monkeyp
     method = _method((generated := _generate("ChebTwoLayers", init, monkeypatch)).source)
     assert "torch.tensor(" not in method and "* 0.0" not in method and "infinities and NaN" not in method
     # once, in the method, for both layers' hops (render/method_constants.py)
-    assert method.count(f"re_norm = 2.0 / {lambda_max}\n") == 1, method
-    assert f"`re_norm = 2.0 / lambda_max` with forward's lambda_max {lambda_max}" in method
+    assert method.count("re_norm = 2.0 / lambda_max\n") == 1, method
+    # forward's number under the library line's name, with the line of forward that gives it
+    assert f"lambda_max = {lambda_max}  # forward's, in `h = self.convs[0](g, x, [self.lambda_max])`" in method
     # DGL's lines, one line each (render/layer.py's nesting, render/code.py's parentheses)
     assert "t1 = -re_norm * h + x * (re_norm - 1)\n" in method, method
     assert "t2 = -2 * re_norm * h + t1 * 2 * (re_norm - 1) - x\n" in method, method

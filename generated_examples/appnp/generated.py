@@ -99,7 +99,7 @@ class APPNP(nn.Module):
         # the nodes whose rows each layer computes: all of them; for nodes= those, and before
         # each layer the in-neighbours of the nodes the layer computes; for changed= those,
         # and after each layer their out-neighbours
-        needed = batches.needed(nodes, layers=10)
+        needed = batches.needed(nodes, layers=self.propagate._k)
 
         # Before the first layer, once per node: self.layers[0] (Linear), self.layers[1]
         # (Linear).

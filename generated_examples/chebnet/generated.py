@@ -85,9 +85,10 @@ class ChebNet(nn.Module):
         )
         del in_degrees
 
-        # `re_norm = 2.0 / lambda_max` with forward's lambda_max 2.0, in every float
-        # dtype, for every layer below
-        re_norm = 2.0 / 2.0
+        lambda_max = 2.0  # forward's, in `h = layer(self.g, h, [2])`
+        # `re_norm = 2.0 / lambda_max` as chebconv.py computes it: once for every layer
+        # below, a Python float (the same in every float dtype)
+        re_norm = 2.0 / lambda_max
 
         # Layer 1 of 4: self.layers[0] (ChebConv), hop 1 of 2.
         def layer_1(block, features_src, norm, features):

@@ -114,7 +114,7 @@ class DAGNN(nn.Module):
         # the nodes whose rows each layer computes: all of them; for nodes= those, and before
         # each layer the in-neighbours of the nodes the layer computes; for changed= those,
         # and after each layer their out-neighbours
-        needed = batches.needed(nodes, layers=4)
+        needed = batches.needed(nodes, layers=self.dagnn.k)
 
         # Before the first layer, once per node: self.mlp[0].linear (Linear),
         # self.mlp[1].linear (Linear).
@@ -139,6 +139,8 @@ class DAGNN(nn.Module):
                 block.update_all(fn.copy_u("h", "m"), fn.sum("m", "h"))
                 h = block.dstdata["h"]
             h = h * norm
+            # `* norm` again, not a slip: above, on this layer's result; here, on
+            # the copy the next layer reads
             return h, h * norm
 
         feats_by_layer = []

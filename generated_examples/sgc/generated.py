@@ -67,7 +67,7 @@ class SGC(nn.Module):
         # the nodes whose rows each layer computes: all of them; for nodes= those, and before
         # each layer the in-neighbours of the nodes the layer computes; for changed= those,
         # and after each layer their out-neighbours
-        needed = batches.needed(nodes, layers=2)
+        needed = batches.needed(nodes, layers=self.net._k)
 
         # Before the first layer, once per node: work on the inputs.
         def prologue(features, in_degrees):
@@ -76,52 +76,38 @@ class SGC(nn.Module):
             norm = norm.unsqueeze(1)
             return norm, features * norm
 
-        norm, features_src = batches.map_nodes(
-            prologue, features, in_degrees, nodes=needed[0]
-        )
+        norm, feat = batches.map_nodes(prologue, features, in_degrees, nodes=needed[0])
         del in_degrees
 
-        # Layer 1 of 2: self.net (SGConv), hop 1 of 2.
-        def layer_1(block, features_src, norm):
-            with block.local_scope():
-                block.srcdata["h"] = features_src
-                block.update_all(
-                    dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
-                )
-                h = block.dstdata["h"]
-            h = h * norm
-            return h * norm
+        # Layers 1 to 2 of 2, each the same function of the layer before: self.net (SGConv),
+        # hops 1 to 2 of 2.
+        for k in range(1, self.net._k + 1):
 
-        # in_place=True: source rows are read where they are stored, not gathered per
-        # batch (the layer reads them only in messages)
-        feat1 = batches.map(
-            layer_1,
-            source_rows=dict(features_src=features_src),
-            destination_rows=dict(norm=norm),
-            in_place=True,
-            nodes=needed[1],
-        )
-        del features_src
+            def layer_k(block, feat, norm, k=k):
+                with block.local_scope():
+                    block.srcdata["h"] = feat
+                    block.update_all(
+                        dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
+                    )
+                    h = block.dstdata["h"]
+                h = h * norm
+                # the last layer: what forward does after the loop, not the next layer's work
+                if k == self.net._k:
+                    return self.net.fc(h)
+                # `* norm` again, not a slip: above, on this layer's result; here, on
+                # the copy the next layer reads
+                return h * norm
 
-        # Layer 2 of 2: self.net (SGConv), hop 2 of 2.
-        def layer_2(block, feat1, norm):
-            with block.local_scope():
-                block.srcdata["h"] = feat1
-                block.update_all(
-                    dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
-                )
-                h = block.dstdata["h"]
-            h = h * norm
-            return self.net.fc(h)
-
-        out = batches.map(
-            layer_2,
-            source_rows=dict(feat1=feat1),
-            destination_rows=dict(norm=norm),
-            in_place=True,
-            nodes=needed[2],
-        )
-        return batches.result(out, nodes=nodes)
+            # in_place=True: source rows are read where they are stored, not gathered per
+            # batch (the layer reads them only in messages)
+            feat = batches.map(
+                layer_k,
+                source_rows=dict(feat=feat),
+                destination_rows=dict(norm=norm),
+                in_place=True,
+                nodes=needed[k],
+            )
+        return batches.result(feat, nodes=nodes)
 
 
 # --- gnn-codegen runtime 0.1.0, sha256 c7e7735a5052 -------------------------------------------

@@ -109,6 +109,8 @@ class TAGCN(nn.Module):
                 )
                 h = block.dstdata["h"]
             hop1 = h * norm
+            # `* norm` again, not a slip: above, on this layer's result; here, on
+            # the copy the next layer reads
             return hop1, hop1 * norm
 
         # in_place=True: source rows are read where they are stored, not gathered per
@@ -153,6 +155,8 @@ class TAGCN(nn.Module):
                 )
                 h = block.dstdata["h"]
             hop1 = h * norm
+            # `* norm` again, not a slip: above, on this layer's result; here, on
+            # the copy the next layer reads
             return hop1, hop1 * norm
 
         hop1_3, hop1_3_src = batches.map(
@@ -173,6 +177,8 @@ class TAGCN(nn.Module):
                 )
                 h = block.dstdata["h"]
             hop2 = h * norm
+            # as the layer's forward tests it: self.layers[1]._activation is None in
+            # this model, so none is applied
             return _linear_of_concatenation(self.layers[1].lin, [h2, hop1_3, hop2])
 
         h = batches.map(

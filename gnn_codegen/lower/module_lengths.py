@@ -2,7 +2,9 @@
 nn.ModuleList and nn.Sequential, named as the generated code reaches it, so that a loop over
 a run of them can print its count as `len(self.convs) - 1` (render/layer_calls.py) where a
 number would hide where it came from; and likewise the hop count of each module that holds
-one (APPNPConv's `self.propagate._k`, a user's `self.k`), for a loop over its hops. The
+one (APPNPConv's `self.propagate._k`, a user's `self.k`), for a loop over its hops; and the
+function attributes a module sets to None where others of its class hold a function (a last
+ChebConv's `activation`), for a loop's test of it as the module's forward tests it. The
 generated inference checks first that the model is built as the one traced (render/built.py),
 so the value read at run time is this one."""
 
@@ -37,3 +39,15 @@ def hop_counts(model: nn.Module) -> tuple[tuple[str, int], ...]:
                 counts.append((f"{accessor(model, name)}.{attribute}", value))
                 break
     return tuple(counts)
+
+
+def unset_functions(model: nn.Module) -> tuple[str, ...]:
+    """`self.layers[2].activation` for each attribute a submodule holds as None where another
+    module of its class holds a function under that name (a stack's last layer without its
+    activation: render/activation_test.py tests it as DGL's forward does)."""
+    held: dict[type, set[str]] = {}
+    for _, module in model.named_modules():
+        held.setdefault(type(module), set()).update(
+            name for name, value in vars(module).items() if callable(value) and not isinstance(value, nn.Module))
+    return tuple(f"{accessor(model, path)}.{name}" for path, module in model.named_modules() if path
+                 for name, value in vars(module).items() if value is None and name in held[type(module)])

@@ -185,3 +185,16 @@ def split_written(regular: "LayerFunction", last: "LayerFunction", layers: tuple
         return lambda node: ast.unparse(node) if layer is None else relative(ast.unparse(node), layer)
 
     return split(regular.body, last.body, key(layers[0] if layers else None), key(layers[1] if layers else None))
+
+
+def returns_first(parted: Split, count: int) -> bool:
+    """A last layer that stores fewer tensors (count) than the others: its ending returns
+    names alone, as many, where the others' ending returns a tuple of more (the loop's call
+    binds the others' first ones to what it returns: layer_calls.py)."""
+    last, rest = _statements(list(parted.ending.last)), _statements(list(parted.regular[parted.ending.shared:]))
+    if not last or not rest or not isinstance(last[-1][1], ast.Return) or not isinstance(rest[-1][1], ast.Return):
+        return False
+    ours, theirs = last[-1][1].value, rest[-1][1].value
+    returned = ours.elts if isinstance(ours, ast.Tuple) else [ours]
+    return (isinstance(theirs, ast.Tuple) and len(theirs.elts) > count == len(returned)
+            and all(isinstance(v, ast.Name) for v in returned))

@@ -10,10 +10,12 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
+from gnn_codegen.render.activation_test import activation_tested
 from gnn_codegen.render.last_copies import merged
+from gnn_codegen.render.fewer_stored import fewer_stored
 from gnn_codegen.render.layer_loops import LayerLoop, fold
 from gnn_codegen.render.map_bindings import map_bindings
-from gnn_codegen.render.module_index import spelled_hops, spelled_stop, uses_name
+from gnn_codegen.render.module_index import every_hop, spelled_hops, spelled_stop, uses_name
 from gnn_codegen.errors import internal
 from gnn_codegen.ir import Ref, iter_refs
 from gnn_codegen.analysis.node_reductions import node_reduction, pass_expression
@@ -62,7 +64,8 @@ class LayerCalls:
 
         functions, loops = fold(stages, functions, self.buffer, private, dict(readers), take_name, rewrite,
                                 lambda start, end: written_as_loop(self.program, stages, start, end), rebinds,
-                                lambda regular, last: same_lines(self.program, stages, regular, last))
+                                lambda regular, last: same_lines(self.program, stages, regular, last),
+                                lambda start, end: every_hop(self.program, stages[start:end + 1]))
         # a loop's variable that took the name of the caller's tensor it starts from is freed as
         # the method's own (`del h` unbinds the name only: the caller's tensor is the caller's)
         self.rebound = {self.buffer[values[-1]] for loop in loops for values in loop.chained
@@ -100,7 +103,9 @@ class LayerCalls:
         # each layer's, named for the layer (`feats_k`)
         each = {value: self.names.take(f"{listed.removesuffix('_by_layer')}_{counter.strip('_') or 'k'}")
                 for value, listed in lists.items()}
-        targets = ", ".join(each.get(v, self.buffer[v]) for v in runs[loop.end][0].stores)
+        # a last layer that stores fewer: the others' stores (each but the last layer's), bound below
+        stored_by = runs[loop.end - 1 if loop.last_stores else loop.end][0].stores
+        targets = ", ".join(each.get(v, self.buffer[v]) for v in stored_by)
         # a loop variable that starts from a tensor of another name (the caller's x)
         starts = [f"{self.buffer[values[-1]]} = {self.buffer[values[0]]}" for values in loop.chained
                   if self.buffer[values[0]] != self.buffer[values[-1]]]
@@ -113,10 +118,18 @@ class LayerCalls:
             hops = [runs[p][0] for p in range(loop.start, loop.end + 1)]
             stop = spelled_hops(self.program, hops, last + 1) or stop
         if loop.ending is not None:  # the last layer's own ending, under `if k == 10:`
-            function = replace(function, body=merged(function.body, loop.ending, f"{counter} == {_less_one(stop)}"))
+            ending = loop.ending
+            # an activation the last layer's module lacks: tested as its forward does
+            tested = activation_tested(function.body, ending, counter, last + base, self.program.unset_functions)
+            if tested is not None:
+                function, ending = replace(function, body=tested[0]), tested[1]
+            function = replace(function, body=merged(function.body, ending, f"{counter} == {_less_one(stop)}"))
         header = [*starts, f"for {counter} in {_spelled_range(first + base, stop)}:"]
         said = [f"    {line}" for line in self._in_place_comment(function)]
         body = [*said, f"    {targets} = {call}", *appends]
+        if loop.last_stores:  # `h, h_src = (stored, None) if i == 2 else stored`
+            body = [*said, *fewer_stored(targets, call, stored_by, loop.last_stores, f"{counter} == {_less_one(stop)}",
+                                         self.names.take)]
         return function, which, header if in_loop else [], body if in_loop else [*header, *body]
 
     def _nodes_from_here(self, runs: list[tuple[Stage, LayerWriter]], folded: dict[str, str] | None = None

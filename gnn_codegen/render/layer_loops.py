@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from gnn_codegen.cut.plan import Stage
 from gnn_codegen.render.alike_bodies import anonymous_body
-from gnn_codegen.render.last_copies import Ending, ends_otherwise, split_written
+from gnn_codegen.render.last_copies import Ending, ends_otherwise, returns_first, split_written
 from gnn_codegen.render.layer import LayerFunction
 from gnn_codegen.render.module_index import counted, offsets, relative, uses_name
 from gnn_codegen.render.stored_names import SOURCE_SUFFIX, running_name
@@ -49,6 +49,10 @@ class LayerLoop:
     # given by fold, says where
     ends_otherwise: bool = False
     ending: Ending | None = None
+    # a last layer that stores fewer tensors than the others (ChebConv's last `h` where the
+    # others store `h, h * norm`: no next layer's source rows): how many, the others' first
+    # ones; 0 where it stores as many
+    last_stores: int = 0
 
 
 def _is_layer(stage: Stage, function: LayerFunction) -> bool:
@@ -98,12 +102,16 @@ def _shape(function: LayerFunction, positions: set[int], layer: int | None = Non
 
 def find_loops(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, str],
                private: set[str], readers: dict[str, int],
-               looped=lambda start, end: False, last_copies=lambda regular, last: False) -> list[LayerLoop]:
+               looped=lambda start, end: False, last_copies=lambda regular, last: False,
+               own_hops=lambda start, end: False) -> list[LayerLoop]:
     """The runs of at least MIN_RUN consecutive layers that may become one loop, or of
     MIN_LOOPED_RUN where looped(start, end) says the user's forward runs them in a loop
-    (written_as_loop.py). A run's next layer that is its layers' code but for how it ends
-    (last_copies.py) is the run's last where last_copies(end, next) says that forward runs
-    it as it runs them (from the same line: written_as_loop.same_lines).
+    (written_as_loop.py) or own_hops(start, end) that they are every hop of one module, its
+    own loop (SGConv's k=2: `for k in range(1, self.net._k + 1)`, issue 37). A run's next layer
+    that is its layers' code but for how it ends (last_copies.py) is the run's last where
+    last_copies(end, next) says that forward runs it as it runs them (from the same line:
+    written_as_loop.same_lines); of a module's own hops, one hop and the last that ends
+    otherwise are a run too (SGConv's hop 1, then hop 2 with its `fc`).
 
     buffer: value -> its name in the method; private: the values only the method holds (not
     forward's inputs or results); readers: a tensor's name -> how many stages read it."""
@@ -149,22 +157,33 @@ def find_loops(stages: list[Stage], functions: list[LayerFunction], buffer: dict
         return {functions[link + 1].params[p]: j for j, ps in enumerate(order(links[link], stages[link]))
                 for p in ps}
 
-    def with_last(start: int, end: int, indexed: bool) -> tuple[int, bool]:
-        """The run's end, one layer further where that layer ends otherwise (last_copies.py)."""
+    def with_last(start: int, end: int, indexed: bool, alone: bool = False) -> tuple[int, bool]:
+        """The run's end, one layer further where that layer ends otherwise (last_copies.py);
+        alone: the run is one layer (its carried parameters are where the next reads what it
+        stores), one hop of a module's own loop."""
         after = end + 1
-        if (end <= start or after >= len(stages) or links[end] is None
-                or links[end - 1] is None or not _is_layer(stages[after], functions[after])
-                or len(stages[after].stores) != len(stages[end].stores)
-                or not all(order(links[end], stages[end])) or not all(order(links[end - 1], stages[end - 1]))):
+        before = end if alone else end - 1
+        if (end < start + (not alone) or after >= len(stages) or links[end] is None
+                or links[before] is None or not _is_layer(stages[after], functions[after])
+                or (alone and not _is_layer(stages[end], functions[end]))
+                or not 0 < len(stages[after].stores) <= len(stages[end].stores)
+                or not all(order(links[end], stages[end])) or not all(order(links[before], stages[before]))):
             return end, False
         layers = (stages[end].layer, stages[after].layer) if indexed else None
-        if last_copies(end, after) and ends_otherwise(functions[end], functions[after], carried(end - 1),
+        # alone: its parameters where the next reads the carried values (fold checks the
+        # functions written with the loop's names, and falls back where they differ)
+        positions = [(j, p) for j, ps in enumerate(order(links[end], stages[end])) for p in ps]
+        if alone and any(p >= len(functions[end].params) for _, p in positions):
+            return end, False
+        regular = {functions[end].params[p]: j for j, p in positions} if alone else carried(end - 1)
+        if last_copies(end, after) and ends_otherwise(functions[end], functions[after], regular,
                                                       carried(end), layers):
             return after, True
         return end, False
 
     def enough(start: int, end: int) -> bool:
-        return end - start + 1 >= MIN_RUN or (end - start + 1 >= MIN_LOOPED_RUN and looped(start, end))
+        return end - start + 1 >= MIN_RUN or (end - start + 1 >= MIN_LOOPED_RUN
+                                              and (looped(start, end) or own_hops(start, end)))
 
     loops: list[LayerLoop] = []
     position = 0
@@ -175,6 +194,10 @@ def find_loops(stages: list[Stage], functions: list[LayerFunction], buffer: dict
         if not enough(start, end):
             (start, end), indexed = run(position, True), True
             end, otherwise = with_last(start, end, indexed)
+        if not enough(start, end):  # one hop of a module's own loop, then its last
+            hop, with_hop = with_last(position, position, False, alone=True)
+            if with_hop and own_hops(position, hop):
+                (start, end), indexed, otherwise = (position, hop), False, True
         collected: tuple[int, ...] = ()
         if enough(start, end):
             # stores no layer of the loop reads: read after it alone, or the loop ends sooner
@@ -185,14 +208,20 @@ def find_loops(stages: list[Stage], functions: list[LayerFunction], buffer: dict
         if enough(start, end):
             arguments = ["block", *functions[start].src, *functions[start].dst, *functions[start].edges]
             value_of = {name: value for value, name in buffer.items()}
+            # a last layer that stores fewer: the others' first ones (fold checks its return)
             chained = tuple(
-                (value_of[arguments[p[0]]], *(stages[i].stores[j] for i in range(start, end + 1)))
+                (value_of[arguments[p[0]]], *(stages[i].stores[j] for i in range(start, end + 1)
+                                              if j < len(stages[i].stores)))
                 for j, p in enumerate(order(links[start], stages[start])) if p
             )
+            fewer = len(stages[end].stores) if otherwise and len(stages[end].stores) < len(stages[end - 1].stores) else 0
             shifts = offsets(functions[start], stages[start].layer) if indexed else set()
             kept_values = tuple(tuple(stages[i].stores[j] for i in range(start, end + 1)) for j in collected)
+            if fewer and collected:  # not both (never seen): no loop
+                position = end + 1
+                continue
             loops.append(LayerLoop(start, end, chained, bool(shifts), min(shifts, default=0), "", kept_values,
-                                   otherwise and not collected))
+                                   otherwise and not collected, last_stores=fewer))
         position = end + 1
     return loops
 
@@ -200,13 +229,14 @@ def find_loops(stages: list[Stage], functions: list[LayerFunction], buffer: dict
 def fold(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, str], private: set[str],
          readers: dict[str, int], take_name, rewrite,
          looped=lambda start, end: False, rebinds=lambda value: False,
-         last_copies=lambda regular, last: False) -> tuple[list[LayerFunction], list[LayerLoop]]:
+         last_copies=lambda regular, last: False,
+         own_hops=lambda start, end: False) -> tuple[list[LayerFunction], list[LayerLoop]]:
     """Finds the loops, gives each loop's chained values one name (take_name(base, value) allocates
     it), and writes the functions again (rewrite()); a loop whose functions did not come out
     identical, but for their names, leaves every layer apart, with the names put back; one whose
     last layer does not come out as the others' code but for its ending is found again without
     last copies."""
-    loops = find_loops(stages, functions, buffer, private, readers, looped, last_copies)
+    loops = find_loops(stages, functions, buffer, private, readers, looped, last_copies, own_hops)
     if not loops:
         return functions, []
     before = dict(buffer)
@@ -215,9 +245,11 @@ def fold(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, 
             last, first = values[-1], values[0]  # forward's result keeps its name; else the running state's
             # a last layer that ends otherwise: named as the layers before it, whose result
             # it may be (APPNP's `feat`, which the other hops send on as `feat_src`)
-            named = values[-2] if loop.ends_otherwise else last
+            # (a value the last layer does not store is named as the others' last)
+            ends_here = loop.ends_otherwise and values[-1] in stages[loop.end].stores
+            named = values[-2] if ends_here else last
             running = running_name(buffer[named])
-            if loop.ends_otherwise and buffer[last] == running.removesuffix(SOURCE_SUFFIX):
+            if ends_here and buffer[last] == running.removesuffix(SOURCE_SUFFIX):
                 name = buffer[last]
             else:
                 name = take_name(running, last) if named in private else buffer[named]
@@ -242,10 +274,13 @@ def fold(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, 
         regular, last_layer = stages[loop.end - 1].layer, stages[loop.end].layer
         split = split_written(written[loop.end - 1], written[loop.end],
                               (regular, last_layer) if loop.indexed else None)
+        if split is not None and loop.last_stores and not returns_first(split, loop.last_stores):
+            split = None
         if split is None:
             buffer.clear()
             buffer.update(before)
-            return fold(stages, functions, buffer, private, readers, take_name, rewrite, looped, rebinds)
+            return fold(stages, functions, buffer, private, readers, take_name, rewrite, looped, rebinds,
+                        own_hops=own_hops)
         written[loop.end] = replace(written[loop.end - 1], body=list(split.regular))
         loops[at] = replace(loop, ending=split.ending)
     for loop in loops:  # module indices from the loop's variable (module_index.py)
@@ -263,7 +298,8 @@ def fold(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, 
     for loop in loops:  # the first may read the caller's x where the others read h
         bodies = {(tuple(f.params), tuple(f.body), tuple(f.src), tuple(f.dst), tuple(f.edges), f.in_place, f.returns)
                   for f in written[loop.start + 1:loop.end + (0 if loop.ends_otherwise else 1)]}
-        if len(bodies) != 1:  # not expected (the functions compared equal before): no loops
+        # none where the run is one layer and its last (a module's own hops: SGConv's two)
+        if len(bodies) > 1:  # not expected (the functions compared equal before): no loops
             buffer.clear()
             buffer.update(before)
             return rewrite(), []

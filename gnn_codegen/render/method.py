@@ -7,7 +7,7 @@ owns the mechanism: batches, blocks, moving rows to the device, buffers on the h
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gnn_codegen.analysis.attributes import Attributes
@@ -37,6 +37,8 @@ from gnn_codegen.trace.write_out import SECTIONS, sections_needed
 from gnn_codegen.render.layer_calls import LayerCalls
 from gnn_codegen.render.captures import check_no_capture, globals_read
 from gnn_codegen.render.method_constants import method_constants
+from gnn_codegen.render.normed_twice import said_twice
+from gnn_codegen.render.activation_test import unset_said
 from gnn_codegen.render.method_doc import MethodDocstring
 from gnn_codegen.render.module_functions import fold_module_calls
 from gnn_codegen.render.value_names import uncounted
@@ -301,6 +303,10 @@ class Renderer(BufferNames, LayerCalls, Preamble, MethodDocstring):
             before = [*constants_before.get(position, []), *self._before_loop(stage, writer)]
             if position in freed_after_reductions:
                 before.append(f"del {', '.join(freed_after_reductions[position])}")
+            function = replace(function, body=said_twice(function.body))  # `h * norm` after `h = h * norm`
+            if not loop:  # a module's function attribute left None (its activation): said where it ends
+                function = replace(function, body=unset_said(function.body, self._finished(stage),
+                                                             self.program.unset_functions))
             stages.append({"comment": comment, "function": function, "after": lines, "before": before,
                            "opening": opening, "pad": "    " if opening else "", "position": position})
         # a module's calls that span passes, alike in each call: one local function (issue 37)
@@ -322,6 +328,12 @@ class Renderer(BufferNames, LayerCalls, Preamble, MethodDocstring):
             before_return=before_return,
             result=returned,
         )
+
+    def _finished(self, stage: Stage) -> list[str]:
+        """The modules whose forward the stage finishes: their last hop's, or their one pass."""
+        ops = [self.program.op(placed.name) for placed in stage.ops]
+        return [op.mp.within.rpartition(" (")[0] for op in ops
+                if op.kind == "mp" and op.mp is not None and op.mp.within and op.mp.hop == op.mp.hops]
 
     def _output_names(self) -> list[str]:
         """forward's results, in the order it returns them."""

@@ -59,6 +59,18 @@ def spelled_stop(function: "LayerFunction", counter: str, stop: int, lengths: di
     return str(stop)
 
 
+def every_hop(program: "Program", stages: "list[Stage]") -> bool:
+    """The stages are every hop of one module, in order, and it holds their count
+    (spelled_hops): its own loop, which a loop of the method's may write as it does, however
+    few its hops (SGConv's k=2)."""
+    hops = [op.mp.hop for stage in stages for op in (program.op(placed.name) for placed in stage.ops)
+            if op.kind == "mp" and op.mp is not None]
+    return (spelled_hops(program, stages, stages[-1].layer + 1) is not None
+            and hops == list(range(1, len(stages) + 1))
+            and all(op.mp.hops == len(stages) for stage in stages
+                    for op in (program.op(placed.name) for placed in stage.ops) if op.kind == "mp" and op.mp))
+
+
 def spelled_hops(program: "Program", stages: "list[Stage]", stop: int) -> str | None:
     """The end of a loop over a module's hops as the module holds their count:
     `self.propagate._k + 1` for APPNPConv's hops 1 to 10 in layers 1 to 10, not `11`; None

@@ -28,6 +28,7 @@ from gnn_codegen.render.built import check_line
 from gnn_codegen.render import incremental
 from gnn_codegen.render import type_offsets as by_type
 from gnn_codegen.render.graph_lists import renamed as _renamed, spelled_layers
+from gnn_codegen.render.module_index import every_hop, spelled_hops
 
 
 # a block's IDs (graph_data.BLOCK_NODE_IDS): what counts them in g, and how forward reads them
@@ -247,6 +248,10 @@ class Preamble:
                        if not s.node_pass and s.layer == k) for k in range(1, self.plan.num_layers + 1)]
         lengths = {batches_list: len(listed.ops) for listed, _, batches_list in self.listed_graphs.values()}
         spelled = f"{len(layers)}" if set(layers) <= {self.batches} else spelled_layers(layers, lengths)
+        # every layer a hop of one module: as many as it holds (`self.propagate._k`), not `10`
+        passes = [s for s in self.plan.stages if not s.node_pass and s.layer >= 1]
+        if set(layers) <= {self.batches} and passes and every_hop(self.program, passes):
+            spelled = spelled_hops(self.program, passes, len(passes)) or spelled
         lines += comment(f"the nodes whose rows each layer computes: all of them; for {self.nodes}= those, and "
                          "before each layer the in-neighbours of the nodes the layer computes; for "
                          f"{self.changed}= those, and after each layer their out-neighbours")

@@ -169,7 +169,7 @@ class HAN(nn.Module):
 
         # in_place=True: source rows are read where they are stored, not gathered per
         # batch (the layer reads them only in messages)
-        z1 = batches_pa_ap.map(
+        z0 = batches_pa_ap.map(
             layer_1,
             source_rows=dict(feat0_pa_ap=feat0_pa_ap, el0_pa_ap=el0_pa_ap),
             destination_rows=dict(feat0_pa_ap_dst=feat0_pa_ap),
@@ -178,86 +178,86 @@ class HAN(nn.Module):
         del feat0_pa_ap, el0_pa_ap
 
         # self.layers[0], metapath 2 of 2: self.layers[0].gats[1] (GATConv), on g_pf_fp.
-        def layer_2(block, feat0_pf_fp, el0_pf_fp, z1, feat0_pf_fp_dst):
+        def layer_2(block, feat0_pf_fp, el0_pf_fp, z0, feat0_pf_fp_dst):
             z = _gat_conv_aggregate(
                 self.layers[0].gats[1], block, feat0_pf_fp, el0_pf_fp, feat0_pf_fp_dst
             ).flatten(1)
-            hidden = torch.stack([z1, z], dim=1)
+            hidden = torch.stack([z0, z], dim=1)
             return hidden, self.layers[0].attention.score(hidden)
 
-        hidden2, score = batches_pf_fp.map(
+        hidden0, score0 = batches_pf_fp.map(
             layer_2,
             source_rows=dict(feat0_pf_fp=feat0_pf_fp, el0_pf_fp=el0_pf_fp),
-            destination_rows=dict(z1=z1, feat0_pf_fp_dst=feat0_pf_fp),
+            destination_rows=dict(z0=z0, feat0_pf_fp_dst=feat0_pf_fp),
             in_place=True,
         )
-        del feat0_pf_fp, el0_pf_fp, z1
+        del feat0_pf_fp, el0_pf_fp, z0
 
-        # score.mean(0) over all nodes, which the pass before layer 3 reads: summed in a pass
+        # score0.mean(0) over all nodes, which the pass before layer 3 reads: summed in a pass
         # over ranges of the stored rows
-        importance = batches_pa_ap.sum_nodes(score) / score.shape[0]
-        beta = torch.softmax(importance, dim=0)
-        del score
+        importance0 = batches_pa_ap.sum_nodes(score0) / score0.shape[0]
+        beta0 = torch.softmax(importance0, dim=0)
+        del score0
 
         # Before layer 3, once per node, from what layer 2 stored.
-        def before_layer_3(hidden2):
-            hidden = (beta.expand((hidden2.shape[0],) + beta.shape) * hidden2).sum(1)
+        def before_layer_3(hidden0):
+            hidden = (beta0.expand((hidden0.shape[0],) + beta0.shape) * hidden0).sum(1)
             # self.layers[1].gats[0]'s fc and attention term on each source row, once per node
-            feat2_pa_ap, el2_pa_ap = _gat_conv_source(self.layers[1].gats[0], hidden)
+            feat1_pa_ap, el1_pa_ap = _gat_conv_source(self.layers[1].gats[0], hidden)
             # self.layers[1].gats[1]'s fc and attention term on each source row, once per node
-            feat2_pf_fp, el2_pf_fp = _gat_conv_source(self.layers[1].gats[1], hidden)
-            return feat2_pa_ap, el2_pa_ap, feat2_pf_fp, el2_pf_fp
+            feat1_pf_fp, el1_pf_fp = _gat_conv_source(self.layers[1].gats[1], hidden)
+            return feat1_pa_ap, el1_pa_ap, feat1_pf_fp, el1_pf_fp
 
-        feat2_pa_ap, el2_pa_ap, feat2_pf_fp, el2_pf_fp = batches_pa_ap.map_nodes(
-            before_layer_3, hidden2
+        feat1_pa_ap, el1_pa_ap, feat1_pf_fp, el1_pf_fp = batches_pa_ap.map_nodes(
+            before_layer_3, hidden0
         )
-        del hidden2
+        del hidden0
 
         # self.layers[1], metapath 1 of 2: self.layers[1].gats[0] (GATConv), on g_pa_ap.
-        def layer_3(block, feat2_pa_ap, el2_pa_ap, feat2_pa_ap_dst):
+        def layer_3(block, feat1_pa_ap, el1_pa_ap, feat1_pa_ap_dst):
             return _gat_conv_aggregate(
-                self.layers[1].gats[0], block, feat2_pa_ap, el2_pa_ap, feat2_pa_ap_dst
+                self.layers[1].gats[0], block, feat1_pa_ap, el1_pa_ap, feat1_pa_ap_dst
             ).flatten(1)
 
-        z3 = batches_pa_ap.map(
+        z1 = batches_pa_ap.map(
             layer_3,
-            source_rows=dict(feat2_pa_ap=feat2_pa_ap, el2_pa_ap=el2_pa_ap),
-            destination_rows=dict(feat2_pa_ap_dst=feat2_pa_ap),
+            source_rows=dict(feat1_pa_ap=feat1_pa_ap, el1_pa_ap=el1_pa_ap),
+            destination_rows=dict(feat1_pa_ap_dst=feat1_pa_ap),
             in_place=True,
         )
-        del feat2_pa_ap, el2_pa_ap
+        del feat1_pa_ap, el1_pa_ap
 
         # self.layers[1], metapath 2 of 2: self.layers[1].gats[1] (GATConv), on g_pf_fp.
-        def layer_4(block, feat2_pf_fp, el2_pf_fp, z3, feat2_pf_fp_dst):
+        def layer_4(block, feat1_pf_fp, el1_pf_fp, z1, feat1_pf_fp_dst):
             z = _gat_conv_aggregate(
-                self.layers[1].gats[1], block, feat2_pf_fp, el2_pf_fp, feat2_pf_fp_dst
+                self.layers[1].gats[1], block, feat1_pf_fp, el1_pf_fp, feat1_pf_fp_dst
             ).flatten(1)
-            hidden = torch.stack([z3, z], dim=1)
+            hidden = torch.stack([z1, z], dim=1)
             return hidden, self.layers[1].attention.score(hidden)
 
-        hidden4, score4 = batches_pf_fp.map(
+        hidden1, score1 = batches_pf_fp.map(
             layer_4,
-            source_rows=dict(feat2_pf_fp=feat2_pf_fp, el2_pf_fp=el2_pf_fp),
-            destination_rows=dict(z3=z3, feat2_pf_fp_dst=feat2_pf_fp),
+            source_rows=dict(feat1_pf_fp=feat1_pf_fp, el1_pf_fp=el1_pf_fp),
+            destination_rows=dict(z1=z1, feat1_pf_fp_dst=feat1_pf_fp),
             in_place=True,
         )
-        del feat2_pf_fp, el2_pf_fp, z3
+        del feat1_pf_fp, el1_pf_fp, z1
 
-        # score4.mean(0) over all nodes, which the pass after the last layer reads: summed in
+        # score1.mean(0) over all nodes, which the pass after the last layer reads: summed in
         # a pass over ranges of the stored rows
-        importance = batches_pa_ap.sum_nodes(score4) / score4.shape[0]
-        beta = torch.softmax(importance, dim=0)
-        del score4
+        importance1 = batches_pa_ap.sum_nodes(score1) / score1.shape[0]
+        beta1 = torch.softmax(importance1, dim=0)
+        del score1
 
         # After the last layer, once per node, from what the layers stored.
-        def after_last_layer(hidden4):
-            hidden = (beta.expand((hidden4.shape[0],) + beta.shape) * hidden4).sum(1)
+        def after_last_layer(hidden1):
+            hidden = (beta1.expand((hidden1.shape[0],) + beta1.shape) * hidden1).sum(1)
             return self.predict(hidden)
 
         # nodes= from here on: every layer and pass above computes all nodes whatever
-        # nodes= asks, since score.mean(0) and score4.mean(0) over all nodes read every
+        # nodes= asks, since score0.mean(0) and score1.mean(0) over all nodes read every
         # node's rows
-        out = batches_pa_ap.map_nodes(after_last_layer, hidden4, nodes=needed[4])
+        out = batches_pa_ap.map_nodes(after_last_layer, hidden1, nodes=needed[4])
         return batches_pa_ap.result(out, nodes=nodes)
 
 

@@ -1,6 +1,7 @@
 """Calls a reviewer reads without opening the helpers or the runtime (issue 37): GraphConv's
-helpers say `weight_first=True` where DGL multiplies by W before the sum because the layer
-narrows, and leave out what is their default (`out_degrees=None` where the norm reads no
+helpers take no `weight_first=` at the call, deciding as DGL does from the module whether W
+comes before the sum (where the layer narrows), which the comment on the source step says; they
+leave out what is their default (`out_degrees=None` where the norm reads no
 out-degrees); `batches.map(..., in_place=True)` is explained where a module first passes it,
 and a layer that gathers its source rows instead says why. Each exact."""
 
@@ -27,19 +28,21 @@ def _method(name: str, monkeypatch: pytest.MonkeyPatch, **options) -> str:
     return source[source.index("    def inference("):source.index("# --- gnn-codegen ")]
 
 
-def test_a_narrowing_layer_says_its_weight_comes_first(monkeypatch: pytest.MonkeyPatch) -> None:
-    method = re.sub(r"\s+", "", _method("NarrowingGCN", monkeypatch))
-    assert "weighted=" not in method, method
-    assert re.search(r"_graph_conv_source\(self\.conv2,h,out_degrees,weight_first=True", method), method
-    assert re.search(r"_graph_conv_aggregate\(self\.conv2,block,feat\w*,weight_first=True\)", method), method
-    # conv1 widens: its weight after the sum, the helpers' default, not said
+def test_a_narrowing_layer_leaves_its_weights_place_to_the_helpers(monkeypatch: pytest.MonkeyPatch) -> None:
+    method = _method("NarrowingGCN", monkeypatch)
+    assert "(and weight, where it narrows)" in " ".join(method.replace("#", "").split()), method
+    method = re.sub(r"\s+", "", method)
+    assert "weighted=" not in method and "weight_first" not in method, method
+    # conv2 narrows, conv1 widens: their calls alike all the same
+    assert re.search(r"_graph_conv_source\(self\.conv2,h,out_degrees[,)]", method), method
+    assert re.search(r"_graph_conv_aggregate\(self\.conv2,block,feat\w*\)", method), method
     assert re.search(r"_graph_conv_aggregate\(self\.conv1,block,feat\w*\)", method), method
 
 
 def test_no_out_degrees_where_the_norm_reads_none(monkeypatch: pytest.MonkeyPatch) -> None:
     method = re.sub(r"\s+", "", _method("EdgeWeightedGCN", monkeypatch, feat_dims="x=6"))
     assert "out_degrees" not in method, method
-    assert re.search(r"_graph_conv_source\(self\.conv2,h,weight_first=True", method), method
+    assert re.search(r"_graph_conv_source\(self\.conv2,h[,)]", method), method
 
 
 def test_in_place_is_said_once_and_a_layer_that_gathers_says_why(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -181,7 +181,8 @@ def test_bodies_that_differ_in_what_reads_the_block_do_not_split() -> None:
 
 def test_one_call_one_names_and_the_other_returns_splits_where_asked() -> None:
     # a heterogeneous layer's one HeteroGraphConv call: RelGraphConvLayer's activation in every
-    # layer but the last (render/hetero_loops.py asks for it); the homogeneous loops do not
+    # layer but the last (render/hetero_loops.py asks for it), a GraphConv's aggregation, the
+    # next layer's source step after it in every layer but the last (ends_otherwise asks)
     regular = _bodies('''
         h = _hetero_conv_sources(self.layers[i].conv, block, h_src)
         return self.layers[i].activation(h)

@@ -91,9 +91,9 @@ def test_torch_squeeze_as_a_function_and_a_squeeze_of_nothing() -> None:
         init=json.dumps({"in_feats": 5, "hidden": 4}), feat_dims="x=5"))
     assert generated.verification is not None and generated.verification.ok
     source = " ".join(generated.source.split("# Layer 1 of 2")[1].split("# --- gnn-codegen")[0].split())
-    assert "h = F.relu( _graph_conv_aggregate(self.conv1, block, feat0, weight_first=True), inplace=True, ) #" in source
+    assert "h = F.relu(_graph_conv_aggregate(self.conv1, block, feat0), inplace=True) #" in source, source
     assert ".squeeze()" not in source
-    assert "torch.squeeze( _graph_conv_aggregate(self.conv2, block, feat1, weight_first=True), 1, )" in source
+    assert "torch.squeeze(_graph_conv_aggregate(self.conv2, block, feat1), 1)" in source, source
     for seed in (1, 2):
         assert check(generated, num_nodes=61, seed=seed, batch_sizes=(1, 7)).ok
     model, _ = _model(generated)

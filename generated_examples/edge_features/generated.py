@@ -85,8 +85,9 @@ class EdgeAwareGNN(nn.Module):
 
         # Before the first layer, once per node: self.gcn (GraphConv).
         def prologue(x, out_degrees):
-            # self.gcn's norm by out-degree and weight on each source row, once per node
-            return _graph_conv_source(self.gcn, x, out_degrees, weight_first=True)
+            # self.gcn's norm by out-degree (and weight, where it narrows) on each source row,
+            # once per node
+            return _graph_conv_source(self.gcn, x, out_degrees)
 
         feat0 = batches.map_nodes(prologue, x, out_degrees, nodes=needed[0])
         del out_degrees
@@ -94,9 +95,7 @@ class EdgeAwareGNN(nn.Module):
         # Layer 1 of 4: self.gcn (GraphConv).
         def layer_1(block, feat0, edge_weight):
             return F.relu(
-                _graph_conv_aggregate(
-                    self.gcn, block, feat0, weight_first=True, edge_weight=edge_weight
-                ),
+                _graph_conv_aggregate(self.gcn, block, feat0, edge_weight=edge_weight),
                 inplace=True,
             )
 
@@ -164,7 +163,7 @@ class EdgeAwareGNN(nn.Module):
         return out0, out1
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 fb434d861503 -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 cfb147828639 -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -183,14 +182,15 @@ class EdgeAwareGNN(nn.Module):
 
 
 def _graph_conv_source(
-    conv, feat, out_degrees=None, weight_first=False, overwrite=False
+    conv, feat, out_degrees=None, weight_first=None, overwrite=False
 ):
     """GraphConv's work on each source row, once per node: the norm by the full graph's
     out-degrees (norm "both" or "left"; out_degrees is only read then), then, when
-    `weight_first`, the weight: DGL multiplies by W before aggregating when the layer narrows
-    (in_feats > out_feats), so that the sum runs on the narrower rows. overwrite: feat is the
-    caller's own new tensor, scaled where it is (on a CPU a new batch-sized tensor costs more
-    to touch than the product)."""
+    `weight_first`, the weight. weight_first None (the default) decides it as DGL's
+    GraphConv does, from the module: W first where the layer narrows (in_feats >
+    out_feats), so that the sum runs on the narrower rows. overwrite: feat is the caller's
+    own new tensor, scaled where it is (on a CPU a new batch-sized tensor costs more to touch
+    than the product)."""
     if conv._norm in ("both", "left"):
         if out_degrees is None:
             raise ValueError(
@@ -200,21 +200,25 @@ def _graph_conv_source(
         norm = degrees.pow(-0.5) if conv._norm == "both" else 1.0 / degrees
         norm = norm.view(-1, *(1,) * (feat.dim() - 1))
         feat = feat.mul_(norm) if overwrite else feat * norm
+    if weight_first is None:
+        weight_first = conv._in_feats > conv._out_feats
     if weight_first and conv.weight is not None:
         feat = feat @ conv.weight
     return feat
 
 
-def _graph_conv_aggregate(conv, block, feat_src, weight_first=False, edge_weight=None):
+def _graph_conv_aggregate(conv, block, feat_src, weight_first=None, edge_weight=None):
     """The rest of GraphConv.forward on a block, given _graph_conv_source's rows:
-    the sum over in-edges, the weight (unless weight_first: applied per source row already),
-    the norm by in-degree (norm "both" or "right"), bias and activation, in place on the sum's
-    new tensor."""
+    the sum over in-edges, the weight (unless weight_first: applied per source row already;
+    None, the default: DGL's rule, as there), the norm by in-degree (norm "both" or "right"),
+    bias and activation, in place on the sum's new tensor."""
     rst, in_degrees = _in_edge_sum(block, feat_src, edge_weight)
     # the in-degrees, once (for the check and the norm), where either reads them
     if not conv._allow_zero_in_degree or conv._norm in ("both", "right"):
         in_degrees = block.in_degrees() if in_degrees is None else in_degrees
     _check_in_degrees(conv, block, in_degrees)
+    if weight_first is None:
+        weight_first = conv._in_feats > conv._out_feats
     if not weight_first and conv.weight is not None:
         rst = rst @ conv.weight
     if conv._norm in ("both", "right"):

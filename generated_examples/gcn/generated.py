@@ -76,58 +76,40 @@ class GCN(nn.Module):
 
         # Before the first layer, once per node: self.layers[0] (GraphConv).
         def prologue(features, out_degrees):
-            # self.layers[0]'s norm by out-degree on each source row, once per node
+            # self.layers[0]'s norm by out-degree (and weight, where it narrows) on each source
+            # row, once per node
             return _graph_conv_source(self.layers[0], features, out_degrees)
 
-        feat0 = batches.map_nodes(prologue, features, out_degrees, nodes=needed[0])
+        feat = batches.map_nodes(prologue, features, out_degrees, nodes=needed[0])
 
-        # Layer 1 of 3: self.layers[0] (GraphConv).
-        def layer_1(block, feat0, out_degrees):
-            h = _graph_conv_aggregate(self.layers[0], block, feat0)
-            # self.layers[1]'s norm by out-degree on each source row, once per node
-            return _graph_conv_source(self.layers[1], h, out_degrees, overwrite=True)
+        # Layers 1 to 3 of 3, each the same function of the layer before with its own module,
+        # [i] of the loop below: self.layers[0] (GraphConv) to self.layers[2] (GraphConv).
+        for i in range(len(self.layers)):
 
-        # in_place=True: source rows are read where they are stored, not gathered per
-        # batch (the layer reads them only in messages)
-        feat1 = batches.map(
-            layer_1,
-            source_rows=dict(feat0=feat0),
-            destination_rows=dict(out_degrees=out_degrees),
-            in_place=True,
-            nodes=needed[1],
-        )
-        del feat0
+            def layer_i(block, feat, out_degrees, i=i):
+                h = _graph_conv_aggregate(self.layers[i], block, feat)
+                # the last layer: no next one to prepare rows for
+                if i == len(self.layers) - 1:
+                    return h
+                # self.layers[i + 1]'s norm by out-degree (and weight, where it narrows) on each
+                # source row, once per node
+                return _graph_conv_source(
+                    self.layers[i + 1], h, out_degrees, overwrite=True
+                )
 
-        # Layer 2 of 3: self.layers[1] (GraphConv).
-        def layer_2(block, feat1, out_degrees):
-            h = _graph_conv_aggregate(self.layers[1], block, feat1)
-            # self.layers[2]'s norm by out-degree and weight on each source row, once per node
-            return _graph_conv_source(
-                self.layers[2], h, out_degrees, weight_first=True, overwrite=True
+            # in_place=True: source rows are read where they are stored, not gathered per
+            # batch (the layer reads them only in messages)
+            feat = batches.map(
+                layer_i,
+                source_rows=dict(feat=feat),
+                destination_rows=dict(out_degrees=out_degrees),
+                in_place=True,
+                nodes=needed[i + 1],
             )
-
-        feat2 = batches.map(
-            layer_2,
-            source_rows=dict(feat1=feat1),
-            destination_rows=dict(out_degrees=out_degrees),
-            in_place=True,
-            nodes=needed[2],
-        )
-        del out_degrees, feat1
-
-        # Layer 3 of 3: self.layers[2] (GraphConv).
-        def layer_3(block, feat2):
-            return _graph_conv_aggregate(
-                self.layers[2], block, feat2, weight_first=True
-            )
-
-        h = batches.map(
-            layer_3, source_rows=dict(feat2=feat2), in_place=True, nodes=needed[3]
-        )
-        return batches.result(h, nodes=nodes)
+        return batches.result(feat, nodes=nodes)
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 fb434d861503 -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 cfb147828639 -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -146,14 +128,15 @@ class GCN(nn.Module):
 
 
 def _graph_conv_source(
-    conv, feat, out_degrees=None, weight_first=False, overwrite=False
+    conv, feat, out_degrees=None, weight_first=None, overwrite=False
 ):
     """GraphConv's work on each source row, once per node: the norm by the full graph's
     out-degrees (norm "both" or "left"; out_degrees is only read then), then, when
-    `weight_first`, the weight: DGL multiplies by W before aggregating when the layer narrows
-    (in_feats > out_feats), so that the sum runs on the narrower rows. overwrite: feat is the
-    caller's own new tensor, scaled where it is (on a CPU a new batch-sized tensor costs more
-    to touch than the product)."""
+    `weight_first`, the weight. weight_first None (the default) decides it as DGL's
+    GraphConv does, from the module: W first where the layer narrows (in_feats >
+    out_feats), so that the sum runs on the narrower rows. overwrite: feat is the caller's
+    own new tensor, scaled where it is (on a CPU a new batch-sized tensor costs more to touch
+    than the product)."""
     if conv._norm in ("both", "left"):
         if out_degrees is None:
             raise ValueError(
@@ -163,21 +146,25 @@ def _graph_conv_source(
         norm = degrees.pow(-0.5) if conv._norm == "both" else 1.0 / degrees
         norm = norm.view(-1, *(1,) * (feat.dim() - 1))
         feat = feat.mul_(norm) if overwrite else feat * norm
+    if weight_first is None:
+        weight_first = conv._in_feats > conv._out_feats
     if weight_first and conv.weight is not None:
         feat = feat @ conv.weight
     return feat
 
 
-def _graph_conv_aggregate(conv, block, feat_src, weight_first=False, edge_weight=None):
+def _graph_conv_aggregate(conv, block, feat_src, weight_first=None, edge_weight=None):
     """The rest of GraphConv.forward on a block, given _graph_conv_source's rows:
-    the sum over in-edges, the weight (unless weight_first: applied per source row already),
-    the norm by in-degree (norm "both" or "right"), bias and activation, in place on the sum's
-    new tensor."""
+    the sum over in-edges, the weight (unless weight_first: applied per source row already;
+    None, the default: DGL's rule, as there), the norm by in-degree (norm "both" or "right"),
+    bias and activation, in place on the sum's new tensor."""
     rst, in_degrees = _in_edge_sum(block, feat_src, edge_weight)
     # the in-degrees, once (for the check and the norm), where either reads them
     if not conv._allow_zero_in_degree or conv._norm in ("both", "right"):
         in_degrees = block.in_degrees() if in_degrees is None else in_degrees
     _check_in_degrees(conv, block, in_degrees)
+    if weight_first is None:
+        weight_first = conv._in_feats > conv._out_feats
     if not weight_first and conv.weight is not None:
         rst = rst @ conv.weight
     if conv._norm in ("both", "right"):

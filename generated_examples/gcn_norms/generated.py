@@ -86,7 +86,8 @@ class MixedNormGCN(nn.Module):
 
         # Before the first layer, once per node: self.convs[0] (GraphConv).
         def prologue(x, out_degrees):
-            # self.convs[0]'s norm by out-degree on each source row, once per node
+            # self.convs[0]'s norm by out-degree (and weight, where it narrows) on each source
+            # row, once per node
             return _graph_conv_source(self.convs[0], x, out_degrees)
 
         feat0 = batches.map_nodes(prologue, x, out_degrees, nodes=needed[0])
@@ -113,7 +114,7 @@ class MixedNormGCN(nn.Module):
             h = F.relu(h)
             h = self.projs[1](h)
             # self.convs[2]'s weight on each source row, once per node
-            return _graph_conv_source(self.convs[2], h, weight_first=True)
+            return _graph_conv_source(self.convs[2], h)
 
         feat2 = batches.map(
             layer_2, source_rows=dict(h1=h1), in_place=True, nodes=needed[2]
@@ -122,7 +123,7 @@ class MixedNormGCN(nn.Module):
 
         # Layer 3 of 3: self.convs[2] (GraphConv).
         def layer_3(block, feat2):
-            return _graph_conv_aggregate(self.convs[2], block, feat2, weight_first=True)
+            return _graph_conv_aggregate(self.convs[2], block, feat2)
 
         h = batches.map(
             layer_3, source_rows=dict(feat2=feat2), in_place=True, nodes=needed[3]
@@ -130,7 +131,7 @@ class MixedNormGCN(nn.Module):
         return batches.result(h, nodes=nodes)
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 fb434d861503 -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 cfb147828639 -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -149,14 +150,15 @@ class MixedNormGCN(nn.Module):
 
 
 def _graph_conv_source(
-    conv, feat, out_degrees=None, weight_first=False, overwrite=False
+    conv, feat, out_degrees=None, weight_first=None, overwrite=False
 ):
     """GraphConv's work on each source row, once per node: the norm by the full graph's
     out-degrees (norm "both" or "left"; out_degrees is only read then), then, when
-    `weight_first`, the weight: DGL multiplies by W before aggregating when the layer narrows
-    (in_feats > out_feats), so that the sum runs on the narrower rows. overwrite: feat is the
-    caller's own new tensor, scaled where it is (on a CPU a new batch-sized tensor costs more
-    to touch than the product)."""
+    `weight_first`, the weight. weight_first None (the default) decides it as DGL's
+    GraphConv does, from the module: W first where the layer narrows (in_feats >
+    out_feats), so that the sum runs on the narrower rows. overwrite: feat is the caller's
+    own new tensor, scaled where it is (on a CPU a new batch-sized tensor costs more to touch
+    than the product)."""
     if conv._norm in ("both", "left"):
         if out_degrees is None:
             raise ValueError(
@@ -166,21 +168,25 @@ def _graph_conv_source(
         norm = degrees.pow(-0.5) if conv._norm == "both" else 1.0 / degrees
         norm = norm.view(-1, *(1,) * (feat.dim() - 1))
         feat = feat.mul_(norm) if overwrite else feat * norm
+    if weight_first is None:
+        weight_first = conv._in_feats > conv._out_feats
     if weight_first and conv.weight is not None:
         feat = feat @ conv.weight
     return feat
 
 
-def _graph_conv_aggregate(conv, block, feat_src, weight_first=False, edge_weight=None):
+def _graph_conv_aggregate(conv, block, feat_src, weight_first=None, edge_weight=None):
     """The rest of GraphConv.forward on a block, given _graph_conv_source's rows:
-    the sum over in-edges, the weight (unless weight_first: applied per source row already),
-    the norm by in-degree (norm "both" or "right"), bias and activation, in place on the sum's
-    new tensor."""
+    the sum over in-edges, the weight (unless weight_first: applied per source row already;
+    None, the default: DGL's rule, as there), the norm by in-degree (norm "both" or "right"),
+    bias and activation, in place on the sum's new tensor."""
     rst, in_degrees = _in_edge_sum(block, feat_src, edge_weight)
     # the in-degrees, once (for the check and the norm), where either reads them
     if not conv._allow_zero_in_degree or conv._norm in ("both", "right"):
         in_degrees = block.in_degrees() if in_degrees is None else in_degrees
     _check_in_degrees(conv, block, in_degrees)
+    if weight_first is None:
+        weight_first = conv._in_feats > conv._out_feats
     if not weight_first and conv.weight is not None:
         rst = rst @ conv.weight
     if conv._norm in ("both", "right"):

@@ -98,60 +98,50 @@ class JKNet(nn.Module):
 
         # Before the first layer, once per node: self.layers[0] (GraphConv).
         def prologue(feats, out_degrees):
-            # self.layers[0]'s norm by out-degree and weight on each source row, once per node
-            return _graph_conv_source(
-                self.layers[0], feats, out_degrees, weight_first=True
+            # self.layers[0]'s norm by out-degree (and weight, where it narrows) on each source
+            # row, once per node
+            return _graph_conv_source(self.layers[0], feats, out_degrees)
+
+        feat = batches.map_nodes(prologue, feats, out_degrees, nodes=needed[0])
+
+        # Layers 1 to 2 of 4, each the same function of the layer before with its own module,
+        # [i] of the loop below: self.layers[0] (GraphConv) to self.layers[1] (GraphConv).
+        feats_by_layer = []
+        for i in range(len(self.layers) - 1):
+
+            def layer_i(block, feat, out_degrees, i=i):
+                feats = _graph_conv_aggregate(self.layers[i], block, feat)
+                # self.layers[i + 1]'s norm by out-degree (and weight, where it narrows) on each
+                # source row, once per node
+                return feats, _graph_conv_source(self.layers[i + 1], feats, out_degrees)
+
+            # in_place=True: source rows are read where they are stored, not gathered per
+            # batch (the layer reads them only in messages)
+            feats_i, feat = batches.map(
+                layer_i,
+                source_rows=dict(feat=feat),
+                destination_rows=dict(out_degrees=out_degrees),
+                in_place=True,
+                nodes=needed[i + 1],
             )
-
-        feat0 = batches.map_nodes(prologue, feats, out_degrees, nodes=needed[0])
-
-        # Layer 1 of 4: self.layers[0] (GraphConv).
-        def layer_1(block, feat0, out_degrees):
-            feats = _graph_conv_aggregate(
-                self.layers[0], block, feat0, weight_first=True
-            )
-            # self.layers[1]'s norm by out-degree on each source row, once per node
-            return feats, _graph_conv_source(self.layers[1], feats, out_degrees)
-
-        # in_place=True: source rows are read where they are stored, not gathered per
-        # batch (the layer reads them only in messages)
-        feats1, feat1 = batches.map(
-            layer_1,
-            source_rows=dict(feat0=feat0),
-            destination_rows=dict(out_degrees=out_degrees),
-            in_place=True,
-            nodes=needed[1],
-        )
-        del feat0
-
-        # Layer 2 of 4: self.layers[1] (GraphConv).
-        def layer_2(block, feat1, out_degrees):
-            feats = _graph_conv_aggregate(self.layers[1], block, feat1)
-            # self.layers[2]'s norm by out-degree on each source row, once per node
-            return feats, _graph_conv_source(self.layers[2], feats, out_degrees)
-
-        feats2, feat2 = batches.map(
-            layer_2,
-            source_rows=dict(feat1=feat1),
-            destination_rows=dict(out_degrees=out_degrees),
-            in_place=True,
-            nodes=needed[2],
-        )
-        del out_degrees, feat1
+            feats_by_layer.append(feats_i)
+        del out_degrees
 
         # Layer 3 of 4: self.layers[2] (GraphConv).
-        def layer_3(block, feat2, feats1, feats2):
-            feats = _graph_conv_aggregate(self.layers[2], block, feat2)
-            return self.jump([feats1, feats2, feats])
+        def layer_3(block, feat, feats_by_layer_0, feats_by_layer_1):
+            feats = _graph_conv_aggregate(self.layers[2], block, feat)
+            return self.jump([feats_by_layer_0, feats_by_layer_1, feats])
 
         jump = batches.map(
             layer_3,
-            source_rows=dict(feat2=feat2),
-            destination_rows=dict(feats1=feats1, feats2=feats2),
+            source_rows=dict(feat=feat),
+            destination_rows=dict(
+                feats_by_layer_0=feats_by_layer[0], feats_by_layer_1=feats_by_layer[1]
+            ),
             in_place=True,
             nodes=needed[3],
         )
-        del feat2, feats1, feats2
+        del feat, feats_by_layer
 
         # Layer 4 of 4: g.update_all (copy_u, sum).
         def layer_4(block, jump):
@@ -167,7 +157,7 @@ class JKNet(nn.Module):
         return batches.result(out, nodes=nodes)
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 fb434d861503 -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 cfb147828639 -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -186,14 +176,15 @@ class JKNet(nn.Module):
 
 
 def _graph_conv_source(
-    conv, feat, out_degrees=None, weight_first=False, overwrite=False
+    conv, feat, out_degrees=None, weight_first=None, overwrite=False
 ):
     """GraphConv's work on each source row, once per node: the norm by the full graph's
     out-degrees (norm "both" or "left"; out_degrees is only read then), then, when
-    `weight_first`, the weight: DGL multiplies by W before aggregating when the layer narrows
-    (in_feats > out_feats), so that the sum runs on the narrower rows. overwrite: feat is the
-    caller's own new tensor, scaled where it is (on a CPU a new batch-sized tensor costs more
-    to touch than the product)."""
+    `weight_first`, the weight. weight_first None (the default) decides it as DGL's
+    GraphConv does, from the module: W first where the layer narrows (in_feats >
+    out_feats), so that the sum runs on the narrower rows. overwrite: feat is the caller's
+    own new tensor, scaled where it is (on a CPU a new batch-sized tensor costs more to touch
+    than the product)."""
     if conv._norm in ("both", "left"):
         if out_degrees is None:
             raise ValueError(
@@ -203,21 +194,25 @@ def _graph_conv_source(
         norm = degrees.pow(-0.5) if conv._norm == "both" else 1.0 / degrees
         norm = norm.view(-1, *(1,) * (feat.dim() - 1))
         feat = feat.mul_(norm) if overwrite else feat * norm
+    if weight_first is None:
+        weight_first = conv._in_feats > conv._out_feats
     if weight_first and conv.weight is not None:
         feat = feat @ conv.weight
     return feat
 
 
-def _graph_conv_aggregate(conv, block, feat_src, weight_first=False, edge_weight=None):
+def _graph_conv_aggregate(conv, block, feat_src, weight_first=None, edge_weight=None):
     """The rest of GraphConv.forward on a block, given _graph_conv_source's rows:
-    the sum over in-edges, the weight (unless weight_first: applied per source row already),
-    the norm by in-degree (norm "both" or "right"), bias and activation, in place on the sum's
-    new tensor."""
+    the sum over in-edges, the weight (unless weight_first: applied per source row already;
+    None, the default: DGL's rule, as there), the norm by in-degree (norm "both" or "right"),
+    bias and activation, in place on the sum's new tensor."""
     rst, in_degrees = _in_edge_sum(block, feat_src, edge_weight)
     # the in-degrees, once (for the check and the norm), where either reads them
     if not conv._allow_zero_in_degree or conv._norm in ("both", "right"):
         in_degrees = block.in_degrees() if in_degrees is None else in_degrees
     _check_in_degrees(conv, block, in_degrees)
+    if weight_first is None:
+        weight_first = conv._in_feats > conv._out_feats
     if not weight_first and conv.weight is not None:
         rst = rst @ conv.weight
     if conv._norm in ("both", "right"):

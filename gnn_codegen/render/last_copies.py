@@ -9,7 +9,9 @@ this module the split).
 
 Bodies are compared statement by statement (a `with` block is one); the shared part must hold
 every use of the block (the message passing), and the two endings none. A statement `x = E`
-in one and `return E` in the other are shared as `x = E`, the other ending as `return x`."""
+in one and `return E` in the other are shared as `x = E`, the other ending as `return x`;
+E may be the message passing itself (a GraphConv stack: every layer but the last names its
+aggregation `h`, then sends it on as the next layer's source step; the last returns it)."""
 
 from __future__ import annotations
 
@@ -171,7 +173,7 @@ def ends_otherwise(regular: "LayerFunction", last: "LayerFunction", carried_regu
         return lambda node: ast.unparse(node) if layer is None else relative(ast.unparse(node), layer)
 
     return split("\n".join(a).splitlines(), "\n".join(b).splitlines(),
-                 key(layers[0] if layers else None), key(layers[1] if layers else None)) is not None
+                 key(layers[0] if layers else None), key(layers[1] if layers else None), named_shares=True) is not None
 
 
 def split_written(regular: "LayerFunction", last: "LayerFunction", layers: tuple[int, int] | None) -> Split | None:
@@ -184,7 +186,8 @@ def split_written(regular: "LayerFunction", last: "LayerFunction", layers: tuple
     def key(layer: int | None) -> Callable[[ast.AST], str]:
         return lambda node: ast.unparse(node) if layer is None else relative(ast.unparse(node), layer)
 
-    return split(regular.body, last.body, key(layers[0] if layers else None), key(layers[1] if layers else None))
+    return split(regular.body, last.body, key(layers[0] if layers else None), key(layers[1] if layers else None),
+                 named_shares=True)
 
 
 def returns_first(parted: Split, count: int) -> bool:

@@ -10,6 +10,8 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from gnn_codegen.render.code import comment
+
 if TYPE_CHECKING:
     from gnn_codegen.cut.plan import Stage
     from gnn_codegen.ir import Program
@@ -37,7 +39,29 @@ def counted(function: "LayerFunction", layer: int, counter: str, base: int) -> "
         shift = int(m.group(2)) - layer - base
         return f"{m.group(1)}[{counter}{f' + {shift}' if shift > 0 else f' - {-shift}' if shift else ''}]"
 
-    return replace(function, body=[_INDEXED.sub(spell, line) for line in function.body])
+    return replace(function, body=_rewrapped(function.body, [_INDEXED.sub(spell, line) for line in function.body]))
+
+
+def _rewrapped(before: list[str], after: list[str]) -> list[str]:
+    """`after` with each comment that the indices lengthened wrapped again to fit as
+    code.comment wraps it (`self.layers[i + 1]` is longer than `self.layers[2]`)."""
+    lines, at = [], 0
+    while at < len(after):
+        end = at
+        while end < len(after) and after[end].lstrip().startswith("# "):
+            end += 1
+        if end == at:
+            lines.append(after[at])
+            at += 1
+            continue
+        if after[at:end] != before[at:end]:
+            indent = after[at][: len(after[at]) - len(after[at].lstrip())]
+            text = " ".join(line.lstrip()[2:] for line in after[at:end])
+            lines.extend(f"{indent}{line}" for line in comment(text))
+        else:
+            lines.extend(after[at:end])
+        at = end
+    return lines
 
 
 def uses_name(function: "LayerFunction", name: str) -> bool:

@@ -234,10 +234,14 @@ def _graph_conv(graph: fx.Graph, node: fx.Node, module: torch.nn.Module, call: _
         out_degrees = _named(graph.call_method("out_degrees", (call.graph,)), "out_degrees")
     feat = call.src
     if out_degrees is not None or weight_first:
-        what = "norm by out-degree" + (" and weight" if weight_first else "") if out_degrees is not None else "weight"
-        feat = _named(_helper(graph, "graph_conv_source", conv, call.src, out_degrees, weight_first), "feat",
+        # the same words whatever the widths, so that layers alike but for them read alike
+        what = "norm by out-degree (and weight, where it narrows)" if out_degrees is not None else "weight"
+        feat = _named(_helper(graph, "graph_conv_source", conv, call.src, out_degrees), "feat",
                       _source_note(node, what))
-    return _helper(graph, "graph_conv_aggregate", conv, call.graph, feat, weight_first, **_edge_kwargs(call))
+    # weight_first left to the helpers, which decide it by the rule above from the module at run
+    # time: the call reads the same in every layer, whatever its widths (layer_loops.py folds
+    # such layers into one loop); check_built pins the widths it was checked with
+    return _helper(graph, "graph_conv_aggregate", conv, call.graph, feat, **_edge_kwargs(call))
 
 
 def _with_graph_out_degrees(graph: fx.Graph, node: fx.Node, module: torch.nn.Module, call: _Call) -> fx.Node | None:

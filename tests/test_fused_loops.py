@@ -99,6 +99,8 @@ def test_a_stack_whose_layers_end_with_the_next_ones_source_step_is_one_loop(tmp
     assert method.count("_graph_conv_source(") == 2, method  # the prologue's and the loop's
     assert "self.layers[i + 1], h, out_degrees" in method, method
     assert "weight_first" not in method, method
+    # every layer in the loop: `needed` counts them as the loop does, not as a literal
+    assert "needed = batches.needed(nodes, layers=len(self.layers))" in method, method
     # a comment the loop's index lengthened is wrapped again as the others
     assert all(len(line.strip()) <= 86 for line in method.splitlines() if line.strip().startswith("#")), method
 
@@ -115,6 +117,14 @@ def test_layers_written_out_one_by_one_stay_apart(tmp_path: Path) -> None:
     assert _layer_functions(method.replace("    def inference(", "def inference(", 1)) == [
         "layer_1", "layer_2", "layer_3"], method
     assert "for i in" not in method, method
+    assert "needed = batches.needed(nodes, layers=3)" in method, method
+
+
+def test_a_loop_over_some_of_the_layers_leaves_their_count_a_number() -> None:
+    """gatv2 loops over all but its last layer: `needed` counts every layer, 3, not the loop's."""
+    golden = (Path(__file__).parent.parent / "generated_examples" / "gatv2" / "generated.py").read_text()
+    assert "for i in range(len(self.layers) - 1):" in golden
+    assert "needed = batches.needed(nodes, layers=3)" in golden
 
 
 @pytest.mark.parametrize("in_feats, out_feats", [(6, 3), (3, 6), (4, 4)])

@@ -78,7 +78,7 @@ class GCN(nn.Module):
         # the nodes whose rows each layer computes: all of them; for nodes= those, and before
         # each layer the in-neighbours of the nodes the layer computes; for changed= those,
         # and after each layer their out-neighbours
-        needed = batches.needed(nodes, layers=3)
+        needed = batches.needed(nodes, layers=len(self.layers))
 
         # Before the first layer, once per node: self.layers[0] (GraphConv).
         def prologue(features, out_degrees):

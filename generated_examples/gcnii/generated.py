@@ -97,7 +97,7 @@ class GCNII(nn.Module):
         # the nodes whose rows each layer computes: all of them; for nodes= those, and before
         # each layer the in-neighbours of the nodes the layer computes; for changed= those,
         # and after each layer their out-neighbours
-        needed = batches.needed(nodes, layers=8)
+        needed = batches.needed(nodes, layers=len(self.convs))
 
         # Before the first layer, once per node: self.fcs[0] (Linear).
         def prologue(in_degrees, features):

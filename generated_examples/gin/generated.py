@@ -92,7 +92,7 @@ class GIN(nn.Module):
         # the nodes whose rows each layer computes: all of them; for nodes= those, and before
         # each layer the in-neighbours of the nodes the layer computes; for changed= those,
         # and after each layer their out-neighbours
-        needed = batches.needed(nodes, layers=3)
+        needed = batches.needed(nodes, layers=len(self.ginlayers))
 
         # Layers 1 to 3 of 3, each the same function of the layer before with its own module,
         # [i] of the loop below: self.ginlayers[0] (GINConv) to self.ginlayers[2] (GINConv).

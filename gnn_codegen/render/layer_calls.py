@@ -125,6 +125,8 @@ class LayerCalls:
                 function, ending = replace(function, body=tested[0]), tested[1]
             function = replace(function, body=merged(function.body, ending, f"{counter} == {_less_one(stop)}"))
         header = [*starts, f"for {counter} in {_spelled_range(first + base, stop)}:"]
+        if first + base == 0 and first == 1 and last == self.plan.num_layers and not stop.isdigit():
+            self.layer_count = stop  # every layer in it: `needed` counts them as it does (preamble.py)
         said = [f"    {line}" for line in self._in_place_comment(function)]
         body = [*said, f"    {targets} = {call}", *appends]
         if loop.last_stores:  # `h, h_src = (stored, None) if i == 2 else stored`

@@ -115,6 +115,7 @@ class Renderer(BufferNames, LayerCalls, Preamble, MethodDocstring):
         self.nodes, self.storage = self.names.take("nodes"), self.names.take("storage")
         self.changed, self.keep_layers = self.names.take("changed"), self.names.take("keep_layers")
         self.batches, self.needed = self.names.take("batches"), self.names.take("needed")
+        self.layer_count: str | None = None  # one loop over every layer: its count (layer_calls.py)
         # graphs forward derives from its graph (derived_graphs.py), each with batches of its own
         # (one read only by the next: written inside it, `dgl.add_self_loop(dgl.remove_self_loop(g))`)
         derived = [op for op in program.ops if op.kind == "graph" and op.args]

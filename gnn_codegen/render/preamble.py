@@ -252,6 +252,8 @@ class Preamble:
         passes = [s for s in self.plan.stages if not s.node_pass and s.layer >= 1]
         if set(layers) <= {self.batches} and passes and every_hop(self.program, passes):
             spelled = spelled_hops(self.program, passes, len(passes)) or spelled
+        elif set(layers) <= {self.batches} and self.layer_count:  # one loop over them: `len(self.layers)`
+            spelled = self.layer_count
         lines += comment(f"the nodes whose rows each layer computes: all of them; for {self.nodes}= those, and "
                          "before each layer the in-neighbours of the nodes the layer computes; for "
                          f"{self.changed}= those, and after each layer their out-neighbours")

@@ -22,7 +22,7 @@ READS = {
     "DotScoreThenMean": ['block.apply_edges(fn.u_dot_v("h","h","score"))', 'score=block.edata["score"]'],
     # refused before (tests/test_refusals.py): the scores per edge are forward's result
     "tests/models/refused.py:InlineApplyEdges": ['block.apply_edges(dgl.function.u_dot_v("h","h","s"))',
-                                                 'raiseValueError("forwardreturnsvaluesperedge:nodes=selectsnodes")'],
+                                                 'raiseValueError("nodes=isnottaken:itselectsnodes,andforwardalsoreturnsvalues"'],
 }
 
 

@@ -123,7 +123,7 @@ def test_only_what_reaches_the_result_is_computed() -> None:
     method = re.sub(r"\s+", "", generated.source.split("def inference(")[1].split("# --- gnn-codegen")[0])
     last = 'ntypes=(("paper",)ifi==len(self.layers)-1else("author","institution","paper"))'
     assert last in method and "forntypeinntypes:" in method, method
-    assert 'returnbatches.result(h["paper"],nodes)' in method, method
+    assert 'returnbatches.result(h["paper"],nodes=nodes)' in method, method
 
 
 def test_graph_conv_norm_reads_full_graph_out_degrees() -> None:

@@ -41,7 +41,7 @@ from gnn_codegen.render.normed_twice import said_twice
 from gnn_codegen.render.activation_test import unset_said
 from gnn_codegen.render.method_doc import MethodDocstring
 from gnn_codegen.render.module_functions import fold_module_calls
-from gnn_codegen.render.value_names import uncounted
+from gnn_codegen.render.value_names import bound, uncounted
 from gnn_codegen.render.preamble import Preamble
 
 BLOCK_AS_GRAPH = "_block_as_graph"
@@ -313,7 +313,9 @@ class Renderer(BufferNames, LayerCalls, Preamble, MethodDocstring):
         # a module's calls that span passes, alike in each call: one local function (issue 37)
         stages = fold_module_calls(self, stages, runs, all_nodes_before)
         stored = {self.buffer[v] for stage in self.plan.stages for v in stage.stores}
-        uncounted(stages, stored | self._callers_tensors())  # col_mean, not col_mean_2, where it may
+        # col_mean, not col_mean_2, where it may; a library line's constant keeps a name per value
+        constants = {name for lines in self.method_constants.lines.values() for line in lines for name in bound(line)}
+        uncounted(stages, stored | self._callers_tensors() | constants)
         preamble = self._preamble()  # before the result, which the names it takes may split by type
         results, spelled = self._returned(self.program.output)
         before_return, returned = by_type.result(self.program, spelled, self.type_counts, self.names.take)

@@ -17,7 +17,7 @@ from gnn_codegen.render.module_functions import free_names, rename_in, reads, to
 _COUNTED = re.compile(r"^(\w*[A-Za-z])_\d+$")
 
 
-def _bound(line: str) -> list[str]:
+def bound(line: str) -> list[str]:
     """The names a statement of one line binds, where it is an assignment to names."""
     try:
         statement = ast.parse(line).body
@@ -52,7 +52,7 @@ def uncounted(stages: list[dict], kept: set[str]) -> None:
     names never renamed (stored tensors, the caller's)."""
     for k, d in enumerate(stages):
         for line in list(d["before"]):
-            for name in _bound(line):
+            for name in bound(line):
                 match = _COUNTED.match(name)
                 if name in kept or match is None:
                     continue

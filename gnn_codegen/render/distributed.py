@@ -6,11 +6,8 @@ same on both."""
 
 from __future__ import annotations
 
-import json
-import textwrap
-
 from gnn_codegen.ir import Op, Program
-from gnn_codegen.render.quoted_lines import line_said
+from gnn_codegen.render.quoted_lines import line_said, raised
 
 
 def not_distributed(program: Program, derived: list[Op]) -> str | None:
@@ -43,7 +40,5 @@ def refusal(g: str, reason: str) -> list[str]:
     on one (not_distributed)."""
     message = (f"inference on a dgl.distributed.DistGraph is not done yet where {reason}: "
                f"call it with a dgl.DGLGraph")
-    pieces = textwrap.wrap(message, 70, drop_whitespace=False)  # literals side by side
-    return [f"if isinstance({g}, dgl.distributed.DistGraph):", "    raise ValueError(",
-            *(f"        {json.dumps(piece)}" for piece in pieces), "    )"]
+    return raised(f"isinstance({g}, dgl.distributed.DistGraph)", message)
 

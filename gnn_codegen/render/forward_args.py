@@ -7,8 +7,9 @@ caller passing another value gets a ValueError instead of the traced one's resul
 from __future__ import annotations
 
 import json
-import textwrap
 from typing import Any
+
+from gnn_codegen.render.quoted_lines import raised
 
 
 def literal(value: Any) -> str:
@@ -25,9 +26,8 @@ def check_lines(forward_args: tuple[tuple[str, Any], ...]) -> list[str]:
     for name, value in forward_args:
         message = (f"this inference computes forward for {name}={literal(value)} only: generate it "
                    f"again with --forward-args for another {name}")
-        pieces = textwrap.wrap(message, 70, drop_whitespace=False)  # literals side by side
-        lines += [f"if {name} != {literal(value)}:  # the {name} it was generated and checked for",
-                  "    raise ValueError(", *(f"        {json.dumps(piece)}" for piece in pieces), "    )"]
+        checked = raised(f"{name} != {literal(value)}", message)
+        lines += [f"{checked[0]}  # the {name} it was generated and checked for", *checked[1:]]
     return lines
 
 

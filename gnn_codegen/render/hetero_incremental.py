@@ -4,8 +4,7 @@ reason the docstring gives. The machinery is the runtime's (templates/hetero_inc
 
 from __future__ import annotations
 
-import json
-import textwrap
+from gnn_codegen.render.quoted_lines import raised
 
 
 def refused(returns_rows: bool, count_lines: list[str]) -> tuple[str, str] | None:
@@ -31,8 +30,7 @@ def refusal_lines(returns_rows: bool, count_lines: list[str]) -> list[str]:
         return []
     condition, reason = found
     message = f"changed= and keep_layers= (incremental re-inference) are not done for this model: {reason}"
-    pieces = textwrap.wrap(message, 70, drop_whitespace=False)  # literals side by side
-    return [f"if {condition}:", "    raise ValueError(", *(f"        {json.dumps(p)}" for p in pieces), "    )"]
+    return raised(condition, message)
 
 
 def paragraph(returns_rows: bool, count_lines: list[str]) -> str:

@@ -4,7 +4,6 @@ graphs forward derives, the nodes the layers need, the inputs' rows)."""
 from __future__ import annotations
 
 import json
-import textwrap
 
 from gnn_codegen.render.distributed import not_distributed, refusal
 from gnn_codegen.lower.edge_masks import graph_arguments
@@ -25,6 +24,7 @@ from gnn_codegen.lower.row_ranges import entry_checks as row_range_checks
 from gnn_codegen.render.squeezed_rows import homogeneous_checks as squeeze_checks
 from gnn_codegen.render.code import comment
 from gnn_codegen.render.built import check_line
+from gnn_codegen.render.quoted_lines import raised
 from gnn_codegen.render import incremental
 from gnn_codegen.render import type_offsets as by_type
 from gnn_codegen.render.graph_lists import renamed as _renamed, spelled_layers
@@ -242,8 +242,7 @@ class Preamble:
         if any(self.attrs[n].rows == "edge" for n in self._output_names()):
             message = (f"{self.nodes}= is not taken: it selects nodes, and forward also returns values per "
                        f"edge; call it without {self.nodes}= and index the result")
-            lines += [f"if {self.nodes} is not None:", "    raise ValueError(",
-                      *(f"        {json.dumps(p)}" for p in textwrap.wrap(message, 70, drop_whitespace=False)), "    )"]
+            lines += raised(f"{self.nodes} is not None", message)
         layers = [next(self.runtimes.get(s.graph, self.batches) for s in self.plan.stages
                        if not s.node_pass and s.layer == k) for k in range(1, self.plan.num_layers + 1)]
         lengths = {batches_list: len(listed.ops) for listed, _, batches_list in self.listed_graphs.values()}

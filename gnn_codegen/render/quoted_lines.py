@@ -6,6 +6,9 @@ printed where the file is at hand, keep both)."""
 
 from __future__ import annotations
 
+import json
+import textwrap
+
 
 def in_quotes(text: str) -> str:
     """text as the inside of a double-quoted string literal: a user's line may hold quotes and
@@ -28,3 +31,10 @@ def line_said(location: str, source: str = "") -> str:
         return f"`{code}`"
     path, _, line = place.rpartition(":")
     return "forward" if not place or (path.endswith(".py") and line.isdigit()) else place
+
+
+def raised(condition: str, message: str) -> list[str]:
+    """The lines of `if condition: raise ValueError(message)`, the message as string literals
+    side by side of at most 70 characters each (black leaves a long literal as it is)."""
+    pieces = textwrap.wrap(message, 70, drop_whitespace=False)
+    return [f"if {condition}:", "    raise ValueError(", *(f"        {json.dumps(p)}" for p in pieces), "    )"]

@@ -270,6 +270,13 @@ class Program:
         return frozenset(n for n in self.inputs if n not in read)
 
 
+def quoted_code(location: str) -> str:
+    """The line of code a location (Op.location, Op.library_line) quotes: "file.py:12 (`h =
+    f(h)`)" -> "h = f(h)"; "" where it quotes none."""
+    start, end = location.find("(`"), location.rfind("`)")
+    return location[start + 2:end] if 0 <= start < end else ""
+
+
 def iter_refs(value: Any) -> Iterator[str]:
     if isinstance(value, Ref):
         yield value.name

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gnn_codegen.analysis.attributes import Attributes
-from gnn_codegen.ir import Op, Program, Ref
+from gnn_codegen.ir import Op, Program, Ref, quoted_code
 from gnn_codegen.lower.simplify import computed_once
 
 # binary ops that commute on tensors (never on lists or strings, where `+` concatenates: both
@@ -56,12 +56,6 @@ def one_order(program: Program, attrs: Attributes) -> Program:
     return computed_once(program.with_ops(tuple(noted.get(op.name, swapped.get(op.name, op)) for op in program.ops)))
 
 
-def _line(op: Op) -> str:
-    """The user's line of an op, from its location (`model.py:12 (`h = relu1 + x0`)`)."""
-    start = op.location.find("(`")
-    return op.location[start + 2:-2] if start >= 0 and op.location.endswith("`)") else ""
-
-
 def _noted_readers(program: Program, swapped: dict[str, Op], earlier_of: dict[str, Op]) -> dict[str, Op]:
     """The ops that read a swapped sum, each with a note saying that the value they read is an
     earlier line's in the other order (residual's `readout = x0 + relu1 + relu2` written
@@ -76,7 +70,7 @@ def _noted_readers(program: Program, swapped: dict[str, Op], earlier_of: dict[st
             earlier, original = earlier_of[ref], by_name[ref]
             symbol = "+" if "add" in original.target else "*"
             operands = [by_name[r.name].var for r in original.args if r.name in by_name]
-            here, there = _line(op), _line(earlier)
+            here, there = quoted_code(op.location), quoted_code(earlier.location)
             if len(operands) != 2 or not all(operands) or not here or not there or not earlier.var:
                 continue
             noted[op.name] = replace(swapped.get(op.name, op), note=(

@@ -7,7 +7,7 @@ import textwrap
 
 from gnn_codegen.trace.homogenized import kept_fields, subgraph_types
 from gnn_codegen.cut.plan import Stage
-from gnn_codegen.ir import Op
+from gnn_codegen.ir import Op, quoted_code
 from gnn_codegen.lower.row_ranges import range_docstring
 from gnn_codegen.render.code import comment
 from gnn_codegen.render.runtime_section import parameters_sentence
@@ -73,7 +73,7 @@ class MethodDocstring:
         for placed in stage.ops:
             op = self.program.op(placed.name)
             reads = set(op.refs())
-            line = _code(_line_of(op))
+            line = quoted_code(_line_of(op))
             if not line or not reads & over_all:
                 continue
             if any(made_before.get(r) == _line_of(op) for r in reads):
@@ -133,12 +133,6 @@ class MethodDocstring:
 
 def _line_of(op: Op) -> str:
     return op.library_line or op.location
-
-
-def _code(location: str) -> str:
-    """The line of code a location quotes: "file.py:12 (`h = f(h)`)" -> "h = f(h)"."""
-    start, end = location.find("(`"), location.rfind("`)")
-    return location[start + 2:end] if 0 <= start < end else ""
 
 
 def _computes(ops: list[Op]) -> str:

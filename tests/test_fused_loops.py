@@ -9,7 +9,6 @@ Two layers written out one by one in forward stay apart. Each exact."""
 
 from __future__ import annotations
 
-import ast
 import json
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import torch
 from gnn_codegen.pipeline import GenerateOptions, generate_all
 from gnn_codegen.trace.write_out import HELPERS
 from gnn_codegen.verify.check import check
+from tests.test_last_copies import _layer_functions, _method
 
 _LOOPED = '''
 import dgl.nn as dglnn
@@ -65,17 +65,6 @@ class Net(nn.Module):
         h = F.relu(self.layers[1](g, h))
         return self.layers[2](g, h)
 '''
-
-
-def _layer_functions(source: str) -> list[str]:
-    inference = next(node for node in ast.walk(ast.parse(source))
-                     if isinstance(node, ast.FunctionDef) and node.name == "inference")
-    return sorted(node.name for node in ast.walk(inference)
-                  if isinstance(node, ast.FunctionDef) and node.name.startswith("layer_"))
-
-
-def _method(source: str) -> str:
-    return source[source.index("    def inference("):source.index("# --- gnn-codegen")]
 
 
 def _generate(tmp_path: Path, source: str, **init):

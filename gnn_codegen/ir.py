@@ -4,7 +4,7 @@ to each other by name. Frozen values only; a pass returns a new Program."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterator, Literal
+from typing import Any, Iterator, Literal, NamedTuple
 
 # graph_value: a tensor forward computes from the graph alone (`g.out_degrees()`), computed once
 # on the whole graph and read per batch like an input
@@ -270,11 +270,31 @@ class Program:
         return frozenset(n for n in self.inputs if n not in read)
 
 
+class Location(NamedTuple):
+    """A location as the tracer writes it (Op.location, Op.library_line), `path:LINE (`code`)`,
+    in parts: the place before the code (`path:LINE`, or words: `APPNPConv's norm reshape`),
+    its path and line where it is `path:LINE` ("" otherwise), the code ("" where none is
+    quoted). The one reader of the format: its writers are trace/stack_frames.py and
+    lower/spelling.py."""
+
+    place: str
+    path: str
+    line: str
+    code: str
+
+
+def location_parts(location: str) -> Location:
+    place, quoted, code = location.partition(" (`")
+    path, _, line = place.rpartition(":")
+    if not (path and line.isdigit()):
+        path, line = "", ""
+    return Location(place, path, line, code.removesuffix("`)") if quoted else "")
+
+
 def quoted_code(location: str) -> str:
-    """The line of code a location (Op.location, Op.library_line) quotes: "file.py:12 (`h =
-    f(h)`)" -> "h = f(h)"; "" where it quotes none."""
-    start, end = location.find("(`"), location.rfind("`)")
-    return location[start + 2:end] if 0 <= start < end else ""
+    """The line of code a location quotes: "file.py:12 (`h = f(h)`)" -> "h = f(h)"; "" where
+    it quotes none."""
+    return location_parts(location).code
 
 
 def iter_refs(value: Any) -> Iterator[str]:

@@ -78,9 +78,8 @@ class EdgeAwareGNN(nn.Module):
                 "nodes= is not taken: it selects nodes, and forward also returns values"
                 " per edge; call it without nodes= and index the result"
             )
-        # the nodes whose rows each layer computes: all of them; for nodes= those, and before
-        # each layer the in-neighbours of the nodes the layer computes; for changed= those,
-        # and after each layer their out-neighbours
+        # the nodes whose rows each layer computes: all of them; for changed= those, and after
+        # each layer their out-neighbours
         needed = batches.needed(nodes, layers=4)
 
         # Before the first layer, once per node: self.gcn (GraphConv).

@@ -158,10 +158,10 @@ class EntityClassify(nn.Module):
         # those, and before each layer the in-neighbours of the nodes the layer computes
         needed = batches.needed(nodes, layers=3)
 
+        # the first layer's input, as forward builds it
+        h = dict(self.embeds.items())
         # Layers 1 to 3 of 3, in forward's loop: self.layers[i].conv (HeteroGraphConv: a GraphConv
         # per relation), into game and user.
-        # the features forward gives it
-        h = dict(self.embeds.items())
         for i in range(len(self.layers)):
 
             def layer_i(block, h_src, h_dst, i=i):

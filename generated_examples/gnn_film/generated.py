@@ -141,9 +141,9 @@ class GNNFiLM(nn.Module):
         # those, and before each layer the in-neighbours of the nodes the layer computes
         needed = batches.needed(nodes, layers=3, result="protein")
 
+        h = feat
         # Layers 1 to 3 of 3, in forward's loop: self.film_layers[i] (FiLMLayer, on each batch's
         # graph of its in-edges), into drug and protein.
-        h = feat
         for i in range(len(self.film_layers)):
 
             def layer_i(graph, h, num_dst, ntype, i=i):

@@ -52,6 +52,10 @@ class JKNet(nn.Module):
         """self.forward(g, x) in eval mode, computed one layer at a time over batches of batch_size
         destination nodes, each with the block of all its in-edges.
 
+        A layer's function may end with the next layer's work on each source row (a Linear, an
+        attention term: its comment names the module): it runs there once per node, as the rows
+        are made, instead of on every batch that reads them.
+
         batch_size, device, max_memory, progress, nodes, storage, changed and keep_layers: what
         each does is in _FullNeighbourBatches's docstring (below the runtime's banner).
         """
@@ -77,8 +81,8 @@ class JKNet(nn.Module):
 
         # Layer 1 of 3: self.mean_branch (SAGEConv), self.pool_branch (SAGEConv).
         def layer_1(block, x, x_dst):
-            # self.mean_branch's fc_neigh on each source row of each batch, where storing it would
-            # cost more
+            # self.mean_branch's fc_neigh on each source row of each batch, not stored once per
+            # node: storing its input takes less memory than storing its result
             feat = self.mean_branch.fc_neigh(x)
             h = _sage_conv_mean(self.mean_branch, block, feat, x_dst, projected=True)
             h = F.relu(h + self.pool_branch(block, x))

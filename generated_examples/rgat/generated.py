@@ -104,9 +104,9 @@ class RGAT(nn.Module):
         # those, and before each layer the in-neighbours of the nodes the layer computes
         needed = batches.needed(nodes, layers=3, result="paper")
 
+        h = x
         # Layers 1 to 3 of 3, in forward's loop: self.layers[i] (HeteroGraphConv: a GATConv per
         # relation), into author, field, institution and paper.
-        h = x
         for i in range(len(self.layers)):
 
             def layer_i(block, h_src, h_dst, i=i):

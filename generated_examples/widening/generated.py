@@ -51,6 +51,10 @@ class WideningGAT(nn.Module):
         """self.forward(g, x) in eval mode, computed one layer at a time over batches of batch_size
         destination nodes, each with the block of all its in-edges.
 
+        A layer's function may end with the next layer's work on each source row (a Linear, an
+        attention term: its comment names the module): it runs there once per node, as the rows
+        are made, instead of on every batch that reads them.
+
         batch_size, device, max_memory, progress, nodes, storage, changed and keep_layers: what
         each does is in _FullNeighbourBatches's docstring (below the runtime's banner).
         """

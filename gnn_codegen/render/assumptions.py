@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from gnn_codegen.ir import Assumption, StaticDecision
+from gnn_codegen.ir import Assumption, StaticDecision, location_parts
 from gnn_codegen.render.code import comment
 from gnn_codegen.render.quoted_lines import in_quotes, line_said
 
@@ -96,6 +96,6 @@ def _spelled(assumption: Assumption) -> str:
 def _place(where: str) -> str:
     """`file.py:LINE`: the file's name alone, the same wherever the command runs (and the
     line's code after it where the location has it, which may hold colons of its own)."""
-    place, quoted_code, code = where.partition(" (`")
-    path, _, line = place.rpartition(":")
-    return (f"{os.path.basename(path)}:{line}" if path else place) + (f" (`{code}" if quoted_code else "")
+    parts = location_parts(where)
+    place = f"{os.path.basename(parts.path)}:{parts.line}" if parts.path else parts.place
+    return place + (f" (`{parts.code}`)" if parts.code else "")

@@ -297,7 +297,7 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
         for literal, name in self.literals.items():
             read = name in sourced or any(name in f[1] for f in per_type.values())
             if read and name not in self.emitted:
-                lines += ["# the features forward gives it", f"{name} = {whole_mapping(self.model, literal)}"]
+                lines += ["# the first layer's input, as forward builds it", f"{name} = {whole_mapping(self.model, literal)}"]
                 self.emitted.add(name)
         # each type's relations' source rows, made right before its batches and dropped after
         # them: one type's at a time (all types' at once took 1.3x the hand-written loop's peak)

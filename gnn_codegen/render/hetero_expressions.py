@@ -13,6 +13,7 @@ import torch
 import torch.fx as fx
 
 from gnn_codegen.errors import internal
+from gnn_codegen.ir import quoted_code
 from gnn_codegen.cut.hetero import HeteroPlan, resolve
 from gnn_codegen.lower.program import _without_defaults
 from gnn_codegen.lower.module_callables import held_by_module
@@ -46,7 +47,7 @@ def line_variable(node: fx.Node, path: Any) -> str:
     """The variable the node's source line assigns (`h = h + self.h_bias`: h): the user's line,
     else the line of the library code forward runs through; "" if neither assigns one."""
     for where in locations(node, path):
-        match = _ASSIGNED.match(where.partition("(`")[2].rstrip("`)"))
+        match = _ASSIGNED.match(quoted_code(where))
         if match:
             return match.group(1)
     return ""

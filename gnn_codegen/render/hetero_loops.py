@@ -32,7 +32,7 @@ from gnn_codegen.trace.stack_frames import frames
 
 MIN_RUN = 3  # as layer_loops.py: two copies read as well as a loop; three or more do not
 MIN_LOOPED_RUN = 2  # ... unless forward runs them from one line of its loop
-_GIVEN = "# the features forward gives it"  # hetero.py's comment above a dict forward builds
+_GIVEN = "# the first layer's input, as forward builds it"  # hetero.py's comment above a dict forward builds
 # the names of a dict's rows as a layer function takes them: h1_src, h1_dst, h1_dst_1
 _ROWS = r"((?:_src|_dst)(?:_\d+)?)?\b"
 _HEADER = re.compile(r"^Layer (\d+) of (\d+): ")
@@ -306,8 +306,9 @@ def _fold(start: int, end: int, last: tuple[list[str], list[str]] | None, base: 
     said = "in forward's loop" if looped_by_user else "each the same function of the layer before"
     header = named([re.sub(layers.index, lambda m: layers.indices(m.group(0), start, base),
                            f"Layers {start} to {stop_layer} of {heading.group(2)}, {said}: {header[heading.end():]}")])[0]
-    lines = ["", *textwrap.wrap(header, 90, initial_indent="# ", subsequent_indent="# ",
-                                break_on_hyphens=False, break_long_words=False)]
+    heading_lines = textwrap.wrap(header, 90, initial_indent="# ", subsequent_indent="# ",
+                                  break_on_hyphens=False, break_long_words=False)
+    lines = [""]  # the first layer's input first, then the loop under its heading
     stages = [list(s) for s in stages]
     given = first_parts.given
     if any(re.match(rf"{re.escape(source)} = ", line) for line in given):
@@ -326,7 +327,7 @@ def _fold(start: int, end: int, last: tuple[list[str], list[str]] | None, base: 
             lines += [] if running == source else [f"{running} = {source}"]
     signature = re.sub(r"\):$", f", {_COUNTER}={_COUNTER}):", function[0])
     loop_range = counter_stop if first == 0 else f"{first}, {counter_stop}"
-    lines += [f"for {_COUNTER} in range({loop_range}):", *(f"    {line}" for line in [signature, *function[1:]]),
+    lines += [*heading_lines, f"for {_COUNTER} in range({loop_range}):", *(f"    {line}" for line in [signature, *function[1:]]),
               "", *(f"    {line}" for line in per_type), f"    {_RUNNING} = {_RUNNING}_next"]
     stages[start] = named(lines)
     for k in range(start + 1, stop_layer + 1):

@@ -184,8 +184,8 @@ class LayerWriter(OpExpressions):
                 self.lines.append(f"{self.graph} = {self.r.block_as_graph}(block)")
             note = op.note
             if placed.space == "src" and not self.node_ranges and note.endswith(ONCE_PER_NODE):
-                # the cut found storing its input cheaper than storing its result (cut.py)
-                note = note[: -len(ONCE_PER_NODE)] + " of each batch, where storing it would cost more"
+                note = (note[: -len(ONCE_PER_NODE)] + " of each batch, not stored once per node: storing "
+                        "its input takes less memory than storing its result")  # as cut.py found
             if note and note not in noted:  # why gnn-codegen added this line
                 self.lines.extend(comment(note))
                 noted.add(note)

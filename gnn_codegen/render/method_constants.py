@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from gnn_codegen.cut.plan import Stage
 from gnn_codegen.analysis.named_constants import library_line_code
-from gnn_codegen.ir import Op, Program
+from gnn_codegen.ir import Op, Program, location_parts
 from gnn_codegen.render.code import comment
 from gnn_codegen.render.quoted_lines import line_said
 from gnn_codegen.render.shared_constants import inline_reads
@@ -92,7 +92,7 @@ def _named_lines(op: Op, name: str, take: Callable[[str], str],
                 lines[-1:] = [*comment(f"forward's {operand}, in {line_said(op.location)}", _COMMENT_WIDTH),
                               f"{given[(operand, number)]} = {number!r}"]
         spelled.append(given[(operand, number)])
-    place = op.library_line.partition(" (`")[0].rpartition(":")[0]
+    place = location_parts(op.library_line).path
     said = f"`{library_line_code(op)}` as {place.replace(chr(92), '/').rpartition('/')[2] or 'the library'} computes it"
     return [*lines, *comment(f"{said}: once for every layer below, a Python float (the same in every float "
                              "dtype)", _COMMENT_WIDTH),

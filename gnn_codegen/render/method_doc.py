@@ -12,6 +12,7 @@ from gnn_codegen.lower.row_ranges import range_docstring
 from gnn_codegen.render.code import comment
 from gnn_codegen.render.runtime_section import parameters_sentence
 from gnn_codegen.render import type_offsets as by_type
+from gnn_codegen.trace.write_out import ONCE_PER_NODE
 
 
 class MethodDocstring:
@@ -106,6 +107,11 @@ class MethodDocstring:
         own = [self.batch_size, self.device, self.max_memory, self.progress, self.nodes, self.storage,
                self.changed, self.keep_layers]
         paragraphs = [first]
+        if self._hoists_source_work():
+            paragraphs.append(
+                "A layer's function may end with the next layer's work on each source row (a Linear, an "
+                "attention term: its comment names the module): it runs there once per node, as the rows "
+                "are made, instead of on every batch that reads them.")
         if p.homogenized is not None:  # homogenized.py
             fields = kept_fields(p.homogenized, "ndata") + kept_fields(p.homogenized, "edata")
             carried = f", with {', '.join(repr(f) for f in fields)} on its types as the conversion reads them" if fields else ""
@@ -129,6 +135,16 @@ class MethodDocstring:
         paragraphs += range_docstring(self.program.output, self.nodes)
         paragraphs.append(parameters_sentence(own, self.runtime, self.runtime_module))
         return [line for i, text in enumerate(paragraphs) for line in ([""] if i else []) + textwrap.wrap(text, 88)]
+
+
+    def _hoists_source_work(self) -> bool:
+        """Whether a layer (not the prologue, not a pass between layers) computes a later
+        layer's work on source rows once per node (trace/write_out.py's note on the line)."""
+        return any(placed.space != "src" and self.program.op(placed.name).note.endswith(_SOURCE_WORK)
+                   for stage in self.plan.stages if stage.index and not stage.node_pass for placed in stage.ops)
+
+
+_SOURCE_WORK = f"on each source row{ONCE_PER_NODE}"
 
 
 def _line_of(op: Op) -> str:

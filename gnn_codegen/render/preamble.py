@@ -239,7 +239,8 @@ class Preamble:
     def _needed_nodes(self) -> list[str]:
         """The line that works out which nodes each layer computes for `nodes`."""
         lines = []
-        if any(self.attrs[n].rows == "edge" for n in self._output_names()):
+        refused = any(self.attrs[n].rows == "edge" for n in self._output_names())
+        if refused:
             message = (f"{self.nodes}= is not taken: it selects nodes, and forward also returns values per "
                        f"edge; call it without {self.nodes}= and index the result")
             lines += raised(f"{self.nodes} is not None", message)
@@ -253,9 +254,11 @@ class Preamble:
             spelled = spelled_hops(self.program, passes, len(passes)) or spelled
         elif set(layers) <= {self.batches} and self.layer_count:  # one loop over them: `len(self.layers)`
             spelled = self.layer_count
-        lines += comment(f"the nodes whose rows each layer computes: all of them; for {self.nodes}= those, and "
-                         "before each layer the in-neighbours of the nodes the layer computes; for "
-                         f"{self.changed}= those, and after each layer their out-neighbours")
+        # nodes= refused just above: the comment says only what runs
+        subset = "" if refused else (f"; for {self.nodes}= those, and before each layer the in-neighbours of the "
+                                     "nodes the layer computes")
+        lines += comment(f"the nodes whose rows each layer computes: all of them{subset}; for {self.changed}= "
+                         "those, and after each layer their out-neighbours")
         lines.append(f"{self.needed} = {self.batches}.needed({self.nodes}, layers={spelled})")
         return lines
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import textwrap
 
+from gnn_codegen.ir import location_parts
+
 
 def in_quotes(text: str) -> str:
     """text as the inside of a double-quoted string literal: a user's line may hold quotes and
@@ -25,12 +27,11 @@ def line_said(location: str, source: str = "") -> str:
     """The user's line as a message says it: `code` in backquotes where the code is known
     (`location` as the tracer writes it, `path:LINE (`code`)`, or the line's `source` given
     apart), else what the location says in words (`APPNPConv's norm reshape`), else forward."""
-    place, _, code = location.partition(" (`")
-    code = code.removesuffix("`)") or source
+    where = location_parts(location)
+    code = where.code or source
     if code:
         return f"`{code}`"
-    path, _, line = place.rpartition(":")
-    return "forward" if not place or (path.endswith(".py") and line.isdigit()) else place
+    return "forward" if not where.place or where.path.endswith(".py") else where.place
 
 
 def raised(condition: str, message: str) -> list[str]:

@@ -66,3 +66,29 @@ class ShiftedEdgeTypeGAT(nn.Module):
             subg = g.edge_subgraph(g.edata["etype"] == j + 1, relabel_nodes=False)
             h = h + self.gats[j](subg, x).flatten(1)
         return h
+
+
+class WrittenOutEdgeTypeGAT(nn.Module):
+    """Per layer, the subgraphs of edge types 0 and 1 written out one by one in forward, each
+    with a module of its own and its own code (heads flattened for one, averaged for the
+    other): passes over derived graphs that are not one loop's, which stay apart."""
+
+    def __init__(self, in_size=8, hidden=8, out_size=4, num_layers=2, heads=2):
+        super().__init__()
+        self.flat = nn.ModuleList()
+        self.mean = nn.ModuleList()
+        for i in range(num_layers):
+            width = in_size if i == 0 else hidden
+            self.flat.append(dglnn.GATConv(width, hidden // heads, heads, allow_zero_in_degree=True))
+            self.mean.append(dglnn.GATConv(width, hidden, heads, allow_zero_in_degree=True))
+        self.out = nn.Linear(hidden, out_size)
+
+    def forward(self, g, x):
+        etype = g.edata["etype"]
+        g0 = g.edge_subgraph(etype == 0, relabel_nodes=False)
+        g1 = g.edge_subgraph(etype == 1, relabel_nodes=False)
+        for i in range(len(self.flat)):
+            h = self.flat[i](g0, x).flatten(1)
+            h = h + self.mean[i](g1, x).mean(1)
+            x = F.elu(h)
+        return self.out(x)

@@ -58,6 +58,23 @@ def test_passes_over_a_loops_graphs_are_an_inner_loop(num_layers: int, num_etype
     assert len(re.findall(r"^ +def layer_\w*\(", method, re.M)) <= 2, method
 
 
+@pytest.mark.parametrize("num_layers, num_etypes", [(2, 2), (3, 4)])
+def test_rows_for_every_graph_are_lists_made_in_a_loop(num_layers: int, num_etypes: int) -> None:
+    method = _method(generate_case(_case("LoopedEdgeTypeGAT", num_layers=num_layers,
+                                         num_etypes=num_etypes)).source)  # checked exact
+    assert "_etype_" not in method, method
+    # each layer's GATs' source work: one loop over the graphs, its rows appended to lists
+    for i in range(num_layers):
+        assert f"self.convs[{i}][j]'s fc and attention term" in method, method
+        assert f"feat{i}, el{i} = [], []" in method and f"feat{i}.append(feat)" in method, method
+    assert method.count("for j in range(self.num_etypes):") == num_layers, method
+    # bound as lists, `x_skip1, feat1, el1 = ...`, each pass reading its graph's item
+    for i in range(1, num_layers):
+        assert re.search(rf"^ +x_skip{i}, feat{i}, el{i} = graph_batches\[{num_etypes - 1}\]\.map\(", method, re.M), method
+    for j in range(num_etypes):
+        assert f"source_rows=dict(feat0=feat0[{j}], el0=el0[{j}])" in method, method
+
+
 def test_passes_written_out_one_by_one_stay_apart() -> None:
     method = _method(generate_case(_case("WrittenOutEdgeTypeGAT")).source)  # checked exact
     assert "graphs = [" not in method and not re.search(r"^ +for j\b", method, re.M), method

@@ -32,6 +32,7 @@ from gnn_codegen.render.templating import render_template
 from gnn_codegen.render.stored_names import source_only
 from gnn_codegen.render.user_layers import parts
 from gnn_codegen.render.graph_lists import GraphList, graph_lists
+from gnn_codegen.render.graph_rows import grouped, listed_rows, returning_lists
 from gnn_codegen.render.buffer_names import BufferNames
 from gnn_codegen.trace.write_out import SECTIONS, sections_needed
 from gnn_codegen.render.layer_calls import LayerCalls
@@ -214,6 +215,8 @@ class Renderer(BufferNames, LayerCalls, Preamble, MethodDocstring):
                 self.buffer[name] = self.names.take(op.var if layer is None else f"{op.var}{layer}")
         self.sources = source_only(plan)  # stored values sent to neighbours only
         self._name_buffers()
+        # rows a pass stores for every graph of a list: one list, `feat1[j]` (graph_rows.py)
+        self.row_lists = listed_rows(self)
         for stage in plan.stages:  # reductions over all nodes: `h1_mean`, after what they reduce
             for name, value in stage.reductions:
                 if name not in self.buffer:
@@ -259,6 +262,7 @@ class Renderer(BufferNames, LayerCalls, Preamble, MethodDocstring):
         ]
         functions = [writer.write() for _, writer in runs]
         functions, loops = self._fold_loops(runs, functions)
+        functions = returning_lists(self.row_lists, [stage for stage, _ in runs], functions)
         # what in_place=True means is said at its first call (layer_calls._in_place_comment)
         self.in_place_said, self.some_in_place = False, any(f.in_place for f in functions)
         loop_at = {loop.start: loop for loop in loops}
@@ -293,7 +297,7 @@ class Renderer(BufferNames, LayerCalls, Preamble, MethodDocstring):
                 function, which, opening, lines = self._loop_lines(loop, runs, functions[loop.end], which)
             else:
                 call = self._call(function, self.runtimes.get(stage.graph, self.batches), which)
-                targets = [self.buffer[n] for n in stage.stores]
+                targets = grouped(stage.stores, self.row_lists.get(stage.index, []), self.buffer)
                 lines = [*self._in_place_comment(function), f"{', '.join(targets)} = {call}"]
             if position == all_nodes_before > 0:
                 lines = [*self._nodes_from_here(runs[:position + 1]), *lines]

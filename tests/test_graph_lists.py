@@ -40,8 +40,9 @@ def test_the_graphs_of_a_loop_are_one_comprehension(num_layers: int, num_etypes:
     assert "graph_batches = [batches.over(graph) for graph in graphs]" in method, method
     assert f"layers=graph_batches * {num_layers})" in flat, method
     assert "g_etype_" not in method and "batches_etype_" not in method, method
-    for j in range(num_etypes):
-        assert f"on graphs[{j}]." in flat and f"graph_batches[{j}].map(" in method, method
+    for j in range(num_etypes):  # each graph's pass, or a loop's over them (graph_pass_loops.py)
+        assert ((f"on graphs[{j}]." in flat and f"graph_batches[{j}].map(" in method)
+                or ("graphs[j]." in flat and "graph_batches[j].map(" in method)), method
     # the sum over edge types: one name per user's layer, numbered for it
     assert set(re.findall(r"\bx_skip\d*\b", method)) <= {"x_skip", *(f"x_skip{i}" for i in range(num_layers))}, method
     # the rows each graph's pass reads: an item of a list per user's layer (graph_rows.py)

@@ -43,19 +43,41 @@ def _method(source: str) -> str:
     return source[source.index("    def inference("):source.index("# --- gnn-codegen ")]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 37: passes over derived graphs as an inner loop, not done yet")
-@pytest.mark.parametrize("num_layers, num_etypes", [(2, 2), (2, 4), (3, 2), (3, 4)])
+@pytest.mark.parametrize("num_layers, num_etypes", [(2, 4), (3, 4)])
 def test_passes_over_a_loops_graphs_are_an_inner_loop(num_layers: int, num_etypes: int) -> None:
     method = _method(generate_case(_case("LoopedEdgeTypeGAT", num_layers=num_layers,
                                          num_etypes=num_etypes)).source)  # checked exact
-    # forward's two loops: one over the user's layers, one over the graphs inside it
+    # each user's layer: its passes over the graphs but the last (which ends the layer) one
+    # loop over j, the first layer's first pass joined with its skip under `if j == 0:`
+    assert method.count("for j in range(self.num_etypes - 1):") == num_layers, method
+    assert method.count("if j == 0:") == 1 and "self.skips[0](x_skip0)" in method, method
+    assert "x_skip0=x if j == 0 else x_skip0" in method, method
+    for i in range(num_layers):
+        assert f"self.convs[{i}][j], block, feat{i}, el{i}, feat{i}_dst" in method, method
+        assert f"source_rows=dict(feat{i}=feat{i}[j], el{i}=el{i}[j])" in method, method
+        assert f"nodes=needed[j + {i * num_etypes + 1}]" in method, method
+        assert f"self.convs[{i}][{num_etypes - 1}], block" in method, method  # the last pass apart
+    assert "graph_batches[j].map(" in method, method
+    assert len(re.findall(r"^ +def layer_\w*\(", method, re.M)) == 2 * num_layers, method
+
+
+@pytest.mark.xfail(strict=True, reason="issue 37: the loop over the user's layers around it, not done yet")
+@pytest.mark.parametrize("num_layers, num_etypes", [(2, 2), (3, 4)])
+def test_the_inner_loop_is_inside_a_loop_over_the_users_layers(num_layers: int, num_etypes: int) -> None:
+    method = _method(generate_case(_case("LoopedEdgeTypeGAT", num_layers=num_layers,
+                                         num_etypes=num_etypes)).source)  # checked exact
     assert re.search(r"^ +for i in range\(len\(self\.convs\)\):$", method, re.M), method
-    assert re.search(r"^ +for j\b.* in .*graph_batches.*:$|^ +for j in range\(self\.num_etypes\):$",
-                     method, re.M), method
     assert "self.convs[i][j]" in method, method
-    # per-graph rows in lists indexed by j, not a name per graph, and no function per pass
-    assert "_etype_" not in method, method
     assert len(re.findall(r"^ +def layer_\w*\(", method, re.M)) <= 2, method
+
+
+@pytest.mark.parametrize("num_etypes", [2, 3])
+def test_passes_that_differ_stay_apart(num_etypes: int) -> None:
+    """Two edge types: each layer's passes are its first and its last, which differ (no loop of
+    one); a pass that frees a value, or reads another module, is never a loop's."""
+    method = _method(generate_case(_case("LoopedEdgeTypeGAT", num_layers=2, num_etypes=num_etypes)).source)
+    loops = method.count("for j in range(self.num_etypes - 1):")
+    assert loops == (0 if num_etypes == 2 else 2), method
 
 
 @pytest.mark.parametrize("num_layers, num_etypes", [(2, 2), (3, 4)])
@@ -71,8 +93,17 @@ def test_rows_for_every_graph_are_lists_made_in_a_loop(num_layers: int, num_etyp
     # bound as lists, `x_skip1, feat1, el1 = ...`, each pass reading its graph's item
     for i in range(1, num_layers):
         assert re.search(rf"^ +x_skip{i}, feat{i}, el{i} = graph_batches\[{num_etypes - 1}\]\.map\(", method, re.M), method
-    for j in range(num_etypes):
-        assert f"source_rows=dict(feat0=feat0[{j}], el0=el0[{j}])" in method, method
+    last = num_etypes - 1  # the last graph's pass, apart; the others' in a loop over j where they fold
+    assert f"source_rows=dict(feat0=feat0[{last}], el0=el0[{last}])" in method, method
+    assert "source_rows=dict(feat0=feat0[j], el0=el0[j])" in method or num_etypes == 2, method
+
+
+def test_passes_whose_code_differs_by_graph_stay_apart() -> None:
+    """Edge type 1's pass averages its GAT's heads, the others flatten theirs: between it and
+    the first and last passes no two alike passes are consecutive, so none folds."""
+    method = _method(generate_case(_case("UnevenEdgeTypeGAT")).source)  # checked exact
+    assert "def layer_j(" not in method and "graph_batches[j]" not in method, method
+    assert ".mean(1)" in method and method.count(".flatten(1)") == 6, method
 
 
 def test_passes_written_out_one_by_one_stay_apart() -> None:

@@ -121,7 +121,7 @@ def _returning_lists(function: "LayerFunction", stores: list[str] | tuple[str, .
 _LAST_INDEX = re.compile(r"\b(self(?:\.\w+)+(?:\[\d+\])*)\[(\d+)\]")
 
 
-def _indexed(text: str, j: int, var: str) -> str:
+def indexed(text: str, j: int, var: str) -> str:
     """text with each module's last index that is j written as var: `self.convs[1][j]`."""
     return _LAST_INDEX.sub(lambda m: f"{m.group(1)}[{var}]" if int(m.group(2)) == j else m.group(0), text)
 
@@ -159,7 +159,7 @@ def looped(body: list[str], lists: list[RowList], local: dict[str, str]) -> list
     var = next(v for v in (lists[0].var, "j", "k", "t") if v not in taken)
     # the same once each graph's names are the first graph's and its index the loop's variable
     renames = [dict(zip(names, items[0])) for names in items]
-    code = [_renamed(_indexed(ast.unparse(statements[k][1]), j, var), renames[j]) for j, k in enumerate(at)]
+    code = [_renamed(indexed(ast.unparse(statements[k][1]), j, var), renames[j]) for j, k in enumerate(at)]
     if len(set(code)) != 1:
         return None
     # ...and read nowhere else but in the return (the last statement)
@@ -170,7 +170,7 @@ def looped(body: list[str], lists: list[RowList], local: dict[str, str]) -> list
     first = lines[0]
     indent = first[: len(first) - len(first.lstrip())]
     notes = [line.lstrip()[2:] for line in lines if line.lstrip().startswith("# ")]
-    said = comment(_indexed(" ".join(notes), 0, var), 80) if notes else []
+    said = comment(indexed(" ".join(notes), 0, var), 80) if notes else []
     names = [row_list.name for row_list in lists]
     loop = [f"{indent}{', '.join(names)} = {', '.join('[]' for _ in names)}",
             f"{indent}for {var} in range({lists[0].count}):",

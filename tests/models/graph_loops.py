@@ -92,3 +92,31 @@ class WrittenOutEdgeTypeGAT(nn.Module):
             h = h + self.mean[i](g1, x).mean(1)
             x = F.elu(h)
         return self.out(x)
+
+
+class UnevenEdgeTypeGAT(nn.Module):
+    """Forward's loop over edge types, but edge type 1's GAT averages its heads where the
+    others' are flattened: its pass is not the others' code, so no pass folds with it."""
+
+    def __init__(self, in_size=8, hidden=8, out_size=4, num_etypes=4, num_layers=2, heads=2):
+        super().__init__()
+        self.convs = nn.ModuleList()
+        self.skips = nn.ModuleList()
+        for i in range(num_layers):
+            width = in_size if i == 0 else hidden
+            self.convs.append(nn.ModuleList(
+                dglnn.GATConv(width, hidden if j == 1 else hidden // heads, heads, allow_zero_in_degree=True)
+                for j in range(num_etypes)))
+            self.skips.append(nn.Linear(width, hidden))
+        self.out = nn.Linear(hidden, out_size)
+        self.num_etypes = num_etypes
+
+    def forward(self, g, x):
+        for i in range(len(self.convs)):
+            x_skip = self.skips[i](x)
+            for j in range(self.num_etypes):
+                subg = g.edge_subgraph(g.edata["etype"] == j, relabel_nodes=False)
+                h = self.convs[i][j](subg, x)
+                x_skip = x_skip + (h.mean(1) if j == 1 else h.flatten(1))
+            x = F.elu(x_skip)
+        return self.out(x)

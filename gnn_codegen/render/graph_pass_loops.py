@@ -80,6 +80,7 @@ def fold_graph_passes(r: Renderer, stage_dicts: list[dict], runs: list[tuple[Sta
         end = at
         while (shapes[at] is not None and end + 1 < len(stage_dicts) and shapes[end + 1] is not None
                and not shapes[end][5]  # nothing freed between two passes of the loop
+               and not any(line.startswith("#") for line in stage_dicts[end + 1]["after"])  # nor said
                and shapes[end + 1][0] == shapes[end][0] + 1 and shapes[end + 1][1:5] == shapes[at][1:5]):
             end += 1
         return end
@@ -93,7 +94,8 @@ def fold_graph_passes(r: Renderer, stage_dicts: list[dict], runs: list[tuple[Sta
     at = 0
     while at < len(stage_dicts):
         end, first = run_end(at), None
-        if end == at and at + 1 < len(stage_dicts) and shapes[at] is not None and shapes[at + 1] is not None:
+        if (end == at and at + 1 < len(stage_dicts) and shapes[at] is not None and shapes[at + 1] is not None
+                and not any(line.startswith("#") for line in stage_dicts[at + 1]["after"])):
             first = _first(stage_dicts[at], shapes[at], stage_dicts[at + 1], shapes[at + 1], var)
             end = run_end(at + 1) if first is not None else end
         words = {w for d in stage_dicts[at:end + 1] for line in (*d["function"].body, *d["function"].params)
@@ -141,7 +143,7 @@ def _first(before: dict, shape: tuple, regular: dict, regular_shape: tuple, var:
         return None
 
     def on_carried(line: str, *names: str) -> str:
-        return re.sub(rf"\b({'|'.join(map(re.escape, names))})\b", carried, line)
+        return re.sub(rf"(?<![.\w])({'|'.join(map(re.escape, names))})\b", carried, line)
 
     if [on_carried(line, local) for line in rest] != regular_body:
         return None

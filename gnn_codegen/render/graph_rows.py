@@ -195,4 +195,4 @@ def _bound(target: ast.expr) -> list[str]:
 
 
 def _renamed(code: str, names: dict[str, str]) -> str:
-    return re.sub(r"\b\w+\b", lambda m: names.get(m.group(0), m.group(0)), code) if names else code
+    return re.sub(r"(?<![.\w])\w+\b", lambda m: names.get(m.group(0), m.group(0)), code) if names else code

@@ -22,7 +22,10 @@ class OpExpressions:
         """The parameter that holds `name`'s rows on `space` (source rows, destination rows or
         node ranges, edges), made on first use: named after the stored tensor."""
         if (name, space) not in self.local:
-            buffer = parameter_base(self.r.buffer[name])  # `feat1` for an item of a list, `feat1[2]`
+            # `feat1` for an item of a list of per-graph rows, `feat1[2]` (graph_rows.py)
+            lists = {row_list.name for row_lists in getattr(self.r, "row_lists", {}).values()
+                     for row_list in row_lists}
+            buffer = parameter_base(self.r.buffer[name], lists)
             also_src = space == "dst" and any(n == name for n, _ in self.params["src"])
             local = self.names.take(f"{buffer}_dst" if also_src else buffer)
             self.params["edge" if space == "edge" else space].append((name, local))

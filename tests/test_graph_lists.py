@@ -2,7 +2,7 @@
 forward does, in one comprehension over the model's count, each with its batches in a list
 beside it (issue 37, render/graph_lists.py, lower/loop_ranges.py): the reviewer of
 rgat_mag240m read three copies of `dgl.edge_subgraph(g, etype == N, ...)`. The rows each user's
-layer reads are numbered for that layer (`x_skip1`, `feat1_etype_0`), not for the pass that
+layer reads are numbered for that layer (`x_skip1`, `feat1`), not for the pass that
 computes them (`x_skip3`, `feat3_etype_0`), and the sum a layer accumulates over its edge types
 keeps one name, as forward's `x_skip` does. Graphs written one by one, or from a value the
 loop's variable does not give alone, stay apart."""
@@ -40,11 +40,13 @@ def test_the_graphs_of_a_loop_are_one_comprehension(num_layers: int, num_etypes:
     assert "graph_batches = [batches.over(graph) for graph in graphs]" in method, method
     assert f"layers=graph_batches * {num_layers})" in flat, method
     assert "g_etype_" not in method and "batches_etype_" not in method, method
-    for j in range(num_etypes):
-        assert f"on graphs[{j}]." in flat and f"graph_batches[{j}].map(" in method, method
+    for j in range(num_etypes):  # each graph's pass, or a loop's over them (graph_pass_loops.py)
+        assert ((f"on graphs[{j}]." in flat and f"graph_batches[{j}].map(" in method)
+                or ("graphs[j]." in flat and "graph_batches[j].map(" in method)), method
     # the sum over edge types: one name per user's layer, numbered for it
     assert set(re.findall(r"\bx_skip\d*\b", method)) <= {"x_skip", *(f"x_skip{i}" for i in range(num_layers))}, method
-    numbers = {int(n) for n in re.findall(r"\b(?:feat|el)(\d+)_etype_\d\b", method)}
+    # the rows each graph's pass reads: an item of a list per user's layer (graph_rows.py)
+    numbers = {int(n) for n in re.findall(r"\b(?:feat|el)(\d+)\[\d\]", method)}
     assert numbers == set(range(num_layers)), method
 
 

@@ -301,7 +301,7 @@ def _check_in_degrees(conv, block, in_degrees=None):
         )
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 c7e7735a5052 -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 f8f938a1c573 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
 # that inference hands each layer's function to, and what it uses, its imports first. It is
 # identical in every module of this version and variant, and holds no model-specific code (the
@@ -694,10 +694,12 @@ class _FullNeighbourBatches:
         destination_rows those of its destination nodes, edge_rows those of its in-edges.
         Its results (a tensor or a tuple), on the host: returns says what each has a row
         per, "nodes" (g's nodes, the batch's destinations: all of them where returns is
-        None) or "edges" (g's edges, the batch's in-edges). in_place: the layer reads source
-        rows only in messages, so they are read where they are on `device`, not gathered
-        per batch (moved there at once where they fit in half its free memory: on a GPU,
-        gathering each batch's rows on the host took 98% of the time, measured).
+        None) or "edges" (g's edges, the batch's in-edges). A result may be a list of
+        tensors with a row per node (one per graph of a list): a list is returned for it.
+        in_place: the layer reads source rows only in messages, so they are read where they
+        are on `device`, not gathered per batch (moved there at once where they fit in half
+        its free memory: on a GPU, gathering each batch's rows on the host took 98% of the
+        time, measured).
         nodes: the destination nodes (sorted IDs; None: all), the only rows written.
         """
         names, src, dst, edges = self._bound(source_rows, destination_rows, edge_rows)
@@ -712,12 +714,15 @@ class _FullNeighbourBatches:
                 del moved
         elif in_place and self.storage is not None:  # in files: in the page cache?
             in_place = self._fit_in_memory(src, self.device)
-        outputs = None
+        outputs = lists = None
         for dst_nodes, block, rows in self._prepared(
             src, dst, edges, in_place, blocks, nodes
         ):
             results = layer(block, **dict(zip(names, rows)))
             results = results if isinstance(results, tuple) else (results,)
+            if lists is None:  # how many tensors each result is: None, a tensor alone
+                lists = [len(r) if isinstance(r, list) else None for r in results]
+            results = [t for r in results for t in (r if isinstance(r, list) else (r,))]
             edge_ids = block.edata[dgl.EID] if per_edge else None
             del block, rows  # before the next batch is made: one batch's rows at a time
             if outputs is None:  # each result's width and dtype, from the first batch
@@ -738,6 +743,11 @@ class _FullNeighbourBatches:
         if self.device.type == "cuda":
             # the copies are in `outputs`
             torch.cuda.current_stream(self.device).synchronize()
+        outputs = iter(outputs)
+        outputs = [
+            next(outputs) if n is None else [next(outputs) for _ in range(n)]
+            for n in lists
+        ]
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def map_nodes(self, fn, *tensors, nodes=None):

@@ -138,138 +138,87 @@ class RGAT(nn.Module):
         # Before the first layer, once per node: self.convs[0][0] (GATConv), self.convs[0][1]
         # (GATConv), self.convs[0][2] (GATConv).
         def prologue(x):
-            # self.convs[0][0]'s fc and attention term on each source row, once per node
-            feat0_etype_0, el0_etype_0 = _gat_conv_source(self.convs[0][0], x)
-            # self.convs[0][1]'s fc and attention term on each source row, once per node
-            feat0_etype_1, el0_etype_1 = _gat_conv_source(self.convs[0][1], x)
-            # self.convs[0][2]'s fc and attention term on each source row, once per node
-            feat0_etype_2, el0_etype_2 = _gat_conv_source(self.convs[0][2], x)
-            return (
-                feat0_etype_0,
-                el0_etype_0,
-                feat0_etype_1,
-                el0_etype_1,
-                feat0_etype_2,
-                el0_etype_2,
+            feat0, el0 = [], []
+            for j in range(self.num_etypes):
+                # self.convs[0][j]'s fc and attention term on each source row, once per node
+                feat, el = _gat_conv_source(self.convs[0][j], x)
+                feat0.append(feat)
+                el0.append(el)
+            return feat0, el0
+
+        feat0, el0 = batches.map_nodes(prologue, x, nodes=needed[0])
+
+        # self.convs[0], edge types 1 to 2 of 3, one pass each: self.convs[0][j] (GATConv), on
+        # graphs[j].
+        for j in range(self.num_etypes - 1):
+
+            def layer_j(block, feat0, el0, x_skip0, feat0_dst, j=j):
+                # on graphs[0], x_skip0 is x (bound so below), and the pass first runs
+                # the work forward runs before its loop over the graphs
+                if j == 0:
+                    x_skip0 = self.skips[0](x_skip0)
+                return x_skip0 + _gat_conv_aggregate(
+                    self.convs[0][j], block, feat0, el0, feat0_dst
+                ).view(-1, self.hidden_channels)
+
+            # in_place=True: source rows are read where they are stored, not gathered per
+            # batch (the layer reads them only in messages)
+            x_skip0 = graph_batches[j].map(
+                layer_j,
+                source_rows=dict(feat0=feat0[j], el0=el0[j]),
+                destination_rows=dict(
+                    x_skip0=x if j == 0 else x_skip0, feat0_dst=feat0[j]
+                ),
+                in_place=True,
+                nodes=needed[j + 1],
             )
 
-        (
-            feat0_etype_0,
-            el0_etype_0,
-            feat0_etype_1,
-            el0_etype_1,
-            feat0_etype_2,
-            el0_etype_2,
-        ) = batches.map_nodes(prologue, x, nodes=needed[0])
-
-        # self.convs[0], edge type 1 of 3: self.convs[0][0] (GATConv), on graphs[0].
-        def layer_1(block, feat0_etype_0, el0_etype_0, x, feat0_etype_0_dst):
-            x_skip = self.skips[0](x)
-            return x_skip + _gat_conv_aggregate(
-                self.convs[0][0], block, feat0_etype_0, el0_etype_0, feat0_etype_0_dst
-            ).view(-1, self.hidden_channels)
-
-        # in_place=True: source rows are read where they are stored, not gathered per
-        # batch (the layer reads them only in messages)
-        x_skip0 = graph_batches[0].map(
-            layer_1,
-            source_rows=dict(feat0_etype_0=feat0_etype_0, el0_etype_0=el0_etype_0),
-            destination_rows=dict(x=x, feat0_etype_0_dst=feat0_etype_0),
-            in_place=True,
-            nodes=needed[1],
-        )
-        del feat0_etype_0, el0_etype_0
-
-        # self.convs[0], edge type 2 of 3: self.convs[0][1] (GATConv), on graphs[1].
-        def layer_2(block, feat0_etype_1, el0_etype_1, x_skip0, feat0_etype_1_dst):
-            return x_skip0 + _gat_conv_aggregate(
-                self.convs[0][1], block, feat0_etype_1, el0_etype_1, feat0_etype_1_dst
-            ).view(-1, self.hidden_channels)
-
-        x_skip0 = graph_batches[1].map(
-            layer_2,
-            source_rows=dict(feat0_etype_1=feat0_etype_1, el0_etype_1=el0_etype_1),
-            destination_rows=dict(x_skip0=x_skip0, feat0_etype_1_dst=feat0_etype_1),
-            in_place=True,
-            nodes=needed[2],
-        )
-        del feat0_etype_1, el0_etype_1
-
         # self.convs[0], edge type 3 of 3: self.convs[0][2] (GATConv), on graphs[2].
-        def layer_3(block, feat0_etype_2, el0_etype_2, x_skip0, feat0_etype_2_dst):
+        def layer_3(block, feat0, el0, x_skip0, feat0_dst):
             x_skip = x_skip0 + _gat_conv_aggregate(
-                self.convs[0][2], block, feat0_etype_2, el0_etype_2, feat0_etype_2_dst
+                self.convs[0][2], block, feat0, el0, feat0_dst
             ).view(-1, self.hidden_channels)
             x_skip = self.norms[0](x_skip)
             x_skip = F.elu(x_skip)
             x_skip1 = self.skips[1](x_skip)
-            # self.convs[1][0]'s fc and attention term on each source row, once per node
-            feat1_etype_0, el1_etype_0 = _gat_conv_source(self.convs[1][0], x_skip)
-            # self.convs[1][1]'s fc and attention term on each source row, once per node
-            feat1_etype_1, el1_etype_1 = _gat_conv_source(self.convs[1][1], x_skip)
-            # self.convs[1][2]'s fc and attention term on each source row, once per node
-            feat1_etype_2, el1_etype_2 = _gat_conv_source(self.convs[1][2], x_skip)
-            return (
-                x_skip1,
-                feat1_etype_0,
-                el1_etype_0,
-                feat1_etype_1,
-                el1_etype_1,
-                feat1_etype_2,
-                el1_etype_2,
-            )
+            feat1, el1 = [], []
+            for j in range(self.num_etypes):
+                # self.convs[1][j]'s fc and attention term on each source row, once per node
+                feat, el = _gat_conv_source(self.convs[1][j], x_skip)
+                feat1.append(feat)
+                el1.append(el)
+            return x_skip1, feat1, el1
 
-        (
-            x_skip1,
-            feat1_etype_0,
-            el1_etype_0,
-            feat1_etype_1,
-            el1_etype_1,
-            feat1_etype_2,
-            el1_etype_2,
-        ) = graph_batches[2].map(
+        x_skip1, feat1, el1 = graph_batches[2].map(
             layer_3,
-            source_rows=dict(feat0_etype_2=feat0_etype_2, el0_etype_2=el0_etype_2),
-            destination_rows=dict(x_skip0=x_skip0, feat0_etype_2_dst=feat0_etype_2),
+            source_rows=dict(feat0=feat0[2], el0=el0[2]),
+            destination_rows=dict(x_skip0=x_skip0, feat0_dst=feat0[2]),
             in_place=True,
             nodes=needed[3],
         )
-        del x_skip0, feat0_etype_2, el0_etype_2
+        del feat0, el0, x_skip0
 
-        # self.convs[1], edge type 1 of 3: self.convs[1][0] (GATConv), on graphs[0].
-        def layer_4(block, feat1_etype_0, el1_etype_0, x_skip1, feat1_etype_0_dst):
-            return x_skip1 + _gat_conv_aggregate(
-                self.convs[1][0], block, feat1_etype_0, el1_etype_0, feat1_etype_0_dst
-            ).view(-1, self.hidden_channels)
+        # self.convs[1], edge types 1 to 2 of 3, one pass each: self.convs[1][j] (GATConv), on
+        # graphs[j].
+        for j in range(self.num_etypes - 1):
 
-        x_skip1 = graph_batches[0].map(
-            layer_4,
-            source_rows=dict(feat1_etype_0=feat1_etype_0, el1_etype_0=el1_etype_0),
-            destination_rows=dict(x_skip1=x_skip1, feat1_etype_0_dst=feat1_etype_0),
-            in_place=True,
-            nodes=needed[4],
-        )
-        del feat1_etype_0, el1_etype_0
+            def layer_j(block, feat1, el1, x_skip1, feat1_dst, j=j):
+                return x_skip1 + _gat_conv_aggregate(
+                    self.convs[1][j], block, feat1, el1, feat1_dst
+                ).view(-1, self.hidden_channels)
 
-        # self.convs[1], edge type 2 of 3: self.convs[1][1] (GATConv), on graphs[1].
-        def layer_5(block, feat1_etype_1, el1_etype_1, x_skip1, feat1_etype_1_dst):
-            return x_skip1 + _gat_conv_aggregate(
-                self.convs[1][1], block, feat1_etype_1, el1_etype_1, feat1_etype_1_dst
-            ).view(-1, self.hidden_channels)
-
-        x_skip1 = graph_batches[1].map(
-            layer_5,
-            source_rows=dict(feat1_etype_1=feat1_etype_1, el1_etype_1=el1_etype_1),
-            destination_rows=dict(x_skip1=x_skip1, feat1_etype_1_dst=feat1_etype_1),
-            in_place=True,
-            nodes=needed[5],
-        )
-        del feat1_etype_1, el1_etype_1
+            x_skip1 = graph_batches[j].map(
+                layer_j,
+                source_rows=dict(feat1=feat1[j], el1=el1[j]),
+                destination_rows=dict(x_skip1=x_skip1, feat1_dst=feat1[j]),
+                in_place=True,
+                nodes=needed[j + 4],
+            )
 
         # self.convs[1], edge type 3 of 3: self.convs[1][2] (GATConv), on graphs[2].
-        def layer_6(block, feat1_etype_2, el1_etype_2, x_skip1, feat1_etype_2_dst):
+        def layer_6(block, feat1, el1, x_skip1, feat1_dst):
             x_skip = x_skip1 + _gat_conv_aggregate(
-                self.convs[1][2], block, feat1_etype_2, el1_etype_2, feat1_etype_2_dst
+                self.convs[1][2], block, feat1, el1, feat1_dst
             ).view(-1, self.hidden_channels)
             x_skip = self.norms[1](x_skip)
             x_skip = F.elu(x_skip)
@@ -277,8 +226,8 @@ class RGAT(nn.Module):
 
         out = graph_batches[2].map(
             layer_6,
-            source_rows=dict(feat1_etype_2=feat1_etype_2, el1_etype_2=el1_etype_2),
-            destination_rows=dict(x_skip1=x_skip1, feat1_etype_2_dst=feat1_etype_2),
+            source_rows=dict(feat1=feat1[2], el1=el1[2]),
+            destination_rows=dict(x_skip1=x_skip1, feat1_dst=feat1[2]),
             in_place=True,
             nodes=needed[6],
         )
@@ -399,7 +348,7 @@ def _check_in_degrees(conv, block, in_degrees=None):
         )
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 c7e7735a5052 -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 f8f938a1c573 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
 # that inference hands each layer's function to, and what it uses, its imports first. It is
 # identical in every module of this version and variant, and holds no model-specific code (the
@@ -792,10 +741,12 @@ class _FullNeighbourBatches:
         destination_rows those of its destination nodes, edge_rows those of its in-edges.
         Its results (a tensor or a tuple), on the host: returns says what each has a row
         per, "nodes" (g's nodes, the batch's destinations: all of them where returns is
-        None) or "edges" (g's edges, the batch's in-edges). in_place: the layer reads source
-        rows only in messages, so they are read where they are on `device`, not gathered
-        per batch (moved there at once where they fit in half its free memory: on a GPU,
-        gathering each batch's rows on the host took 98% of the time, measured).
+        None) or "edges" (g's edges, the batch's in-edges). A result may be a list of
+        tensors with a row per node (one per graph of a list): a list is returned for it.
+        in_place: the layer reads source rows only in messages, so they are read where they
+        are on `device`, not gathered per batch (moved there at once where they fit in half
+        its free memory: on a GPU, gathering each batch's rows on the host took 98% of the
+        time, measured).
         nodes: the destination nodes (sorted IDs; None: all), the only rows written.
         """
         names, src, dst, edges = self._bound(source_rows, destination_rows, edge_rows)
@@ -810,12 +761,15 @@ class _FullNeighbourBatches:
                 del moved
         elif in_place and self.storage is not None:  # in files: in the page cache?
             in_place = self._fit_in_memory(src, self.device)
-        outputs = None
+        outputs = lists = None
         for dst_nodes, block, rows in self._prepared(
             src, dst, edges, in_place, blocks, nodes
         ):
             results = layer(block, **dict(zip(names, rows)))
             results = results if isinstance(results, tuple) else (results,)
+            if lists is None:  # how many tensors each result is: None, a tensor alone
+                lists = [len(r) if isinstance(r, list) else None for r in results]
+            results = [t for r in results for t in (r if isinstance(r, list) else (r,))]
             edge_ids = block.edata[dgl.EID] if per_edge else None
             del block, rows  # before the next batch is made: one batch's rows at a time
             if outputs is None:  # each result's width and dtype, from the first batch
@@ -836,6 +790,11 @@ class _FullNeighbourBatches:
         if self.device.type == "cuda":
             # the copies are in `outputs`
             torch.cuda.current_stream(self.device).synchronize()
+        outputs = iter(outputs)
+        outputs = [
+            next(outputs) if n is None else [next(outputs) for _ in range(n)]
+            for n in lists
+        ]
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def map_nodes(self, fn, *tensors, nodes=None):

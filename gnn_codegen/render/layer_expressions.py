@@ -12,6 +12,7 @@ from gnn_codegen.analysis.mp_arguments import Space, mp_extra_arguments, mp_feat
 from gnn_codegen.render.code import ARITHMETIC_LEVEL, BINARY, NEGATION_LEVEL, UNARY, Code, Copy, constant
 from gnn_codegen.trace.write_out import helper_defaults, helper_optional, helper_parameters
 from gnn_codegen.render.squeezed_rows import squeezed, squeezes_every_axis
+from gnn_codegen.render.list_items import parameter_base
 
 
 class OpExpressions:
@@ -21,7 +22,10 @@ class OpExpressions:
         """The parameter that holds `name`'s rows on `space` (source rows, destination rows or
         node ranges, edges), made on first use: named after the stored tensor."""
         if (name, space) not in self.local:
-            buffer = self.r.buffer[name]
+            # `feat1` for an item of a list of per-graph rows, `feat1[2]` (graph_rows.py)
+            lists = {row_list.name for row_lists in getattr(self.r, "row_lists", {}).values()
+                     for row_list in row_lists}
+            buffer = parameter_base(self.r.buffer[name], lists)
             also_src = space == "dst" and any(n == name for n, _ in self.params["src"])
             local = self.names.take(f"{buffer}_dst" if also_src else buffer)
             self.params["edge" if space == "edge" else space].append((name, local))

@@ -32,6 +32,8 @@ from gnn_codegen.render.templating import render_template
 from gnn_codegen.render.stored_names import source_only
 from gnn_codegen.render.user_layers import parts
 from gnn_codegen.render.graph_lists import GraphList, graph_lists
+from gnn_codegen.render.graph_pass_loops import fold_graph_passes
+from gnn_codegen.render.graph_rows import grouped, listed_rows, returning_lists
 from gnn_codegen.render.buffer_names import BufferNames
 from gnn_codegen.trace.write_out import SECTIONS, sections_needed
 from gnn_codegen.render.layer_calls import LayerCalls
@@ -214,6 +216,8 @@ class Renderer(BufferNames, LayerCalls, Preamble, MethodDocstring):
                 self.buffer[name] = self.names.take(op.var if layer is None else f"{op.var}{layer}")
         self.sources = source_only(plan)  # stored values sent to neighbours only
         self._name_buffers()
+        # rows a pass stores for every graph of a list: one list, `feat1[j]` (graph_rows.py)
+        self.row_lists = listed_rows(self)
         for stage in plan.stages:  # reductions over all nodes: `h1_mean`, after what they reduce
             for name, value in stage.reductions:
                 if name not in self.buffer:
@@ -259,6 +263,7 @@ class Renderer(BufferNames, LayerCalls, Preamble, MethodDocstring):
         ]
         functions = [writer.write() for _, writer in runs]
         functions, loops = self._fold_loops(runs, functions)
+        functions = returning_lists(self.row_lists, [stage for stage, _ in runs], functions)
         # what in_place=True means is said at its first call (layer_calls._in_place_comment)
         self.in_place_said, self.some_in_place = False, any(f.in_place for f in functions)
         loop_at = {loop.start: loop for loop in loops}
@@ -293,7 +298,7 @@ class Renderer(BufferNames, LayerCalls, Preamble, MethodDocstring):
                 function, which, opening, lines = self._loop_lines(loop, runs, functions[loop.end], which)
             else:
                 call = self._call(function, self.runtimes.get(stage.graph, self.batches), which)
-                targets = [self.buffer[n] for n in stage.stores]
+                targets = grouped(stage.stores, self.row_lists.get(stage.index, []), self.buffer)
                 lines = [*self._in_place_comment(function), f"{', '.join(targets)} = {call}"]
             if position == all_nodes_before > 0:
                 lines = [*self._nodes_from_here(runs[:position + 1]), *lines]
@@ -312,6 +317,7 @@ class Renderer(BufferNames, LayerCalls, Preamble, MethodDocstring):
                            "opening": opening, "pad": "    " if opening else "", "position": position})
         # a module's calls that span passes, alike in each call: one local function (issue 37)
         stages = fold_module_calls(self, stages, runs, all_nodes_before)
+        stages = fold_graph_passes(self, stages, runs)  # passes over a list's graphs: a loop (issue 37)
         stored = {self.buffer[v] for stage in self.plan.stages for v in stage.stores}
         # col_mean, not col_mean_2, where it may; a library line's constant keeps a name per value
         constants = {name for lines in self.method_constants.lines.values() for line in lines for name in bound(line)}

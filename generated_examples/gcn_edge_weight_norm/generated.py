@@ -81,57 +81,34 @@ class WeightedGCN(nn.Module):
         # the nodes whose rows each layer computes: all of them; for nodes= those, and before
         # each layer the in-neighbours of the nodes the layer computes; for changed= those,
         # and after each layer their out-neighbours
-        needed = batches.needed(nodes, layers=3)
+        needed = batches.needed(nodes, layers=len(self.layers))
 
-        # Layer 1 of 3: self.layers[0] (GraphConv).
-        def layer_1(block, features, norm_weight):
-            h = _graph_conv_aggregate(
-                self.layers[0], block, features, edge_weight=norm_weight
+        # Layers 1 to 3 of 3, each the same function of the layer before with its own module,
+        # [i] of the loop below: self.layers[0] (GraphConv) to self.layers[2] (GraphConv).
+        feat = features
+        for i in range(len(self.layers)):
+
+            def layer_i(block, feat, norm_weight, i=i):
+                h = _graph_conv_aggregate(
+                    self.layers[i], block, feat, edge_weight=norm_weight
+                )
+                # the last layer: no next one to prepare rows for
+                if i == len(self.layers) - 1:
+                    return h
+                h = F.relu(h, inplace=True)
+                # self.layers[i + 1]'s weight, where it narrows, on each source row, once per node
+                return _graph_conv_source(self.layers[i + 1], h, overwrite=True)
+
+            # in_place=True: source rows are read where they are stored, not gathered per
+            # batch (the layer reads them only in messages)
+            feat = batches.map(
+                layer_i,
+                source_rows=dict(feat=feat),
+                edge_rows=dict(norm_weight=norm_weight),
+                in_place=True,
+                nodes=needed[i + 1],
             )
-            return F.relu(h, inplace=True)
-
-        # in_place=True: source rows are read where they are stored, not gathered per
-        # batch (the layer reads them only in messages)
-        h1 = batches.map(
-            layer_1,
-            source_rows=dict(features=features),
-            edge_rows=dict(norm_weight=norm_weight),
-            in_place=True,
-            nodes=needed[1],
-        )
-
-        # Layer 2 of 3: self.layers[1] (GraphConv).
-        def layer_2(block, h1, norm_weight):
-            h = _graph_conv_aggregate(
-                self.layers[1], block, h1, edge_weight=norm_weight
-            )
-            h = F.relu(h, inplace=True)
-            # self.layers[2]'s weight on each source row, once per node
-            return _graph_conv_source(self.layers[2], h, overwrite=True)
-
-        feat2 = batches.map(
-            layer_2,
-            source_rows=dict(h1=h1),
-            edge_rows=dict(norm_weight=norm_weight),
-            in_place=True,
-            nodes=needed[2],
-        )
-        del h1
-
-        # Layer 3 of 3: self.layers[2] (GraphConv).
-        def layer_3(block, feat2, norm_weight):
-            return _graph_conv_aggregate(
-                self.layers[2], block, feat2, edge_weight=norm_weight
-            )
-
-        h = batches.map(
-            layer_3,
-            source_rows=dict(feat2=feat2),
-            edge_rows=dict(norm_weight=norm_weight),
-            in_place=True,
-            nodes=needed[3],
-        )
-        return batches.result(h, nodes=nodes)
+        return batches.result(feat, nodes=nodes)
 
 
 # --- gnn-codegen convolution helpers 0.1.0, sha256 cfb147828639 -------------------------------

@@ -82,7 +82,7 @@ class MixedNormGCN(nn.Module):
         # the nodes whose rows each layer computes: all of them; for nodes= those, and before
         # each layer the in-neighbours of the nodes the layer computes; for changed= those,
         # and after each layer their out-neighbours
-        needed = batches.needed(nodes, layers=3)
+        needed = batches.needed(nodes, layers=len(self.convs))
 
         # Before the first layer, once per node: self.convs[0] (GraphConv).
         def prologue(x, out_degrees):
@@ -90,45 +90,30 @@ class MixedNormGCN(nn.Module):
             # row, once per node
             return _graph_conv_source(self.convs[0], x, out_degrees)
 
-        feat0 = batches.map_nodes(prologue, x, out_degrees, nodes=needed[0])
+        feat = batches.map_nodes(prologue, x, out_degrees, nodes=needed[0])
         del out_degrees
 
-        # Layer 1 of 3: self.convs[0] (GraphConv).
-        def layer_1(block, feat0):
-            h = _graph_conv_aggregate(self.convs[0], block, feat0)
-            h = self.norms[0](h)
-            h = F.relu(h)
-            return self.projs[0](h)
+        # Layers 1 to 3 of 3, each the same function of the layer before with its own module,
+        # [i] of the loop below: self.convs[0] (GraphConv) to self.convs[2] (GraphConv).
+        for i in range(len(self.convs)):
 
-        # in_place=True: source rows are read where they are stored, not gathered per
-        # batch (the layer reads them only in messages)
-        h1 = batches.map(
-            layer_1, source_rows=dict(feat0=feat0), in_place=True, nodes=needed[1]
-        )
-        del feat0
+            def layer_i(block, feat, i=i):
+                h = _graph_conv_aggregate(self.convs[i], block, feat)
+                # the last layer: no next one to prepare rows for
+                if i == len(self.convs) - 1:
+                    return h
+                h = self.norms[i](h)
+                h = F.relu(h)
+                h = self.projs[i](h)
+                # self.convs[i + 1]'s weight, where it narrows, on each source row, once per node
+                return _graph_conv_source(self.convs[i + 1], h)
 
-        # Layer 2 of 3: self.convs[1] (GraphConv).
-        def layer_2(block, h1):
-            h = _graph_conv_aggregate(self.convs[1], block, h1)
-            h = self.norms[1](h)
-            h = F.relu(h)
-            h = self.projs[1](h)
-            # self.convs[2]'s weight on each source row, once per node
-            return _graph_conv_source(self.convs[2], h)
-
-        feat2 = batches.map(
-            layer_2, source_rows=dict(h1=h1), in_place=True, nodes=needed[2]
-        )
-        del h1
-
-        # Layer 3 of 3: self.convs[2] (GraphConv).
-        def layer_3(block, feat2):
-            return _graph_conv_aggregate(self.convs[2], block, feat2)
-
-        h = batches.map(
-            layer_3, source_rows=dict(feat2=feat2), in_place=True, nodes=needed[3]
-        )
-        return batches.result(h, nodes=nodes)
+            # in_place=True: source rows are read where they are stored, not gathered per
+            # batch (the layer reads them only in messages)
+            feat = batches.map(
+                layer_i, source_rows=dict(feat=feat), in_place=True, nodes=needed[i + 1]
+            )
+        return batches.result(feat, nodes=nodes)
 
 
 # --- gnn-codegen convolution helpers 0.1.0, sha256 cfb147828639 -------------------------------

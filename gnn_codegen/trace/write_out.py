@@ -233,15 +233,32 @@ def _graph_conv(graph: fx.Graph, node: fx.Node, module: torch.nn.Module, call: _
     if module._norm in ("both", "left"):
         out_degrees = _named(graph.call_method("out_degrees", (call.graph,)), "out_degrees")
     feat = call.src
-    if out_degrees is not None or weight_first:
+    if out_degrees is not None or weight_first or _sent_on_alone(call, node):
         # the same words whatever the widths, so that layers alike but for them read alike
-        what = "norm by out-degree (and weight, where it narrows)" if out_degrees is not None else "weight"
+        what = "norm by out-degree (and weight, where it narrows)" if out_degrees is not None else \
+            "weight, where it narrows,"
         feat = _named(_helper(graph, "graph_conv_source", conv, call.src, out_degrees), "feat",
                       _source_note(node, what))
     # weight_first left to the helpers, which decide it by the rule above from the module at run
     # time: the call reads the same in every layer, whatever its widths (layer_loops.py folds
     # such layers into one loop); check_built pins the widths it was checked with
     return _helper(graph, "graph_conv_aggregate", conv, call.graph, feat, **_edge_kwargs(call))
+
+
+def _sent_on_alone(call: _Call, node: fx.Node) -> bool:
+    """The source rows are a layer's result that this call alone reads (its destination rows
+    too, GraphConv ignores them): then the source step is written even where it does nothing
+    for this module (no out-degree norm, no narrowing: it returns the rows it is given), so
+    that every layer of a stack ends with its next layer's source step whatever that layer's
+    widths and norm (gcn_norms' `norm="right"` between a "left" and a "none", issue 37), and
+    layer_loops.py folds them. It costs nothing at run time, and the cut places it where the
+    rows are made (the same bytes stored as the rows themselves, and less work than per batch)."""
+    src = call.src
+    if not isinstance(src, fx.Node) or src.op not in ("call_function", "call_method", "call_module"):
+        return False
+    readers = {node} if call.dst is src else {node, call.dst}
+    dst_alone = call.dst is src or (isinstance(call.dst, fx.Node) and set(call.dst.users) == {node})
+    return set(src.users) <= readers and dst_alone
 
 
 def _with_graph_out_degrees(graph: fx.Graph, node: fx.Node, module: torch.nn.Module, call: _Call) -> fx.Node | None:

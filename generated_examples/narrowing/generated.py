@@ -101,7 +101,7 @@ class NarrowingSAGE(nn.Module):
         return batches.result(out, nodes=nodes)
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 16df1657e7a4 -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 24c02cf33e2d -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -123,7 +123,7 @@ def _sage_conv_source(conv, feat):
     """SAGEConv's work on each source row, once per node, decided as DGL's SAGEConv decides
     it (lin_before_mp: in_src_feats > out_feats): fc_neigh where the layer narrows, so that
     the mean runs on the narrower rows; else none, the rows themselves (a layer that returns
-    them beside its own result returns one tensor twice, which the runtime stores once)."""
+    them beside its own result returns one tensor twice: the runtime stores it once)."""
     if conv._in_src_feats > conv._out_feats:
         return conv.fc_neigh(feat)
     return feat

@@ -94,11 +94,99 @@ def test_a_stack_whose_layers_end_with_the_next_ones_source_step_is_one_loop(tmp
     assert all(len(line.strip()) <= 86 for line in method.splitlines() if line.strip().startswith("#")), method
 
 
-def test_a_stack_whose_norm_reads_no_out_degrees_is_exact(tmp_path: Path) -> None:
-    """norm="right": the source step is the weight alone, where a layer narrows: the layers differ
-    in whether they have one, and stay apart where they do."""
-    generated = _generate(tmp_path, _LOOPED, sizes=[5, 8, 4, 6], norm="right")
-    assert "weight_first" not in _method(generated.source)
+def test_a_stack_whose_norm_reads_no_out_degrees_is_one_loop(tmp_path: Path) -> None:
+    """norm="right": the source step is the weight alone, where a layer narrows, and nothing where
+    it widens; written for every layer after the first all the same (write_out._sent_on_alone),
+    so that the layers read alike and are one loop."""
+    method = _method(_generate(tmp_path, _LOOPED, sizes=[5, 8, 4, 6], norm="right").source)
+    assert "weight_first" not in method
+    assert _layer_functions(method.replace("    def inference(", "def inference(", 1)) == ["layer_i"], method
+    assert "return _graph_conv_source(self.layers[i + 1], h" in method, method
+
+
+_NORMS_BETWEEN = '''
+import dgl.nn as dglnn
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Net(nn.Module):
+    def __init__(self, sizes, norms):
+        super().__init__()
+        self.convs = nn.ModuleList(
+            dglnn.GraphConv(a, b, norm=norm, allow_zero_in_degree=True)
+            for a, b, norm in zip(sizes[:-1], sizes[1:], norms)
+        )
+        self.norms = nn.ModuleList(nn.LayerNorm(b) for b in sizes[1:-1])
+        self.projs = nn.ModuleList(nn.Linear(b, b) for b in sizes[1:-1])
+
+    def forward(self, blocks, x):
+        h = x
+        for i, (conv, block) in enumerate(zip(self.convs, blocks)):
+            h_dst = h[: block.number_of_dst_nodes()]
+            h = conv(block, (h, h_dst))
+            if i < len(self.convs) - 1:
+                h = self.norms[i](h)
+                h = F.relu(h)
+                h = self.projs[i](h)
+        return h
+'''
+
+
+@pytest.mark.parametrize("sizes, norms", [
+    ([5, 8, 8, 3], ["left", "right", "none"]),  # gcn_norms: a source step in the first and last alone
+    ([4, 6, 3, 7, 2], ["none", "right", "none", "right"]),  # widens, narrows, widens, narrows
+    ([9, 6, 4, 2], ["right", "none", "right"]),  # narrows in every layer
+])
+def test_graph_conv_layers_with_modules_between_and_mixed_norms_are_one_loop(tmp_path: Path, sizes, norms) -> None:
+    """GraphConv with a LayerNorm and a Linear between, each layer its own norm and widths: a
+    layer whose next one neither norms by out-degree nor narrows still ends with its source step
+    (which returns the rows it is given), so every layer reads alike and the stack is one loop."""
+    method = _method(_generate(tmp_path, _NORMS_BETWEEN, sizes=sizes, norms=norms).source)
+    assert _layer_functions(method.replace("    def inference(", "def inference(", 1)) == ["layer_i"], method
+    assert "for i in range(len(self.convs)):" in method, method
+    assert "h = self.norms[i](h)" in method, method
+    assert "return _graph_conv_source(self.convs[i + 1], h" in method, method
+
+
+def test_graph_conv_layers_whose_source_steps_read_other_values_stay_apart(tmp_path: Path) -> None:
+    """Must not fold: one layer's next conv norms by out-degree (its source step reads them), the
+    others' do not: their bodies differ beyond names and the module index."""
+    method = _method(_generate(tmp_path, _NORMS_BETWEEN, sizes=[4, 6, 3, 7, 2],
+                               norms=["none", "right", "both", "none"]).source)
+    assert "for i in" not in method, method
+    assert _layer_functions(method.replace("    def inference(", "def inference(", 1)) == [
+        "layer_1", "layer_2", "layer_3", "layer_4"], method
+
+
+_RESIDUAL = '''
+import dgl.nn as dglnn
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Net(nn.Module):
+    def __init__(self, sizes):
+        super().__init__()
+        self.layers = nn.ModuleList(
+            dglnn.GraphConv(a, b, norm="right", allow_zero_in_degree=True)
+            for a, b in zip(sizes[:-1], sizes[1:])
+        )
+
+    def forward(self, g, x):
+        h = x
+        for layer in self.layers:
+            h = F.relu(layer(g, h)) + h
+        return h
+'''
+
+
+def test_rows_read_besides_by_the_next_graph_conv_get_no_source_step_that_does_nothing(tmp_path: Path) -> None:
+    """A residual reads each layer's rows beside the next GraphConv: a source step that does
+    nothing would be stored beside them (or run per batch on gathered rows), so none is written
+    where the module has no work for it; exact either way."""
+    method = _method(_generate(tmp_path, _RESIDUAL, sizes=[6, 6, 6, 6]).source)
+    assert "_graph_conv_source(" not in method, method
 
 
 def test_layers_written_out_one_by_one_stay_apart(tmp_path: Path) -> None:

@@ -171,7 +171,7 @@ class GNNFiLM(nn.Module):
         return batches.result(h["protein"], nodes=nodes)
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 c53faead465c -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 6630955107c8 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _HeteroBatches, the batch loop that
 # inference hands each layer's function to, and what it uses, its imports first. It is identical
 # in every module of this version and variant, and holds no model-specific code (the model's
@@ -1912,18 +1912,24 @@ class _DistHeteroBatches(_HeteroBatches):
             raise
         self._agree()
         results, _ = first
-        outputs = [outputs_like(i, r) for i, r in enumerate(results)]
+        # a result returned twice is stored once (_FullNeighbourBatches.map)
+        same = [[id(s) for s in results].index(id(r)) for r in results]
+        outputs = [
+            outputs_like(i, r) if same[i] == i else None for i, r in enumerate(results)
+        ]
         try:
             for batch in batches:
                 results, where = first if first is not None else run(batch)
                 first = None
                 for out, r, rows in zip(outputs, results, where):
-                    out[rows] = r.cpu()
+                    if out is not None:
+                        out[rows] = r.cpu()
                 del results, r
         except Exception:
             self._agree(failed=True)
             raise
         self._agree()
+        outputs = [outputs[j] for j in same]
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def _flush(self):

@@ -95,9 +95,13 @@ def _shape(function: LayerFunction, positions: set[int], layer: int | None = Non
     body = anonymous_body(function.body, names)
     lines = (tuple(anonymous(line) for line in function.body) if body is None
              else tuple(line if layer is None else relative(line, layer) for line in body))
-    return (tuple(anonymous(p) for p in function.params), lines,
-            tuple(map(anonymous, function.src)), tuple(map(anonymous, function.dst)),
-            tuple(map(anonymous, function.edges)), function.in_place, function.returns)
+    # the tensors bound, by their parameter's position: the first layer may bind the caller's
+    # x to two of them (SAGEConv's `x` and `x_dst`) where the others bind `feat` and `h`
+    bound = [names.get(function.params[k], anonymous(t)) if k < len(function.params) else anonymous(t)
+             for k, t in enumerate(["", *function.src, *function.dst, *function.edges]) if k]
+    src, dst = len(function.src), len(function.dst)
+    return (tuple(anonymous(p) for p in function.params), lines, tuple(bound[:src]),
+            tuple(bound[src:src + dst]), tuple(bound[src + dst:]), function.in_place, function.returns)
 
 
 def find_loops(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, str],

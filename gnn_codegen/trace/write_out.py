@@ -38,7 +38,7 @@ ONCE_PER_NODE = ", once per node"
 # helper name -> the roles of its arguments after the module: "graph", "src" / "dst" rows,
 # "edge" rows, None for a constant. Message-passing helpers take the graph second.
 SECTIONS = (
-    "sage_conv_mean", "graph_conv_source", "graph_conv_aggregate", "gat_conv_source",
+    "sage_conv_source", "sage_conv_mean", "graph_conv_source", "graph_conv_aggregate", "gat_conv_source",
     "gat_conv_aggregate", "gat_conv_attention", "gat_conv_destination", "gat_fold", "gat_folded",
     "attention_term", "attention_weighted_sum", "check_in_degrees", "rel_graph_conv",
     # the sum over a block's in-edges that GraphConv's and SAGEConv's parts share
@@ -55,7 +55,7 @@ SECTIONS = (
     "linear_of_concatenation",
 )
 MESSAGE_PASSING = {
-    "sage_conv_mean": ("graph", "src", "dst", None, "edge"),
+    "sage_conv_mean": ("graph", "src", "dst", "edge"),
     "graph_conv_aggregate": ("graph", "src", None, "edge"),
     "gat_conv_aggregate": ("graph", "src", "src", "dst", "dst", "edge"),
     "gat_conv_attention": ("graph", "src", "src", "dst", "dst", "edge"),
@@ -134,6 +134,7 @@ def write_out(gm: fx.GraphModule, graph_arg: str, out_degrees_of_graph: frozense
     modules = dict(gm.named_modules())
     graph = gm.graph
     graphs = {n for n in graph.nodes if is_graph_node(n, graph_arg)}  # forward's, and derived ones
+    _mark_looped(graph, graphs)
     for node in list(graph.nodes):
         if node.op != "call_module":
             continue
@@ -233,15 +234,69 @@ def _graph_conv(graph: fx.Graph, node: fx.Node, module: torch.nn.Module, call: _
     if module._norm in ("both", "left"):
         out_degrees = _named(graph.call_method("out_degrees", (call.graph,)), "out_degrees")
     feat = call.src
-    if out_degrees is not None or weight_first:
+    if out_degrees is not None or weight_first or _sent_on_alone(call, node):
         # the same words whatever the widths, so that layers alike but for them read alike
-        what = "norm by out-degree (and weight, where it narrows)" if out_degrees is not None else "weight"
+        what = "norm by out-degree (and weight, where it narrows)" if out_degrees is not None else \
+            "weight, where it narrows,"
         feat = _named(_helper(graph, "graph_conv_source", conv, call.src, out_degrees), "feat",
                       _source_note(node, what))
     # weight_first left to the helpers, which decide it by the rule above from the module at run
     # time: the call reads the same in every layer, whatever its widths (layer_loops.py folds
     # such layers into one loop); check_built pins the widths it was checked with
     return _helper(graph, "graph_conv_aggregate", conv, call.graph, feat, **_edge_kwargs(call))
+
+
+_LOOPED = "gnn_codegen_looped"  # node.meta: a module call from a line that calls others too
+
+
+def _mark_looped(graph: fx.Graph, graphs: set[fx.Node]) -> None:
+    """Marks each call of a module on a graph made from the same lines as such a call of another
+    module: a line of forward run once per module, the user's loop over its layers
+    (written_as_loop.py)."""
+    calls = [n for n in graph.nodes if n.op == "call_module" and n.args and n.args[0] in graphs]
+    modules_of: dict[str, set[str]] = {}
+    for node in calls:
+        if node.stack_trace:
+            modules_of.setdefault(node.stack_trace, set()).add(str(node.target))
+    for node in calls:
+        if len(modules_of.get(node.stack_trace or "", ())) > 1:
+            node.meta[_LOOPED] = True
+
+
+def _sent_on_alone(call: _Call, node: fx.Node) -> bool:
+    """The source rows are a layer's result that this call alone reads (and its destination
+    rows), and the call is the user's loop's: then the source step is written even where it
+    does nothing for this module (GraphConv without out-degree norm, a SAGEConv, neither
+    narrowing: it returns the rows it is given), so that every layer of the loop ends with
+    its next layer's source step whatever that layer's widths and norm (gcn_norms'
+    `norm="right"` between a "left" and a "none", a SAGE stack narrowing in its last layer
+    alone: issue 37), and layer_loops.py folds them. It costs nothing at run time (SAGEConv's
+    rows, returned beside themselves, are stored once by the runtime), and the cut places it
+    where the rows are made (their bytes stored, and less work than per batch). Layers written
+    out one by one get none: no loop to fold, and a step that does nothing is noise there."""
+    if not node.meta.get(_LOOPED):
+        return False
+    src = call.src
+    if not isinstance(src, fx.Node) or src.op not in ("call_function", "call_method", "call_module"):
+        return False
+    readers = {node} if call.dst is src else {node, call.dst}
+    dst_alone = call.dst is src or (isinstance(call.dst, fx.Node) and set(call.dst.users) == {node})
+    if not (set(src.users) <= readers and dst_alone):
+        return False
+    # past a Dropout (the identity in eval mode, dropped later): its input read by it alone
+    while src.op == "call_module" and isinstance(_submodule(src), (torch.nn.Dropout, torch.nn.Identity)):
+        if len(src.args) != 1 or not isinstance(src.args[0], fx.Node) or set(src.args[0].users) != {src}:
+            return False
+        src = src.args[0]
+    return True
+
+
+def _submodule(node: fx.Node) -> torch.nn.Module | None:
+    owner = node.graph.owning_module
+    try:
+        return None if owner is None else owner.get_submodule(str(node.target))
+    except AttributeError:
+        return None
 
 
 def _with_graph_out_degrees(graph: fx.Graph, node: fx.Node, module: torch.nn.Module, call: _Call) -> fx.Node | None:
@@ -256,13 +311,17 @@ def _with_graph_out_degrees(graph: fx.Graph, node: fx.Node, module: torch.nn.Mod
 def _sage_conv(graph: fx.Graph, node: fx.Node, module: torch.nn.Module, call: _Call) -> fx.Node | None:
     if module._aggre_type != "mean" or call.extra:
         return None
-    projected = module._in_src_feats > module._out_feats  # DGL's lin_before_mp
-    if projected:
-        feat = _named(graph.call_module(f"{node.target}.fc_neigh", (call.src,)), "feat", _source_note(node, "fc_neigh"))
-    else:
-        feat = call.src
     conv = _module(graph, node)
-    return _helper(graph, "sage_conv_mean", conv, call.graph, feat, call.dst, projected, **_edge_kwargs(call))
+    feat = call.src
+    # fc_neigh on each source row where DGL applies it before the mean (lin_before_mp: the
+    # layer narrows); the helpers decide it by that rule from the module at run time, so that
+    # the step is also written where it does nothing, on a layer's result that this call
+    # alone reads: every layer of a stack then ends with the next one's step, whatever its
+    # widths (layer_loops.py folds them; the runtime stores a result returned twice once)
+    if module._in_src_feats > module._out_feats or _sent_on_alone(call, node):
+        feat = _named(_helper(graph, "sage_conv_source", conv, call.src), "feat",
+                      _source_note(node, "fc_neigh, where it narrows,"))
+    return _helper(graph, "sage_conv_mean", conv, call.graph, feat, call.dst, **_edge_kwargs(call))
 
 
 def _gat_conv(graph: fx.Graph, node: fx.Node, module: torch.nn.Module, call: _Call) -> fx.Node | None:

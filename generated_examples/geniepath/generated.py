@@ -118,8 +118,8 @@ class GeniePath(nn.Module):
                 # the last layer: what forward does after the loop, not the next layer's work
                 if i == len(self.layers) - 1:
                     return self.linear2(x)
-                # self.layers[i + 1].breadth_func's fc and attention term on each source row, once per
-                # node
+                # self.layers[i + 1].breadth_func's fc and attention term on each source row, once
+                # per node
                 feat, el = _gat_conv_source(self.layers[i + 1].breadth_func, x)
                 return x, h, c, feat, el
 

@@ -76,7 +76,8 @@ def _rewrapped(before: list[str], after: list[str]) -> list[str]:
         if after[at:end] != before[at:end]:
             indent = after[at][: len(after[at]) - len(after[at].lstrip())]
             text = " ".join(line.lstrip()[2:] for line in after[at:end])
-            lines.extend(f"{indent}{line}" for line in comment(text))
+            # 4 columns fewer than a function's own: a counted function is made in its loop
+            lines.extend(f"{indent}{line}" for line in comment(text, 80))
         else:
             lines.extend(after[at:end])
         at = end

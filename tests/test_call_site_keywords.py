@@ -78,7 +78,7 @@ def test_a_tensor_a_layer_only_counts_is_not_passed_to_it(monkeypatch: pytest.Mo
     and the plan neither loads nor keeps a tensor for a layer that only counts it."""
     method = _method("BreadthThenDepth", monkeypatch)
     layer_1 = method[method.index("def layer_1("):method.index("def layer_2(")]
-    assert "torch.zeros(block.num_dst_nodes(), self.hid_size)" in layer_1, layer_1
+    assert "torch.zeros(block.num_dst_nodes(), self.hid_size, device=device)" in layer_1, layer_1
     assert not re.search(r"def layer_1\([^)]*\bx\b", layer_1) and "dict(x=x" not in layer_1, layer_1
     method = _method("CountedOnly", monkeypatch)
     assert method.count("block.num_dst_nodes()") == 2, method

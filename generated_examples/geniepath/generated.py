@@ -92,7 +92,7 @@ class GeniePath(nn.Module):
         # the nodes whose rows each layer computes: all of them; for nodes= those, and before
         # each layer the in-neighbours of the nodes the layer computes; for changed= those,
         # and after each layer their out-neighbours
-        needed = batches.needed(nodes, layers=3)
+        needed = batches.needed(nodes, layers=len(self.layers))
 
         # Before the first layer, once per node: self.linear1 (Linear),
         # self.layers[0].breadth_func (GATConv).
@@ -101,82 +101,48 @@ class GeniePath(nn.Module):
             # self.layers[0].breadth_func's fc and attention term on each source row, once per
             # node
             feat, el = _gat_conv_source(self.layers[0].breadth_func, x)
-            return x, feat, el
+            h = torch.zeros(x.shape[0], self.hid_dim, device=device)
+            return x, feat, el, h, torch.zeros(x.shape[0], self.hid_dim, device=device)
 
-        x0, feat0, el0 = batches.map_nodes(prologue, x, nodes=needed[0])
+        x, feat, el, h, c = batches.map_nodes(prologue, x, nodes=needed[0])
 
-        # Layer 1 of 3: self.layers[0].breadth_func (GATConv).
-        def layer_1(block, feat0, el0, x0, feat0_dst):
-            x = torch.tanh(
-                _gat_conv_aggregate(
-                    self.layers[0].breadth_func, block, feat0, el0, feat0_dst, h_dst=x0
+        # Layers 1 to 3 of 3, each the same function of the layer before with its own module,
+        # [i] of the loop below: self.layers[0].breadth_func (GATConv) to
+        # self.layers[2].breadth_func (GATConv).
+        for i in range(len(self.layers)):
+
+            def layer_i(block, feat, el, h, c, x, feat_dst, i=i):
+                x = torch.tanh(
+                    _gat_conv_aggregate(
+                        self.layers[i].breadth_func, block, feat, el, feat_dst, h_dst=x
+                    )
                 )
+                x = torch.mean(x, dim=1)
+                x, h, c = _lstm_step(self.layers[i].depth_func, x, h, c)
+                # the last layer: what forward does after the loop, not the next layer's work
+                if i == len(self.layers) - 1:
+                    return self.linear2(x)
+                # self.layers[i + 1].breadth_func's fc and attention term on each source row, once
+                # per node
+                feat, el = _gat_conv_source(self.layers[i + 1].breadth_func, x)
+                return x, h, c, feat, el
+
+            # in_place=True: source rows are read where they are stored, not gathered per
+            # batch (the layer reads them only in messages)
+            stored = batches.map(
+                layer_i,
+                source_rows=dict(feat=feat, el=el),
+                destination_rows=dict(h=h, c=c, x=x, feat_dst=feat),
+                in_place=True,
+                nodes=needed[i + 1],
             )
-            x = torch.mean(x, dim=1)
-            x, h, c = _lstm_step(
-                self.layers[0].depth_func,
-                x,
-                torch.zeros(block.num_dst_nodes(), self.hid_dim).to(device),
-                torch.zeros(block.num_dst_nodes(), self.hid_dim).to(device),
+            # the last layer returns its result alone: no next layer reads rows from it
+            x, h, c, feat, el = (
+                (stored, None, None, None, None)
+                if i == len(self.layers) - 1
+                else stored
             )
-            # self.layers[1].breadth_func's fc and attention term on each source row, once per
-            # node
-            feat, el = _gat_conv_source(self.layers[1].breadth_func, x)
-            return x, h, c, feat, el
-
-        # in_place=True: source rows are read where they are stored, not gathered per
-        # batch (the layer reads them only in messages)
-        x1, h1, c1, feat1, el1 = batches.map(
-            layer_1,
-            source_rows=dict(feat0=feat0, el0=el0),
-            destination_rows=dict(x0=x0, feat0_dst=feat0),
-            in_place=True,
-            nodes=needed[1],
-        )
-        del feat0, el0, x0
-
-        # Layer 2 of 3: self.layers[1].breadth_func (GATConv).
-        def layer_2(block, feat1, el1, h1, c1, x1, feat1_dst):
-            x = torch.tanh(
-                _gat_conv_aggregate(
-                    self.layers[1].breadth_func, block, feat1, el1, feat1_dst, h_dst=x1
-                )
-            )
-            x = torch.mean(x, dim=1)
-            x, h, c = _lstm_step(self.layers[1].depth_func, x, h1, c1)
-            # self.layers[2].breadth_func's fc and attention term on each source row, once per
-            # node
-            feat, el = _gat_conv_source(self.layers[2].breadth_func, x)
-            return x, h, c, feat, el
-
-        x2, h2, c2, feat2, el2 = batches.map(
-            layer_2,
-            source_rows=dict(feat1=feat1, el1=el1),
-            destination_rows=dict(h1=h1, c1=c1, x1=x1, feat1_dst=feat1),
-            in_place=True,
-            nodes=needed[2],
-        )
-        del feat1, el1, h1, c1, x1
-
-        # Layer 3 of 3: self.layers[2].breadth_func (GATConv).
-        def layer_3(block, feat2, el2, h2, c2, x2, feat2_dst):
-            x = torch.tanh(
-                _gat_conv_aggregate(
-                    self.layers[2].breadth_func, block, feat2, el2, feat2_dst, h_dst=x2
-                )
-            )
-            x = torch.mean(x, dim=1)
-            x, _, _ = _lstm_step(self.layers[2].depth_func, x, h2, c2)
-            return self.linear2(x)
-
-        out = batches.map(
-            layer_3,
-            source_rows=dict(feat2=feat2, el2=el2),
-            destination_rows=dict(h2=h2, c2=c2, x2=x2, feat2_dst=feat2),
-            in_place=True,
-            nodes=needed[3],
-        )
-        return batches.result(out, nodes=nodes)
+        return batches.result(x, nodes=nodes)
 
 
 # --- gnn-codegen convolution helpers 0.1.0, sha256 d0740f36922a -------------------------------

@@ -79,6 +79,26 @@ def _named_and_returned(assign: ast.stmt, returned: ast.stmt, key_assign: Callab
     return assign.targets[0].id if key_assign(assign.value) == key_returned(returned.value) else None
 
 
+def _unpacked_alike(ours: ast.stmt, theirs: ast.stmt, after: list[ast.stmt], key_ours: Callable[[ast.AST], str],
+                    key_theirs: Callable[[ast.AST], str]) -> bool:
+    """`x, h, c = E` in ours where theirs is `x, _, _ = E` (the last layer reads no state it
+    hands on: GeniePath's last LSTM step), with nothing after it in theirs reading h or c: ours
+    then serves for both."""
+    if not (isinstance(ours, ast.Assign) and isinstance(theirs, ast.Assign)
+            and len(ours.targets) == len(theirs.targets) == 1
+            and isinstance(ours.targets[0], ast.Tuple) and isinstance(theirs.targets[0], ast.Tuple)
+            and len(ours.targets[0].elts) == len(theirs.targets[0].elts)
+            and key_ours(ours.value) == key_theirs(theirs.value)):
+        return False
+    bound = set()
+    for mine, other in zip(ours.targets[0].elts, theirs.targets[0].elts):
+        if isinstance(other, ast.Name) and other.id == "_" and isinstance(mine, ast.Name):
+            bound.add(mine.id)
+        elif ast.unparse(mine) != ast.unparse(other):
+            return False
+    return not any(isinstance(n, ast.Name) and n.id in bound for node in after for n in ast.walk(node))
+
+
 def _lines(statements: list[tuple[list[str], ast.stmt]]) -> list[str]:
     return [line for lines, _ in statements for line in lines]
 
@@ -96,7 +116,10 @@ def split(regular: list[str] | tuple[str, ...], last: list[str] | tuple[str, ...
     if ours is None or theirs is None:
         return None
     at = 0
-    while at < min(len(ours), len(theirs)) and key_regular(ours[at][1]) == key_last(theirs[at][1]):
+    while at < min(len(ours), len(theirs)) and (
+            key_regular(ours[at][1]) == key_last(theirs[at][1])
+            or _unpacked_alike(ours[at][1], theirs[at][1], [node for _, node in theirs[at + 1:]],
+                               key_regular, key_last)):
         at += 1
     if at == len(ours) or at == len(theirs):  # one ends where the other goes on: not so
         return None
@@ -199,5 +222,6 @@ def returns_first(parted: Split, count: int) -> bool:
         return False
     ours, theirs = last[-1][1].value, rest[-1][1].value
     returned = ours.elts if isinstance(ours, ast.Tuple) else [ours]
+    # one value: a name or forward's work after the loop (GeniePath's `self.linear2(x)`)
     return (isinstance(theirs, ast.Tuple) and len(theirs.elts) > count == len(returned)
-            and all(isinstance(v, ast.Name) for v in returned))
+            and (count == 1 or all(isinstance(v, ast.Name) for v in returned)))

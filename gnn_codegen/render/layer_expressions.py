@@ -3,10 +3,12 @@ function (its arguments, the message-passing call, a graph argument)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from gnn_codegen.errors import internal
 from gnn_codegen.ir import MODULE_CONSTANTS, Op, Ref, iter_refs, reads_device
+from gnn_codegen.analysis.sized_tensors import FACTORIES
 from gnn_codegen.analysis.whole_prefixes import row_count_of_tensor, whole_prefix
 from gnn_codegen.analysis.mp_arguments import Space, mp_extra_arguments, mp_features
 from gnn_codegen.render.code import ARITHMETIC_LEVEL, BINARY, NEGATION_LEVEL, UNARY, Code, Copy, constant
@@ -128,6 +130,8 @@ class OpExpressions:
             if self.as_graph(op.name) and self.r.attrs[op.name].rows == "node":
                 return Code(f"{call}[: block.num_dst_nodes()]")  # the graph's first rows
             return Code(call)
+        if op.kind == "method" and (made := self._made_where_moved(op)) is not None:
+            return self.function_expression(made, need)
         if op.kind == "method":
             receiver = self.arg(op.args[0], need).operand()
             if squeezes_every_axis(op):  # h.squeeze(1), or h: the dims of size 1 but the rows' (squeezed_rows.py)
@@ -155,6 +159,19 @@ class OpExpressions:
         if self.space.get(counted) == need or counted in self.r.inline or (counted, need) in self.local:
             return None  # held on the rows it is counted on
         return Code(f"block.num_{need}_nodes()")
+
+    def _made_where_moved(self, op: Op) -> Op | None:
+        """`torch.zeros(n, d).to(x.device)` as `torch.zeros(n, d, device=device)`: the same
+        tensor made on the device, not on the host and copied there per batch (GeniePath's LSTM
+        memory); None for any other op."""
+        if not (op.target == "to" and len(op.args) == 2 and not op.kwargs and isinstance(op.args[0], Ref)
+                and isinstance(op.args[1], Ref) and reads_device(self.program, self.program.op(op.args[1].name))):
+            return None
+        made = self.program.op(op.args[0].name)
+        if (made.kind != "function" or made.name not in self.r.inline
+                or made.target.rsplit(".", 1)[-1] not in FACTORIES or any(k == "device" for k, _ in made.kwargs)):
+            return None
+        return replace(made, kwargs=(*made.kwargs, ("device", op.args[1])))
 
     @staticmethod
     def _role(op: Op, index: int, need: Space) -> Any:

@@ -21,7 +21,7 @@ from gnn_codegen.cut.plan import Stage
 from gnn_codegen.render.alike_bodies import anonymous_body
 from gnn_codegen.render.last_copies import Ending, ends_otherwise, returns_first, split_written
 from gnn_codegen.render.layer import LayerFunction
-from gnn_codegen.render.module_index import counted, offsets, relative, uses_name
+from gnn_codegen.render.module_index import counted, counted_ending, offsets, relative, uses_name
 from gnn_codegen.render.stored_names import SOURCE_SUFFIX, running_name
 
 MIN_RUN = 3  # two copies read as well as a loop; three or more do not
@@ -230,6 +230,14 @@ def find_loops(stages: list[Stage], functions: list[LayerFunction], buffer: dict
     return loops
 
 
+def _caller_done(name: str, start: int, buffer: dict[str, str], functions: list[LayerFunction],
+                 rebinds) -> bool:
+    """Whether `name` is a caller's tensor that only layers before position `start` read (a
+    loop from there may take its name, as forward rebinds it)."""
+    caller = next((value for value, named in buffer.items() if named == name and rebinds(value)), None)
+    return caller is not None and all(p < start for p, f in enumerate(functions) if name in {*f.src, *f.dst, *f.edges})
+
+
 def fold(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, str], private: set[str],
          readers: dict[str, int], take_name, rewrite,
          looped=lambda start, end: False, rebinds=lambda value: False,
@@ -244,6 +252,7 @@ def fold(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, 
     if not loops:
         return functions, []
     before = dict(buffer)
+    claimed: set[str] = set()  # caller's names a loop's variable took (_caller_done)
     for loop in loops:
         for values in loop.chained:
             last, first = values[-1], values[0]  # forward's result keeps its name; else the running state's
@@ -255,6 +264,10 @@ def fold(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, 
             running = running_name(buffer[named])
             if ends_here and buffer[last] == running.removesuffix(SOURCE_SUFFIX):
                 name = buffer[last]
+            elif (named in private and running not in claimed
+                  and _caller_done(running, loop.start, buffer, functions, rebinds)):
+                name = running  # the caller's x, read before the loop alone: `x = self.linear1(x)`
+                claimed.add(name)
             else:
                 name = take_name(running, last) if named in private else buffer[named]
             if named in private and rebinds(first) and buffer[first] == running:
@@ -296,6 +309,10 @@ def fold(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, 
             buffer.clear()
             buffer.update(before)
             return rewrite(), []
+        if loop.ending is not None:  # its own lines too, where they read the others' modules
+            layers = (stages[loop.end - 1].layer, stages[loop.end].layer)
+            last = counted_ending(loop.ending.last, written[loop.end - 1], layers, loop.counter, loop.base)
+            loops[loops.index(loop)] = loop = replace(loop, ending=replace(loop.ending, last=last))
         for p in run:  # a last layer that ends otherwise holds the layer before's code
             layer = stages[p - 1 if p == loop.end and loop.ends_otherwise else p].layer
             written[p] = counted(written[p], layer, loop.counter, loop.base)

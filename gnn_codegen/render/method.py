@@ -43,6 +43,7 @@ from gnn_codegen.render.normed_twice import said_twice
 from gnn_codegen.render.activation_test import unset_said
 from gnn_codegen.render.method_doc import MethodDocstring
 from gnn_codegen.render.module_functions import fold_module_calls
+from gnn_codegen.render.state_starts import state_starts
 from gnn_codegen.render.value_names import bound, uncounted
 from gnn_codegen.render.preamble import Preamble
 
@@ -264,6 +265,7 @@ class Renderer(BufferNames, LayerCalls, Preamble, MethodDocstring):
         functions = [writer.write() for _, writer in runs]
         functions, loops = self._fold_loops(runs, functions)
         functions = returning_lists(self.row_lists, [stage for stage, _ in runs], functions)
+        self.loop_starts = {loop.start for loop in loops}  # for render(): state_starts.py
         # what in_place=True means is said at its first call (layer_calls._in_place_comment)
         self.in_place_said, self.some_in_place = False, any(f.in_place for f in functions)
         loop_at = {loop.start: loop for loop in loops}
@@ -376,6 +378,15 @@ def render(program: Program, attrs: Attributes, plan: Plan, module_names: set[st
            header: dict[str, Any]) -> Rendered:
     r = Renderer(program, attrs, plan, module_names, header.get("runtime_module"), header.get("built"))
     method = r.method()
+    # a first layer that makes a state's start per batch (GeniePath's zero LSTM memory): with
+    # the start made before it, kept where the layer then opens a loop (state_starts.py)
+    starts = state_starts(program, attrs, plan, r.inline)
+    if starts is not None:
+        started = Renderer(starts.program, starts.attrs, starts.plan, module_names, header.get("runtime_module"),
+                           header.get("built"))
+        started_method = started.method()
+        if set(starts.first_layers) <= started.loop_starts:
+            r, method = started, started_method
     check_no_capture(method, r.reserved)
     imports, check = (imported(header["runtime_module"], RUNTIME, r.runtime, module_names | r.reserved, header["version"])
                       if header.get("runtime_module") else ((), ""))

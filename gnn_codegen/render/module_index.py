@@ -42,6 +42,25 @@ def counted(function: "LayerFunction", layer: int, counter: str, base: int) -> "
     return replace(function, body=_rewrapped(function.body, [_INDEXED.sub(spell, line) for line in function.body]))
 
 
+def counted_ending(lines: tuple[str, ...], regular: "LayerFunction", layers: tuple[int, int], counter: str,
+                   base: int) -> tuple[str, ...]:
+    """A loop's last layer's own ending (last_copies.py) with the module indices that the
+    other layers' function reads relative to its layer written from the loop's variable too
+    (GeniePath's last `self.layers[2].depth_func`, `self.layers[i]` in the others); an index of
+    no module the others read so stays as written (GCNII's output `self.fcs[1]`)."""
+    regular_layer, last_layer = layers
+    alike = {(m.group(1), int(m.group(2)) - regular_layer) for line in regular.body for m in _INDEXED.finditer(line)}
+
+    def spell(m: re.Match) -> str:
+        shift = int(m.group(2)) - last_layer
+        if (m.group(1), shift) not in alike:
+            return m.group(0)
+        shift -= base
+        return f"{m.group(1)}[{counter}{f' + {shift}' if shift > 0 else f' - {-shift}' if shift else ''}]"
+
+    return tuple(_INDEXED.sub(spell, line) for line in lines)
+
+
 def _rewrapped(before: list[str], after: list[str]) -> list[str]:
     """`after` with each comment that the indices lengthened wrapped again to fit as
     code.comment wraps it (`self.layers[i + 1]` is longer than `self.layers[2]`)."""
@@ -57,7 +76,8 @@ def _rewrapped(before: list[str], after: list[str]) -> list[str]:
         if after[at:end] != before[at:end]:
             indent = after[at][: len(after[at]) - len(after[at].lstrip())]
             text = " ".join(line.lstrip()[2:] for line in after[at:end])
-            lines.extend(f"{indent}{line}" for line in comment(text))
+            # 4 columns fewer than a function's own: a counted function is made in its loop
+            lines.extend(f"{indent}{line}" for line in comment(text, 80))
         else:
             lines.extend(after[at:end])
         at = end

@@ -110,8 +110,10 @@ class TAGCN(nn.Module):
                     block.update_all(
                         dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                     )
-                    h = block.dstdata["h"]
-                hop1 = h * norm
+                    h_neigh = block.dstdata["h"]
+                hop1 = h_neigh * norm
+                # `* norm` again, not a slip: above, on this layer's result; here, on
+                # the copy the next layer reads
                 return hop1, hop1 * norm
 
             # in_place=True: source rows are read where they are stored, not gathered per

@@ -15,6 +15,7 @@ from gnn_codegen.render.code import comment
 from gnn_codegen.render.fewer_stored import fewer_stored
 from gnn_codegen.render.last_copies import merged
 from gnn_codegen.render.module_index import spelled_stop
+from gnn_codegen.render.normed_twice import said_twice
 from gnn_codegen.render.period_loops import PeriodLoop
 
 # the Renderer (method.py) whose names, program and calls the lines use
@@ -70,6 +71,7 @@ def period_stages(r: Renderer, loop: PeriodLoop, runs: list[tuple[Stage, Any]], 
             if tested is not None:
                 function, ending = replace(function, body=tested[0]), tested[1]
             function = replace(function, body=merged(function.body, ending, f"{counter} == {last_index}"))
+        function = replace(function, body=said_twice(function.body))  # `h * norm` after `h = h * norm`
         which = None
         if loop.start + j >= all_nodes_before:
             which = f"{r.needed}[{_layer(loop.period, counter, first.layer - loop.base * loop.period + j)}]"

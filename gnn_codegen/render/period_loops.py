@@ -344,7 +344,7 @@ def _fold_run(program, stages, functions, buffer, private, readers, outputs, gen
         return None
     for j, function in enumerate(templates):
         ends = ending if j == period - 1 else None
-        templates[j], ends = _neighbours_named(function, ends)
+        templates[j], ends = _neighbours_named(function, ends, names)
         ending = ends if j == period - 1 else ending
     starts = tuple(f"{name} = {callers[value]}" for value, name in entries.items())
     function_reads = [{*f.src, *f.dst, *f.edges} for f in templates]
@@ -354,26 +354,31 @@ def _fold_run(program, stages, functions, buffer, private, readers, outputs, gen
                       frees)
 
 
-_COUNTED = re.compile(r"^\s*(\w+)_\d+ = block\.dstdata\[")
+# a neighbour aggregate's local: `h = block.dstdata["h"]`, `h_2 = ...` beside a parameter `h`
+_AGGREGATE = re.compile(r"^\s*(\w+) = block\.dstdata\[")
 
 
-def _neighbours_named(function: LayerFunction, ending: Ending | None) -> tuple[LayerFunction, Ending | None]:
-    """The function (and its ending) with a neighbour aggregate that took a counter because the
-    loop's state has its name (`h_2 = block.dstdata["h"]` beside the parameter `h`) named as
-    DGL's SAGEConv names one, `h_neigh`."""
+def _neighbours_named(function: LayerFunction, ending: Ending | None, names: set[str]
+                      ) -> tuple[LayerFunction, Ending | None]:
+    """The function (and its ending) with a neighbour aggregate named as DGL's SAGEConv names
+    one, `h_neigh`, where it would read as the loop's state: named as one of the loop's names
+    (`h`), or with a counter because a parameter holds its name (`h_2` beside `h`)."""
     lines = [*function.body, *(ending.last if ending is not None else ())]
     renames = {}
     for line in function.body:
-        found = _COUNTED.match(line)
-        if found is not None and found.group(1) in function.params:
-            local = line.split("=", 1)[0].strip()
-            wanted = f"{found.group(1)}_neigh"
+        found = _AGGREGATE.match(line)
+        if found is None:
+            continue
+        local = found.group(1)
+        base = re.sub(r"_\d+$", "", local)
+        if local in names or (base != local and base in function.params):
+            wanted = f"{base}_neigh"
             if not any(re.search(rf"\b{wanted}\b", other) for other in lines) and wanted not in function.params:
                 renames[local] = wanted
     if not renames:
         return function, ending
-    pattern = re.compile(r"\b(" + "|".join(map(re.escape, renames)) + r")\b")
-
+    # not the block's fields, `block.dstdata["h"]`: a name between quotes stays
+    pattern = re.compile(r"(?<![\"'])\b(" + "|".join(map(re.escape, renames)) + r")\b(?![\"'])")
     def spell(line: str) -> str:
         return pattern.sub(lambda m: renames[m.group(1)], line)
 

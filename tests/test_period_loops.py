@@ -149,6 +149,11 @@ def test_user_layers_of_several_passes_are_one_loop_over_them(tmp_path: Path, so
     assert "h, h_src = (stored, None) if i == len(self.layers) - 1 else stored" in method
     # names without a layer's counter (`t1_3`, `h2`), nor a local's that the state's hid (`h_2`)
     assert not re.search(r"\b(t1_\d|hop1_\d|h\d|h_\d)\b", method), method
+    # a hop's function binds the loop's variable where it reads its module, and only there
+    for node in ast.walk(ast.parse("class C:\n" + method)):
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("hop_"):
+            reads = "self.layers[i]" in ast.unparse(node.body)
+            assert ("i" in [a.arg for a in node.args.args]) == reads, ast.unparse(node)
     if source is _TAG_LOOP:
         tested = "if self.layers[i]._activation:" in method
         assert tested == (not init), method

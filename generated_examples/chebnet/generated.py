@@ -94,7 +94,7 @@ class ChebNet(nn.Module):
         h = features
         for i in range(len(self.layers)):
             # self.layers[i] (ChebConv), hop 1 of 2.
-            def hop_1(block, h_src, norm, h, i=i):
+            def hop_1(block, h_src, norm, h):
                 with block.local_scope():
                     block.srcdata["h"] = h_src
                     block.update_all(

@@ -104,7 +104,7 @@ class TAGCN(nn.Module):
         h = features
         for i in range(len(self.layers)):
             # self.layers[i] (TAGConv), hop 1 of 2.
-            def hop_1(block, h_src, norm, i=i):
+            def hop_1(block, h_src, norm):
                 with block.local_scope():
                     block.srcdata["h"] = h_src
                     block.update_all(

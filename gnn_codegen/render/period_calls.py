@@ -14,7 +14,7 @@ from gnn_codegen.render.activation_test import activation_tested
 from gnn_codegen.render.code import comment
 from gnn_codegen.render.fewer_stored import fewer_stored
 from gnn_codegen.render.last_copies import merged
-from gnn_codegen.render.module_index import spelled_stop
+from gnn_codegen.render.module_index import spelled_stop, uses_name
 from gnn_codegen.render.normed_twice import said_twice
 from gnn_codegen.render.period_loops import PeriodLoop
 
@@ -62,7 +62,7 @@ def period_stages(r: Renderer, loop: PeriodLoop, runs: list[tuple[Stage, Any]], 
     for j, function in enumerate(loop.functions):
         stage = runs[loop.start + j][0]
         name = r.names.take(f"hop_{j + 1}")
-        function = replace(function, name=name, params=[*function.params, f"{counter}={counter}"])
+        function = replace(function, name=name)
         ending_here = j == loop.period - 1 and loop.ending is not None
         if ending_here:
             ending = loop.ending
@@ -72,6 +72,8 @@ def period_stages(r: Renderer, loop: PeriodLoop, runs: list[tuple[Stage, Any]], 
                 function, ending = replace(function, body=tested[0]), tested[1]
             function = replace(function, body=merged(function.body, ending, f"{counter} == {last_index}"))
         function = replace(function, body=said_twice(function.body))  # `h * norm` after `h = h * norm`
+        if uses_name(function, counter):  # its module's index, bound where it is made: no closure reads it
+            function = replace(function, params=[*function.params, f"{counter}={counter}"])
         which = None
         if loop.start + j >= all_nodes_before:
             which = f"{r.needed}[{_layer(loop.period, counter, first.layer - loop.base * loop.period + j)}]"

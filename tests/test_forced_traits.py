@@ -26,7 +26,7 @@ def _generate(name: str, init: str, monkeypatch: pytest.MonkeyPatch) -> str:
 
 def test_a_tagconv_stacks_norm_is_computed_once(monkeypatch: pytest.MonkeyPatch) -> None:
     method = _generate("TAGStack", '{"in_feats": 7, "n_hidden": 5, "n_classes": 3}', monkeypatch)
-    layers = method[method.index("def layer_1("):]
+    layers = method[method.index("def hop_1("):]  # the loop over the TAGConvs (period_loops.py)
     assert "in_degrees.to(features)" in method and "in_degrees" not in layers  # the prologue's alone
 
 

@@ -94,8 +94,10 @@ def test_the_sgc_tagcn_and_appnp_goldens() -> None:
     sgc = _method((examples / "sgc" / "generated.py").read_text())
     assert "for k in range(1, self.net._k + 1):" in sgc and "# `* norm` again" in sgc, sgc
     tagcn = _method((examples / "tagcn" / "generated.py").read_text())
-    # the last TAGConv is built without its activation: said where its function returns
-    said = tagcn.index("# as the layer's forward tests it: self.layers[1]._activation is None")
-    assert tagcn.index("def layer_4(") < said < tagcn.index("return _linear_of_concatenation(self.layers[1]"), tagcn
+    # the last TAGConv is built without its activation: in the loop over the TAGConvs
+    # (period_loops.py), tested as TAGConv's forward tests it, before the last layer returns
+    said = tagcn.index("# as the layer's forward tests it: the last layer has no activation")
+    assert (tagcn.index("def hop_2(") < said < tagcn.index("if self.layers[i]._activation:")
+            < tagcn.index("if i == len(self.layers) - 1:")), tagcn
     appnp = _method((examples / "appnp" / "generated.py").read_text())
     assert "needed = batches.needed(nodes, layers=self.propagate._k)" in appnp, appnp

@@ -33,11 +33,12 @@ def test_every_chebconvs_re_norm_is_computed_once_before_its_layers(monkeypatch:
     method = _method(_generated("ChebStack", monkeypatch).source)
     assert method.count("re_norm = 2.0 / lambda_max") == 2, method  # the comment's and the line
     assert re.search(r"\n {8}re_norm = 2\.0 / lambda_max\n", method), method  # the method's, not a function's
-    # read by each layer's hops, assigned nowhere else
+    # read by each layer's hops (one function per hop in the loop over the layers), assigned
+    # nowhere else
     assert len(re.findall(r"^ *re_norm = ", method, re.M)) == 1, method
-    assert method.count("-re_norm * h") == 3 and method.count("-2 * re_norm * h") == 3, method
+    assert method.count("-re_norm * h") == 1 and method.count("-2 * re_norm * h") == 1, method
     # before the first layer that reads it, with the line it comes from
-    first_layer = method.index("def layer_1(")
+    first_layer = method.index("def hop_1(")
     assert method.index("re_norm = 2.0 / lambda_max\n") < first_layer, method
     assert "`re_norm = 2.0 / lambda_max` as chebconv.py computes it" in method[:first_layer], method
 

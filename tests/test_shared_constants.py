@@ -15,7 +15,7 @@ from tests.cases import REPO
 
 def _layer_functions(source: str) -> list[str]:
     method = source[source.index("    def inference("):source.index("# --- gnn-codegen runtime")]
-    return re.split(r"\n        def ", method)[1:]
+    return re.split(r"\n {8,12}def ", method)[1:]  # in a loop too (period_loops.py)
 
 
 def test_chebnet_builds_no_constant_tensor_per_batch() -> None:
@@ -23,9 +23,9 @@ def test_chebnet_builds_no_constant_tensor_per_batch() -> None:
     it is folded where the code is generated (analysis/constant_scalars.py), not built in every
     layer function per batch; the Chebyshev terms keep their names."""
     layers = _layer_functions((REPO / "generated_examples" / "chebnet" / "generated.py").read_text())
-    assert len(layers) >= 4
+    assert len(layers) >= 3  # the prologue, and a function per hop in the loop over the layers
     assert not [f for f in layers if "torch.tensor(" in f]
-    assert sum("t1 = " in f for f in layers) == 2 and sum("t2 = " in f for f in layers) == 2
+    assert sum("t1 = " in f for f in layers) == 1 and sum("t2 = " in f for f in layers) == 1
 
 
 def test_a_users_rate_read_twice_is_computed_once(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -54,7 +54,7 @@ def test_two_attributes_of_one_value_stay_numbers(heads: int, size: int, spelled
 
 def test_a_linear_over_hops_slices_its_weight_by_the_parts(monkeypatch: pytest.MonkeyPatch) -> None:
     method = _generate("TAGStack", '{"in_feats": 7, "n_hidden": 5, "n_classes": 3}', monkeypatch)
-    assert "_linear_of_concatenation(self.layers[0].lin,[" in method
+    assert "_linear_of_concatenation(self.layers[i].lin,[" in method  # in the loop over them
     assert "torch.cat(" not in method and not re.search(r"weight\[:,\d*:\d*\]", method)
 
 

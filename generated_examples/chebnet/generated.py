@@ -71,7 +71,7 @@ class ChebNet(nn.Module):
         # the nodes whose rows each layer computes: all of them; for nodes= those, and before
         # each layer the in-neighbours of the nodes the layer computes; for changed= those,
         # and after each layer their out-neighbours
-        needed = batches.needed(nodes, layers=4)
+        needed = batches.needed(nodes, layers=len(self.layers) * 2)
 
         # Before the first layer, once per node: work on the inputs.
         def prologue(features, in_degrees):
@@ -80,9 +80,7 @@ class ChebNet(nn.Module):
             norm = norm.unsqueeze(-1)
             return norm, features * norm
 
-        norm, features_src = batches.map_nodes(
-            prologue, features, in_degrees, nodes=needed[0]
-        )
+        norm, h_src = batches.map_nodes(prologue, features, in_degrees, nodes=needed[0])
         del in_degrees
 
         lambda_max = 2.0  # forward's, in `h = layer(self.g, h, [2])`
@@ -90,93 +88,61 @@ class ChebNet(nn.Module):
         # below, a Python float (the same in every float dtype)
         re_norm = 2.0 / lambda_max
 
-        # Layer 1 of 4: self.layers[0] (ChebConv), hop 1 of 2.
-        def layer_1(block, features_src, norm, features):
-            with block.local_scope():
-                block.srcdata["h"] = features_src
-                block.update_all(
-                    dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
-                )
-                h = block.dstdata["h"]
-            h = h * norm
-            t1 = -re_norm * h + features * (re_norm - 1)
-            return t1, t1 * norm
+        # Layers 1 to 4 of 4, 2 per ChebConv (a layer per hop): self.layers[0] to
+        # self.layers[1], a round of the loop below each, [i], each hop's function the same in
+        # every round.
+        h = features
+        for i in range(len(self.layers)):
+            # self.layers[i] (ChebConv), hop 1 of 2.
+            def hop_1(block, h_src, norm, h):
+                with block.local_scope():
+                    block.srcdata["h"] = h_src
+                    block.update_all(
+                        dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
+                    )
+                    h_neigh = block.dstdata["h"]
+                h_neigh = h_neigh * norm
+                t1 = -re_norm * h_neigh + h * (re_norm - 1)
+                return t1, t1 * norm
 
-        # in_place=True: source rows are read where they are stored, not gathered per
-        # batch (the layer reads them only in messages)
-        t1, t1_src = batches.map(
-            layer_1,
-            source_rows=dict(features_src=features_src),
-            destination_rows=dict(norm=norm, features=features),
-            in_place=True,
-            nodes=needed[1],
-        )
-        del features_src
+            # in_place=True: source rows are read where they are stored, not gathered per
+            # batch (the layer reads them only in messages)
+            t1, t1_src = batches.map(
+                hop_1,
+                source_rows=dict(h_src=h_src),
+                destination_rows=dict(norm=norm, h=h),
+                in_place=True,
+                nodes=needed[2 * i + 1],
+            )
+            del h_src
 
-        # Layer 2 of 4: self.layers[0] (ChebConv), hop 2 of 2.
-        def layer_2(block, t1_src, norm, features, t1):
-            with block.local_scope():
-                block.srcdata["h"] = t1_src
-                block.update_all(
-                    dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
-                )
-                h = block.dstdata["h"]
-            h = h * norm
-            t2 = -2 * re_norm * h + t1 * 2 * (re_norm - 1) - features
-            h = _linear_of_concatenation(self.layers[0].linear, [features, t1, t2])
-            h = self.layers[0].activation(h)
-            return h, h * norm
+            # self.layers[i] (ChebConv), hop 2 of 2.
+            def hop_2(block, t1_src, norm, h, t1, i=i):
+                with block.local_scope():
+                    block.srcdata["h"] = t1_src
+                    block.update_all(
+                        dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
+                    )
+                    h_neigh = block.dstdata["h"]
+                h_neigh = h_neigh * norm
+                t2 = -2 * re_norm * h_neigh + t1 * 2 * (re_norm - 1) - h
+                h = _linear_of_concatenation(self.layers[i].linear, [h, t1, t2])
+                h = self.layers[i].activation(h)
+                # the last layer: no next one to prepare rows for
+                if i == len(self.layers) - 1:
+                    return h
+                return h, h * norm
 
-        h2, h2_src = batches.map(
-            layer_2,
-            source_rows=dict(t1_src=t1_src),
-            destination_rows=dict(norm=norm, features=features, t1=t1),
-            in_place=True,
-            nodes=needed[2],
-        )
-        del t1_src, t1
-
-        # Layer 3 of 4: self.layers[1] (ChebConv), hop 1 of 2.
-        def layer_3(block, h2_src, norm, h2):
-            with block.local_scope():
-                block.srcdata["h"] = h2_src
-                block.update_all(
-                    dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
-                )
-                h = block.dstdata["h"]
-            h = h * norm
-            t1 = -re_norm * h + h2 * (re_norm - 1)
-            return t1, t1 * norm
-
-        t1_3, t1_3_src = batches.map(
-            layer_3,
-            source_rows=dict(h2_src=h2_src),
-            destination_rows=dict(norm=norm, h2=h2),
-            in_place=True,
-            nodes=needed[3],
-        )
-        del h2_src
-
-        # Layer 4 of 4: self.layers[1] (ChebConv), hop 2 of 2.
-        def layer_4(block, t1_3_src, h2, t1_3, norm):
-            with block.local_scope():
-                block.srcdata["h"] = t1_3_src
-                block.update_all(
-                    dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
-                )
-                h = block.dstdata["h"]
-            h = h * norm
-            t2 = -2 * re_norm * h + t1_3 * 2 * (re_norm - 1) - h2
-            h = _linear_of_concatenation(self.layers[1].linear, [h2, t1_3, t2])
-            return self.layers[1].activation(h)
-
-        h = batches.map(
-            layer_4,
-            source_rows=dict(t1_3_src=t1_3_src),
-            destination_rows=dict(h2=h2, t1_3=t1_3, norm=norm),
-            in_place=True,
-            nodes=needed[4],
-        )
+            stored = batches.map(
+                hop_2,
+                source_rows=dict(t1_src=t1_src),
+                destination_rows=dict(norm=norm, h=h, t1=t1),
+                in_place=True,
+                nodes=needed[2 * i + 2],
+            )
+            # the last layer returns its result alone: no next layer reads rows from it
+            h, h_src = (stored, None) if i == len(self.layers) - 1 else stored
+            del t1, t1_src
         return batches.result(h, nodes=nodes)
 
 

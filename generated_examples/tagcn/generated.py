@@ -87,7 +87,7 @@ class TAGCN(nn.Module):
         # the nodes whose rows each layer computes: all of them; for nodes= those, and before
         # each layer the in-neighbours of the nodes the layer computes; for changed= those,
         # and after each layer their out-neighbours
-        needed = batches.needed(nodes, layers=4)
+        needed = batches.needed(nodes, layers=len(self.layers) * 2)
 
         # Before the first layer, once per node: work on the inputs.
         def prologue(features, in_degrees):
@@ -95,99 +95,66 @@ class TAGCN(nn.Module):
             norm = norm.unsqueeze(1)
             return norm, features * norm
 
-        norm, features_src = batches.map_nodes(
-            prologue, features, in_degrees, nodes=needed[0]
-        )
+        norm, h_src = batches.map_nodes(prologue, features, in_degrees, nodes=needed[0])
         del in_degrees
 
-        # Layer 1 of 4: self.layers[0] (TAGConv), hop 1 of 2.
-        def layer_1(block, features_src, norm):
-            with block.local_scope():
-                block.srcdata["h"] = features_src
-                block.update_all(
-                    dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
-                )
-                h = block.dstdata["h"]
-            hop1 = h * norm
-            # `* norm` again, not a slip: above, on this layer's result; here, on
-            # the copy the next layer reads
-            return hop1, hop1 * norm
+        # Layers 1 to 4 of 4, 2 per TAGConv (a layer per hop): self.layers[0] to
+        # self.layers[1], a round of the loop below each, [i], each hop's function the same in
+        # every round.
+        h = features
+        for i in range(len(self.layers)):
+            # self.layers[i] (TAGConv), hop 1 of 2.
+            def hop_1(block, h_src, norm):
+                with block.local_scope():
+                    block.srcdata["h"] = h_src
+                    block.update_all(
+                        dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
+                    )
+                    h_neigh = block.dstdata["h"]
+                hop1 = h_neigh * norm
+                # `* norm` again, not a slip: above, on this layer's result; here, on
+                # the copy the next layer reads
+                return hop1, hop1 * norm
 
-        # in_place=True: source rows are read where they are stored, not gathered per
-        # batch (the layer reads them only in messages)
-        hop1, hop1_src = batches.map(
-            layer_1,
-            source_rows=dict(features_src=features_src),
-            destination_rows=dict(norm=norm),
-            in_place=True,
-            nodes=needed[1],
-        )
-        del features_src
+            # in_place=True: source rows are read where they are stored, not gathered per
+            # batch (the layer reads them only in messages)
+            hop1, hop1_src = batches.map(
+                hop_1,
+                source_rows=dict(h_src=h_src),
+                destination_rows=dict(norm=norm),
+                in_place=True,
+                nodes=needed[2 * i + 1],
+            )
+            del h_src
 
-        # Layer 2 of 4: self.layers[0] (TAGConv), hop 2 of 2.
-        def layer_2(block, hop1_src, norm, features, hop1):
-            with block.local_scope():
-                block.srcdata["h"] = hop1_src
-                block.update_all(
-                    dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
-                )
-                h = block.dstdata["h"]
-            hop2 = h * norm
-            rst = _linear_of_concatenation(self.layers[0].lin, [features, hop1, hop2])
-            rst = self.layers[0]._activation(rst)
-            return rst, rst * norm
+            # self.layers[i] (TAGConv), hop 2 of 2.
+            def hop_2(block, hop1_src, norm, h, hop1, i=i):
+                with block.local_scope():
+                    block.srcdata["h"] = hop1_src
+                    block.update_all(
+                        dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
+                    )
+                    h_neigh = block.dstdata["h"]
+                hop2 = h_neigh * norm
+                rst = _linear_of_concatenation(self.layers[i].lin, [h, hop1, hop2])
+                # as the layer's forward tests it: the last layer has no activation
+                if self.layers[i]._activation:
+                    rst = self.layers[i]._activation(rst)
+                # the last layer: no next one to prepare rows for
+                if i == len(self.layers) - 1:
+                    return rst
+                return rst, rst * norm
 
-        h2, h2_src = batches.map(
-            layer_2,
-            source_rows=dict(hop1_src=hop1_src),
-            destination_rows=dict(norm=norm, features=features, hop1=hop1),
-            in_place=True,
-            nodes=needed[2],
-        )
-        del hop1_src, hop1
-
-        # Layer 3 of 4: self.layers[1] (TAGConv), hop 1 of 2.
-        def layer_3(block, h2_src, norm):
-            with block.local_scope():
-                block.srcdata["h"] = h2_src
-                block.update_all(
-                    dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
-                )
-                h = block.dstdata["h"]
-            hop1 = h * norm
-            # `* norm` again, not a slip: above, on this layer's result; here, on
-            # the copy the next layer reads
-            return hop1, hop1 * norm
-
-        hop1_3, hop1_3_src = batches.map(
-            layer_3,
-            source_rows=dict(h2_src=h2_src),
-            destination_rows=dict(norm=norm),
-            in_place=True,
-            nodes=needed[3],
-        )
-        del h2_src
-
-        # Layer 4 of 4: self.layers[1] (TAGConv), hop 2 of 2.
-        def layer_4(block, hop1_3_src, h2, hop1_3, norm):
-            with block.local_scope():
-                block.srcdata["h"] = hop1_3_src
-                block.update_all(
-                    dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
-                )
-                h = block.dstdata["h"]
-            hop2 = h * norm
-            # as the layer's forward tests it: self.layers[1]._activation is None in
-            # this model, so none is applied
-            return _linear_of_concatenation(self.layers[1].lin, [h2, hop1_3, hop2])
-
-        h = batches.map(
-            layer_4,
-            source_rows=dict(hop1_3_src=hop1_3_src),
-            destination_rows=dict(h2=h2, hop1_3=hop1_3, norm=norm),
-            in_place=True,
-            nodes=needed[4],
-        )
+            stored = batches.map(
+                hop_2,
+                source_rows=dict(hop1_src=hop1_src),
+                destination_rows=dict(norm=norm, h=h, hop1=hop1),
+                in_place=True,
+                nodes=needed[2 * i + 2],
+            )
+            # the last layer returns its result alone: no next layer reads rows from it
+            h, h_src = (stored, None) if i == len(self.layers) - 1 else stored
+            del hop1, hop1_src
         return batches.result(h, nodes=nodes)
 
 

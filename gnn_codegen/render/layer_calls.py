@@ -14,6 +14,7 @@ from gnn_codegen.render.activation_test import activation_tested
 from gnn_codegen.render.last_copies import merged
 from gnn_codegen.render.fewer_stored import fewer_stored
 from gnn_codegen.render.layer_loops import LayerLoop, fold
+from gnn_codegen.render.period_loops import fold_periods
 from gnn_codegen.render.map_bindings import map_bindings
 from gnn_codegen.render.module_index import every_hop, spelled_hops, spelled_stop, uses_name
 from gnn_codegen.errors import internal
@@ -58,6 +59,12 @@ class LayerCalls:
 
         stages = [stage for stage, _ in runs]
         outputs = {self.buffer[n] for n in self.plan.outputs}
+        # user layers of several passes each (ChebConv's hops): one loop over the user's layers
+        functions, self.period_loops = fold_periods(self.program, stages, functions, self.buffer, private,
+                                                    dict(readers), set(self.plan.outputs), self.generic,
+                                                    self.names.taken, self.names.take, rewrite)
+        if self.period_loops:  # not beside a loop of one pass per layer (not seen together)
+            return functions, []
 
         def rebinds(value: str) -> bool:  # forward's input read by one layer alone (the loop's first)
             return value in self.program.inputs and self.buffer[value] not in outputs and readers[self.buffer[value]] == 1

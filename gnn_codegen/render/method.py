@@ -37,6 +37,7 @@ from gnn_codegen.render.graph_rows import grouped, listed_rows, returning_lists
 from gnn_codegen.render.buffer_names import BufferNames
 from gnn_codegen.trace.write_out import SECTIONS, sections_needed
 from gnn_codegen.render.layer_calls import LayerCalls
+from gnn_codegen.render.period_calls import period_stages
 from gnn_codegen.render.captures import check_no_capture, globals_read
 from gnn_codegen.render.method_constants import method_constants
 from gnn_codegen.render.normed_twice import said_twice
@@ -274,7 +275,8 @@ class Renderer(BufferNames, LayerCalls, Preamble, MethodDocstring):
         # a constant first read in a loop's layer: computed before the loop
         constants_before: dict[int, list[str]] = {}
         for position, lines in self.method_constants.lines.items():
-            start = next((loop.start for loop in loops if loop.start <= position <= loop.end), position)
+            start = next((loop.start for loop in (*loops, *self.period_loops) if loop.start <= position <= loop.end),
+                         position)
             constants_before.setdefault(start, []).extend(lines)
         # a tensor whose last reader is a reduction (read before its stage's loop) is deleted
         # right after it, not after an earlier stage
@@ -290,6 +292,18 @@ class Renderer(BufferNames, LayerCalls, Preamble, MethodDocstring):
         all_nodes_before = max((position for position, (stage, _) in enumerate(runs) if stage.reductions), default=0)
         for position, ((stage, writer), function) in enumerate(zip(runs, functions)):
             if position in folded:  # written once, with the loop at its run's first layer
+                continue
+            period = next((loop for loop in self.period_loops if loop.start <= position <= loop.end), None)
+            if period is not None:  # user layers of several passes each: one loop (period_loops.py)
+                if position == period.start:
+                    in_rounds = {name for names in period.frees for name in names}
+                    after = [name for name, at in last_use.items()
+                             if period.start <= at <= period.end and name not in in_rounds]
+                    looped = period_stages(self, period, runs, all_nodes_before, after,
+                                           period.end == len(functions) - 1)
+                    constants = constants_before.get(position, [])
+                    looped[0]["before"] = [*constants, ""] if constants else []  # apart from the loop's comment
+                    stages.extend(looped)
                 continue
             loop = loop_at.get(position)
             end = loop.end if loop else position

@@ -204,7 +204,7 @@ def _rel_graph_conv(
     return conv.dropout(h)
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 f8f938a1c573 -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 1432e8a959ce -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
 # that inference hands each layer's function to, and what it uses, its imports first. It is
 # identical in every module of this version and variant, and holds no model-specific code (the
@@ -629,13 +629,17 @@ class _FullNeighbourBatches:
             edge_ids = block.edata[dgl.EID] if per_edge else None
             del block, rows  # before the next batch is made: one batch's rows at a time
             if outputs is None:  # each result's width and dtype, from the first batch
-                outputs = [
-                    self._output(
-                        r, self.num_edges if i in per_edge else self.num_nodes, i, nodes
-                    )
-                    for i, r in enumerate(results)
-                ]
+                # a result the layer returns twice (SAGEConv's source step where it does
+                # nothing: the rows themselves) is stored once, and returned for both
+                same = [[id(s) for s in results].index(id(r)) for r in results]
+                outputs = []
+                for i, r in enumerate(results):
+                    count = self.num_edges if i in per_edge else self.num_nodes
+                    unique = same[i] == i
+                    outputs.append(self._output(r, count, i, nodes) if unique else None)
             for i, (out, r) in enumerate(zip(outputs, results)):
+                if out is None:  # stored as the same result before it
+                    continue
                 if i in per_edge:
                     out[edge_ids.to(out.device)] = r.to(out.device)
                 elif isinstance(dst_nodes, slice):
@@ -646,7 +650,7 @@ class _FullNeighbourBatches:
         if self.device.type == "cuda":
             # the copies are in `outputs`
             torch.cuda.current_stream(self.device).synchronize()
-        outputs = iter(outputs)
+        outputs = iter([outputs[j] for j in same])
         outputs = [
             next(outputs) if n is None else [next(outputs) for _ in range(n)]
             for n in lists
@@ -1887,18 +1891,24 @@ class _DistributedBatches(_FullNeighbourBatches):
             raise
         self._agree()
         results, _ = first
-        outputs = [outputs_like(i, r) for i, r in enumerate(results)]
+        # a result returned twice is stored once (_FullNeighbourBatches.map)
+        same = [[id(s) for s in results].index(id(r)) for r in results]
+        outputs = [
+            outputs_like(i, r) if same[i] == i else None for i, r in enumerate(results)
+        ]
         try:
             for batch in batches:
                 results, where = first if first is not None else run(batch)
                 first = None
                 for out, r, rows in zip(outputs, results, where):
-                    out[rows] = r.cpu()
+                    if out is not None:
+                        out[rows] = r.cpu()
                 del results, r
         except Exception:
             self._agree(failed=True)
             raise
         self._agree()
+        outputs = [outputs[j] for j in same]
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def _flush(self):

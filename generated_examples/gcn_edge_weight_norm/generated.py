@@ -85,57 +85,34 @@ class WeightedGCN(nn.Module):
         # the nodes whose rows each layer computes: all of them; for nodes= those, and before
         # each layer the in-neighbours of the nodes the layer computes; for changed= those,
         # and after each layer their out-neighbours
-        needed = batches.needed(nodes, layers=3)
+        needed = batches.needed(nodes, layers=len(self.layers))
 
-        # Layer 1 of 3: self.layers[0] (GraphConv).
-        def layer_1(block, features, norm_weight):
-            h = _graph_conv_aggregate(
-                self.layers[0], block, features, edge_weight=norm_weight
+        # Layers 1 to 3 of 3, each the same function of the layer before with its own module,
+        # [i] of the loop below: self.layers[0] (GraphConv) to self.layers[2] (GraphConv).
+        feat = features
+        for i in range(len(self.layers)):
+
+            def layer_i(block, feat, norm_weight, i=i):
+                h = _graph_conv_aggregate(
+                    self.layers[i], block, feat, edge_weight=norm_weight
+                )
+                # the last layer: no next one to prepare rows for
+                if i == len(self.layers) - 1:
+                    return h
+                h = F.relu(h, inplace=True)
+                # self.layers[i + 1]'s weight, where it narrows, on each source row, once per node
+                return _graph_conv_source(self.layers[i + 1], h, overwrite=True)
+
+            # in_place=True: source rows are read where they are stored, not gathered per
+            # batch (the layer reads them only in messages)
+            feat = batches.map(
+                layer_i,
+                source_rows=dict(feat=feat),
+                edge_rows=dict(norm_weight=norm_weight),
+                in_place=True,
+                nodes=needed[i + 1],
             )
-            return F.relu(h, inplace=True)
-
-        # in_place=True: source rows are read where they are stored, not gathered per
-        # batch (the layer reads them only in messages)
-        h1 = batches.map(
-            layer_1,
-            source_rows=dict(features=features),
-            edge_rows=dict(norm_weight=norm_weight),
-            in_place=True,
-            nodes=needed[1],
-        )
-
-        # Layer 2 of 3: self.layers[1] (GraphConv).
-        def layer_2(block, h1, norm_weight):
-            h = _graph_conv_aggregate(
-                self.layers[1], block, h1, edge_weight=norm_weight
-            )
-            h = F.relu(h, inplace=True)
-            # self.layers[2]'s weight on each source row, once per node
-            return _graph_conv_source(self.layers[2], h, overwrite=True)
-
-        feat2 = batches.map(
-            layer_2,
-            source_rows=dict(h1=h1),
-            edge_rows=dict(norm_weight=norm_weight),
-            in_place=True,
-            nodes=needed[2],
-        )
-        del h1
-
-        # Layer 3 of 3: self.layers[2] (GraphConv).
-        def layer_3(block, feat2, norm_weight):
-            return _graph_conv_aggregate(
-                self.layers[2], block, feat2, edge_weight=norm_weight
-            )
-
-        h = batches.map(
-            layer_3,
-            source_rows=dict(feat2=feat2),
-            edge_rows=dict(norm_weight=norm_weight),
-            in_place=True,
-            nodes=needed[3],
-        )
-        return batches.result(h, nodes=nodes)
+        return batches.result(feat, nodes=nodes)
 
 
 # --- gnn-codegen convolution helpers 0.1.0, sha256 cfb147828639 -------------------------------
@@ -265,7 +242,7 @@ def _in_edge_sum(block, feat_src, edge_weight=None, source_weight=None):
     return dgl.ops.u_mul_e_sum(block, feat_src, edge_weight), None
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 f8f938a1c573 -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 1432e8a959ce -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
 # that inference hands each layer's function to, and what it uses, its imports first. It is
 # identical in every module of this version and variant, and holds no model-specific code (the
@@ -690,13 +667,17 @@ class _FullNeighbourBatches:
             edge_ids = block.edata[dgl.EID] if per_edge else None
             del block, rows  # before the next batch is made: one batch's rows at a time
             if outputs is None:  # each result's width and dtype, from the first batch
-                outputs = [
-                    self._output(
-                        r, self.num_edges if i in per_edge else self.num_nodes, i, nodes
-                    )
-                    for i, r in enumerate(results)
-                ]
+                # a result the layer returns twice (SAGEConv's source step where it does
+                # nothing: the rows themselves) is stored once, and returned for both
+                same = [[id(s) for s in results].index(id(r)) for r in results]
+                outputs = []
+                for i, r in enumerate(results):
+                    count = self.num_edges if i in per_edge else self.num_nodes
+                    unique = same[i] == i
+                    outputs.append(self._output(r, count, i, nodes) if unique else None)
             for i, (out, r) in enumerate(zip(outputs, results)):
+                if out is None:  # stored as the same result before it
+                    continue
                 if i in per_edge:
                     out[edge_ids.to(out.device)] = r.to(out.device)
                 elif isinstance(dst_nodes, slice):
@@ -707,7 +688,7 @@ class _FullNeighbourBatches:
         if self.device.type == "cuda":
             # the copies are in `outputs`
             torch.cuda.current_stream(self.device).synchronize()
-        outputs = iter(outputs)
+        outputs = iter([outputs[j] for j in same])
         outputs = [
             next(outputs) if n is None else [next(outputs) for _ in range(n)]
             for n in lists
@@ -1948,18 +1929,24 @@ class _DistributedBatches(_FullNeighbourBatches):
             raise
         self._agree()
         results, _ = first
-        outputs = [outputs_like(i, r) for i, r in enumerate(results)]
+        # a result returned twice is stored once (_FullNeighbourBatches.map)
+        same = [[id(s) for s in results].index(id(r)) for r in results]
+        outputs = [
+            outputs_like(i, r) if same[i] == i else None for i, r in enumerate(results)
+        ]
         try:
             for batch in batches:
                 results, where = first if first is not None else run(batch)
                 first = None
                 for out, r, rows in zip(outputs, results, where):
-                    out[rows] = r.cpu()
+                    if out is not None:
+                        out[rows] = r.cpu()
                 del results, r
         except Exception:
             self._agree(failed=True)
             raise
         self._agree()
+        outputs = [outputs[j] for j in same]
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def _flush(self):

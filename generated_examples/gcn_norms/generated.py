@@ -86,7 +86,7 @@ class MixedNormGCN(nn.Module):
         # the nodes whose rows each layer computes: all of them; for nodes= those, and before
         # each layer the in-neighbours of the nodes the layer computes; for changed= those,
         # and after each layer their out-neighbours
-        needed = batches.needed(nodes, layers=3)
+        needed = batches.needed(nodes, layers=len(self.convs))
 
         # Before the first layer, once per node: self.convs[0] (GraphConv).
         def prologue(x, out_degrees):
@@ -94,45 +94,30 @@ class MixedNormGCN(nn.Module):
             # row, once per node
             return _graph_conv_source(self.convs[0], x, out_degrees)
 
-        feat0 = batches.map_nodes(prologue, x, out_degrees, nodes=needed[0])
+        feat = batches.map_nodes(prologue, x, out_degrees, nodes=needed[0])
         del out_degrees
 
-        # Layer 1 of 3: self.convs[0] (GraphConv).
-        def layer_1(block, feat0):
-            h = _graph_conv_aggregate(self.convs[0], block, feat0)
-            h = self.norms[0](h)
-            h = F.relu(h)
-            return self.projs[0](h)
+        # Layers 1 to 3 of 3, each the same function of the layer before with its own module,
+        # [i] of the loop below: self.convs[0] (GraphConv) to self.convs[2] (GraphConv).
+        for i in range(len(self.convs)):
 
-        # in_place=True: source rows are read where they are stored, not gathered per
-        # batch (the layer reads them only in messages)
-        h1 = batches.map(
-            layer_1, source_rows=dict(feat0=feat0), in_place=True, nodes=needed[1]
-        )
-        del feat0
+            def layer_i(block, feat, i=i):
+                h = _graph_conv_aggregate(self.convs[i], block, feat)
+                # the last layer: no next one to prepare rows for
+                if i == len(self.convs) - 1:
+                    return h
+                h = self.norms[i](h)
+                h = F.relu(h)
+                h = self.projs[i](h)
+                # self.convs[i + 1]'s weight, where it narrows, on each source row, once per node
+                return _graph_conv_source(self.convs[i + 1], h)
 
-        # Layer 2 of 3: self.convs[1] (GraphConv).
-        def layer_2(block, h1):
-            h = _graph_conv_aggregate(self.convs[1], block, h1)
-            h = self.norms[1](h)
-            h = F.relu(h)
-            h = self.projs[1](h)
-            # self.convs[2]'s weight on each source row, once per node
-            return _graph_conv_source(self.convs[2], h)
-
-        feat2 = batches.map(
-            layer_2, source_rows=dict(h1=h1), in_place=True, nodes=needed[2]
-        )
-        del h1
-
-        # Layer 3 of 3: self.convs[2] (GraphConv).
-        def layer_3(block, feat2):
-            return _graph_conv_aggregate(self.convs[2], block, feat2)
-
-        h = batches.map(
-            layer_3, source_rows=dict(feat2=feat2), in_place=True, nodes=needed[3]
-        )
-        return batches.result(h, nodes=nodes)
+            # in_place=True: source rows are read where they are stored, not gathered per
+            # batch (the layer reads them only in messages)
+            feat = batches.map(
+                layer_i, source_rows=dict(feat=feat), in_place=True, nodes=needed[i + 1]
+            )
+        return batches.result(feat, nodes=nodes)
 
 
 # --- gnn-codegen convolution helpers 0.1.0, sha256 cfb147828639 -------------------------------
@@ -262,7 +247,7 @@ def _in_edge_sum(block, feat_src, edge_weight=None, source_weight=None):
     return dgl.ops.u_mul_e_sum(block, feat_src, edge_weight), None
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 f8f938a1c573 -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 1432e8a959ce -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
 # that inference hands each layer's function to, and what it uses, its imports first. It is
 # identical in every module of this version and variant, and holds no model-specific code (the
@@ -687,13 +672,17 @@ class _FullNeighbourBatches:
             edge_ids = block.edata[dgl.EID] if per_edge else None
             del block, rows  # before the next batch is made: one batch's rows at a time
             if outputs is None:  # each result's width and dtype, from the first batch
-                outputs = [
-                    self._output(
-                        r, self.num_edges if i in per_edge else self.num_nodes, i, nodes
-                    )
-                    for i, r in enumerate(results)
-                ]
+                # a result the layer returns twice (SAGEConv's source step where it does
+                # nothing: the rows themselves) is stored once, and returned for both
+                same = [[id(s) for s in results].index(id(r)) for r in results]
+                outputs = []
+                for i, r in enumerate(results):
+                    count = self.num_edges if i in per_edge else self.num_nodes
+                    unique = same[i] == i
+                    outputs.append(self._output(r, count, i, nodes) if unique else None)
             for i, (out, r) in enumerate(zip(outputs, results)):
+                if out is None:  # stored as the same result before it
+                    continue
                 if i in per_edge:
                     out[edge_ids.to(out.device)] = r.to(out.device)
                 elif isinstance(dst_nodes, slice):
@@ -704,7 +693,7 @@ class _FullNeighbourBatches:
         if self.device.type == "cuda":
             # the copies are in `outputs`
             torch.cuda.current_stream(self.device).synchronize()
-        outputs = iter(outputs)
+        outputs = iter([outputs[j] for j in same])
         outputs = [
             next(outputs) if n is None else [next(outputs) for _ in range(n)]
             for n in lists
@@ -1945,18 +1934,24 @@ class _DistributedBatches(_FullNeighbourBatches):
             raise
         self._agree()
         results, _ = first
-        outputs = [outputs_like(i, r) for i, r in enumerate(results)]
+        # a result returned twice is stored once (_FullNeighbourBatches.map)
+        same = [[id(s) for s in results].index(id(r)) for r in results]
+        outputs = [
+            outputs_like(i, r) if same[i] == i else None for i, r in enumerate(results)
+        ]
         try:
             for batch in batches:
                 results, where = first if first is not None else run(batch)
                 first = None
                 for out, r, rows in zip(outputs, results, where):
-                    out[rows] = r.cpu()
+                    if out is not None:
+                        out[rows] = r.cpu()
                 del results, r
         except Exception:
             self._agree(failed=True)
             raise
         self._agree()
+        outputs = [outputs[j] for j in same]
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def _flush(self):

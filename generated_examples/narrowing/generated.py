@@ -76,13 +76,10 @@ class NarrowingSAGE(nn.Module):
 
         # Layer 1 of 2: self.conv1 (SAGEConv).
         def layer_1(block, x, x_dst):
-            h = F.relu(
-                _sage_conv_mean(self.conv1, block, x, x_dst, projected=False),
-                inplace=True,
-            )
+            h = F.relu(_sage_conv_mean(self.conv1, block, x, x_dst), inplace=True)
             h = self.proj(h)
-            # self.conv2's fc_neigh on each source row, once per node
-            return h, self.conv2.fc_neigh(h)
+            # self.conv2's fc_neigh, where it narrows, on each source row, once per node
+            return h, _sage_conv_source(self.conv2, h)
 
         # in_place=True: source rows are read where they are stored, not gathered per
         # batch (the layer reads them only in messages)
@@ -96,7 +93,7 @@ class NarrowingSAGE(nn.Module):
 
         # Layer 2 of 2: self.conv2 (SAGEConv).
         def layer_2(block, feat1, h1):
-            return _sage_conv_mean(self.conv2, block, feat1, h1, projected=True)
+            return _sage_conv_mean(self.conv2, block, feat1, h1)
 
         out = batches.map(
             layer_2,
@@ -108,7 +105,7 @@ class NarrowingSAGE(nn.Module):
         return batches.result(out, nodes=nodes)
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 99f5ad33f4c1 -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 24c02cf33e2d -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -126,15 +123,26 @@ class NarrowingSAGE(nn.Module):
 # ----------------------------------------------------------------------------------------------
 
 
-def _sage_conv_mean(conv, block, feat_src, feat_dst, projected, edge_weight=None):
+def _sage_conv_source(conv, feat):
+    """SAGEConv's work on each source row, once per node, decided as DGL's SAGEConv decides
+    it (lin_before_mp: in_src_feats > out_feats): fc_neigh where the layer narrows, so that
+    the mean runs on the narrower rows; else none, the rows themselves (a layer that returns
+    them beside its own result returns one tensor twice: the runtime stores it once)."""
+    if conv._in_src_feats > conv._out_feats:
+        return conv.fc_neigh(feat)
+    return feat
+
+
+def _sage_conv_mean(conv, block, feat_src, feat_dst, edge_weight=None):
     """SAGEConv(aggregator_type="mean").forward on a block, its steps in place on the new
     tensor of the mean (on a CPU a new batch-sized tensor costs more to touch than the
-    arithmetic on it). projected: feat_src is fc_neigh(source rows), computed once per node.
+    arithmetic on it). feat_src: the source rows as _sage_conv_source gives them
+    (fc_neigh applied where the layer narrows), or the rows themselves where it does not.
     """
     h, in_degrees = _in_edge_sum(block, feat_src, edge_weight)
     in_degrees = block.in_degrees() if in_degrees is None else in_degrees
     h /= in_degrees.clamp(min=1).to(h).view(-1, 1)  # DGL's mean over in-edges
-    if not projected:
+    if not conv._in_src_feats > conv._out_feats:  # DGL's lin_before_mp: fc_neigh after
         h = conv.fc_neigh(h)
     h += conv.fc_self(feat_dst)
     if conv.activation is not None:
@@ -188,7 +196,7 @@ def _in_edge_sum(block, feat_src, edge_weight=None, source_weight=None):
     return dgl.ops.u_mul_e_sum(block, feat_src, edge_weight), None
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 f8f938a1c573 -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 1432e8a959ce -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
 # that inference hands each layer's function to, and what it uses, its imports first. It is
 # identical in every module of this version and variant, and holds no model-specific code (the
@@ -613,13 +621,17 @@ class _FullNeighbourBatches:
             edge_ids = block.edata[dgl.EID] if per_edge else None
             del block, rows  # before the next batch is made: one batch's rows at a time
             if outputs is None:  # each result's width and dtype, from the first batch
-                outputs = [
-                    self._output(
-                        r, self.num_edges if i in per_edge else self.num_nodes, i, nodes
-                    )
-                    for i, r in enumerate(results)
-                ]
+                # a result the layer returns twice (SAGEConv's source step where it does
+                # nothing: the rows themselves) is stored once, and returned for both
+                same = [[id(s) for s in results].index(id(r)) for r in results]
+                outputs = []
+                for i, r in enumerate(results):
+                    count = self.num_edges if i in per_edge else self.num_nodes
+                    unique = same[i] == i
+                    outputs.append(self._output(r, count, i, nodes) if unique else None)
             for i, (out, r) in enumerate(zip(outputs, results)):
+                if out is None:  # stored as the same result before it
+                    continue
                 if i in per_edge:
                     out[edge_ids.to(out.device)] = r.to(out.device)
                 elif isinstance(dst_nodes, slice):
@@ -630,7 +642,7 @@ class _FullNeighbourBatches:
         if self.device.type == "cuda":
             # the copies are in `outputs`
             torch.cuda.current_stream(self.device).synchronize()
-        outputs = iter(outputs)
+        outputs = iter([outputs[j] for j in same])
         outputs = [
             next(outputs) if n is None else [next(outputs) for _ in range(n)]
             for n in lists
@@ -1871,18 +1883,24 @@ class _DistributedBatches(_FullNeighbourBatches):
             raise
         self._agree()
         results, _ = first
-        outputs = [outputs_like(i, r) for i, r in enumerate(results)]
+        # a result returned twice is stored once (_FullNeighbourBatches.map)
+        same = [[id(s) for s in results].index(id(r)) for r in results]
+        outputs = [
+            outputs_like(i, r) if same[i] == i else None for i, r in enumerate(results)
+        ]
         try:
             for batch in batches:
                 results, where = first if first is not None else run(batch)
                 first = None
                 for out, r, rows in zip(outputs, results, where):
-                    out[rows] = r.cpu()
+                    if out is not None:
+                        out[rows] = r.cpu()
                 del results, r
         except Exception:
             self._agree(failed=True)
             raise
         self._agree()
+        outputs = [outputs[j] for j in same]
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def _flush(self):

@@ -11,7 +11,8 @@ from types import SimpleNamespace
 
 import dgl
 
-from gnn_codegen.render.runtime_section import HELPERS, framed
+from gnn_codegen.render.runtime_module import DIST_RUNTIME
+from gnn_codegen.render.runtime_section import HELPERS, framed, runtime_helpers
 from gnn_codegen.render.templating import render_template
 
 # The tests that prove the helpers (each against DGL's module, and every example against forward);
@@ -62,3 +63,13 @@ def under_banner(helpers: str, version: str, runtime_follows: bool = True) -> st
     if not helpers.strip():
         return ""
     return banner(version, runtime_follows) + "\n\n" + helpers.strip("\n")  # as the runtime's
+
+
+def render_helpers(runtime: str, sections: set[str], names: dict[str, str], version: str,
+                   block_as_graph: str = "", dist_runtime: str = DIST_RUNTIME) -> str:
+    """What the module adds after the class: the helpers its layers call (the written-out
+    convolutions' sections, `block_as_graph` where the code calls it: block_as_graph.py) under
+    their banner (helpers_section.py), then the runtime under its banner (runtime_section.py),
+    one text in every module."""
+    return runtime_helpers(under_banner(model_helpers(sections, names, block_as_graph), version), version, runtime,
+                           render_template("batches.py.j2", runtime=runtime, dist_runtime=dist_runtime))

@@ -26,8 +26,7 @@ from gnn_codegen.cut.plan import Plan, Stage, inline_ops
 from gnn_codegen.render.layer import LayerWriter
 from gnn_codegen.render import type_offsets as by_type
 from gnn_codegen.render.runtime_module import DIST_RUNTIME, RUNTIME, imported
-from gnn_codegen.render.helpers_section import model_helpers, under_banner
-from gnn_codegen.render.runtime_section import runtime_helpers
+from gnn_codegen.render.helpers_section import model_helpers, render_helpers, under_banner
 from gnn_codegen.render.templating import render_template
 from gnn_codegen.render.stored_names import source_only
 from gnn_codegen.render.user_layers import parts
@@ -44,7 +43,7 @@ from gnn_codegen.render.normed_twice import said_twice
 from gnn_codegen.render.activation_test import unset_said
 from gnn_codegen.render.method_doc import MethodDocstring
 from gnn_codegen.render.module_functions import fold_module_calls
-from gnn_codegen.render.state_starts import state_starts
+from gnn_codegen.render.state_starts import with_states_started
 from gnn_codegen.render.value_names import bound, uncounted
 from gnn_codegen.render.preamble import Preamble
 
@@ -378,29 +377,12 @@ class Renderer(BufferNames, LayerCalls, Preamble, MethodDocstring):
                               self.dist_runtime)
 
 
-def render_helpers(runtime: str, sections: set[str], names: dict[str, str], version: str,
-                   block_as_graph: str = "", dist_runtime: str = DIST_RUNTIME) -> str:
-    """What the module adds after the class: the helpers its layers call (the written-out
-    convolutions' sections, `block_as_graph` where the code calls it: block_as_graph.py) under
-    their banner (helpers_section.py), then the runtime under its banner (runtime_section.py),
-    one text in every module."""
-    return runtime_helpers(under_banner(model_helpers(sections, names, block_as_graph), version), version, runtime,
-                           render_template("batches.py.j2", runtime=runtime, dist_runtime=dist_runtime))
-
-
 def render(program: Program, attrs: Attributes, plan: Plan, module_names: set[str],
            header: dict[str, Any]) -> Rendered:
     r = Renderer(program, attrs, plan, module_names, header.get("runtime_module"), header.get("built"))
     method = r.method()
-    # a first layer that makes a state's start per batch (GeniePath's zero LSTM memory): with
-    # the start made before it, kept where the layer then opens a loop (state_starts.py)
-    starts = state_starts(program, attrs, plan, r.inline)
-    if starts is not None:
-        started = Renderer(starts.program, starts.attrs, starts.plan, module_names, header.get("runtime_module"),
-                           header.get("built"))
-        started_method = started.method()
-        if set(starts.first_layers) <= started.loop_starts:
-            r, method = started, started_method
+    r, method = with_states_started(program, attrs, plan, r, method, lambda *parts: Renderer(
+        *parts, module_names, header.get("runtime_module"), header.get("built")))  # GeniePath's zeros
     check_no_capture(method, r.reserved)
     imports, check = (imported(header["runtime_module"], RUNTIME, r.runtime, module_names | r.reserved, header["version"])
                       if header.get("runtime_module") else ((), ""))

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Callable
 
 from gnn_codegen.analysis.attributes import Attributes
 from gnn_codegen.analysis.sized_tensors import is_factory, row_count_of
@@ -222,3 +222,16 @@ def state_starts(program: Program, attrs: Attributes, plan: Plan, inline: frozen
         return None
     return StateStarts(replace(program, ops=tuple(ops)), replace(attrs, info=(*attrs.info, *added_info)),
                        replace(plan, stages=tuple(stages), stored=tuple(stored)), tuple(first_layers))
+
+
+def with_states_started(program: Program, attrs: Attributes, plan: Plan, first: Any, method: str,
+                        renderer: Callable[[Program, Attributes, Plan], Any]) -> tuple[Any, str]:
+    """The renderer and method to keep: `first`'s, or where a first layer makes a state's start
+    per batch (GeniePath's zero LSTM memory), those of the plan with the starts made before it
+    (renderer(...) makes one), kept where that layer then opens a loop."""
+    starts = state_starts(program, attrs, plan, first.inline)
+    if starts is None:
+        return first, method
+    started = renderer(starts.program, starts.attrs, starts.plan)
+    started_method = started.method()
+    return (started, started_method) if set(starts.first_layers) <= started.loop_starts else (first, method)

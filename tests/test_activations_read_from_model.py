@@ -68,7 +68,7 @@ def test_a_model_whose_attribute_holds_another_function_is_refused(monkeypatch: 
 
 @pytest.mark.parametrize("example, called", [
     ("appnp", "self.activation("), ("dagnn", "self.mlp[0].activation("), ("gcnii", "self.convs[i]._activation("),
-    ("chebnet", "self.layers[0].activation("), ("tagcn", "self.layers[0]._activation("),
+    ("chebnet", "self.layers[i].activation("), ("tagcn", "self.layers[i]._activation("),
     ("entity_classify", "self.layers[i].activation("),
 ])
 def test_the_goldens_call_the_activation_the_model_holds(example: str, called: str) -> None:
@@ -90,7 +90,7 @@ def test_an_activation_called_through_an_attribute_takes_no_inplace_keyword(
 
 
 @pytest.mark.parametrize("example, called", [
-    ("chebnet", "self.layers[0].activation("), ("tagcn", "self.layers[0]._activation("),
+    ("chebnet", "self.layers[i].activation("), ("tagcn", "self.layers[i]._activation("),
 ])
 def test_the_goldens_call_the_held_activation_without_inplace(example: str, called: str) -> None:
     method = _method((REPO / "generated_examples" / example / "generated.py").read_text())

@@ -234,6 +234,8 @@ class Program:
     # a function attribute some modules of a class hold and this one sets to None,
     # `self.layers[2].activation`: lower.module_lengths.unset_functions
     unset_functions: tuple[str, ...] = ()
+    # a function attribute its module's forward tests before calling it: lower.module_lengths
+    tested_functions: tuple[str, ...] = ()
     by_name: dict[str, Op] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -146,3 +146,25 @@ def test_a_result_returned_twice_is_stored_once(tmp_path: Path) -> None:
         assert torch.equal(h, 2 * x)
         if storage is not None:
             assert len([f for f in storage.iterdir() if f.suffix == ".npy"]) == 1
+
+
+def test_a_none_result_is_returned_as_none_and_stored_nowhere(tmp_path: Path) -> None:
+    """A loop's last layer returns `h, None` where the others return `h, h_src` (fewer_stored.py):
+    the runtime returns None for it and stores nothing for it (in memory, with storage=, and
+    for nodes=), so the loop's call binds the same names in every round."""
+    generated = _generate(tmp_path, _LOOPED, sizes=[6, 8, 8, 3])
+    assert "h, feat = batches.map(" in generated.source and "return h, None" in generated.source
+    module = import_source(generated.source, tmp_path)
+    model = generated.loaded.model
+    g = dgl.rand_graph(30, 90)
+    x = torch.randn(30, 6)
+    for storage, nodes in ((None, None), (tmp_path / "storage", None), (None, torch.tensor([2, 5, 7]))):
+        batches = module._FullNeighbourBatches(model, g, batch_size=7, device="cpu", max_memory=2**30,
+                                               progress=False, storage=storage)
+        h, none = batches.map(lambda block, x: (2 * x, None), destination_rows=dict(x=x), blocks=False,
+                              nodes=nodes)
+        assert none is None
+        rows = slice(None) if nodes is None else nodes
+        assert torch.equal(h[rows], 2 * x[rows])
+        if storage is not None:
+            assert len([f for f in storage.iterdir() if f.suffix == ".npy"]) == 1

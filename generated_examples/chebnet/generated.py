@@ -127,21 +127,20 @@ class ChebNet(nn.Module):
                 h_neigh = h_neigh * norm
                 t2 = -2 * re_norm * h_neigh + t1 * 2 * (re_norm - 1) - h
                 h = _linear_of_concatenation(self.layers[i].linear, [h, t1, t2])
-                h = self.layers[i].activation(h)
+                if self.layers[i].activation:  # as the module's forward tests it
+                    h = self.layers[i].activation(h)
                 # the last layer: no next one to prepare rows for
                 if i == len(self.layers) - 1:
-                    return h
+                    return h, None
                 return h, h * norm
 
-            stored = batches.map(
+            h, h_src = batches.map(
                 hop_2,
                 source_rows=dict(t1_src=t1_src),
                 destination_rows=dict(norm=norm, h=h, t1=t1),
                 in_place=True,
                 nodes=needed[2 * i + 2],
             )
-            # the last layer returns its result alone: no next layer reads rows from it
-            h, h_src = (stored, None) if i == len(self.layers) - 1 else stored
             del t1, t1_src
         return batches.result(h, nodes=nodes)
 
@@ -176,7 +175,7 @@ def _linear_of_concatenation(linear, parts):
     return out
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 1432e8a959ce -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 2aebdde9eaa9 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
 # that inference hands each layer's function to, and what it uses, its imports first. It is
 # identical in every module of this version and variant, and holds no model-specific code (the
@@ -570,7 +569,8 @@ class _FullNeighbourBatches:
         Its results (a tensor or a tuple), on the host: returns says what each has a row
         per, "nodes" (g's nodes, the batch's destinations: all of them where returns is
         None) or "edges" (g's edges, the batch's in-edges). A result may be a list of
-        tensors with a row per node (one per graph of a list): a list is returned for it.
+        tensors with a row per node (one per graph of a list): a list is returned for it;
+        or None in every batch (a loop's last layer, which stores less): None is returned.
         in_place: the layer reads source rows only in messages, so they are read where they
         are on `device`, not gathered per batch (moved there at once where they fit in half
         its free memory: on a GPU, gathering each batch's rows on the host took 98% of the
@@ -608,9 +608,10 @@ class _FullNeighbourBatches:
                 for i, r in enumerate(results):
                     count = self.num_edges if i in per_edge else self.num_nodes
                     unique = same[i] == i
-                    outputs.append(self._output(r, count, i, nodes) if unique else None)
+                    stored = unique and r is not None  # None: the layer stores none here
+                    outputs.append(self._output(r, count, i, nodes) if stored else None)
             for i, (out, r) in enumerate(zip(outputs, results)):
-                if out is None:  # stored as the same result before it
+                if out is None:  # None, or stored as the same result before it
                     continue
                 if i in per_edge:
                     out[edge_ids.to(out.device)] = r.to(out.device)
@@ -1866,7 +1867,8 @@ class _DistributedBatches(_FullNeighbourBatches):
         # a result returned twice is stored once (_FullNeighbourBatches.map)
         same = [[id(s) for s in results].index(id(r)) for r in results]
         outputs = [
-            outputs_like(i, r) if same[i] == i else None for i, r in enumerate(results)
+            outputs_like(i, r) if same[i] == i and r is not None else None
+            for i, r in enumerate(results)
         ]
         try:
             for batch in batches:

@@ -552,7 +552,7 @@ def _once_for(tensors, compute):
 _once_for_values = torch.utils.weak.WeakIdKeyDictionary()
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 6630955107c8 -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 9bd7d28d6153 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _HeteroBatches, the batch loop that
 # inference hands each layer's function to, and what it uses, its imports first. It is identical
 # in every module of this version and variant, and holds no model-specific code (the model's
@@ -2296,7 +2296,8 @@ class _DistHeteroBatches(_HeteroBatches):
         # a result returned twice is stored once (_FullNeighbourBatches.map)
         same = [[id(s) for s in results].index(id(r)) for r in results]
         outputs = [
-            outputs_like(i, r) if same[i] == i else None for i, r in enumerate(results)
+            outputs_like(i, r) if same[i] == i and r is not None else None
+            for i, r in enumerate(results)
         ]
         try:
             for batch in batches:

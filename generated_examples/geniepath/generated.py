@@ -121,7 +121,7 @@ class GeniePath(nn.Module):
                 x, h, c = _lstm_step(self.layers[i].depth_func, x, h, c)
                 # the last layer: what forward does after the loop, not the next layer's work
                 if i == len(self.layers) - 1:
-                    return self.linear2(x)
+                    return self.linear2(x), None, None, None, None
                 # self.layers[i + 1].breadth_func's fc and attention term on each source row, once
                 # per node
                 feat, el = _gat_conv_source(self.layers[i + 1].breadth_func, x)
@@ -129,18 +129,12 @@ class GeniePath(nn.Module):
 
             # in_place=True: source rows are read where they are stored, not gathered per
             # batch (the layer reads them only in messages)
-            stored = batches.map(
+            x, h, c, feat, el = batches.map(
                 layer_i,
                 source_rows=dict(feat=feat, el=el),
                 destination_rows=dict(h=h, c=c, x=x, feat_dst=feat),
                 in_place=True,
                 nodes=needed[i + 1],
-            )
-            # the last layer returns its result alone: no next layer reads rows from it
-            x, h, c, feat, el = (
-                (stored, None, None, None, None)
-                if i == len(self.layers) - 1
-                else stored
             )
         return batches.result(x, nodes=nodes)
 
@@ -267,7 +261,7 @@ def _check_in_degrees(conv, block, in_degrees=None):
         )
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 1432e8a959ce -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 2aebdde9eaa9 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
 # that inference hands each layer's function to, and what it uses, its imports first. It is
 # identical in every module of this version and variant, and holds no model-specific code (the
@@ -661,7 +655,8 @@ class _FullNeighbourBatches:
         Its results (a tensor or a tuple), on the host: returns says what each has a row
         per, "nodes" (g's nodes, the batch's destinations: all of them where returns is
         None) or "edges" (g's edges, the batch's in-edges). A result may be a list of
-        tensors with a row per node (one per graph of a list): a list is returned for it.
+        tensors with a row per node (one per graph of a list): a list is returned for it;
+        or None in every batch (a loop's last layer, which stores less): None is returned.
         in_place: the layer reads source rows only in messages, so they are read where they
         are on `device`, not gathered per batch (moved there at once where they fit in half
         its free memory: on a GPU, gathering each batch's rows on the host took 98% of the
@@ -699,9 +694,10 @@ class _FullNeighbourBatches:
                 for i, r in enumerate(results):
                     count = self.num_edges if i in per_edge else self.num_nodes
                     unique = same[i] == i
-                    outputs.append(self._output(r, count, i, nodes) if unique else None)
+                    stored = unique and r is not None  # None: the layer stores none here
+                    outputs.append(self._output(r, count, i, nodes) if stored else None)
             for i, (out, r) in enumerate(zip(outputs, results)):
-                if out is None:  # stored as the same result before it
+                if out is None:  # None, or stored as the same result before it
                     continue
                 if i in per_edge:
                     out[edge_ids.to(out.device)] = r.to(out.device)
@@ -1957,7 +1953,8 @@ class _DistributedBatches(_FullNeighbourBatches):
         # a result returned twice is stored once (_FullNeighbourBatches.map)
         same = [[id(s) for s in results].index(id(r)) for r in results]
         outputs = [
-            outputs_like(i, r) if same[i] == i else None for i, r in enumerate(results)
+            outputs_like(i, r) if same[i] == i and r is not None else None
+            for i, r in enumerate(results)
         ]
         try:
             for batch in batches:

@@ -324,7 +324,7 @@ def _in_edge_sum(block, feat_src, edge_weight=None, source_weight=None):
     return dgl.ops.u_mul_e_sum(block, feat_src, edge_weight), None
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 1432e8a959ce -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 2aebdde9eaa9 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
 # that inference hands each layer's function to, and what it uses, its imports first. It is
 # identical in every module of this version and variant, and holds no model-specific code (the
@@ -718,7 +718,8 @@ class _FullNeighbourBatches:
         Its results (a tensor or a tuple), on the host: returns says what each has a row
         per, "nodes" (g's nodes, the batch's destinations: all of them where returns is
         None) or "edges" (g's edges, the batch's in-edges). A result may be a list of
-        tensors with a row per node (one per graph of a list): a list is returned for it.
+        tensors with a row per node (one per graph of a list): a list is returned for it;
+        or None in every batch (a loop's last layer, which stores less): None is returned.
         in_place: the layer reads source rows only in messages, so they are read where they
         are on `device`, not gathered per batch (moved there at once where they fit in half
         its free memory: on a GPU, gathering each batch's rows on the host took 98% of the
@@ -756,9 +757,10 @@ class _FullNeighbourBatches:
                 for i, r in enumerate(results):
                     count = self.num_edges if i in per_edge else self.num_nodes
                     unique = same[i] == i
-                    outputs.append(self._output(r, count, i, nodes) if unique else None)
+                    stored = unique and r is not None  # None: the layer stores none here
+                    outputs.append(self._output(r, count, i, nodes) if stored else None)
             for i, (out, r) in enumerate(zip(outputs, results)):
-                if out is None:  # stored as the same result before it
+                if out is None:  # None, or stored as the same result before it
                     continue
                 if i in per_edge:
                     out[edge_ids.to(out.device)] = r.to(out.device)
@@ -2014,7 +2016,8 @@ class _DistributedBatches(_FullNeighbourBatches):
         # a result returned twice is stored once (_FullNeighbourBatches.map)
         same = [[id(s) for s in results].index(id(r)) for r in results]
         outputs = [
-            outputs_like(i, r) if same[i] == i else None for i, r in enumerate(results)
+            outputs_like(i, r) if same[i] == i and r is not None else None
+            for i, r in enumerate(results)
         ]
         try:
             for batch in batches:

@@ -10,6 +10,10 @@ so the value read at run time is this one."""
 
 from __future__ import annotations
 
+import inspect
+import re
+from functools import lru_cache
+
 import torch.nn as nn
 
 from gnn_codegen.lower.accessors import accessor
@@ -51,3 +55,23 @@ def unset_functions(model: nn.Module) -> tuple[str, ...]:
             name for name, value in vars(module).items() if callable(value) and not isinstance(value, nn.Module))
     return tuple(f"{accessor(model, path)}.{name}" for path, module in model.named_modules() if path
                  for name, value in vars(module).items() if value is None and name in held[type(module)])
+
+
+def tested_functions(model: nn.Module) -> tuple[str, ...]:
+    """`self.layers[0].activation` for each function a submodule holds under a name its class's
+    forward tests before calling (`if self.activation:`, `if self._activation is not None:`,
+    as DGL's ChebConv and TAGConv do): a loop calls it under the same test
+    (render/activation_test.py), which reads as the module's forward."""
+    return tuple(f"{accessor(model, path)}.{name}" for path, module in model.named_modules() if path
+                 for name, value in vars(module).items()
+                 if value is not None and callable(value) and not isinstance(value, nn.Module)
+                 and name in _tested_in_forward(type(module)))
+
+
+@lru_cache(maxsize=None)
+def _tested_in_forward(cls: type) -> frozenset[str]:
+    try:
+        source = inspect.getsource(cls.forward)
+    except (OSError, TypeError):  # no source: nothing said of it
+        return frozenset()
+    return frozenset(re.findall(r"\bif\s+self\.(\w+)\s*(?::|is not None\s*:)", source))

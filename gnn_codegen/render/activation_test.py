@@ -53,3 +53,23 @@ def unset_said(body: list[str], modules: list[str], unset: tuple[str, ...]) -> l
     # within 88 columns in a function of the method's body (indented 12)
     text = textwrap.wrap(f"as the layer's forward tests it: {named} in this model, so none is applied", 88 - 12 - 2)
     return [*body[:-1], *(f"# {line}" for line in text), body[-1]]
+
+
+def forward_tested(body: list[str], counter: str, index: int, tested: tuple[str, ...]) -> list[str]:
+    """A loop's body with each `x = self.L[i].A(x)` whose module's forward tests A before
+    calling it (lower/module_lengths.tested_functions: ChebConv's `if self.activation:`)
+    under the same test, so that the loop reads as DGL's forward, not as a call that forgot
+    the test; one already tested (activation_tested) as it is."""
+    out: list[str] = []
+    for line in body:
+        applied = re.fullmatch(rf"(\s*)(\w+) = (self(?:\.\w+)+)\[{re.escape(counter)}\]\.(\w+)\((\w+)\)", line)
+        if applied is None or applied.group(2) != applied.group(5) or out and out[-1].strip().startswith("if "):
+            out.append(line)
+            continue
+        indent, path, attribute = applied.group(1), applied.group(3), applied.group(4)
+        if f"{path}[{index}].{attribute}" not in tested:
+            out.append(line)
+            continue
+        out += [f"{indent}if {path}[{counter}].{attribute}:  # as the module's forward tests it",
+                f"    {line}"]
+    return out

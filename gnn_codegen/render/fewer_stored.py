@@ -1,23 +1,22 @@
-"""Render, the call of a loop whose last layer stores fewer tensors than the others (issue 37):
-every layer of a ChebConv or TAGConv stack but the last stores its result and the rows the
-next layer sends from (`h, h_src`), the last its result alone. The loop calls one function
-for all, which returns the one tensor in the last round; the call binds the others' names
-from what it returns, the names the last does not store to None (nothing reads them after
-it), so that the loop reads as the user's, one call per layer."""
+"""Render, a loop whose last layer stores fewer tensors than the others (issue 37): every layer
+of a ChebConv, TAGConv or SAGEConv stack but the last stores its result and the rows the next
+layer sends from (`h, h_src`), the last its result alone. The loop calls one function for all:
+in the last round it returns its result and None for each tensor it does not store (the
+runtime's map returns None for a None result), so the loop's call binds the same names in
+every round, `h, h_src = batches.map(...)`, as the user's loop reads, one call per layer."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import replace
+
+from gnn_codegen.render.last_copies import Ending
 
 
-def fewer_stored(targets: str, call: str, stores: tuple[str, ...] | list[str], count: int, last: str,
-                 take: Callable[[str], str]) -> list[str]:
-    """The lines that bind `targets` (the others' stores) from `call`: in the round where
-    `last` holds, the first `count` from what it returns, the rest None."""
-    stored = take("stored")
-    returned = stored if count == 1 else f"*{stored}"
-    nones = ", ".join(["None"] * (len(stores) - count))
-    return [f"    {stored} = {call}",
-            f"    # the last layer returns {'its result' if count == 1 else 'fewer'} alone: no next layer "
-            "reads rows from it",
-            f"    {targets} = ({returned}, {nones}) if {last} else {stored}"]
+def padded(ending: Ending, count: int, total: int) -> Ending:
+    """The last layer's ending returning its `count` tensors and None for the rest of the
+    `total` the others return: `return h` -> `return h, None`."""
+    lines = list(ending.last)
+    at = max(i for i, line in enumerate(lines) if line.lstrip().startswith("return "))
+    nones = ", None" * (total - count)
+    lines[at:] = ["".join(line if i == 0 else " " + line.strip() for i, line in enumerate(lines[at:])) + nones]
+    return replace(ending, last=tuple(lines))

@@ -100,19 +100,30 @@ def returning_lists(lists: dict[int, list[RowList]], stages: list[Stage],
 def _returning_lists(function: "LayerFunction", stores: list[str] | tuple[str, ...],
                      lists: list[RowList]) -> "LayerFunction":
     try:
-        last = ast.parse(textwrap.dedent("\n".join(function.body[-1:])).strip())
+        tree = ast.parse(textwrap.dedent("\n".join(function.body)))
     except SyntaxError:
-        last = None
-    statement = last.body[0] if last is not None and len(last.body) == 1 else None
+        tree = None
+    statement = tree.body[-1] if tree is not None and tree.body else None
     elements = statement.value.elts if isinstance(statement, ast.Return) and isinstance(statement.value, ast.Tuple) else []
-    names = [e.id for e in elements if isinstance(e, ast.Name)]
-    if len(names) != len(elements) or len(names) != len(stores):  # a name per stored value: written so
-        raise internal(f"{function.name} returns no tuple of a name per stored value")
+    if statement is None or len(elements) != len(stores):  # a value per stored tensor: written so
+        raise internal(f"{function.name} returns no tuple of a value per stored tensor")
+    start = statement.lineno - 1  # the return's first line (a long one spans several)
+    indent = function.body[start][: len(function.body[start]) - len(function.body[start].lstrip())]
+    # a value the return computes (`return _graph_conv_source(...), ...`) is named first
+    taken = {w for line in function.body for w in re.findall(r"\b\w+\b", line)}
+    names, bound = [], []
+    for element in elements:
+        if isinstance(element, ast.Name):
+            names.append(element.id)
+            continue
+        name = next(f"rows_{k}" for k in range(len(taken) + 1) if f"rows_{k}" not in taken)
+        taken.add(name)
+        names.append(name)
+        bound.append(f"{indent}{name} = {ast.unparse(element)}")
     local = dict(zip(stores, names))
     results = _grouped(stores, lists, lambda v: local[v] if isinstance(v, str)
                        else "[" + ", ".join(local[item] for item in v.values) + "]")
-    indent = function.body[-1][: len(function.body[-1]) - len(function.body[-1].lstrip())]
-    body = [*function.body[:-1], f"{indent}return {', '.join(results)}"]
+    body = [*function.body[:start], *bound, f"{indent}return {', '.join(results)}"]
     folded = looped(body, lists, local)
     return replace(function, body=folded if folded is not None else body)
 

@@ -148,7 +148,11 @@ def split(regular: list[str] | tuple[str, ...], last: list[str] | tuple[str, ...
 
 
 def _returns_a_name(lines: list[str] | tuple[str, ...]) -> bool:
-    return len(lines) == 1 and lines[0].strip().startswith("return ") and lines[0].strip()[7:].isidentifier()
+    """`return h`, or `return h, None` (a last layer that stores less: fewer_stored.py)."""
+    returned = lines[0].strip()[7:] if len(lines) == 1 and lines[0].strip().startswith("return ") else ""
+    while returned.endswith(", None"):
+        returned = returned.removesuffix(", None")
+    return returned.isidentifier()
 
 
 def merged(body: list[str], ending: Ending, condition: str) -> list[str]:

@@ -10,9 +10,9 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
-from gnn_codegen.render.activation_test import activation_tested
+from gnn_codegen.render.activation_test import activation_tested, forward_tested
 from gnn_codegen.render.last_copies import merged
-from gnn_codegen.render.fewer_stored import fewer_stored
+from gnn_codegen.render.fewer_stored import padded
 from gnn_codegen.render.layer_loops import LayerLoop, fold
 from gnn_codegen.render.period_loops import fold_periods
 from gnn_codegen.render.map_bindings import map_bindings
@@ -130,15 +130,17 @@ class LayerCalls:
             tested = activation_tested(function.body, ending, counter, last + base, self.program.unset_functions)
             if tested is not None:
                 function, ending = replace(function, body=tested[0]), tested[1]
+            if loop.last_stores:  # `return h, None`: the others' h, h_src (fewer_stored.py)
+                ending = padded(ending, loop.last_stores, len(stored_by))
             function = replace(function, body=merged(function.body, ending, f"{counter} == {_less_one(stop)}"))
+        if loop.indexed:  # `if self.layers[i].activation:` where the module's forward tests it
+            function = replace(function, body=forward_tested(function.body, counter, last + base,
+                                                             self.program.tested_functions))
         header = [*starts, f"for {counter} in {_spelled_range(first + base, stop)}:"]
         if first + base == 0 and first == 1 and last == self.plan.num_layers and not stop.isdigit():
             self.layer_count = stop  # every layer in it: `needed` counts them as it does (preamble.py)
         said = [f"    {line}" for line in self._in_place_comment(function)]
         body = [*said, f"    {targets} = {call}", *appends]
-        if loop.last_stores:  # `h, h_src = (stored, None) if i == 2 else stored`
-            body = [*said, *fewer_stored(targets, call, stored_by, loop.last_stores, f"{counter} == {_less_one(stop)}",
-                                         self.names.take)]
         return function, which, header if in_loop else [], body if in_loop else [*header, *body]
 
     def _nodes_from_here(self, runs: list[tuple[Stage, LayerWriter]], folded: dict[str, str] | None = None

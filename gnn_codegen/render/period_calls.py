@@ -10,9 +10,9 @@ from dataclasses import replace
 from typing import Any
 
 from gnn_codegen.cut.plan import Stage
-from gnn_codegen.render.activation_test import activation_tested
+from gnn_codegen.render.activation_test import activation_tested, forward_tested
 from gnn_codegen.render.code import comment
-from gnn_codegen.render.fewer_stored import fewer_stored
+from gnn_codegen.render.fewer_stored import padded
 from gnn_codegen.render.last_copies import merged
 from gnn_codegen.render.module_index import spelled_stop, uses_name
 from gnn_codegen.render.normed_twice import said_twice
@@ -70,7 +70,12 @@ def period_stages(r: Renderer, loop: PeriodLoop, runs: list[tuple[Stage, Any]], 
                                        r.program.unset_functions)
             if tested is not None:
                 function, ending = replace(function, body=tested[0]), tested[1]
+            if loop.last_stores:  # `return h, None`: the others' h, h_src (fewer_stored.py)
+                ending = padded(ending, loop.last_stores, len(stage.stores))
             function = replace(function, body=merged(function.body, ending, f"{counter} == {last_index}"))
+        # `if self.layers[i].activation:` where the module's forward tests it
+        function = replace(function, body=forward_tested(function.body, counter, loop.base + loop.groups - 1,
+                                                         r.program.tested_functions))
         function = replace(function, body=said_twice(function.body))  # `h * norm` after `h = h * norm`
         if uses_name(function, counter):  # its module's index, bound where it is made: no closure reads it
             function = replace(function, params=[*function.params, f"{counter}={counter}"])
@@ -81,9 +86,6 @@ def period_stages(r: Renderer, loop: PeriodLoop, runs: list[tuple[Stage, Any]], 
         targets = ", ".join(r.buffer[v] for v in stage.stores)
         said = [f"{_PAD}{line}" for line in r._in_place_comment(function)]
         body = [*said, f"{_PAD}{targets} = {call}"]
-        if ending_here and loop.last_stores:  # `h, h_src = (stored, None) if i == 1 else stored`
-            body = [*said, *fewer_stored(targets, call, stage.stores, loop.last_stores,
-                                         f"{counter} == {last_index}", r.names.take)]
         if loop.frees[j]:
             body.append(f"{_PAD}del {', '.join(loop.frees[j])}")
         if j == loop.period - 1 and frees_after and not last:

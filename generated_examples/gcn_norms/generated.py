@@ -247,7 +247,7 @@ def _in_edge_sum(block, feat_src, edge_weight=None, source_weight=None):
     return dgl.ops.u_mul_e_sum(block, feat_src, edge_weight), None
 
 
-# --- gnn-codegen runtime 0.1.0, sha256 2aebdde9eaa9 -------------------------------------------
+# --- gnn-codegen runtime 0.1.0, sha256 fe041b82c3e8 -------------------------------------------
 # Everything below this banner is gnn-codegen's runtime: _FullNeighbourBatches, the batch loop
 # that inference hands each layer's function to, and what it uses, its imports first. It is
 # identical in every module of this version and variant, and holds no model-specific code (the
@@ -680,7 +680,8 @@ class _FullNeighbourBatches:
                 for i, r in enumerate(results):
                     count = self.num_edges if i in per_edge else self.num_nodes
                     unique = same[i] == i
-                    stored = unique and r is not None  # None: the layer stores none here
+                    # None: the layer stores none here
+                    stored = unique and r is not None
                     outputs.append(self._output(r, count, i, nodes) if stored else None)
             for i, (out, r) in enumerate(zip(outputs, results)):
                 if out is None:  # None, or stored as the same result before it

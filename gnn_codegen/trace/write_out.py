@@ -247,6 +247,7 @@ def _graph_conv(graph: fx.Graph, node: fx.Node, module: torch.nn.Module, call: _
 
 
 _LOOPED = "gnn_codegen_looped"  # node.meta: a module call from a line that calls others too
+_AFTER_LOOPED = "gnn_codegen_after_looped"  # ... or one reading such a call's rows (_made_by_looped)
 
 
 def _mark_looped(graph: fx.Graph, graphs: set[fx.Node]) -> None:
@@ -261,6 +262,10 @@ def _mark_looped(graph: fx.Graph, graphs: set[fx.Node]) -> None:
     for node in calls:
         if len(modules_of.get(node.stack_trace or "", ())) > 1:
             node.meta[_LOOPED] = True
+    for node in calls:  # before any call is written out (its meta goes with it)
+        if not node.meta.get(_LOOPED) and any(_made_by_looped(a, graphs) for a in node.all_input_nodes
+                                              if a not in graphs):
+            node.meta[_AFTER_LOOPED] = True
 
 
 def _sent_on_alone(call: _Call, node: fx.Node) -> bool:
@@ -274,7 +279,7 @@ def _sent_on_alone(call: _Call, node: fx.Node) -> bool:
     rows, returned beside themselves, are stored once by the runtime), and the cut places it
     where the rows are made (their bytes stored, and less work than per batch). Layers written
     out one by one get none: no loop to fold, and a step that does nothing is noise there."""
-    if not node.meta.get(_LOOPED):
+    if not (node.meta.get(_LOOPED) or node.meta.get(_AFTER_LOOPED)):
         return False
     src = call.src
     if not isinstance(src, fx.Node) or src.op not in ("call_function", "call_method", "call_module"):
@@ -289,6 +294,25 @@ def _sent_on_alone(call: _Call, node: fx.Node) -> bool:
             return False
         src = src.args[0]
     return True
+
+
+def _made_by_looped(value: Any, graphs: set[fx.Node]) -> bool:
+    """Whether the rows come from a module call of the user's loop through work on rows alone
+    (the loop's last round, `h = F.relu(self.norms[i](layer(g, h)))`, read by a layer written
+    after the loop, `self.layers[-1](g, h)`): that round ends with the step as the others do."""
+    seen: set[fx.Node] = set()
+    todo = [value] if isinstance(value, fx.Node) else []
+    while todo and len(seen) < 64:  # a round's own ops, not the whole forward
+        node = todo.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        if node.meta.get(_LOOPED):
+            return True
+        if node.op == "call_module" and node.args and node.args[0] in graphs:
+            continue  # another layer's call, not the loop's: what it read is not this round's
+        todo.extend(node.all_input_nodes)
+    return False
 
 
 def _submodule(node: fx.Node) -> torch.nn.Module | None:

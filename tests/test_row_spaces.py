@@ -40,7 +40,7 @@ def test_destination_rows_are_sliced_from_source_rows_not_reloaded() -> None:
     calls = ["".join(layer.split()) for layer in (layer1, layer2)]
     assert ("batches.map(layer_1,source_rows=dict(x=x),destination_rows=dict(x_dst=x),in_place=True,"
             "nodes=needed[1],)") in calls[0]
-    assert "self.skip(x_dst)" in layer1 and "block, x, x_dst, projected=False)" in layer1
+    assert "self.skip(x_dst)" in layer1 and "block, x, x_dst)" in layer1
     assert ("batches.map(layer_2,source_rows=dict(h1=h1),destination_rows=dict(out_degrees=out_degrees,"
             "h1_dst=h1),nodes=needed[2],)") in calls[1]
     assert "h1_dst + self.layers[1](block, h1)" in layer2

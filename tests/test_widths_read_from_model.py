@@ -38,7 +38,7 @@ def test_a_views_width_is_the_attribute_its_line_names(monkeypatch: pytest.Monke
 
 def test_a_states_width_is_the_attribute_its_line_names(monkeypatch: pytest.MonkeyPatch) -> None:
     method = _generate("ZeroState", '{"in_size": 8, "hid_size": 6, "out_size": 3}', monkeypatch)
-    assert "torch.zeros(x.shape[0],self.hid_dim)" in method, method
+    assert "torch.zeros(x.shape[0],self.hid_dim,device=device)" in method, method  # made where it goes
 
 
 @pytest.mark.parametrize("heads, size, spelled", [(2, 5, True), (4, 4, False)])
@@ -71,11 +71,11 @@ def test_linear_of_concatenation_is_the_linear_of_the_concatenation(widths: tupl
 
 def test_a_move_onto_the_device_it_is_on_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
     """norm.to(h.device) of a norm computed in a layer: no move (every example is checked on the
-    simulated GPU, inputs on the host, before it is written); a state made on the host by
-    torch.zeros keeps its move."""
+    simulated GPU, inputs on the host, before it is written); a state torch.zeros makes is
+    made on the device (`device=device`), not moved there."""
     method = _generate("NormMovedToFeatures", '{"in_size": 8, "out_size": 3}', monkeypatch)
     assert ".to(device)" not in method and "pow(-0.5)" in method
-    assert "torch.zeros(x.shape[0],self.hid_dim).to(device)" in _generate(
+    assert "torch.zeros(x.shape[0],self.hid_dim,device=device)" in _generate(
         "ZeroState", '{"in_size": 8, "hid_size": 6, "out_size": 3}', monkeypatch)
 
 

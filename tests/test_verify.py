@@ -41,8 +41,8 @@ def test_a_module_that_differs_from_forward_is_refused(monkeypatch: pytest.Monke
 def test_generated_code_that_raises_names_its_line_and_the_users() -> None:
     """As if the renderer lost layer 1's block: its first line fails."""
     generated = generate_case(CASES_BY_NAME["sage"])
-    first = "        def layer_1(block, x, x_dst):\n"
-    broken = generated.source.replace(first, first + "            block = None\n", 1)
+    first = "            def layer_i(block, feat, h, i=i):\n"  # the one loop over the layers
+    broken = generated.source.replace(first, first + "                block = None\n", 1)
     assert broken != generated.source
     with pytest.raises(CheckFailedError) as caught:
         check(generated.__class__(**{**generated.__dict__, "source": broken}), num_nodes=100)
@@ -50,7 +50,7 @@ def test_generated_code_that_raises_names_its_line_and_the_users() -> None:
     # the helper's first use of the block: DGL's graph, or the in-edge sum's look at its types
     assert re.match(r"the generated inference raised AttributeError \('NoneType' object has no "
                     r"attribute '(_graph|canonical_etypes)'\) at generated line ", message), message
-    assert "(`h = _sage_conv_mean(self.layers[0], block, x, x_dst, projected=False)`)" in message
+    assert "(`h = _sage_conv_mean(self.layers[i], block, feat, h)`)" in message
     assert "which computes generated_examples/sage/model.py:28 (`h = layer(block, h)`)" in message
     assert "Nothing was written" in message
 

@@ -371,6 +371,8 @@ def _neighbours_named(function: LayerFunction, ending: Ending | None, names: set
             continue
         local = found.group(1)
         base = re.sub(r"_\d+$", "", local)
+        if local in function.params:  # it rebinds a parameter read before it: every read would move
+            continue
         if local in names or (base != local and base in function.params):
             wanted = f"{base}_neigh"
             if not any(re.search(rf"\b{wanted}\b", other) for other in lines) and wanted not in function.params:

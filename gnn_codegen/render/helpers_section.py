@@ -69,7 +69,7 @@ def render_helpers(runtime: str, sections: set[str], names: dict[str, str], vers
                    block_as_graph: str = "", dist_runtime: str = DIST_RUNTIME) -> str:
     """What the module adds after the class: the helpers its layers call (the written-out
     convolutions' sections, `block_as_graph` where the code calls it: block_as_graph.py) under
-    their banner (helpers_section.py), then the runtime under its banner (runtime_section.py),
+    their banner (under_banner, above), then the runtime under its banner (runtime_section.py),
     one text in every module."""
     return runtime_helpers(under_banner(model_helpers(sections, names, block_as_graph), version), version, runtime,
                            render_template("batches.py.j2", runtime=runtime, dist_runtime=dist_runtime))

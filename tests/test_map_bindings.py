@@ -28,12 +28,15 @@ def _reviewed(case: Case) -> ast.Module:
 @pytest.mark.parametrize("case", all_cases(heterogeneous=True), ids=lambda c: c.name)
 def test_every_layer_call_binds_its_parameters_by_name(case: Case) -> None:
     tree = _reviewed(case)
-    functions = {f.name: f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)}
+    functions = [f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)]
     calls = [c for c in ast.walk(tree) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
              and c.func.attr == "map" and c.args and isinstance(c.args[0], ast.Name)]
     assert calls, case.name
     for call in calls:
-        function = functions[call.args[0].id]
+        # a name may be defined again for each round of an outer loop: the call takes the
+        # nearest definition above it
+        function = max((f for f in functions if f.name == call.args[0].id and f.lineno < call.lineno),
+                       key=lambda f: f.lineno)
         keywords = {k.arg: k.value for k in call.keywords}
         assert not {"src", "dst", "edges", "per_edge"} & set(keywords), ast.unparse(call)
         bound = [k.arg for kind in BOUND if kind in keywords for k in keywords[kind].keywords]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import re
 import tempfile
 import time
 import traceback
@@ -324,7 +325,28 @@ def _user_line(generated: Generated, line: int) -> str:
     for text, location in generated.origins:
         if _normalised(text) == wanted:
             return location
-    return ""
+    # a statement of a loop over the user's layers was rendered once per layer before the loop
+    # folded them (`self.layers[1]`, `h_2`): it computes their user line where they all agree
+    alike = {location for text, location in generated.origins if _per_layer(text) == _per_layer(wanted)}
+    return alike.pop() if len(alike) == 1 else ""
+
+
+def _per_layer(text: str) -> str:
+    """`text` up to what differs between a loop's rounds: the index of a module list and the
+    counted suffix of a name."""
+    class _Erased(ast.NodeTransformer):
+        def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+            self.generic_visit(node)
+            node.slice = ast.Name("_", ast.Load())
+            return node
+
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            return ast.Name(re.sub(r"_\d+$", "", node.id), node.ctx)
+
+    try:
+        return ast.unparse(_Erased().visit(ast.parse(text)))
+    except SyntaxError:
+        return text
 
 
 def _user_line_of_copied_code(generated: Generated, text: str) -> str:

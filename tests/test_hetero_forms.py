@@ -198,3 +198,12 @@ def test_a_stack_over_a_subgraphs_relations_in_another_order_is_refused() -> Non
                             "order [('game', 'played_by', 'user'), ('user', 'follows', 'user')]. List the relations "
                             "in the graph's order (g.canonical_etypes), or evaluate this model with its full-graph "
                             "forward.")
+
+
+def test_a_feature_no_module_reads_needs_no_width() -> None:
+    """The fields' features are given to a HeteroGraphConv whose graph (a subgraph forward makes)
+    holds no relation of theirs: no module fixes their width and none needs to, so nothing asks
+    for --feat-dims (it did: a random heterogeneous draw found it); the rest equals forward."""
+    generated = generate_all(f"{MODELS}:CitationSubgraphGCN", GenerateOptions(
+        metagraph="paper:cites:paper,author:writes:paper,paper:has_topic:field"))
+    _check_everywhere(generated)

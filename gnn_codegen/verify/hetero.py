@@ -115,35 +115,40 @@ def _declared(generated: Generated, node: Any, ntype: str) -> int | None:
     """The width the modules that read a feature declare: a module called on it, a relation's
     module reading it as source rows, or as destination rows (SAGEConv((src, dst), ...)); else,
     for a type only ever a destination, GUESSED_WIDTH (forward failing there asks for
-    --feat-dims)."""
+    --feat-dims). A feature that only HeteroGraphConvs are given and none of them reads (their
+    graph, a subgraph forward made, holds no relation of its type) takes GUESSED_WIDTH too:
+    its width changes nothing forward computes, and the check runs forward on it."""
     model = generated.hetero.traced.model
     read_as_destination = False
+    unread = bool(node.users)  # given to none but HeteroGraphConvs that never read it
     for user in node.users:
         if user.op == "call_module":
-            width = declared_width(model.get_submodule(str(user.target)))
+            unread, width = False, declared_width(model.get_submodule(str(user.target)))
         elif calls_own_layer(user, model):
             # a layer of the user's: the Linear it keeps for a relation from the type (DGL's
             # tutorial: a ModuleDict by relation name), else its first Linear
             width = _own_layer_width(model.get_submodule(str(user.args[0])), ntype, generated.schema)
-            read_as_destination = True
+            read_as_destination, unread = True, False
         elif user.target is hetero_conv:
             conv = model.get_submodule(str(user.args[0]))
             width = None
             for src, rel, dst in generated.schema.relations:
                 mod = conv.mod_dict.get((src, rel, dst), conv.mod_dict.get(rel))
                 if src == ntype:
+                    unread = False
                     width = width or declared_width(mod)
                 elif dst == ntype and dst == user.args[3] and src in user.args[2]:
+                    unread = False
                     # SAGEConv((src, dst), ...) says it; GINConv's (1 + eps) * h_dst is as wide
                     # as its source rows; GraphConv ignores destination rows
                     read_as_destination = True
                     dst_width = getattr(mod, "_in_dst_feats", None)
                     width = width or (dst_width if isinstance(dst_width, int) else declared_width(mod))
         else:
-            width = None
+            unread, width = False, None
         if width:
             return width
-    return GUESSED_WIDTH if read_as_destination else None
+    return GUESSED_WIDTH if read_as_destination or unread else None
 
 
 def _own_layer_width(layer: torch.nn.Module, ntype: str, schema: Schema) -> int | None:

@@ -163,3 +163,18 @@ class StackedOutOfOrder(nn.Module):
     def forward(self, g, feats):
         sub = dgl.edge_type_subgraph(g, [("user", "follows", "user"), ("game", "played_by", "user")])
         return {t: v.flatten(1) for t, v in self.conv(sub, feats).items()}
+
+
+class CitationSubgraphGCN(nn.Module):
+    """Built with a GraphConv for every relation of an ogbn-mag-like graph, run on the subgraph
+    of the two relations into papers (`dgl.edge_type_subgraph(g, ["cites", "writes"])`), its
+    features read from the graph for every type: the fields' go to no module that reads them."""
+
+    def __init__(self, size=4, rel_names=("cites", "writes", "has_topic")):
+        super().__init__()
+        self.conv = dglnn.HeteroGraphConv({r: dglnn.GraphConv(size, size, norm="right", allow_zero_in_degree=True)
+                                           for r in rel_names})
+
+    def forward(self, g):
+        h = {t: g.nodes[t].data["feat"] for t in g.ntypes}
+        return self.conv(dgl.edge_type_subgraph(g, ["cites", "writes"]), h)

@@ -71,6 +71,15 @@ def test_passes_that_differ_stay_apart() -> None:
     assert not re.search(r"^ +for i in ", method, re.M) and "for j in range(self.num_etypes - 1):" not in method
 
 
+def test_layers_that_differ_keep_a_loop_over_the_graphs_each() -> None:
+    """The last layer averages its GATs' heads, the first flattens them: no loop over the
+    user's layers; each layer's passes over the graphs but the last still one loop."""
+    method = _method(generate_case(_case("LayerUnevenEdgeTypeGAT")).source)  # checked exact
+    assert not re.search(r"^ +for i in ", method, re.M), method
+    assert method.count("for j in range(self.num_etypes - 1):") == 2, method
+    assert ".mean(1)" in method and ".flatten(1)" in method, method
+
+
 @pytest.mark.parametrize("num_layers, num_etypes", [(2, 2), (3, 4)])
 def test_rows_for_every_graph_are_lists_made_in_a_loop(num_layers: int, num_etypes: int) -> None:
     method = _method(generate_case(_case("LoopedEdgeTypeGAT", num_layers=num_layers,

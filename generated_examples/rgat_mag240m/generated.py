@@ -182,6 +182,8 @@ class RGAT(nn.Module):
                             feat_next.append(feat_k)
                             el_next.append(el_k)
                         return x_skip_next, feat_next, el_next
+                    # the layer's other graphs: its sum so far, no rows for the next
+                    # layer yet
                     return x_skip, None, None
 
                 # in_place=True: source rows are read where they are stored, not gathered per

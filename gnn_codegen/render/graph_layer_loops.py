@@ -225,7 +225,8 @@ def _merged_body(first: tuple, regular: tuple, last: tuple, final: tuple, stops:
             return None
         rest = list(parted.regular[parted.ending.shared:])
         if stored > 1:  # the other graphs' passes store the carried tensor alone
-            rest = list(padded(Ending(0, tuple(rest)), 1, stored).last)
+            rest = ["# the layer's other graphs: its sum so far, no rows for the next layer yet",
+                    *padded(Ending(0, tuple(rest)), 1, stored).last]
         body = _joined(parted.regular[: parted.ending.shared] + tuple(rest), parted.ending, stops[1],
                        "the layer's last graph: then forward's work after the graphs' loop")
     starts: list[str] = []

@@ -16,6 +16,7 @@ import pytest
 
 from gnn_codegen.analysis.perturb import perturb
 from gnn_codegen.pipeline import GenerateOptions
+from gnn_codegen.render.alike_bodies import bindings_kept
 from gnn_codegen.verify.harness import (
     allclose,
     flatten,
@@ -149,3 +150,14 @@ def test_changed_equals_a_fresh_run(num_layers: int, num_etypes: int, tmp_path: 
         actual = run_inference(model, generated, g, inputs, batch_size=16, device="cpu", storage=storage,
                                changed=changed)
         assert allclose(actual, fresh, atol=1e-4, rtol=1e-4), (step, max_difference(actual, fresh))
+
+
+def test_a_layers_name_given_the_loops_keeps_what_each_read_reads() -> None:
+    """`x_skip0` read as the loop's `x_skip` where the body's own x_skip rebinds it after its
+    last read: the same values; where the body's x_skip is read beside it, not so (refused)."""
+    ours = {"block": "p0_", "x_skip0": "p1_"}
+    theirs = {"block": "p0_", "x_skip": "p1_"}
+    assert bindings_kept(["x_skip = x_skip0 + 1", "return x_skip"], ["x_skip = x_skip + 1", "return x_skip"],
+                         ours, theirs)
+    assert not bindings_kept(["x_skip = self.fc(x_skip0)", "return x_skip + x_skip0"],
+                             ["x_skip = self.fc(x_skip)", "return x_skip + x_skip"], ours, theirs)

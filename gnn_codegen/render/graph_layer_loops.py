@@ -39,6 +39,7 @@ from dataclasses import replace
 from typing import Any
 
 from gnn_codegen.cut.plan import Stage
+from gnn_codegen.render.alike_bodies import bindings_kept
 from gnn_codegen.render.code import comment
 from gnn_codegen.render.fewer_stored import padded
 from gnn_codegen.render.last_copies import Ending, split
@@ -89,6 +90,15 @@ def _inner_loops_renamed(body: list[str], taken: set[str], carried: set[str]) ->
     return lines
 
 
+def _loop_name(m: re.Match, i: int) -> str | None:
+    """The loop's name of a name numbered for layer i (`feat0_dst`: feat_dst) or the next
+    (`feat1`: feat_next); None for another layer's."""
+    stem, number, suffix = m.group(1), int(m.group(2)), m.group(3) or ""
+    if number not in (i, i + 1):
+        return None
+    return f"{stem}{suffix}" if number == i else f"{stem}{_NEXT}{suffix}"
+
+
 def _canonical(r: Renderer, d: dict, i: int, j: int, base: int, loops: set[str]) -> tuple | None:
     """(list, params, body, call's targets, call, names freed, names renamed) of the pass of layer i over graph j, its indices
     and numbered names written with placeholders; None where it is no such pass."""
@@ -101,6 +111,7 @@ def _canonical(r: Renderer, d: dict, i: int, j: int, base: int, loops: set[str])
     listed, graphs, batches_list = r.listed_graphs[r.stages_of[d["position"]].graph]
     renamed: dict[str, str] = {}  # a numbered name -> the loop's
     lists = {row_list.name for row_lists in r.row_lists.values() for row_list in row_lists}
+    lists |= {_NUMBERED.sub(lambda m: _loop_name(m, i) or m.group(0), name) for name in lists}  # as named
 
     def spelled(text: str) -> str:
         text = re.sub(rf"\b{re.escape(function.name)}\b", _NAME, text)
@@ -120,25 +131,38 @@ def _canonical(r: Renderer, d: dict, i: int, j: int, base: int, loops: set[str])
                       lambda m: f"{r.needed}[{_NEEDED}]" if int(m.group(1)) == base + i * len(listed.ops) + j
                       else m.group(0), text)
 
-        def numbered(m: re.Match) -> str:
-            stem, number, suffix = m.group(1), int(m.group(2)), m.group(3) or ""
-            if number not in (i, i + 1):
-                return m.group(0)
-            renamed[m.group(0)] = f"{stem}{suffix}" if number == i else f"{stem}{_NEXT}{suffix}"
-            return renamed[m.group(0)]
+        return text
 
-        return _NUMBERED.sub(numbered, text)
+    def numbered(m: re.Match) -> str:
+        loop_name = _loop_name(m, i)
+        if loop_name is None:
+            return m.group(0)
+        renamed[m.group(0)] = loop_name
+        return loop_name
+
+    def named(text: str) -> str:  # the layer's numbered names as the loop's (not `layer_1`)
+        return _NUMBERED.sub(numbered, re.sub(rf"\b{re.escape(function.name)}\b", _NAME, text))
 
     target, _, call = calls[0].partition(" = ")
-    params = tuple(spelled(p) for p in function.params)
+    params = tuple(named(p) for p in function.params)
     body = _inner_loops_renamed(function.body, loops, set(params))
     if body is None:
         return None
+    body = [named(line) for line in body]
+    # names renamed onto others' (`x_skip0` as `x_skip`, a local it rebinds) read the same values
+    positions = {p: f"p{k}_" for k, p in enumerate(function.params)}
+    if not bindings_kept(function.body, body, positions, {q: f"p{k}_" for k, q in enumerate(params)}):
+        return None
+    params = tuple(spelled(p) for p in params)
     body = [spelled(line) for line in body]
+
+    def whole(text: str) -> str:  # a line of the method's: the call, what it frees
+        return named(spelled(text))
+
     freed = [name.strip() for line in d["after"] if line.startswith("del ")
-             for name in spelled(line.removeprefix("del ")).split(",")]
-    return (listed, params, tuple(body), tuple(spelled(t.strip()) for t in target.split(",")),
-            spelled(call), tuple(freed), renamed)
+             for name in whole(line.removeprefix("del ")).split(",")]
+    return (listed, params, tuple(body), tuple(whole(t.strip()) for t in target.split(",")),
+            whole(call), tuple(freed), renamed)
 
 
 def fold_graph_layers(r: Renderer, stage_dicts: list[dict], runs: list[tuple[Stage, Any]]) -> list[dict]:

@@ -1,34 +1,18 @@
 """Render, passes over the graphs of a list inside a loop over the user's layers, as forward's own
 two loops (issue 37): DGL's MAG240M R-GAT writes `for i in range(len(mfgs)): ... for j in
 range(self.num_etypes): x_skip += self.convs[i][j](subg, ...)`, and the method ran a pass per
-layer and graph, `graph_batches[j].map(...)` (graph_pass_loops.py folds the passes of one layer
-alone; a reviewer read `layer_j`, `layer_3`, `layer_j`, `layer_6`, `needed[j + 4]`). Where the
-passes of every layer are the first layer's up to the layer's index, the graph's index and the
-layer's numbered names (`feat0`, `feat1`), they are one function in two loops:
+layer and graph (a reviewer read `layer_j`, `layer_3`, `layer_j`, `layer_6`, `needed[j + 4]`).
+Where every layer's passes are the first's up to the layer's index, the graph's and the layer's
+numbered names (`feat0`, `feat1`), they are one function in two loops, `for i in
+range(len(self.convs)): for j in range(self.num_etypes):`, with the first layer's work before
+its graphs under `if i == 0 and j == 0:`, each layer's ending under `if j == last:` and the
+last layer's under `if i == last:`; the other graphs' passes return None for the next layer's
+rows (the runtime's map returns None for them, fewer_stored.py), bound `feat_next`.
 
-    x_skip = x
-    for i in range(len(self.convs)):
-        for j in range(self.num_etypes):
-
-            def layer_j(block, feat, el, x_skip, feat_dst, i=i, j=j):
-                if i == 0 and j == 0:  # the first layer's work before its loop over the graphs
-                    x_skip = self.skips[0](x_skip)
-                x_skip = x_skip + _gat_conv_aggregate(self.convs[i][j], block, ...)
-                if j == self.num_etypes - 1:  # the layer's ending, the last layer's under `if i`
-                    ...
-                    return x_skip_next, feat_next, el_next
-                return x_skip, None, None
-
-            x_skip, feat_next, el_next = graph_batches[j].map(layer_j, ..., nodes=needed[...])
-        feat, el = feat_next, el_next
-
-Every pass is still one call of map on the same rows (plan and cut unchanged); a pass that
-stores less returns None where the others store (the runtime's map returns None for it,
-fewer_stored.py). Passes are compared as text once each one's indices and numbered names are
-written as the loops' (`\\1` the layer's, `\\2` the graph's): the first layer's first pass may
-add work before the others' body, each layer's last graph's pass may end otherwise (split as
-last_copies.py splits a loop's last layer), the last layer's last pass otherwise again; any
-other difference leaves every pass as it was (graph_pass_loops.py then folds what it can)."""
+Every pass is still one call of map on the same rows (plan and cut unchanged). Passes are
+compared as text once their indices and numbered names are the loops' (names renamed only where
+every read keeps its value, alike_bodies.bindings_kept); any other difference leaves every pass
+as it was (graph_pass_loops.py then folds what it can)."""
 
 from __future__ import annotations
 

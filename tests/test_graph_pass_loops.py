@@ -16,9 +16,11 @@ import pytest
 
 from gnn_codegen.analysis.perturb import perturb
 from gnn_codegen.pipeline import GenerateOptions
+from gnn_codegen.render.alike_bodies import bindings_kept
 from gnn_codegen.verify.harness import (
     allclose,
     flatten,
+    full_graph_forward,
     generated_model,
     import_source,
     make_inputs,
@@ -43,41 +45,40 @@ def _method(source: str) -> str:
     return source[source.index("    def inference("):source.index("# --- gnn-codegen ")]
 
 
-@pytest.mark.parametrize("num_layers, num_etypes", [(2, 4), (3, 4)])
-def test_passes_over_a_loops_graphs_are_an_inner_loop(num_layers: int, num_etypes: int) -> None:
-    method = _method(generate_case(_case("LoopedEdgeTypeGAT", num_layers=num_layers,
-                                         num_etypes=num_etypes)).source)  # checked exact
-    # each user's layer: its passes over the graphs but the last (which ends the layer) one
-    # loop over j, the first layer's first pass joined with its skip under `if j == 0:`
-    assert method.count("for j in range(self.num_etypes - 1):") == num_layers, method
-    assert method.count("if j == 0:") == 1 and "self.skips[0](x_skip0)" in method, method
-    assert "x_skip0=x if j == 0 else x_skip0" in method, method
-    for i in range(num_layers):
-        assert f"self.convs[{i}][j], block, feat{i}, el{i}, feat{i}_dst" in method, method
-        assert f"source_rows=dict(feat{i}=feat{i}[j], el{i}=el{i}[j])" in method, method
-        assert f"nodes=needed[j + {i * num_etypes + 1}]" in method, method
-        assert f"self.convs[{i}][{num_etypes - 1}], block" in method, method  # the last pass apart
-    assert "graph_batches[j].map(" in method, method
-    assert len(re.findall(r"^ +def layer_\w*\(", method, re.M)) == 2 * num_layers, method
-
-
-@pytest.mark.xfail(strict=True, reason="issue 37: the loop over the user's layers around it, not done yet")
-@pytest.mark.parametrize("num_layers, num_etypes", [(2, 2), (3, 4)])
+@pytest.mark.parametrize("num_layers, num_etypes", [(2, 2), (2, 4), (3, 4)])
 def test_the_inner_loop_is_inside_a_loop_over_the_users_layers(num_layers: int, num_etypes: int) -> None:
+    """forward's two loops: every pass one function, the first layer's skip under `if i == 0 and
+    j == 0:`, each layer's ending under `if j == last:`, the last layer's under `if i == last:`."""
     method = _method(generate_case(_case("LoopedEdgeTypeGAT", num_layers=num_layers,
                                          num_etypes=num_etypes)).source)  # checked exact
-    assert re.search(r"^ +for i in range\(len\(self\.convs\)\):$", method, re.M), method
+    assert re.search(r"^ +for i in range\(len\(self\.convs\)\):\n +for j in range\(self\.num_etypes\):$",
+                     method, re.M), method
     assert "self.convs[i][j]" in method, method
-    assert len(re.findall(r"^ +def layer_\w*\(", method, re.M)) <= 2, method
+    assert len(re.findall(r"^ +def layer_\w*\(", method, re.M)) == 1, method
+    assert "if i == 0 and j == 0:" in method and "x_skip = self.skips[i](x_skip)" in method, method
+    assert "if j == self.num_etypes - 1:" in method and "if i == len(self.convs) - 1:" in method, method
+    assert "return self.out(x_skip), None, None" in method and "return x_skip, None, None" in method, method
+    assert "x_skip = x\n" in method and " if j == 0 else " not in method, method  # a plain binding
+    assert "nodes=needed[i * self.num_etypes + j + 1]" in method, method
+    assert "layers=graph_batches * len(self.convs)" in method, method
+    assert "feat, el = feat_next, el_next" in method, method
+    assert not re.search(r"\b(feat|el|x_skip)\d", method.split("x_skip = x\n")[1]), method
 
 
-@pytest.mark.parametrize("num_etypes", [2, 3])
-def test_passes_that_differ_stay_apart(num_etypes: int) -> None:
-    """Two edge types: each layer's passes are its first and its last, which differ (no loop of
-    one); a pass that frees a value, or reads another module, is never a loop's."""
-    method = _method(generate_case(_case("LoopedEdgeTypeGAT", num_layers=2, num_etypes=num_etypes)).source)
-    loops = method.count("for j in range(self.num_etypes - 1):")
-    assert loops == (0 if num_etypes == 2 else 2), method
+def test_passes_that_differ_stay_apart() -> None:
+    """Edge type 1's pass averages its GAT's heads, the others flatten theirs: the layers'
+    passes are not one function, and no pass is a loop's (each stays apart)."""
+    method = _method(generate_case(_case("UnevenEdgeTypeGAT")).source)  # checked exact
+    assert not re.search(r"^ +for i in ", method, re.M) and "for j in range(self.num_etypes - 1):" not in method
+
+
+def test_layers_that_differ_keep_a_loop_over_the_graphs_each() -> None:
+    """The last layer averages its GATs' heads, the first flattens them: no loop over the
+    user's layers; each layer's passes over the graphs but the last still one loop."""
+    method = _method(generate_case(_case("LayerUnevenEdgeTypeGAT")).source)  # checked exact
+    assert not re.search(r"^ +for i in ", method, re.M), method
+    assert method.count("for j in range(self.num_etypes - 1):") == 2, method
+    assert ".mean(1)" in method and ".flatten(1)" in method, method
 
 
 @pytest.mark.parametrize("num_layers, num_etypes", [(2, 2), (3, 4)])
@@ -86,16 +87,15 @@ def test_rows_for_every_graph_are_lists_made_in_a_loop(num_layers: int, num_etyp
                                          num_etypes=num_etypes)).source)  # checked exact
     assert "_etype_" not in method, method
     # each layer's GATs' source work: one loop over the graphs, its rows appended to lists
-    for i in range(num_layers):
-        assert f"self.convs[{i}][j]'s fc and attention term" in method, method
-        assert f"feat{i}, el{i} = [], []" in method and f"feat{i}.append(feat)" in method, method
-    assert method.count("for j in range(self.num_etypes):") == num_layers, method
-    # bound as lists, `x_skip1, feat1, el1 = ...`, each pass reading its graph's item
-    for i in range(1, num_layers):
-        assert re.search(rf"^ +x_skip{i}, feat{i}, el{i} = graph_batches\[{num_etypes - 1}\]\.map\(", method, re.M), method
-    last = num_etypes - 1  # the last graph's pass, apart; the others' in a loop over j where they fold
-    assert f"source_rows=dict(feat0=feat0[{last}], el0=el0[{last}])" in method, method
-    assert "source_rows=dict(feat0=feat0[j], el0=el0[j])" in method or num_etypes == 2, method
+    # (the first layer's in the prologue, the next layer's in the loops' function)
+    assert "self.convs[0][j]'s fc and attention term" in method, method
+    assert "feat0, el0 = [], []" in method and "feat0.append(feat)" in method, method
+    assert "self.convs[i + 1][k]'s fc and attention term" in method, method
+    assert "feat_next, el_next = [], []" in method and "feat_next.append(feat_k)" in method, method
+    assert method.count("for j in range(self.num_etypes):") == 2, method  # the prologue's, the loops'
+    # bound as lists, each pass reading its graph's item
+    assert "x_skip, feat_next, el_next = graph_batches[j].map(" in method, method
+    assert "source_rows=dict(feat=feat[j], el=el[j])" in method, method
 
 
 def test_passes_whose_code_differs_by_graph_stay_apart() -> None:
@@ -124,7 +124,7 @@ def _prepared(case: Case):
     return generated, model, g, make_inputs(generated, NUM_NODES, 0, g.num_edges())
 
 
-@pytest.mark.parametrize("num_layers, num_etypes", [(3, 4)])
+@pytest.mark.parametrize("num_layers, num_etypes", [(2, 2), (3, 4)])
 def test_nodes_gives_forwards_rows_of_those_nodes(num_layers: int, num_etypes: int) -> None:
     generated, model, g, inputs = _prepared(_case("LoopedEdgeTypeGAT", num_layers=num_layers,
                                                   num_etypes=num_etypes))
@@ -133,9 +133,11 @@ def test_nodes_gives_forwards_rows_of_those_nodes(num_layers: int, num_etypes: i
     some = run_inference(model, generated, g, inputs, batch_size=16, device="cpu", nodes=nodes)
     assert allclose(some, [t[nodes] for t in flatten(every)], atol=1e-5, rtol=1e-5), max_difference(
         some, [t[nodes] for t in flatten(every)])
+    expected = [t[nodes] for t in flatten(full_graph_forward(model, generated, g, inputs))]
+    assert allclose(some, expected, atol=1e-4, rtol=1e-4), max_difference(some, expected)
 
 
-@pytest.mark.parametrize("num_layers, num_etypes", [(3, 4)])
+@pytest.mark.parametrize("num_layers, num_etypes", [(2, 2), (3, 4)])
 def test_changed_equals_a_fresh_run(num_layers: int, num_etypes: int, tmp_path: Path) -> None:
     generated, model, g, inputs = _prepared(_case("LoopedEdgeTypeGAT", num_layers=num_layers,
                                                   num_etypes=num_etypes))
@@ -144,6 +146,18 @@ def test_changed_equals_a_fresh_run(num_layers: int, num_etypes: int, tmp_path: 
     for step in range(2):  # two updates in a row: the second starts from the first's kept layers
         g, inputs, changed = updated(generated, g, inputs, seed=step, self_loops=True)
         fresh = run_inference(model, generated, g, inputs, batch_size=16, device="cpu")
+        assert allclose(fresh, full_graph_forward(model, generated, g, inputs), atol=1e-4, rtol=1e-4), step
         actual = run_inference(model, generated, g, inputs, batch_size=16, device="cpu", storage=storage,
                                changed=changed)
         assert allclose(actual, fresh, atol=1e-4, rtol=1e-4), (step, max_difference(actual, fresh))
+
+
+def test_a_layers_name_given_the_loops_keeps_what_each_read_reads() -> None:
+    """`x_skip0` read as the loop's `x_skip` where the body's own x_skip rebinds it after its
+    last read: the same values; where the body's x_skip is read beside it, not so (refused)."""
+    ours = {"block": "p0_", "x_skip0": "p1_"}
+    theirs = {"block": "p0_", "x_skip": "p1_"}
+    assert bindings_kept(["x_skip = x_skip0 + 1", "return x_skip"], ["x_skip = x_skip + 1", "return x_skip"],
+                         ours, theirs)
+    assert not bindings_kept(["x_skip = self.fc(x_skip0)", "return x_skip + x_skip0"],
+                             ["x_skip = self.fc(x_skip)", "return x_skip + x_skip"], ours, theirs)

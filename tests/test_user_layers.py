@@ -120,9 +120,11 @@ def test_the_han_golden_names_each_metapath() -> None:
 
 def test_the_rgat_mag240m_golden_names_each_edge_type_and_no_skip_twice() -> None:
     rgat = _golden("rgat_mag240m")
-    # the next layer's skip named for it (not x_skip3, a count of the passes before it)
-    assert "x_skip_2" not in rgat and "x_skip1 = self.skips[1](x_skip)" in rgat, rgat
-    assert "# self.convs[1], edge type 3 of 3: self.convs[1][2] (GATConv), on graphs[2]." in rgat, rgat
+    # the next layer's skip named for it (not x_skip3, a count of the passes before it), in the
+    # loop over the user's layers (graph_layer_loops.py) as the loop names the next layer's rows
+    assert "x_skip_2" not in rgat and "x_skip_next = self.skips[i + 1](x_skip)" in rgat, rgat
+    said = " ".join(line.strip().removeprefix("# ") for line in rgat.splitlines() if line.strip().startswith("#"))
+    assert "in it a pass per edge type, [j], each the same function: self.convs[i][j] (GATConv), on graphs[j]." in said
     assert not re.search(r"\b(feat|el)\d_\d\b", rgat), rgat
 
 

@@ -133,7 +133,7 @@ class RGAT(nn.Module):
         # the nodes whose rows each layer computes: all of them; for nodes= those, and before
         # each layer the in-neighbours of the nodes the layer computes; for changed= those,
         # and after each layer their out-neighbours
-        needed = batches.needed(nodes, layers=graph_batches * 2)
+        needed = batches.needed(nodes, layers=graph_batches * len(self.convs))
 
         # Before the first layer, once per node: self.convs[0][0] (GATConv), self.convs[0][1]
         # (GATConv), self.convs[0][2] (GATConv).
@@ -146,92 +146,57 @@ class RGAT(nn.Module):
                 el0.append(el)
             return feat0, el0
 
-        feat0, el0 = batches.map_nodes(prologue, x, nodes=needed[0])
+        feat, el = batches.map_nodes(prologue, x, nodes=needed[0])
 
-        # self.convs[0], edge types 1 to 2 of 3, one pass each: self.convs[0][j] (GATConv), on
-        # graphs[j].
-        for j in range(self.num_etypes - 1):
-
-            def layer_j(block, feat0, el0, x_skip0, feat0_dst, j=j):
-                # on graphs[0], x_skip0 is x (bound so below), and the pass first runs
-                # the work forward runs before its loop over the graphs
-                if j == 0:
-                    x_skip0 = self.skips[0](x_skip0)
-                return x_skip0 + _gat_conv_aggregate(
-                    self.convs[0][j], block, feat0, el0, feat0_dst
-                ).view(-1, self.hidden_channels)
-
-            # in_place=True: source rows are read where they are stored, not gathered per
-            # batch (the layer reads them only in messages)
-            x_skip0 = graph_batches[j].map(
-                layer_j,
-                source_rows=dict(feat0=feat0[j], el0=el0[j]),
-                destination_rows=dict(
-                    x_skip0=x if j == 0 else x_skip0, feat0_dst=feat0[j]
-                ),
-                in_place=True,
-                nodes=needed[j + 1],
-            )
-
-        # self.convs[0], edge type 3 of 3: self.convs[0][2] (GATConv), on graphs[2].
-        def layer_3(block, feat0, el0, x_skip0, feat0_dst):
-            x_skip = x_skip0 + _gat_conv_aggregate(
-                self.convs[0][2], block, feat0, el0, feat0_dst
-            ).view(-1, self.hidden_channels)
-            x_skip = self.norms[0](x_skip)
-            x_skip = F.elu(x_skip)
-            x_skip1 = self.skips[1](x_skip)
-            feat1, el1 = [], []
+        # Layers 1 to 6 of 6: self.convs[0] to self.convs[1], a round of the loop below each,
+        # [i], and in it a pass per edge type, [j], each the same function: self.convs[i][j]
+        # (GATConv), on graphs[j].
+        x_skip = x
+        for i in range(len(self.convs)):
             for j in range(self.num_etypes):
-                # self.convs[1][j]'s fc and attention term on each source row, once per node
-                feat, el = _gat_conv_source(self.convs[1][j], x_skip)
-                feat1.append(feat)
-                el1.append(el)
-            return x_skip1, feat1, el1
 
-        x_skip1, feat1, el1 = graph_batches[2].map(
-            layer_3,
-            source_rows=dict(feat0=feat0[2], el0=el0[2]),
-            destination_rows=dict(x_skip0=x_skip0, feat0_dst=feat0[2]),
-            in_place=True,
-            nodes=needed[3],
-        )
-        del feat0, el0, x_skip0
+                def layer_j(block, feat, el, x_skip, feat_dst, i=i, j=j):
+                    # the first layer's first graph: first forward's work before its
+                    # loop over the graphs (x_skip is x before the loops)
+                    if i == 0 and j == 0:
+                        x_skip = self.skips[i](x_skip)
+                    x_skip = x_skip + _gat_conv_aggregate(
+                        self.convs[i][j], block, feat, el, feat_dst
+                    ).view(-1, self.hidden_channels)
+                    # the layer's last graph: then forward's work after the graphs' loop
+                    if j == self.num_etypes - 1:
+                        x_skip = self.norms[i](x_skip)
+                        x_skip = F.elu(x_skip)
+                        # the last layer: forward's work after its loop, not the next
+                        # layer's
+                        if i == len(self.convs) - 1:
+                            return self.mlp(x_skip), None, None
+                        x_skip_next = self.skips[i + 1](x_skip)
+                        feat_next, el_next = [], []
+                        for k in range(self.num_etypes):
+                            # self.convs[i + 1][k]'s fc and attention term on each
+                            # source row, once per node
+                            feat_k, el_k = _gat_conv_source(
+                                self.convs[i + 1][k], x_skip
+                            )
+                            feat_next.append(feat_k)
+                            el_next.append(el_k)
+                        return x_skip_next, feat_next, el_next
+                    # the layer's other graphs: its sum so far, no rows for the next
+                    # layer yet
+                    return x_skip, None, None
 
-        # self.convs[1], edge types 1 to 2 of 3, one pass each: self.convs[1][j] (GATConv), on
-        # graphs[j].
-        for j in range(self.num_etypes - 1):
-
-            def layer_j(block, feat1, el1, x_skip1, feat1_dst, j=j):
-                return x_skip1 + _gat_conv_aggregate(
-                    self.convs[1][j], block, feat1, el1, feat1_dst
-                ).view(-1, self.hidden_channels)
-
-            x_skip1 = graph_batches[j].map(
-                layer_j,
-                source_rows=dict(feat1=feat1[j], el1=el1[j]),
-                destination_rows=dict(x_skip1=x_skip1, feat1_dst=feat1[j]),
-                in_place=True,
-                nodes=needed[j + 4],
-            )
-
-        # self.convs[1], edge type 3 of 3: self.convs[1][2] (GATConv), on graphs[2].
-        def layer_6(block, feat1, el1, x_skip1, feat1_dst):
-            x_skip = x_skip1 + _gat_conv_aggregate(
-                self.convs[1][2], block, feat1, el1, feat1_dst
-            ).view(-1, self.hidden_channels)
-            x_skip = self.norms[1](x_skip)
-            x_skip = F.elu(x_skip)
-            return self.mlp(x_skip)
-
-        out = graph_batches[2].map(
-            layer_6,
-            source_rows=dict(feat1=feat1[2], el1=el1[2]),
-            destination_rows=dict(x_skip1=x_skip1, feat1_dst=feat1[2]),
-            in_place=True,
-            nodes=needed[6],
-        )
-        return batches.result(out, nodes=nodes)
+                # in_place=True: source rows are read where they are stored, not gathered per
+                # batch (the layer reads them only in messages)
+                x_skip, feat_next, el_next = graph_batches[j].map(
+                    layer_j,
+                    source_rows=dict(feat=feat[j], el=el[j]),
+                    destination_rows=dict(x_skip=x_skip, feat_dst=feat[j]),
+                    in_place=True,
+                    nodes=needed[i * self.num_etypes + j + 1],
+                )
+            feat, el = feat_next, el_next
+        return batches.result(x_skip, nodes=nodes)
 
 
 # --- gnn-codegen convolution helpers 0.1.0, sha256 4d780c7a95ba -------------------------------

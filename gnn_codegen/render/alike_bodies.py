@@ -54,3 +54,14 @@ def anonymous_body(body: list[str], names: dict[str, str]) -> tuple[str, ...] | 
         return None
     module = _Anonymous(names).visit(module)
     return tuple(ast.unparse(statement) for statement in module.body)
+
+
+def bindings_kept(body: list[str], renamed: list[str], names: dict[str, str], renamed_names: dict[str, str]) -> bool:
+    """Whether `renamed` is `body` with names changed and nothing else: every name read is still
+    the value it was (a local renamed onto another's name would read that one instead). names,
+    renamed_names: each's parameters' anonymous names. Branches and loops are compared too."""
+    try:
+        ours, theirs = (ast.parse(textwrap.dedent("\n".join(lines))) for lines in (body, renamed))
+    except SyntaxError:
+        return False
+    return ast.unparse(_Anonymous(names).visit(ours)) == ast.unparse(_Anonymous(renamed_names).visit(theirs))

@@ -32,6 +32,7 @@ from gnn_codegen.render.stored_names import source_only
 from gnn_codegen.render.user_layers import parts
 from gnn_codegen.render.graph_lists import GraphList, graph_lists
 from gnn_codegen.render.graph_pass_loops import fold_graph_passes
+from gnn_codegen.render.graph_layer_loops import fold_graph_layers
 from gnn_codegen.render.graph_rows import grouped, listed_rows, returning_lists
 from gnn_codegen.render.buffer_names import BufferNames
 from gnn_codegen.trace.write_out import SECTIONS, sections_needed
@@ -332,7 +333,7 @@ class Renderer(BufferNames, LayerCalls, Preamble, MethodDocstring):
                            "opening": opening, "pad": "    " if opening else "", "position": position})
         # a module's calls that span passes, alike in each call: one local function (issue 37)
         stages = fold_module_calls(self, stages, runs, all_nodes_before)
-        stages = fold_graph_passes(self, stages, runs)  # passes over a list's graphs: a loop (issue 37)
+        stages = fold_graph_passes(self, fold_graph_layers(self, stages, runs), runs)  # graphs' passes: loops (issue 37)
         stored = {self.buffer[v] for stage in self.plan.stages for v in stage.stores}
         # col_mean, not col_mean_2, where it may; a library line's constant keeps a name per value
         constants = {name for lines in self.method_constants.lines.values() for line in lines for name in bound(line)}

@@ -248,6 +248,8 @@ class Preamble:
                        if not s.node_pass and s.layer == k) for k in range(1, self.plan.num_layers + 1)]
         lengths = {batches_list: len(listed.ops) for listed, _, batches_list in self.listed_graphs.values()}
         spelled = f"{len(layers)}" if set(layers) <= {self.batches} else spelled_layers(layers, lengths)
+        # a loop over the user's layers around one over a list's graphs (graph_layer_loops.py)
+        spelled = getattr(self, "rounds_spelled", {}).get(spelled, spelled)
         # every layer a hop of one module: as many as it holds (`self.propagate._k`), not `10`
         passes = [s for s in self.plan.stages if not s.node_pass and s.layer >= 1]
         if set(layers) <= {self.batches} and passes and every_hop(self.program, passes):

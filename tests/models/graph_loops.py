@@ -68,6 +68,36 @@ class ShiftedEdgeTypeGAT(nn.Module):
         return h
 
 
+class LayerUnevenEdgeTypeGAT(nn.Module):
+    """Forward's two loops, but the last layer's GATs average their heads where the first's
+    are flattened: the layers' passes are not one function (each layer's own loop over its
+    graphs stays, graph_pass_loops.py)."""
+
+    def __init__(self, in_size=8, hidden=8, out_size=4, num_etypes=3, num_layers=2, heads=2):
+        super().__init__()
+        self.convs = nn.ModuleList()
+        self.skips = nn.ModuleList()
+        for i in range(num_layers):
+            width = in_size if i == 0 else hidden
+            self.convs.append(nn.ModuleList(
+                dglnn.GATConv(width, hidden if i == num_layers - 1 else hidden // heads, heads,
+                              allow_zero_in_degree=True)
+                for _ in range(num_etypes)))
+            self.skips.append(nn.Linear(width, hidden))
+        self.out = nn.Linear(hidden, out_size)
+        self.num_etypes = num_etypes
+
+    def forward(self, g, x):
+        for i in range(len(self.convs)):
+            x_skip = self.skips[i](x)
+            for j in range(self.num_etypes):
+                subg = g.edge_subgraph(g.edata["etype"] == j, relabel_nodes=False)
+                h = self.convs[i][j](subg, x)
+                x_skip = x_skip + (h.mean(1) if i == len(self.convs) - 1 else h.flatten(1))
+            x = F.elu(x_skip)
+        return self.out(x)
+
+
 class WrittenOutEdgeTypeGAT(nn.Module):
     """Per layer, the subgraphs of edge types 0 and 1 written out one by one in forward, each
     with a module of its own and its own code (heads flattened for one, averaged for the

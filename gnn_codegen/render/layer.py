@@ -28,6 +28,7 @@ from gnn_codegen.render.layer_expressions import OpExpressions
 from gnn_codegen.render.sources_in_place import sources_in_place
 from gnn_codegen.render.shared_constants import inline_reads, shared_constants
 from gnn_codegen.render.local_names import bound_names, renamed, rename
+from gnn_codegen.render.setting_branches import SettingBranches
 
 if TYPE_CHECKING:
     from gnn_codegen.analysis.attributes import Attributes
@@ -173,9 +174,13 @@ class LayerWriter(OpExpressions):
         shared_reads = set(value_deps(program, self.r.inline, tuple(program.op(s).args for s in self.shared)))
         nested = self.nested(uses, set(unpacked.values()) | set(fused.values()) | set(fused) | shared_reads)
         noted = set()
+        # forward's tests of a written-out module's settings, kept or said (setting_branches.py)
+        branches = SettingBranches(program, [local for params in self.params.values() for _, local in params])
         for placed in self.stage.ops:
             op = program.op(placed.name)
+            branches.settle(self.lines)
             self.r.note_origins(self.lines, op)
+            branches.begin(self.lines, op)
             self.write_shared(op, placed.space)
             if placed.name in unpacked.values() or placed.name in fused.values():
                 continue  # taken where its tuple is computed / never made (the Linear takes parts)
@@ -232,6 +237,7 @@ class LayerWriter(OpExpressions):
                                                               and op.target in _RESHAPES):
                     self.exclusive.add(op.name)
             self.local[(op.name, placed.space)] = target
+        branches.settle(self.lines)
         self.r.note_origins(self.lines, None)
         return self.finish()
 

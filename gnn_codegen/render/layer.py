@@ -56,7 +56,6 @@ class Renderer(Protocol):
     origins: list[tuple[str, str]]
 
     def note_origins(self, lines: list[str], op: Op | None) -> None: ...
-
     def base_name(self, op: Op) -> str: ...
 
 # the longest statement black leaves on one line in a layer function's body (indented 12)
@@ -173,14 +172,10 @@ class LayerWriter(OpExpressions):
         # expression (which the shared value's line, above that reader, could not read)
         shared_reads = set(value_deps(program, self.r.inline, tuple(program.op(s).args for s in self.shared)))
         nested = self.nested(uses, set(unpacked.values()) | set(fused.values()) | set(fused) | shared_reads)
-        noted = set()
-        # forward's tests of a written-out module's settings, kept or said (setting_branches.py)
-        branches = SettingBranches(program, [local for params in self.params.values() for _, local in params])
+        noted, branches = set(), SettingBranches(self.r, self.params)  # forward's setting tests, origins
         for placed in self.stage.ops:
             op = program.op(placed.name)
-            branches.settle(self.lines)
-            self.r.note_origins(self.lines, op)
-            branches.begin(self.lines, op)
+            branches.noted(self.lines, op)
             self.write_shared(op, placed.space)
             if placed.name in unpacked.values() or placed.name in fused.values():
                 continue  # taken where its tuple is computed / never made (the Linear takes parts)
@@ -237,8 +232,7 @@ class LayerWriter(OpExpressions):
                                                               and op.target in _RESHAPES):
                     self.exclusive.add(op.name)
             self.local[(op.name, placed.space)] = target
-        branches.settle(self.lines)
-        self.r.note_origins(self.lines, None)
+        branches.noted(self.lines, None)
         return self.finish()
 
     def write_shared(self, op: Op, space: Space) -> None:

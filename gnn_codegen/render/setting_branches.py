@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 import textwrap
 
+from typing import Protocol
+
 from gnn_codegen.ir import Op, Program, SettingBranch, location_parts
 
 _ASSIGNED = re.compile(r"(\s*)(\w+(?:, \w+)*) = ")
@@ -29,14 +31,24 @@ _STATEMENT_WIDTH = 88 - 16
 _TESTED = "  # as the module's forward tests it"
 
 
+class Renderer(Protocol):
+    """What this reads of the module's renderer (render.Renderer; a protocol, so that this
+    module need not import the layer writer that imports it)."""
+
+    program: Program
+
+    def note_origins(self, lines: list[str], op: Op | None) -> None: ...
+
+
 class SettingBranches:
     """Per function written: each op's lines, as the layer writer appends them, kept under
     forward's tests or said to be its branch."""
 
-    def __init__(self, program: Program, bound: list[str]):
-        self.program = program
-        self.by_op = dict(program.setting_branches)
-        self.bound = set(bound)  # the function's parameters, then every name its lines bind
+    def __init__(self, r: Renderer, params: dict[str, list[tuple[str, str]]]):
+        self.r = r
+        self.by_op = dict(r.program.setting_branches)
+        # the function's parameters, then every name its lines bind
+        self.bound = {local for bound in params.values() for _, local in bound}
         self.said: set[tuple[str, int]] = set()
         self.pending: list[str] = []  # comments for the next statement written
         # the tests the last statements written are under, and where they end: statements right
@@ -45,7 +57,12 @@ class SettingBranches:
         self.start = 0  # where the lines of the op begun last start
         self.op: Op | None = None
 
-    def begin(self, lines: list[str], op: Op) -> None:
+    def noted(self, lines: list[str], op: Op | None) -> None:
+        """The lines since the last call are the op's noted then: under its tests, or after its
+        branch's line; their origins noted (Renderer.note_origins); `op`'s lines follow (None:
+        the function's statements end)."""
+        self.settle(lines)
+        self.r.note_origins(lines, op)
         self.start, self.op = len(lines), op
 
     def settle(self, lines: list[str]) -> None:

@@ -161,6 +161,25 @@ class Op:
 
 
 @dataclass(frozen=True)
+class SettingBranch:
+    """A branch a module's forward took on its settings around an op's line
+    (lower/setting_tests.py): `if self._bias:` in GCN2Conv, reached as `self.convs[5]`."""
+
+    module: str  # how the generated code reaches the module, `self.convs[5]`
+    class_name: str  # `GCN2Conv`
+    header: str  # the branch's line as forward writes it: `if self._bias:`, `elif ...:`, `else:`
+    chain: str  # the first `if ...:` of its chain (for an `else:`, which says nothing alone)
+    line: int  # the `if` statement's line in forward's file: the branch's identity
+    condition: str  # the test on the module as the generated code reaches it, `self.convs[5]._bias`;
+    # "" for an else, or a test that reads `self` otherwise
+    settings: tuple[str, ...]  # the attributes the test reads, `("mode",)`
+    alone: bool  # an `if` with no else taken: written out under the same test, it reads as forward
+    opens: int  # the line of the branch's first statement (of the first after it, not taken)
+    # False: an `if` with no else this build skips (SGConv's `if self.norm is not None:`)
+    taken: bool = True
+
+
+@dataclass(frozen=True)
 class Assumption:
     """What one of forward's inputs must be for a decision forward takes in Python to hold
     (static_decisions.py): its shape past the row axis, its number of dimensions, or its dtype."""
@@ -236,6 +255,9 @@ class Program:
     unset_functions: tuple[str, ...] = ()
     # a function attribute its module's forward tests before calling it: lower.module_lengths
     tested_functions: tuple[str, ...] = ()
+    # the branches modules' forwards took on their settings around each op's line, by op name
+    # (lower/setting_tests.py), outermost first
+    setting_branches: tuple[tuple[str, tuple[SettingBranch, ...]], ...] = ()
     by_name: dict[str, Op] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -72,7 +72,7 @@ def test_an_activation_every_layer_has_is_tested_as_the_modules_forward_tests_it
 def test_a_tagconv_stack_is_one_loop_testing_its_activation(monkeypatch: pytest.MonkeyPatch) -> None:
     method = _method(_generated("TagStack", '{"in_size": 6, "hid_size": 5, "out_size": 3}', monkeypatch).source)
     assert _functions(method) == ["prologue", "layer_i"], method
-    assert "if self.layers[i]._activation:\n" in method and "the last layer has no activation" in method, method
+    assert "if self.layers[i]._activation is not None:\n" in method and "the last layer has no activation" in method, method
     assert "h, h_src = batches.map(" in method and "return rst, None" in method, method
 
 
@@ -101,7 +101,7 @@ def test_the_sgc_tagcn_and_appnp_goldens() -> None:
     # the last TAGConv is built without its activation: in the loop over the TAGConvs
     # (period_loops.py), tested as TAGConv's forward tests it, before the last layer returns
     said = tagcn.index("# as the layer's forward tests it: the last layer has no activation")
-    assert (tagcn.index("def hop_2(") < said < tagcn.index("if self.layers[i]._activation:")
+    assert (tagcn.index("def hop_2(") < said < tagcn.index("if self.layers[i]._activation is not None:")
             < tagcn.index("if i == len(self.layers) - 1:")), tagcn
     appnp = _method((examples / "appnp" / "generated.py").read_text())
     assert "needed = batches.needed(nodes, layers=self.propagate._k)" in appnp, appnp

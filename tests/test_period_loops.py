@@ -155,7 +155,7 @@ def test_user_layers_of_several_passes_are_one_loop_over_them(tmp_path: Path, so
             reads = "self.layers[i]" in ast.unparse(node.body)
             assert ("i" in [a.arg for a in node.args.args]) == reads, ast.unparse(node)
     if source is _TAG_LOOP:  # tested as TAGConv's forward tests it, whether or not the last has one
-        assert "if self.layers[i]._activation:" in method, method
+        assert "if self.layers[i]._activation is not None:" in method, method
         said = "the last layer has no activation" in method
         assert said == (not init), method
 

@@ -120,7 +120,8 @@ class DAGNN(nn.Module):
         # self.mlp[1].linear (Linear).
         def prologue(in_degrees, feats):
             h = self.mlp[0].linear(feats)
-            h = self.mlp[0].activation(h)
+            if self.mlp[0].activation:  # as the module's forward tests it
+                h = self.mlp[0].activation(h)
             h = self.mlp[1].linear(h)
             degs = in_degrees.float()
             norm = torch.pow(degs, -0.5).unsqueeze(1)

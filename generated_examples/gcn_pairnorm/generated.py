@@ -145,6 +145,8 @@ class DeepGCN(nn.Module):
 
             # once per node
             def per_node(h):
+                # PairNorm.forward's `if self.mode == "PN":` branch, the one this
+                # build takes (check_built above refuses another mode)
                 x = h - col_mean
                 rownorm_mean_terms = x.pow(2).sum(dim=1)
                 return rownorm_mean_terms, self.norm.scale * x

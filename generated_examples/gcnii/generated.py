@@ -127,11 +127,16 @@ class GCNII(nn.Module):
                 h = h * (1 - self.convs[i].alpha)
                 feat_0 = h0 * self.convs[i].alpha
                 feat_sum = h + feat_0
+                # GCN2Conv.forward's `if self._project_initial_features:` branch,
+                # the one this build takes (check_built above refuses another
+                # _project_initial_features)
                 feat_proj_sum = feat_sum @ self.convs[i].weight1
                 rst = (1 - self.convs[i].beta) * feat_sum
                 rst = rst + self.convs[i].beta * feat_proj_sum
-                rst = rst + self.convs[i].bias
-                if self.convs[i]._activation:  # as the module's forward tests it
+                if self.convs[i]._bias:  # as the module's forward tests it
+                    rst = rst + self.convs[i].bias
+                # as the module's forward tests it
+                if self.convs[i]._activation is not None:
                     rst = self.convs[i]._activation(rst)
                 # the last layer: what forward does after the loop, not the next layer's work
                 if i == len(self.convs) - 1:

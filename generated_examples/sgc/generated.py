@@ -93,6 +93,9 @@ class SGC(nn.Module):
                 h = h * norm
                 # the last layer: what forward does after the loop, not the next layer's work
                 if k == self.net._k:
+                    # SGConv.forward's `if self.norm is not None:` and
+                    # `if self._cached:` are false in this build, left out (check_built
+                    # above refuses another norm or _cached)
                     return self.net.fc(h)
                 # `* norm` again, not a slip: above, on this layer's result; here, on
                 # the copy the next layer reads

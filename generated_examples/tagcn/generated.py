@@ -138,7 +138,7 @@ class TAGCN(nn.Module):
                 hop2 = h_neigh * norm
                 rst = _linear_of_concatenation(self.layers[i].lin, [h, hop1, hop2])
                 # as the layer's forward tests it: the last layer has no activation
-                if self.layers[i]._activation:
+                if self.layers[i]._activation is not None:
                     rst = self.layers[i]._activation(rst)
                 # the last layer: no next one to prepare rows for
                 if i == len(self.layers) - 1:

@@ -27,18 +27,41 @@ def activation_tested(body: list[str], ending: Ending, counter: str, last_index:
     returned = ending.last[0].strip().removeprefix("return ")
     if not rest or not returned.isidentifier() or not ending.last[0].strip().startswith("return "):
         return None
-    applied = re.fullmatch(rf"(\w+) = (self(?:\.\w+)+)\[{re.escape(counter)}\]\.(\w+)\((\w+)\)", rest[0].strip())
+    # the call already under its module's test, as its forward writes it (setting_branches.py)
+    kept = _kept_test(rest)
+    call = rest[len(kept)] if kept else rest[0]
+    applied = re.fullmatch(rf"(\w+) = (self(?:\.\w+)+)\[{re.escape(counter)}\]\.(\w+)\((\w+)\)", call.strip())
     if applied is None or applied.group(1) != returned or applied.group(4) != returned:
         return None
     path, attribute = applied.group(2), applied.group(3)
     if f"{path}[{last_index}].{attribute}" not in unset:
         return None
+    if kept and f"{path}[{counter}].{attribute}" not in kept[-1]:
+        return None
     indent = rest[0][: len(rest[0]) - len(rest[0].lstrip())]
     tested = f"{path}[{counter}].{attribute}"
-    lines = [f"{indent}# as the layer's forward tests it: the last layer has no {attribute.lstrip('_')}",
-             f"{indent}if {tested}:", f"{indent}    {rest[0].strip()}"]
+    said = f"{indent}# as the layer's forward tests it: the last layer has no {attribute.lstrip('_')}"
+    if kept:  # the module's own test, kept; the line above says why it matters here
+        lines = [said, *(_code(line) for line in kept if not line.strip().startswith("#")), call]
+    else:
+        lines = [said, f"{indent}if {tested}:", f"{indent}    {call.strip()}"]
     shared = body[: ending.shared]
-    return [*shared, *lines, *rest[1:]], replace(ending, shared=len(shared) + len(lines))
+    after = rest[len(kept) + 1:] if kept else rest[1:]
+    return [*shared, *lines, *after], replace(ending, shared=len(shared) + len(lines))
+
+
+def _kept_test(rest: list[str]) -> list[str]:
+    """The lines of an `if ...:` (and the comment above it, where one is) before an indented
+    call, at the start of `rest`; [] where it does not start so."""
+    at = 1 if rest and rest[0].strip().startswith("#") else 0
+    if len(rest) < at + 2 or not rest[at].strip().startswith("if ") or not _code(rest[at]).endswith(":"):
+        return []
+    indent = len(rest[at]) - len(rest[at].lstrip())
+    if len(rest[at + 1]) - len(rest[at + 1].lstrip()) <= indent:
+        return []
+    if len(rest) > at + 2 and len(rest[at + 2]) - len(rest[at + 2].lstrip()) > indent:
+        return []  # more than the call under it
+    return rest[: at + 1]
 
 
 def unset_said(body: list[str], modules: list[str], unset: tuple[str, ...]) -> list[str]:
@@ -73,3 +96,8 @@ def forward_tested(body: list[str], counter: str, index: int, tested: tuple[str,
         out += [f"{indent}if {path}[{counter}].{attribute}:  # as the module's forward tests it",
                 f"    {line}"]
     return out
+
+
+def _code(line: str) -> str:
+    """The line without its trailing comment."""
+    return line.split("  #")[0].rstrip()

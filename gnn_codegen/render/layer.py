@@ -28,6 +28,7 @@ from gnn_codegen.render.layer_expressions import OpExpressions
 from gnn_codegen.render.sources_in_place import sources_in_place
 from gnn_codegen.render.shared_constants import inline_reads, shared_constants
 from gnn_codegen.render.local_names import bound_names, renamed, rename
+from gnn_codegen.render.setting_branches import SettingBranches
 
 if TYPE_CHECKING:
     from gnn_codegen.analysis.attributes import Attributes
@@ -55,7 +56,6 @@ class Renderer(Protocol):
     origins: list[tuple[str, str]]
 
     def note_origins(self, lines: list[str], op: Op | None) -> None: ...
-
     def base_name(self, op: Op) -> str: ...
 
 # the longest statement black leaves on one line in a layer function's body (indented 12)
@@ -172,10 +172,10 @@ class LayerWriter(OpExpressions):
         # expression (which the shared value's line, above that reader, could not read)
         shared_reads = set(value_deps(program, self.r.inline, tuple(program.op(s).args for s in self.shared)))
         nested = self.nested(uses, set(unpacked.values()) | set(fused.values()) | set(fused) | shared_reads)
-        noted = set()
+        noted, branches = set(), SettingBranches(self.r, self.params)  # forward's setting tests, origins
         for placed in self.stage.ops:
             op = program.op(placed.name)
-            self.r.note_origins(self.lines, op)
+            branches.noted(self.lines, op)
             self.write_shared(op, placed.space)
             if placed.name in unpacked.values() or placed.name in fused.values():
                 continue  # taken where its tuple is computed / never made (the Linear takes parts)
@@ -232,7 +232,7 @@ class LayerWriter(OpExpressions):
                                                               and op.target in _RESHAPES):
                     self.exclusive.add(op.name)
             self.local[(op.name, placed.space)] = target
-        self.r.note_origins(self.lines, None)
+        branches.noted(self.lines, None)
         return self.finish()
 
     def write_shared(self, op: Op, space: Space) -> None:

@@ -43,6 +43,7 @@ from gnn_codegen.render.normed_twice import said_twice
 from gnn_codegen.render.activation_test import unset_said
 from gnn_codegen.render.method_doc import MethodDocstring
 from gnn_codegen.render.module_functions import fold_module_calls
+from gnn_codegen.render.round_loops import fold_rounds
 from gnn_codegen.render.state_starts import with_states_started
 from gnn_codegen.render.value_names import bound, uncounted
 from gnn_codegen.render.preamble import Preamble
@@ -330,9 +331,9 @@ class Renderer(BufferNames, LayerCalls, Preamble, MethodDocstring):
                                                              self.program.unset_functions))
             stages.append({"comment": comment, "function": function, "after": lines, "before": before,
                            "opening": opening, "pad": "    " if opening else "", "position": position})
-        # a module's calls that span passes, alike in each call: one local function (issue 37)
-        stages = fold_module_calls(self, stages, runs, all_nodes_before)
-        stages = fold_graph_passes(self, stages, runs)  # passes over a list's graphs: a loop (issue 37)
+        stages = fold_module_calls(self, stages, runs, all_nodes_before)  # one local function per module
+        # passes over a list's graphs; then rounds of a layer and passes over all nodes: loops
+        stages = fold_rounds(self, fold_graph_passes(self, stages, runs), runs)
         stored = {self.buffer[v] for stage in self.plan.stages for v in stage.stores}
         # col_mean, not col_mean_2, where it may; a library line's constant keeps a name per value
         constants = {name for lines in self.method_constants.lines.values() for line in lines for name in bound(line)}

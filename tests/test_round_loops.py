@@ -149,3 +149,12 @@ def test_renamed_code_that_reads_another_binding_is_told_apart() -> None:
     # a name read from around a function made in the loop
     resolved = resolution("m = f()\ndef g(x):\n    return x / m\ny = g(1)")
     assert resolved is not None and resolved.functions_free["g"] == ["m"] and resolved.free == ["f"]
+
+
+def test_rounds_of_modules_written_out_one_by_one_stay_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CentredGCN's `self.conv2`, `self.conv3`: attributes, not names of the rounds' values."""
+    monkeypatch.chdir(REPO)
+    generated = generate_all("tests/models/dgl_idioms.py:CentredGCN",
+                             GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3}'))
+    assert generated.verification is not None and generated.verification.ok
+    assert "for i in" not in _method(generated.source)

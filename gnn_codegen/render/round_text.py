@@ -128,6 +128,10 @@ def renames(rounds: list[Round]) -> list[dict[str, str]] | None:
             continue
         if token.tok_name[kinds.pop()] != "NAME":
             return None
+        if position and streams[0][position - 1][1] == ".":  # type: ignore[index]
+            return None  # an attribute (`self.conv2`, `self.conv3`): another module, not a name
+        if not _binding_keyword(streams[0], position):  # type: ignore[arg-type]
+            return None  # a keyword of a call: another argument, not a name
         classes.setdefault(spelled, loop_name(spelled[0]))
     found: list[dict[str, str]] = [{} for _ in rounds]
     for spelled, name in classes.items():
@@ -135,6 +139,22 @@ def renames(rounds: list[Round]) -> list[dict[str, str]] | None:
             if found[k].setdefault(old, name) != name:
                 return None
     return found
+
+
+def _binding_keyword(stream: list[tuple[int, str]], position: int) -> bool:
+    """The name at position is no keyword argument, or one of a `dict(...)` that binds a
+    layer's parameter to its rows (`source_rows=dict(feat0=feat0)`: renamed with it)."""
+    if position + 1 >= len(stream) or stream[position + 1][1] != "=":
+        return True
+    depth = 0
+    for at in range(position - 1, -1, -1):
+        text = stream[at][1]
+        depth += text in (")", "]", "}")
+        if text in ("(", "[", "{"):
+            if not depth:
+                return text == "(" and at > 0 and stream[at - 1][1] == "dict"
+            depth -= 1
+    return True
 
 
 def loop_name(name: str) -> str:

@@ -34,9 +34,8 @@ from gnn_codegen.render.code import comment
 from gnn_codegen.render.layer import LayerFunction
 from gnn_codegen.render.module_index import spelled_stop
 from gnn_codegen.render.name_resolution import reads_alike, resolution
-from gnn_codegen.render.round_text import (Round, code_lines, counted, is_call, loop_name, nodes_pattern, offsets,
-                                           own_renames, read_round, relative, renamed, renames, spell, split_made,
-                                           stage_lines)
+from gnn_codegen.render.round_text import (Round, code_lines, counted, is_call, offsets, own_renames, read_round,
+                                           relative, renamed, renames, spell, split_made, stage_lines)
 from gnn_codegen.render.written_as_loop import written_as_loop
 
 # the Renderer (method.py): read for its plan, program and names
@@ -142,8 +141,8 @@ def _proven(r: Renderer, before: list[dict], after: list[dict], rounds: list[Rou
     made_free = resolution("\n".join(made)) if made else _empty()
     if made_free is None or set(made_free.free) & (set(binder) | set(loop_binder)):
         return None  # a function made before the loop reads no value of it
-    outputs = ", ".join(r.buffer[n] for n in r.plan.outputs if n in r.buffer)
-    resolved_after = resolution(_method_code(after, [f"_ = ({outputs},)"] if outputs else []))
+    returned = [r.buffer[n] for n in r.plan.outputs if n in r.buffer]  # read by the method's return
+    resolved_after = resolution(_method_code(after, [f"_ = ({', '.join(returned)},)"] if returned else []))
     resolved_before = resolution(_method_code(before) + "\n" + "\n".join(code_lines(made)))
     if resolved_after is None or resolved_before is None:
         return None
@@ -155,6 +154,8 @@ def _proven(r: Renderer, before: list[dict], after: list[dict], rounds: list[Rou
             leaving[n] = names[-1].get(n, n)
         elif n in loop_binder or n in entering:
             return None
+    if any(leaving.get(n, n) != n for n in returned):
+        return None  # the return names forward's results as the method's buffers do
     # renamed where they are: a loop's name that code before or after spells otherwise would
     # read another value
     if _spelled(before, set(entering.values()) - set(entering)) or _spelled(after, set(leaving.values()) - set(leaving)):

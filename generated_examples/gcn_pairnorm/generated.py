@@ -150,9 +150,8 @@ class DeepGCN(nn.Module):
             rownorm_mean = (1e-06 + rownorm_mean_terms_mean).sqrt()
             return x, rownorm_mean
 
-        # Layers 1 to 2 of 3, a round of the loop below each: the layer, then the passes over
-        # all nodes before the next, the same code in every round but for the layer's index,
-        # i.
+        # Layers 1 to 2 of 3: a round of the loop below each (the layer, then the passes over
+        # all nodes before the next), alike but for the layer's index, i.
         for i in range(len(self.layers) - 1):
             # Layer i + 1 of 3: self.layers[i] (GraphConv).
             def layer_i(block, feat, i=i):

@@ -93,11 +93,12 @@ def test_nodes_says_why_it_starts_where_it_does() -> None:
     once, at the first call that passes nodes=."""
     method = (REPO / "generated_examples" / "gcn_pairnorm" / "generated.py").read_text()
     method = method[method.index("    def inference("):method.index("# --- gnn-codegen ")]
-    said = re.findall(r"# nodes= from here on: .*?\n(?!\s*#)(.*?)\n", method, re.S)
-    assert len(said) == 1 and "nodes=needed[" in method.split("# nodes= from here on")[1].split(")\n")[0], said
-    assert "nodes=needed[" not in method.split("# nodes= from here on")[0].split("needed = batches.needed(")[1]
+    # in the loop over the layers (render/round_loops.py): passed in its last round alone
+    said = "# nodes= in the last round alone"
+    assert method.count(said) == 1 and "nodes=needed[" in method.split(said)[1].split(")\n")[0], method
+    assert "nodes=needed[" not in method.split(said)[0].split("needed = batches.needed(")[1]
     # the means are pair_norm's, the function PairNorm's passes are written once in
-    assert "pair_norm's means" in " ".join(method.split("# nodes= from here on")[1].split("\n")[:3]), method
+    assert "pair_norm's means" in " ".join(method.split(said)[1].split("\n")[:3]), method
 
 
 def test_a_self_loop_on_embeddings_is_written_as_every_layers() -> None:

@@ -85,7 +85,9 @@ READS = {
     "SemanticAttentionBetweenLayers": ["w = batches.sum_nodes(project) / project.shape[0]",
                                        "beta = torch.softmax(w, dim=0)"],
     # chained reductions: a pass over ranges of nodes between the layers makes what the second reduces
-    "PairNormGCN": ["h1_mean = batches.sum_nodes(h1) / h1.shape[0]", "def before_layer_2(h1):",
+    # (forward's loop over its two layers: one round of a loop, the last layer after it, round_loops.py)
+    "PairNormGCN": ["for i in range(len(self.layers) - 1):", "h_mean = batches.sum_nodes(h) / h.shape[0]",
+                    "def before_next_layer(h, h_mean=h_mean):",
                     "rownorm_mean_terms = x.pow(2).sum(dim=1)",
                     "rownorm_mean_terms_mean = (batches.sum_nodes(rownorm_mean_terms).sum() / rownorm_mean_terms.numel())",
                     "rownorm_mean = (1e-06 + rownorm_mean_terms_mean).sqrt()", "def layer_2(block,"],

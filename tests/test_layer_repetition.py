@@ -86,11 +86,10 @@ def test_the_check_finds_layers_alike_but_for_their_module_index() -> None:
     assert repeated_runs(same_module) == [[2, 3, 4]]
 
 
-# gcn_pairnorm's three GraphConv layers have been alike since GraphConv's helpers decide the
-# weight's place at run time (stop 51): each is one `_graph_conv_aggregate` call, with a
-# pair_norm call and a pass between them, so they are not one loop yet. Its fix is issue 37's
-# next step (a loop of layer, pair_norm and pass); strict, so that it is seen when it passes.
-_KNOWN = {"gcn_pairnorm": "three alike GraphConv layers apart, PairNorm's passes between: issue 37"}
+# Cases known to repeat, each with the issue that folds it (strict: seen when it passes).
+# gcn_pairnorm's layers, a pair_norm call and a pass between every two, are one loop
+# (render/round_loops.py).
+_KNOWN: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=_KNOWN[c.name]))

@@ -9,6 +9,7 @@ import re
 import pytest
 
 from gnn_codegen.pipeline import GenerateOptions, generate_all
+from gnn_codegen.render import method as render_method
 from gnn_codegen.render.layer import LayerFunction
 from gnn_codegen.render.module_functions import canonical, Call, function_name, plain
 from gnn_codegen.render.value_names import uncounted
@@ -28,6 +29,8 @@ def _method(name: str, monkeypatch: pytest.MonkeyPatch, init: str = "{}") -> str
 @pytest.mark.parametrize("layers", [3, 4])
 def test_pairnorm_between_every_two_layers_is_one_function_called_once_per_gap(
         layers: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the calls as the method writes them before its rounds are one loop (tests/test_round_loops.py)
+    monkeypatch.setattr(render_method, "fold_rounds", lambda r, stages, runs: stages)
     method = _method("DeepPairNormGCN", monkeypatch, f'{{"n_layers": {layers}}}')
     assert method.count("def pair_norm(h):") == 1, method
     calls = re.findall(r"\n\s*(\w+), rownorm_mean = pair_norm\((h\d)\)\n", method)
@@ -44,6 +47,7 @@ def test_pairnorm_between_every_two_layers_is_one_function_called_once_per_gap(
 def test_pairnorm_scaling_each_row_by_its_own_norm_has_one_pass_per_call(monkeypatch: pytest.MonkeyPatch) -> None:
     """PN-SI reads one mean over all nodes: a reduction and one pass, nothing to fold; the
     second column mean takes the first's name back, dead by then (value_names.py)."""
+    monkeypatch.setattr(render_method, "fold_rounds", lambda r, stages, runs: stages)  # not one loop yet
     method = _method("DeepPairNormGCN", monkeypatch, '{"norm_mode": "PN-SI"}')
     assert "def pair_norm" not in method and method.count("batches.sum_nodes(") == 2, method
     assert "col_mean_2" not in method and method.count("col_mean = batches.sum_nodes(h") == 2, method

@@ -117,7 +117,7 @@ class DeepGCN(nn.Module):
         # the nodes whose rows each layer computes: all of them; for nodes= those, and before
         # each layer the in-neighbours of the nodes the layer computes; for changed= those,
         # and after each layer their out-neighbours
-        needed = batches.needed(nodes, layers=3)
+        needed = batches.needed(nodes, layers=len(self.layers))
 
         # Before the first layer, once per node: self.layers[0] (GraphConv).
         def prologue(features, out_degrees):
@@ -125,16 +125,7 @@ class DeepGCN(nn.Module):
             # row, once per node
             return _graph_conv_source(self.layers[0], features, out_degrees)
 
-        feat0 = batches.map_nodes(prologue, features, out_degrees)
-
-        # Layer 1 of 3: self.layers[0] (GraphConv).
-        def layer_1(block, feat0):
-            return _graph_conv_aggregate(self.layers[0], block, feat0)
-
-        # in_place=True: source rows are read where they are stored, not gathered per
-        # batch (the layer reads them only in messages)
-        h1 = batches.map(layer_1, source_rows=dict(feat0=feat0), in_place=True)
-        del feat0
+        feat = batches.map_nodes(prologue, features, out_degrees)
 
         # self.norm(h) (PairNorm), where forward calls it: its values over all nodes, each summed
         # in a pass over ranges of the rows, and its work once per node up to the last of them;
@@ -161,53 +152,49 @@ class DeepGCN(nn.Module):
             rownorm_mean = (1e-06 + rownorm_mean_terms_mean).sqrt()
             return x, rownorm_mean
 
-        x1, rownorm_mean = pair_norm(h1)
-        del h1
+        # Layers 1 to 2 of 3: a round of the loop below each (the layer, then the passes over
+        # all nodes before the next), alike but for the layer's index, i.
+        for i in range(len(self.layers) - 1):
+            # Layer i + 1 of 3: self.layers[i] (GraphConv).
+            def layer_i(block, feat, i=i):
+                return _graph_conv_aggregate(self.layers[i], block, feat)
 
-        # Before layer 2, once per node, from what pair_norm returned: PairNorm's `x =
-        # self.scale * x / rownorm_mean` needs rownorm_mean over all nodes: the part that
-        # reads none ran in pair_norm (x1), the rest runs here.
-        def before_layer_2(out_degrees, x1):
-            x = x1 / rownorm_mean
-            x = F.relu(x)
-            # self.layers[1]'s norm by out-degree (and weight, where it narrows) on each source
-            # row, once per node
-            return _graph_conv_source(self.layers[1], x, out_degrees)
+            # in_place=True: source rows are read where they are stored, not gathered per
+            # batch (the layer reads them only in messages)
+            h = batches.map(layer_i, source_rows=dict(feat=feat), in_place=True)
+            del feat
 
-        feat1 = batches.map_nodes(before_layer_2, out_degrees, x1)
-        del x1
+            x, rownorm_mean = pair_norm(h)
+            del h
 
-        # Layer 2 of 3: self.layers[1] (GraphConv).
-        def layer_2(block, feat1):
-            return _graph_conv_aggregate(self.layers[1], block, feat1)
+            # Before layer i + 2, once per node, from what pair_norm returned: PairNorm's `x =
+            # self.scale * x / rownorm_mean` needs rownorm_mean over all nodes: the part that
+            # reads none ran in pair_norm (x), the rest runs here.
+            def before_next_layer(out_degrees, x, i=i, rownorm_mean=rownorm_mean):
+                x = x / rownorm_mean
+                x = F.relu(x)
+                # self.layers[i + 1]'s norm by out-degree (and weight, where it narrows) on each
+                # source row, once per node
+                return _graph_conv_source(self.layers[i + 1], x, out_degrees)
 
-        h2 = batches.map(layer_2, source_rows=dict(feat1=feat1), in_place=True)
-        del feat1
-
-        x2, rownorm_mean = pair_norm(h2)
-        del h2
-
-        # Before layer 3, once per node, from what pair_norm returned: PairNorm's `x =
-        # self.scale * x / rownorm_mean` needs rownorm_mean over all nodes: the part that
-        # reads none ran in pair_norm (x2), the rest runs here.
-        def before_layer_3(out_degrees, x2):
-            x = x2 / rownorm_mean
-            x = F.relu(x)
-            # self.layers[2]'s norm by out-degree (and weight, where it narrows) on each source
-            # row, once per node
-            return _graph_conv_source(self.layers[2], x, out_degrees)
-
-        # nodes= from here on: every layer and pass above computes all nodes whatever
-        # nodes= asks, since pair_norm's means over all nodes read every node's rows
-        feat2 = batches.map_nodes(before_layer_3, out_degrees, x2, nodes=needed[2])
-        del out_degrees, x2
+            # nodes= in the last round alone: every layer and pass before it computes all
+            # nodes whatever nodes= asks, since pair_norm's means over all nodes read every
+            # node's rows
+            feat = batches.map_nodes(
+                before_next_layer,
+                out_degrees,
+                x,
+                nodes=needed[i + 1] if i == len(self.layers) - 2 else None,
+            )
+            del x
+        del out_degrees
 
         # Layer 3 of 3: self.layers[2] (GraphConv).
-        def layer_3(block, feat2):
-            return _graph_conv_aggregate(self.layers[2], block, feat2)
+        def layer_3(block, feat):
+            return _graph_conv_aggregate(self.layers[2], block, feat)
 
         h = batches.map(
-            layer_3, source_rows=dict(feat2=feat2), in_place=True, nodes=needed[3]
+            layer_3, source_rows=dict(feat=feat), in_place=True, nodes=needed[3]
         )
         return batches.result(h, nodes=nodes)
 

@@ -12,14 +12,12 @@ from typing import Any
 
 from gnn_codegen.analysis.attributes import Attributes
 from gnn_codegen.trace.graph_lineage import DERIVED
-from gnn_codegen.lower.edge_masks import is_edge_subgraph
-from gnn_codegen.lower.edge_masks import suffix as edge_subgraph_suffix
+from gnn_codegen.lower.edge_masks import is_edge_subgraph, suffix as edge_subgraph_suffix
 from gnn_codegen.trace.edge_weight_norm import EDGE_WEIGHT_NORM
 from gnn_codegen.ir import Op, Program, Ref, iter_refs
 from gnn_codegen.trace.metapaths import metapath_of
 from gnn_codegen.trace.dict_inputs import packed_arguments
-from gnn_codegen.trace.relation_graphs import RELATION_GRAPH
-from gnn_codegen.trace.relation_graphs import suffix as relation_suffix
+from gnn_codegen.trace.relation_graphs import RELATION_GRAPH, suffix as relation_suffix
 from gnn_codegen.trace.several_graphs import GRAPH_ITEM, in_forwards_order
 from gnn_codegen.names import NameAllocator
 from gnn_codegen.cut.plan import Plan, Stage, inline_ops
@@ -44,6 +42,7 @@ from gnn_codegen.render.normed_twice import said_twice
 from gnn_codegen.render.activation_test import unset_said
 from gnn_codegen.render.method_doc import MethodDocstring
 from gnn_codegen.render.module_functions import fold_module_calls
+from gnn_codegen.render.round_loops import fold_rounds
 from gnn_codegen.render.state_starts import with_states_started
 from gnn_codegen.render.value_names import bound, uncounted
 from gnn_codegen.render.preamble import Preamble
@@ -331,9 +330,10 @@ class Renderer(BufferNames, LayerCalls, Preamble, MethodDocstring):
                                                              self.program.unset_functions))
             stages.append({"comment": comment, "function": function, "after": lines, "before": before,
                            "opening": opening, "pad": "    " if opening else "", "position": position})
-        # a module's calls that span passes, alike in each call: one local function (issue 37)
-        stages = fold_module_calls(self, stages, runs, all_nodes_before)
-        stages = fold_graph_passes(self, fold_graph_layers(self, stages, runs), runs)  # graphs' passes: loops (issue 37)
+        stages = fold_module_calls(self, stages, runs, all_nodes_before)  # one local function per module
+        # passes over a list's graphs (in a loop over the layers); then rounds of a layer and
+        # passes over all nodes: loops (issue 37)
+        stages = fold_rounds(self, fold_graph_passes(self, fold_graph_layers(self, stages, runs), runs), runs)
         stored = {self.buffer[v] for stage in self.plan.stages for v in stage.stores}
         # col_mean, not col_mean_2, where it may; a library line's constant keeps a name per value
         constants = {name for lines in self.method_constants.lines.values() for line in lines for name in bound(line)}

@@ -73,3 +73,12 @@ def test_warns_nothing() -> None:
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert run.returncode == 0, run.stderr
+
+
+def test_a_graph_made_from_csc_without_edge_ids(weighted_sum) -> None:
+    """dgl.graph(("csc", (indptr, indices, []))): DGL gives no edge IDs, the edges are in the
+    CSC's order (as _in_edge_sum reads them); the helper raised an MKL error there."""
+    indptr, indices = torch.tensor([0, 2, 3, 5, 5]), torch.tensor([0, 1, 2, 0, 1])
+    g = dgl.graph(("csc", (indptr, indices, torch.tensor([], dtype=torch.int64))))
+    h, a = torch.randn(4, 2, 3), torch.randn(5, 2, 1)
+    assert torch.allclose(weighted_sum(g, h, a, 2), dgl.ops.u_mul_e_sum(g, h, a), atol=1e-6)

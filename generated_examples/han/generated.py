@@ -261,7 +261,7 @@ class HAN(nn.Module):
         return batches_pa_ap.result(out, nodes=nodes)
 
 
-# --- gnn-codegen convolution helpers 0.1.0, sha256 4d780c7a95ba -------------------------------
+# --- gnn-codegen convolution helpers 0.1.0, sha256 47555a01bb46 -------------------------------
 # Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
 # helpers for the DGL modules this model's layers call, each module's forward split into its
 # work once per source row and the rest on each batch's block (a documented function per part,
@@ -340,6 +340,8 @@ def _attention_weighted_sum(block, h, a, rows_per_product=65536):
     import warnings
 
     indptr, indices, edge_ids = block.adj_tensors("csc")
+    if len(edge_ids) != len(indices):  # no IDs (a graph made from CSC): in CSC order
+        edge_ids = torch.arange(len(indices), device=indices.device)
     out = h.new_empty(block.num_dst_nodes(), *h.shape[1:])
     with warnings.catch_warnings():  # torch says once that sparse CSR tensors are in beta
         warnings.filterwarnings("ignore", "Sparse CSR tensor support", UserWarning)

@@ -28,7 +28,7 @@ from gnn_codegen.render.code import comment
 from gnn_codegen.render.fewer_stored import padded
 from gnn_codegen.render.last_copies import Ending, split
 from gnn_codegen.render.layer import LayerFunction
-from gnn_codegen.render.module_index import spelled_stop
+from gnn_codegen.render.module_index import last_of, spelled_stop
 
 # the Renderer (method.py): read for its graph lists, row lists and names
 Renderer = Any
@@ -326,7 +326,7 @@ def _run_at(r: Renderer, dicts: list[dict], at: int) -> list[dict] | None:
     r.rounds_spelled = {f"{batches_list} * {rounds}": f"{batches_list} * {stop}"} if not stop.isdigit() else {}
 
     def out(text: str) -> str:
-        return (text.replace(_LAST_LAYER, _last_of(stop)).replace(_LAYER, var_i).replace(_GRAPH, var_j)
+        return (text.replace(_LAST_LAYER, last_of(stop)).replace(_LAYER, var_i).replace(_GRAPH, var_j)
                 .replace(_NEEDED, needed).replace(_NAME, name))
 
     function = replace(dicts[at]["function"], name=name, body=_rewrapped([out(line) for line in body]),
@@ -341,11 +341,6 @@ def _run_at(r: Renderer, dicts: list[dict], at: int) -> list[dict] | None:
               "opening": [*starts, f"for {var_i} in range({stop}):", f"    for {var_j} in range({spelled_count}):"],
               "pad": "        ", "function": function, "after": after, "before": dicts[at]["before"]}
     return [*before, folded, *dicts[end:]]
-
-
-def _last_of(stop: str) -> str:
-    """The loop's last value from its end as spelled: `len(self.convs) - 1`, `1` for 2."""
-    return str(int(stop) - 1) if stop.isdigit() else f"{stop} - 1"
 
 
 def _written(function: LayerFunction, body: list[str], var_i: str, var_j: str) -> LayerFunction:

@@ -137,3 +137,13 @@ def spelled_hops(program: "Program", stages: "list[Stage]", stop: int) -> str | 
         return None
     shift = stop - hops
     return count if not shift else f"{count} + {shift}" if shift > 0 else f"{count} - {-shift}"
+
+
+def last_of(stop: str) -> str:
+    """The loop's last value from its end as spelled: `len(self.layers) - 1`, `1` for 2."""
+    if stop.isdigit():
+        return str(int(stop) - 1)
+    head, minus, count = stop.rpartition(" - ")
+    if minus and count.isdigit():
+        return f"{head} - {int(count) + 1}"
+    return f"{stop} - 1"

@@ -14,7 +14,7 @@ from gnn_codegen.render.activation_test import activation_tested, forward_tested
 from gnn_codegen.render.code import comment
 from gnn_codegen.render.fewer_stored import padded
 from gnn_codegen.render.last_copies import merged
-from gnn_codegen.render.module_index import spelled_stop, uses_name
+from gnn_codegen.render.module_index import last_of, spelled_stop, uses_name
 from gnn_codegen.render.normed_twice import said_twice
 from gnn_codegen.render.period_loops import PeriodLoop
 
@@ -22,16 +22,6 @@ from gnn_codegen.render.period_loops import PeriodLoop
 Renderer = Any
 
 _PAD = "    "
-
-
-def _last_of(stop: str) -> str:
-    """The loop's last value from its end as spelled: `len(self.layers) - 1`, `1` for 2."""
-    if stop.isdigit():
-        return str(int(stop) - 1)
-    head, minus, count = stop.rpartition(" - ")
-    if minus and count.isdigit():
-        return f"{head} - {int(count) + 1}"
-    return f"{stop} - 1"
 
 
 def _layer(period: int, counter: str, offset: int) -> str:
@@ -50,7 +40,7 @@ def period_stages(r: Renderer, loop: PeriodLoop, runs: list[tuple[Stage, Any]], 
     if stop == str(loop.base + loop.groups):  # the first pass may read no module of the list
         stop = next((s for s in (spelled_stop(f, counter, loop.base + loop.groups, dict(r.program.module_lengths))
                                  for f in loop.functions) if not s.isdigit()), stop)
-    last_index = _last_of(stop)
+    last_index = last_of(stop)
     header = [*loop.starts, f"for {counter} in {f'range({stop})' if not loop.base else f'range({loop.base}, {stop})'}:"]
     if loop.base == 0 and first.layer == 1 and loop.end == len(runs) - 1 and not stop.isdigit():
         # every layer in the loop: needed counts them as it does (preamble.py)

@@ -32,7 +32,7 @@ from typing import Any
 from gnn_codegen.cut.plan import Stage
 from gnn_codegen.render.code import comment
 from gnn_codegen.render.layer import LayerFunction
-from gnn_codegen.render.module_index import spelled_stop
+from gnn_codegen.render.module_index import last_of, spelled_stop
 from gnn_codegen.render.name_resolution import reads_alike, resolution
 from gnn_codegen.render.round_text import (Round, code_lines, counted, is_call, offsets, own_renames, read_round,
                                            relative, renamed, renames, spell, split_made, stage_lines)
@@ -219,7 +219,7 @@ def _written(r: Renderer, before: list[dict], after: list[dict], rounds: list[Ro
     loop_text = [line for d in first.dicts for line in _all_lines(d)]
     plain_text = counted(renamed(loop_text, rename), first.layer, counter, base, r.needed)
     stop = spelled_stop(LayerFunction("", [], plain_text), counter, stop_at, dict(r.program.module_lengths))
-    last_index = _last_of(stop)
+    last_index = last_of(stop)
     start = first.layer + base
     header = f"for {counter} in range({stop}):" if start == 0 else f"for {counter} in range({start}, {stop}):"
     counts = re.fullmatch(r"len\((.+)\) - 1", stop)
@@ -330,13 +330,3 @@ def _nodes_said(r: Renderer, lines: list[str]) -> list[str]:
     said = text[at:].replace("= from here on:", "= in the last round alone:", 1)
     said = said.replace("every layer and pass above computes", "every layer and pass before it computes", 1)
     return comment(said, 80)
-
-
-def _last_of(stop: str) -> str:
-    """The loop's last value from its end as spelled: `len(self.layers) - 2`, `1` for 2."""
-    if stop.isdigit():
-        return str(int(stop) - 1)
-    head, minus, count = stop.rpartition(" - ")
-    if minus and count.isdigit():
-        return f"{head} - {int(count) + 1}"
-    return f"{stop} - 1"

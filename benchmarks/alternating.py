@@ -41,13 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="gnn_codegen_alternating_") as folder:
         work = Path(folder)
-        import torch
-
-        src, dst, features = run.make_graph("uniform", args.nodes, args.edges, seed=0)
-        torch.save({"src": src, "dst": dst, "num_nodes": args.nodes, "features": features}, work / "graph_uniform.pt")
-        del src, dst, features
-        run.generate_modules(models, work)
-        run.save_weights(models, work, seed=0)
+        run.prepare_work(models, work, args.nodes, args.edges)
         for model in models:
             for round_ in range(args.rounds):
                 times = {}

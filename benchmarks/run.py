@@ -330,6 +330,22 @@ def generate_modules(models: list[str], work: Path) -> None:
         (work / f"generated_{name}.py").write_text(source)
 
 
+def save_graph(kind: str, nodes: int, edges: int, seed: int, path: Path) -> None:
+    """make_graph's graph as the children load it (graph_<label>.pt)."""
+    import torch
+
+    src, dst, features = make_graph(kind, nodes, edges, seed)
+    torch.save({"src": src, "dst": dst, "num_nodes": nodes, "features": features}, path)
+
+
+def prepare_work(models: list[str], work: Path, nodes: int, edges: int, seed: int = 0) -> None:
+    """A uniform graph (graph_uniform.pt), the models' generated modules and their weights in
+    work: what alternating.py's and threads.py's children read."""
+    save_graph("uniform", nodes, edges, seed, work / "graph_uniform.pt")
+    generate_modules(models, work)
+    save_weights(models, work, seed)
+
+
 def save_weights(models: list[str], work: Path, seed: int) -> None:
     import torch
 
@@ -622,9 +638,7 @@ def main(argv: list[str] | None = None) -> int:
 
     rows: list[dict] = []
     for label, kind, nodes, edges, graph_methods in graphs:
-        src, dst, features = make_graph(kind, nodes, edges, args.seed)
-        torch.save({"src": src, "dst": dst, "num_nodes": nodes, "features": features}, work / f"graph_{label}.pt")
-        del src, dst, features
+        save_graph(kind, nodes, edges, args.seed, work / f"graph_{label}.pt")
         print(f"graph {label}", flush=True)
         for name in models:
             # full first: every other output is compared with it

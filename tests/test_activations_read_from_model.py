@@ -14,25 +14,20 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from gnn_codegen.pipeline import GenerateOptions, generate_all
-from gnn_codegen.verify.check import check
 from gnn_codegen.verify.harness import import_source
 from tests.cases import REPO
+from tests.generated_text import generated_and_checked, inference_method
 
 MODELS = "tests/models/activations.py"
 INIT = '{"in_size": 8, "hid_size": 6, "out_size": 3}'
 
 
 def _generated(name: str, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.chdir(REPO)
-    generated = generate_all(f"{MODELS}:{name}", GenerateOptions(init=INIT))
-    result = check(generated, num_nodes=97, seed=1, batch_sizes=(1, 13, 97))
-    assert result.ok, f"max |difference| {result.max_abs_diff}"
-    return generated
+    return generated_and_checked(MODELS, name, INIT, monkeypatch)
 
 
 def _method(source: str) -> str:
-    method = source[source.index("    def inference("):source.index("# --- gnn-codegen ")]
+    method = inference_method(source)
     return re.sub(r"\s+", "", method)  # as black wraps it or not
 
 

@@ -9,28 +9,20 @@ import re
 
 import pytest
 
-from gnn_codegen.pipeline import GenerateOptions, generate_all
-from gnn_codegen.verify.check import check
 from tests.cases import REPO
+from tests.generated_text import generated_and_checked, inference_method
 
 MODEL = "tests/models/propagation_idioms.py"
 INIT = '{"in_size": 6, "hid_size": 5, "out_size": 3}'
 
 
 def _generated(name: str, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.chdir(REPO)
-    generated = generate_all(f"{MODEL}:{name}", GenerateOptions(init=INIT))
-    result = check(generated, num_nodes=61, seed=3, batch_sizes=(1, 17, 61))
-    assert result.ok, f"max |difference| {result.max_abs_diff}"
-    return generated
-
-
-def _method(source: str) -> str:
-    return source[source.index("    def inference("):source.index("# --- gnn-codegen")]
+    return generated_and_checked(MODEL, name, INIT, monkeypatch, num_nodes=61, seed=3,
+                                 batch_sizes=(1, 17, 61))
 
 
 def test_every_chebconvs_re_norm_is_computed_once_before_its_layers(monkeypatch: pytest.MonkeyPatch) -> None:
-    method = _method(_generated("ChebStack", monkeypatch).source)
+    method = inference_method(_generated("ChebStack", monkeypatch).source)
     assert method.count("re_norm = 2.0 / lambda_max") == 2, method  # the comment's and the line
     assert re.search(r"\n {8}re_norm = 2\.0 / lambda_max\n", method), method  # the method's, not a function's
     # read by each layer's hops (one function per hop in the loop over the layers), assigned
@@ -46,7 +38,7 @@ def test_every_chebconvs_re_norm_is_computed_once_before_its_layers(monkeypatch:
 def test_forwards_number_is_named_as_the_library_line_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 37's review of chebnet: `re_norm = 2.0 / 2.0` did not say which 2.0 forward gave;
     `lambda_max = 2.0`, from forward's line, then the library's own line."""
-    method = _method(_generated("ChebStack", monkeypatch).source)
+    method = inference_method(_generated("ChebStack", monkeypatch).source)
     assert "        lambda_max = 2.0  # forward's, in `h = layer(g, h, [2])`\n" in method, method
     assert method.index("lambda_max = 2.0") < method.index("re_norm = 2.0 / lambda_max\n"), method
     assert "2.0 / 2.0" not in method, method
@@ -54,13 +46,13 @@ def test_forwards_number_is_named_as_the_library_line_names_it(monkeypatch: pyte
 
 def test_a_constant_of_another_value_takes_a_name_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
     """lambda_max 2 and 4: two values of DGL's one name, never one read for the other."""
-    method = _method(_generated("ChebTwoLambdas", monkeypatch).source)
+    method = inference_method(_generated("ChebTwoLambdas", monkeypatch).source)
     assert "re_norm = 2.0 / lambda_max\n" in method and "re_norm_2 = 2.0 / lambda_max_2\n" in method, method
     assert "lambda_max = 2.0  #" in method and "lambda_max_2 = 4.0  #" in method, method
     assert method.index("re_norm_2 = ") > method.index("def layer_2("), method
 
 
 def test_the_chebnet_golden_computes_re_norm_once() -> None:
-    method = _method((REPO / "generated_examples" / "chebnet" / "generated.py").read_text())
+    method = inference_method((REPO / "generated_examples" / "chebnet" / "generated.py").read_text())
     assert method.count("re_norm = 2.0 / lambda_max\n") == 1 and method.count("in every float") == 1, method
     assert "lambda_max = 2.0  # forward's, in `h = layer(self.g, h, [2])`" in method, method

@@ -13,24 +13,11 @@ import re
 from pathlib import Path
 
 import pytest
-import torch
 
 from gnn_codegen.analysis.perturb import perturb
 from gnn_codegen.pipeline import GenerateOptions, generate_all
-from gnn_codegen.verify.harness import (
-    allclose,
-    flatten,
-    full_graph_forward,
-    generated_model,
-    import_source,
-    make_inputs,
-    max_difference,
-    random_graph_for,
-    rows_for,
-    run_inference,
-    some_nodes,
-)
-from tests.graph_updates import updated
+from gnn_codegen.verify.harness import generated_model, import_source, make_inputs, random_graph_for
+from tests.subset_runs import assert_nodes_and_changed_rows
 
 _CHEB_LOOP = '''
 import torch.nn as nn
@@ -186,18 +173,4 @@ def _prepared(tmp_path: Path, source: str, k: int, layers: int, **init):
 def test_the_loop_gives_forwards_rows_for_nodes_and_changed(tmp_path: Path, source, k, layers) -> None:
     """`needed[2 * i + 1]`: each pass computes the rows the passes after it read, for nodes=
     and for changed= as for a full run."""
-    generated, model, reference, g, inputs = _prepared(tmp_path, source, k, layers)
-    expected = full_graph_forward(reference, generated, g, inputs)
-    for count in (1, 12):
-        nodes = some_nodes(61, count, seed=count)
-        actual = run_inference(model, generated, g, inputs, batch_size=7, device="cpu", nodes=nodes)
-        wanted = rows_for(generated, expected, nodes)
-        assert allclose(flatten(actual), wanted, atol=1e-4, rtol=1e-4), max_difference(flatten(actual), wanted)
-    storage = str(tmp_path / "storage")
-    run_inference(model, generated, g, inputs, batch_size=16, device="cpu", storage=storage, keep_layers=True)
-    g, inputs, changed = updated(generated, g, inputs, seed=0)
-    fresh = run_inference(model, generated, g, inputs, batch_size=16, device="cpu")
-    actual = run_inference(model, generated, g, inputs, batch_size=16, device="cpu", storage=storage,
-                           changed=changed)
-    assert allclose(actual, fresh, atol=1e-4, rtol=1e-4), max_difference(actual, fresh)
-    assert torch.is_tensor(flatten(actual)[0])
+    assert_nodes_and_changed_rows(*_prepared(tmp_path, source, k, layers), tmp_path)

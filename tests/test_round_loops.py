@@ -16,21 +16,9 @@ import pytest
 from gnn_codegen.analysis.perturb import perturb
 from gnn_codegen.pipeline import GenerateOptions, generate_all
 from gnn_codegen.render.name_resolution import reads_alike, resolution
-from gnn_codegen.verify.harness import (
-    allclose,
-    flatten,
-    full_graph_forward,
-    generated_model,
-    import_source,
-    make_inputs,
-    max_difference,
-    random_graph_for,
-    rows_for,
-    run_inference,
-    some_nodes,
-)
+from gnn_codegen.verify.harness import generated_model, import_source, make_inputs, random_graph_for
 from tests.cases import REPO
-from tests.graph_updates import updated
+from tests.subset_runs import assert_nodes_and_changed_rows
 
 MODELS = "tests/models/global_norms.py"
 
@@ -112,19 +100,7 @@ def test_the_loop_gives_forwards_rows_for_nodes_and_changed(layers: int, monkeyp
     model = generated_model(generated, module, reference)
     g = random_graph_for(generated, 61, seed=0, zero_in_degree=False)
     inputs = make_inputs(generated, 61, 0, g.num_edges())
-    expected = full_graph_forward(reference, generated, g, inputs)
-    for count in (1, 12):
-        nodes = some_nodes(61, count, seed=count)
-        actual = run_inference(model, generated, g, inputs, batch_size=7, device="cpu", nodes=nodes)
-        wanted = rows_for(generated, expected, nodes)
-        assert allclose(flatten(actual), wanted, atol=1e-4, rtol=1e-4), max_difference(flatten(actual), wanted)
-    storage = str(tmp_path / "storage")
-    run_inference(model, generated, g, inputs, batch_size=16, device="cpu", storage=storage, keep_layers=True)
-    g, inputs, changed = updated(generated, g, inputs, seed=0)
-    fresh = run_inference(model, generated, g, inputs, batch_size=16, device="cpu")
-    actual = run_inference(model, generated, g, inputs, batch_size=16, device="cpu", storage=storage,
-                           changed=changed)
-    assert allclose(actual, fresh, atol=1e-4, rtol=1e-4), max_difference(actual, fresh)
+    assert_nodes_and_changed_rows(generated, model, reference, g, inputs, tmp_path)
 
 
 def test_the_golden_is_one_loop() -> None:

@@ -13,25 +13,16 @@ import dgl
 import pytest
 import torch
 
-from gnn_codegen.pipeline import GenerateOptions, generate_all
-from gnn_codegen.verify.check import check
 from gnn_codegen.verify.harness import import_source
 from tests.cases import REPO
+from tests.generated_text import generated_and_checked, inference_method
 
 MODELS = "tests/models/setting_branches.py"
 INIT = '{"in_size": 8, "hid_size": 6, "out_size": 3}'
 
 
 def _generated(name: str, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.chdir(REPO)
-    generated = generate_all(f"{MODELS}:{name}", GenerateOptions(init=INIT))
-    result = check(generated, num_nodes=97, seed=1, batch_sizes=(1, 13, 97))
-    assert result.ok, f"max |difference| {result.max_abs_diff}"
-    return generated
-
-
-def _method(source: str) -> str:
-    return source[source.index("    def inference("):source.index("# --- gnn-codegen ")]
+    return generated_and_checked(MODELS, name, INIT, monkeypatch)
 
 
 def _one_line(method: str) -> str:
@@ -45,13 +36,13 @@ def _one_line(method: str) -> str:
     ("ScaledAndCentredGCN", '`else:` branch of `if self.mode == "PN":`'),
 ])
 def test_a_branch_between_bodies_is_said_once(name: str, branch: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    method = _one_line(_method(_generated(name, monkeypatch).source))
+    method = _one_line(inference_method(_generated(name, monkeypatch).source))
     said = f"ModeNorm.forward's {branch}, the one this build takes (check_built above refuses another mode)"
     assert method.count(said) == 1, method
 
 
 def test_an_if_without_else_keeps_forward_test(monkeypatch: pytest.MonkeyPatch) -> None:
-    method = _method(_generated("InitialResidualGCN", monkeypatch).source)
+    method = inference_method(_generated("InitialResidualGCN", monkeypatch).source)
     assert re.search(r"if self\.convs\[(0|i)\]\._bias:  # as the module's forward tests it\n"
                      r"\s+rst = rst \+ self\.convs\[(0|i)\]\.bias\n", method), method
     assert "if self.convs[0]._activation is not None:" in method or \
@@ -61,14 +52,14 @@ def test_an_if_without_else_keeps_forward_test(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_an_if_this_build_skips_is_said(monkeypatch: pytest.MonkeyPatch) -> None:
-    method = _one_line(_method(_generated("InitialResidualGCNWithoutBias", monkeypatch).source))
+    method = _one_line(inference_method(_generated("InitialResidualGCNWithoutBias", monkeypatch).source))
     assert ("GCN2Conv.forward's `if self._bias:` is false in this build, left out "
             "(check_built above refuses another _bias)") in method, method
     assert ".bias" not in method.replace("._bias", ""), method
 
 
 def test_a_layer_activation_kept_under_its_test(monkeypatch: pytest.MonkeyPatch) -> None:
-    method = _method(_generated("MLPThenGCN", monkeypatch).source)
+    method = inference_method(_generated("MLPThenGCN", monkeypatch).source)
     for i in (0, 1):  # the comment beside the test, or above it where the two are too long
         assert re.search(rf"# as the module's forward tests it\n\s+if self\.mlp\[{i}\]\.activation is not None:\n"
                          rf"\s+h = self\.mlp\[{i}\]\.activation\(h\)\n", method), method
@@ -77,7 +68,7 @@ def test_a_layer_activation_kept_under_its_test(monkeypatch: pytest.MonkeyPatch)
 def test_a_layer_without_its_activation_is_exact(monkeypatch: pytest.MonkeyPatch) -> None:
     """The last MLP layer holds None: its call is left out (its test reads a None, which the
     digest leaves out, so nothing is claimed of it); the first's is called."""
-    method = _method(_generated("MLPWithoutLastActivationThenGCN", monkeypatch).source)
+    method = inference_method(_generated("MLPWithoutLastActivationThenGCN", monkeypatch).source)
     assert "self.mlp[0].activation(h)" in method and "self.mlp[1].activation" not in method, method
 
 
@@ -116,5 +107,5 @@ def test_only_tests_of_settings_count() -> None:
     ("tagcn", "if self.layers[i]._activation is not None:"),  # TAGConv's own test, not `if ...:`
 ])
 def test_the_goldens_show_their_branches(example: str, said: str) -> None:
-    method = _one_line(_method((REPO / "generated_examples" / example / "generated.py").read_text()))
+    method = _one_line(inference_method((REPO / "generated_examples" / example / "generated.py").read_text()))
     assert said in method, method

@@ -12,13 +12,15 @@ the folded double to the bit. Otherwise the literal stays.
 Ints the same way (ModuleInt): a width or head count from --init that fx folded
 (`.view(-1, self.hidden_channels)`, `torch.zeros(n, self.hid_dim)`) prints as the attribute,
 where one attribute alone (or one product of two) gives it, it is no 0 or 1 (a dimension, a
-count of one: too common to be told apart), and no other int argument of the op has that value
+count of one: too common to be told apart) unless it is an operand of arithmetic (PairNorm's
+`self.scale * x` with scale=1), and no other int argument of the op has that value
 (`view(-1, h.shape[1] // self.heads, self.heads)` with both 4: which is which cannot be told).
 Ops of forward itself read the model's own attributes (`self` is the model)."""
 
 from __future__ import annotations
 
 import io
+import operator
 import re
 from pathlib import Path
 import tokenize
@@ -30,6 +32,8 @@ import torch.fx as fx
 from gnn_codegen.ir import ModuleFloat, ModuleInt
 from gnn_codegen.lower.accessors import accessor
 from gnn_codegen.trace.stack_frames import frames
+
+_ARITHMETIC = frozenset({operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv})
 
 # frames of gnn_codegen's own tracer (a wrapper that made the node) are not the line that named it
 _OWN = str(Path(__file__).resolve().parents[1])
@@ -138,11 +142,14 @@ def spell_module_constants(node: fx.Node, args: tuple[Any, ...], kwargs: tuple[t
     if not floats and not whole:
         return args, kwargs
     module_expr = accessor(model, path) if path else "self"
+    # an operand of arithmetic is no dimension or count: 0, 1 and -1 there are the attribute's
+    # too (PairNorm's `self.scale * x` with scale=1 printed `1 * x`)
+    operand = node.op == "call_function" and node.target in _ARITHMETIC
 
     def spell(value: Any) -> Any:
         if type(value) is float and floats and value not in written:
             return _spelled(value, module_expr, floats) or value
-        if type(value) is int and whole and value not in written and value not in (0, 1, -1) \
+        if type(value) is int and whole and value not in written and (operand or value not in (0, 1, -1)) \
                 and ints.count(value) == 1:
             return _spelled_int(value, module_expr, whole) or value
         return value

@@ -239,7 +239,7 @@ def _written(r: Renderer, before: list[dict], after: list[dict], rounds: list[Ro
             if is_call(line):
                 spelled = next(calls_left)
                 if spelled is not None and spelled[0] == "last":
-                    out += _nodes_said(r, last_lines)
+                    out += _nodes_said(r, last_lines, len(rounds))
                     which = f"{r.needed}[{spell(counter, spelled[1] - base)}]"
                     line = f"{line[:-1]}, {r.nodes}={which} if {counter} == {last_index} else None)"
             out.append(line)
@@ -321,12 +321,20 @@ def _dels(rounds: list[Round], names: list[dict[str, str]], loop_bound: set[str]
     return kept, after
 
 
-def _nodes_said(r: Renderer, lines: list[str]) -> list[str]:
-    """The last round's comment on where nodes= starts, said of the loop's last round."""
+def _nodes_said(r: Renderer, lines: list[str], rounds: int) -> list[str]:
+    """The last round's comment on where nodes= starts, said of the loop's last round: the
+    reductions it lists, one set per round under each round's own names, said once for the
+    loop (`x.mean(0) and h2.mean(0)` over two rounds: each round's `x.mean(0)`)."""
     text = " ".join(line.lstrip()[2:] for line in lines if line.lstrip().startswith("# "))
     at = text.find(f"{r.nodes}= from here on:")
     if at < 0:
         return []
     said = text[at:].replace("= from here on:", "= in the last round alone:", 1)
     said = said.replace("every layer and pass above computes", "every layer and pass before it computes", 1)
+    listed = re.search(r"since (.+) over all nodes read every node's rows", said)
+    items = re.split(r", | and ", listed.group(1)) if listed else []
+    if listed and rounds > 1 and len(items) > 1 and len(items) % rounds == 0:
+        each = items[:len(items) // rounds]
+        each_said = ", ".join(each[:-1]) + " and " + each[-1] if len(each) > 1 else each[0]
+        said = said.replace(listed.group(0), f"since each round's {each_said} over all nodes read every node's rows")
     return comment(said, 80)

@@ -1,0 +1,72 @@
+"""Settings and norms between layers as other people's code writes them (issue 37's setting
+branches and round loops, tried on models this repository did not design): benchmarking-gnns'
+GCNLayer with `if self.batch_norm:` and `if self.residual:` flags, PairNorms held one per layer
+in a ModuleList and zipped with the convolutions, and a norm picked by name from a ModuleDict.
+Each generated module equals its forward; what the build fixed is shown where its code is
+written, and another build is refused."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from gnn_codegen.analysis.perturb import perturb
+from gnn_codegen.verify.harness import generated_model, import_source, make_inputs, random_graph_for
+from tests.cases import REPO
+from tests.generated_text import generated_and_checked, inference_method
+from tests.subset_runs import assert_nodes_and_changed_rows
+
+MODELS = "tests/models/third_party_settings.py"
+
+
+def _generated(name: str, monkeypatch: pytest.MonkeyPatch, init: str = "{}"):
+    return generated_and_checked(MODELS, name, init, monkeypatch)
+
+
+def test_a_users_layer_flags_show_where_its_code_is_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The user's own layer's `if self.batch_norm:` is kept as its test; `if self.residual:`,
+    whose statement the test cannot wrap (forward's `h` is the input there), is named."""
+    method = inference_method(_generated("GCNNet", monkeypatch).source)
+    assert "if self.layers[i].batch_norm:  # as the module's forward tests it" in method, method
+    assert "GCNLayer.forward's `if self.residual:` branch, the one this" in method, method
+
+
+def test_a_users_layer_built_with_other_flags_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    generated = _generated("GCNNet", monkeypatch)
+    module = import_source(generated.source, REPO / "tests" / "models", "third_party_settings_generated")
+    g = random_graph_for(generated, 40, seed=0)
+    x = make_inputs(generated, 40, 0, g.num_edges())[0]
+    for settings in ({"residual": False}, {"batch_norm": False}):
+        model = module.GCNNet(**settings)
+        with pytest.raises(ValueError, match="built differently"):
+            model.inference(g, x, batch_size=8, device="cpu")
+
+
+def test_norms_zipped_with_the_convolutions_are_one_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The round loop reads the round's norm, `self.norms[i].scale` (1, an int: an operand of
+    arithmetic, so no dimension), and says nodes= once per round's means."""
+    method = inference_method(_generated("ZippedNormsGCN", monkeypatch).source)
+    assert method.count("for i in range(len(self.convs) - 1):") == 1, method
+    assert "self.norms[i].scale * x" in method and "1 * x" not in method, method
+    assert "since each round's x.mean(0) and" in method and "x2.mean(0)" not in method, method
+    assert 'PairNorm.forward\'s `if self.mode == "PN":` branch' in method, method
+
+
+def test_the_zipped_loop_gives_forwards_rows_for_nodes_and_changed(monkeypatch: pytest.MonkeyPatch,
+                                                                   tmp_path) -> None:
+    generated = _generated("ZippedNormsGCN", monkeypatch)
+    reference = copy.deepcopy(generated.loaded.model)
+    perturb(reference, 0)
+    reference.eval()
+    module = import_source(generated.source, generated.loaded.path.parent)
+    model = generated_model(generated, module, reference)
+    g = random_graph_for(generated, 61, seed=0, zero_in_degree=False)
+    inputs = make_inputs(generated, 61, 0, g.num_edges())
+    assert_nodes_and_changed_rows(generated, model, reference, g, inputs, tmp_path)
+
+
+@pytest.mark.parametrize("norm", ["pair", "pair_si", "none"])
+def test_a_norm_picked_by_name_is_exact(monkeypatch: pytest.MonkeyPatch, norm: str) -> None:
+    """Each name the constructor takes gives its own exact module (checked in _generated)."""
+    _generated("NamedNormGCN", monkeypatch, f'{{"norm": "{norm}"}}')

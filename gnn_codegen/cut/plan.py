@@ -210,8 +210,10 @@ def build_plan(program: Program, attrs: Attributes, fanout: float = DEFAULT_FANO
     # forward without message passing (an MLP backbone, `forward(self, g, x)` reading at most
     # g's node count) is all input-only work: stage 0 alone, run over batches of nodes
     _check_every_op_placeable(nodes, program)
-    simple = place_asap(nodes)
-    placement = first_layer_work_in_prologue(nodes, place_optimal(nodes, fanout) if optimize else simple)
+    # the first layer's skip where later layers' runs, in the prologue (prologue_work.py), in
+    # both: the simple rule's cost is the optimal one's bound under the same rule
+    simple = first_layer_work_in_prologue(nodes, place_asap(nodes))
+    placement = first_layer_work_in_prologue(nodes, place_optimal(nodes, fanout)) if optimize else simple
     stage_of = dict(placement.stage)
     deps = {n.name: n.deps for n in nodes}
     info = attrs.as_dict()

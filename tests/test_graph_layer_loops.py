@@ -45,7 +45,7 @@ def _method(case: Case) -> str:
 
 
 def _prologue(method: str) -> str:
-    return method[method.index("def prologue("):method.index("batches.map_nodes(prologue")]
+    return method[method.index("def prologue("):method.index("batches.map_nodes(")]
 
 
 def test_lsc_rgat_runs_the_first_skip_in_the_prologue() -> None:

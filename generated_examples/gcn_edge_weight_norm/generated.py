@@ -112,7 +112,9 @@ class WeightedGCN(nn.Module):
                 in_place=True,
                 nodes=needed[i + 1],
             )
-        return batches.result(feat, nodes=nodes)
+        # the last layer returns forward's h as feat
+        h = feat
+        return batches.result(h, nodes=nodes)
 
 
 # --- gnn-codegen convolution helpers 0.1.0, sha256 cfb147828639 -------------------------------

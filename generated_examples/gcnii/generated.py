@@ -152,7 +152,9 @@ class GCNII(nn.Module):
                 in_place=True,
                 nodes=needed[i + 1],
             )
-        return batches.result(feat, nodes=nodes)
+        # the last layer returns forward's output, self.fcs[1](rst), as feat
+        out = feat
+        return batches.result(out, nodes=nodes)
 
 
 # --- gnn-codegen runtime 0.1.0, sha256 fe041b82c3e8 -------------------------------------------

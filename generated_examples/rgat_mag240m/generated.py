@@ -135,31 +135,27 @@ class RGAT(nn.Module):
         # and after each layer their out-neighbours
         needed = batches.needed(nodes, layers=graph_batches * len(self.convs))
 
-        # Before the first layer, once per node: self.convs[0][0] (GATConv), self.convs[0][1]
-        # (GATConv), self.convs[0][2] (GATConv).
+        # Before the first layer, once per node: self.skips[0] (Linear), self.convs[0][0]
+        # (GATConv), self.convs[0][1] (GATConv), self.convs[0][2] (GATConv).
         def prologue(x):
+            x_skip = self.skips[0](x)
             feat0, el0 = [], []
             for j in range(self.num_etypes):
                 # self.convs[0][j]'s fc and attention term on each source row, once per node
                 feat, el = _gat_conv_source(self.convs[0][j], x)
                 feat0.append(feat)
                 el0.append(el)
-            return feat0, el0
+            return x_skip, feat0, el0
 
-        feat, el = batches.map_nodes(prologue, x, nodes=needed[0])
+        x_skip, feat, el = batches.map_nodes(prologue, x, nodes=needed[0])
 
         # Layers 1 to 6 of 6: self.convs[0] to self.convs[1], a round of the loop below each,
         # [i], and in it a pass per edge type, [j], each the same function: self.convs[i][j]
         # (GATConv), on graphs[j].
-        x_skip = x
         for i in range(len(self.convs)):
             for j in range(self.num_etypes):
 
                 def layer_j(block, feat, el, x_skip, feat_dst, i=i, j=j):
-                    # the first layer's first graph: first forward's work before its
-                    # loop over the graphs (x_skip is x before the loops)
-                    if i == 0 and j == 0:
-                        x_skip = self.skips[i](x_skip)
                     x_skip = x_skip + _gat_conv_aggregate(
                         self.convs[i][j], block, feat, el, feat_dst
                     ).view(-1, self.hidden_channels)
@@ -196,7 +192,9 @@ class RGAT(nn.Module):
                     nodes=needed[i * self.num_etypes + j + 1],
                 )
             feat, el = feat_next, el_next
-        return batches.result(x_skip, nodes=nodes)
+        # the last layer's pass returns forward's output, self.mlp(x_skip), as x_skip
+        out = x_skip
+        return batches.result(out, nodes=nodes)
 
 
 # --- gnn-codegen convolution helpers 0.1.0, sha256 47555a01bb46 -------------------------------

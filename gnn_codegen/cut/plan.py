@@ -15,6 +15,7 @@ from gnn_codegen.analysis.attributes import Attributes
 from gnn_codegen.cut.placement import DEFAULT_FANOUT, CutNode, Placement, _Graph, place_asap
 from gnn_codegen.cut.cost import Cost, evaluate
 from gnn_codegen.cut.search import place_optimal
+from gnn_codegen.cut.prologue_work import first_layer_work_in_prologue
 from gnn_codegen.lower.edge_masks import graph_arguments, is_edge_subgraph
 from gnn_codegen.errors import UnsupportedOperationError, internal
 from gnn_codegen.ir import Op, Program, Ref, iter_refs, reads_device
@@ -209,8 +210,10 @@ def build_plan(program: Program, attrs: Attributes, fanout: float = DEFAULT_FANO
     # forward without message passing (an MLP backbone, `forward(self, g, x)` reading at most
     # g's node count) is all input-only work: stage 0 alone, run over batches of nodes
     _check_every_op_placeable(nodes, program)
-    simple = place_asap(nodes)
-    placement = place_optimal(nodes, fanout) if optimize else simple
+    # the first layer's skip where later layers' runs, in the prologue (prologue_work.py), in
+    # both: the simple rule's cost is the optimal one's bound under the same rule
+    simple = first_layer_work_in_prologue(nodes, place_asap(nodes))
+    placement = first_layer_work_in_prologue(nodes, place_optimal(nodes, fanout)) if optimize else simple
     stage_of = dict(placement.stage)
     deps = {n.name: n.deps for n in nodes}
     info = attrs.as_dict()

@@ -4,10 +4,14 @@ range(self.num_etypes): x_skip += self.convs[i][j](subg, ...)`, and the method r
 layer and graph (a reviewer read `layer_j`, `layer_3`, `layer_j`, `layer_6`, `needed[j + 4]`).
 Where every layer's passes are the first's up to the layer's index, the graph's and the layer's
 numbered names (`feat0`, `feat1`), they are one function in two loops, `for i in
-range(len(self.convs)): for j in range(self.num_etypes):`, with the first layer's work before
-its graphs under `if i == 0 and j == 0:`, each layer's ending under `if j == last:` and the
-last layer's under `if i == last:`; the other graphs' passes return None for the next layer's
-rows (the runtime's map returns None for them, fewer_stored.py), bound `feat_next`.
+range(len(self.convs)): for j in range(self.num_etypes):`, with each layer's ending under `if
+j == last:` and the last layer's under `if i == last:`; the other graphs' passes return None for
+the next layer's rows (the runtime's map returns None for them, fewer_stored.py), bound
+`feat_next`. The first layer's work before its graphs (its skip) runs in the prologue where one
+runs (cut/prologue_work.py), as later layers' runs at the end of the layer before; where it is
+still in the first pass, it is joined under `if i == 0 and j == 0:` (_first_work). forward's
+output, made in the carried name's place, is bound under its own after the loops
+(loop_results.py).
 
 Every pass is still one call of map on the same rows (plan and cut unchanged). Passes are
 compared as text once their indices and numbered names are the loops' (names renamed only where
@@ -29,6 +33,7 @@ from gnn_codegen.render.fewer_stored import padded
 from gnn_codegen.render.last_copies import Ending, split
 from gnn_codegen.render.layer import LayerFunction
 from gnn_codegen.render.module_index import last_of, spelled_stop
+from gnn_codegen.render.loop_results import output_named
 
 # the Renderer (method.py): read for its graph lists, row lists and names
 Renderer = Any
@@ -313,10 +318,14 @@ def _run_at(r: Renderer, dicts: list[dict], at: int) -> list[dict] | None:
         return None
     entry = {name: loop for name, loop in shapes[0][0][6].items() if loop in (carried, *lists)}
     before = [_renamed_bound(d, entry) for d in dicts[:at]]
-    # the last layer's result is the carried tensor's last value: the method returns it so
+    # the last layer's result is the carried tensor's last value: the method reads it so, or,
+    # where it is forward's output, under the name the method would give it (`out`, not x_skip)
     final_stage = r.stages_of[dicts[end - 1]["position"]]
+    named_result: list[str] = []
     for value in final_stage.stores[:len(final[3])][:1]:
-        r.buffer[value] = carried
+        named_result = output_named(r, value, carried, final[2])
+        if not named_result:
+            r.buffer[value] = carried
     # the loop's end from the list whose modules the passes run, `len(self.convs)`
     stop = spelled_stop(_written(dicts[at]["function"], list(regular[2]), var_i, var_j), var_i, rounds,
                         dict(r.program.module_lengths))
@@ -336,6 +345,7 @@ def _run_at(r: Renderer, dicts: list[dict], at: int) -> list[dict] | None:
     after = [*said, f"        {targets} = {out(regular[4])}"]
     if lists:
         after.append(f"    {', '.join(lists)} = {', '.join(f'{name}{_NEXT}' for name in lists)}")
+    after += named_result
     folded = {**dicts[at],
               "comment": _comment(r, dicts[at + count], rounds, count, var_i, var_j, out),
               "opening": [*starts, f"for {var_i} in range({stop}):", f"    for {var_j} in range({spelled_count}):"],

@@ -29,7 +29,8 @@ from gnn_codegen.render.runtime_module import HETERO_RUNTIME as RUNTIME
 from gnn_codegen.render.squeezed_rows import hetero_checks as squeeze_checks
 from gnn_codegen.render.squeezed_rows import squeezes_every_axis, squeezes_first_axis
 from gnn_codegen.render.hetero_docstring import _and, _describe_conv, _docstring
-from gnn_codegen.render.hetero_loops import fold_layers
+from gnn_codegen.render.hetero_loops import fold_layers, needed_counted_by_loop
+from gnn_codegen.render.hetero_loop_types import types_as_forward_gives
 from gnn_codegen.render import forward_args, hetero_incremental as incremental
 from gnn_codegen.render.per_layer_values import values_of_weights
 from gnn_codegen.render.hetero_layer import HeteroLayerFunction, _reads_full_degrees, without_unused_type
@@ -149,6 +150,8 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
                              self.names.new)
         stages, result = folded.stages, folded.result
         self.group_names |= set(folded.aliases)
+        lines = needed_counted_by_loop(lines, folded.loops, plan.num_stages)
+        stages = types_as_forward_gives(stages, folded.loops, calls, self.schema_relations, graph, self.names.new)
         body += [f"    {line}" for line in lines]
         for stage, lines_of_stage in zip(range(len(stages)), stages):
             freed = self._freed_after(stage, stages, result)  # what the stage read last

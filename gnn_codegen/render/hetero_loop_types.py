@@ -14,8 +14,22 @@ from collections.abc import Callable, Sequence
 
 import torch.fx as fx
 
+from gnn_codegen.render.hetero_loops import Folded, needed_counted_by_loop
+
 _TYPES_LOOP = re.compile(r"^(    )for ntype in (\(.*\)):$")  # the loop body's, as _fold writes it
 _CARRIED = re.compile(r"^    (\w+) = (\w+)$")  # `h = h_next`, the loop's last line
+
+
+def spelled_as_forward(lines: list[str], folded: Folded, calls: dict[int, list[fx.Node]],
+                       relations: Sequence[tuple[str, str, str]], graph: str,
+                       new_name: Callable[[str], str]) -> tuple[list[str], list[list[str]], str]:
+    """inference's lines before the layers, the stages and the result after fold_layers, with
+    its loops spelled as forward spells them: needed's count the loop's
+    (hetero_loops.needed_counted_by_loop), the types each layer computes forward's
+    (types_as_forward_gives)."""
+    stages = len(folded.stages) - 1  # stage 0: the work before layer 1
+    lines = needed_counted_by_loop(lines, folded.loops, stages)
+    return lines, types_as_forward_gives(folded.stages, folded.loops, calls, relations, graph, new_name), folded.result
 
 
 def types_as_forward_gives(stages: list[list[str]], loops: Sequence[tuple[int, int, str]],

@@ -3,6 +3,8 @@ pipeline.generate_all hands a model over when it holds a HeteroGraphConv."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import replace
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -23,6 +25,7 @@ from gnn_codegen.write.splice import ends_with_helpers, splice
 from gnn_codegen.render.templating import render_template
 from gnn_codegen.render.runtime_module import imported, runtime_module_of, variant_source
 from gnn_codegen.render.helpers_section import model_helpers, under_banner
+from gnn_codegen.render.relation_weights import weights_combine
 from gnn_codegen.render.runtime_section import HETERO_TESTED_BY, runtime_helpers, stamp
 from gnn_codegen.trace.write_out import SECTIONS, sections_needed
 
@@ -44,12 +47,15 @@ def relation_kinds(model: torch.nn.Module) -> frozenset[str]:
 
 
 def hetero_helpers(sections: set[str] | frozenset[str],
-                   kinds: frozenset[str] = frozenset({"graph_conv", "gat"})) -> str:
-    """The helpers the layers call, only those (no GATConv's parts for an RGCN), as rendered."""
+                   kinds: frozenset[str] = frozenset({"graph_conv", "gat"}), weight_basis: bool = False) -> str:
+    """The helpers the layers call, only those (no GATConv's parts for an RGCN), as rendered.
+    weight_basis: _relations_product first looks for relations whose weights are combinations
+    of the others' (_find_weight_basis; relation_weights.py says where the model has them)."""
+    weight_basis = weight_basis and "relation_sources" in sections and "graph_conv" in kinds
     parts = {part for s in sections for part in HETERO_SECTIONS[s]}
     if "relation_sources" in sections:
         parts |= {part for kind in kinds for part in _RELATION_PARTS[kind]}
-        if "graph_conv" in kinds:  # _relations_product's basis of weights, found once
+        if weight_basis:  # _relations_product's basis of weights, found once
             parts.add("once_for")
     used = {*sections, *sections_needed(parts)}
     # every section's name: a docstring of one names another
@@ -59,19 +65,29 @@ def hetero_helpers(sections: set[str] | frozenset[str],
                             fits_product="_fits_product", stacked_weights="_stacked_weights",
                             **{s: f"_{s}" for s in SECTIONS})
     layers = render_template("hetero_convs.py.j2", used=used, names=names, gat="gat" in kinds,
-                             graph_conv="graph_conv" in kinds) if sections else ""
+                             graph_conv="graph_conv" in kinds, weight_basis=weight_basis) if sections else ""
     return "\n\n\n".join(p.strip("\n") for p in (layers, model_helpers(used, names)) if p.strip())
 
 
 def render_hetero_helpers(sections: set[str] | frozenset[str], version: str,
-                          kinds: frozenset[str] = frozenset({"graph_conv", "gat"}), runtime: bool = True) -> str:
+                          kinds: frozenset[str] = frozenset({"graph_conv", "gat"}), runtime: bool = True,
+                          weight_basis: bool = False) -> str:
     """The helpers the layers call (hetero_helpers) under their banner (helpers_section.py),
     then the runtime under its banner (runtime_section.py), one text in every heterogeneous
     module; runtime=False: the helpers alone (the runtime is imported: --runtime-module)."""
-    helpers = hetero_helpers(sections, kinds)
+    helpers = hetero_helpers(sections, kinds, weight_basis)
     if not runtime:
         return under_banner(helpers, version, runtime_follows=False)
     return runtime_helpers(under_banner(helpers, version), version, RUNTIME, variant_source(RUNTIME), HETERO_TESTED_BY)
+
+
+@functools.cache
+def _written_basis_search() -> Callable[[list[torch.Tensor]], Any]:
+    """_find_weight_basis as the helpers write it: the generator asks the search the module
+    would run, so that its choice and the module's finding cannot drift apart."""
+    namespace: dict[str, Any] = {}
+    exec("import dgl\nimport torch\n" + hetero_helpers({"relation_sources"}, frozenset({"graph_conv"}), True), namespace)
+    return namespace["_find_weight_basis"]
 
 
 def feature_types(schema: Schema, feat_dims: dict[str, tuple[int, ...]]) -> tuple[str, ...]:
@@ -100,7 +116,12 @@ def generate_hetero(loaded: LoadedModel, options: GenerateOptions, feat_dims: di
     renderer = HeteroRenderer(plan, namespace, reserved)
     method = renderer.method({**header, "relations": schema.relations})
     name = options.runtime_module  # the runtime imported from NAME.py, checked on import
-    helpers = render_hetero_helpers(renderer.sections, header["version"], relation_kinds(loaded.model), not name)
+    # the basis search only where the weights forward gives the relations now hold combinations (a
+    # basis decomposition, a weight shared): it finds none in others. Weights that become
+    # combinations only in training lose the search's speed-up, never exactness: without it
+    # every relation's weight is applied as given
+    basis = "relation_sources" in renderer.sections and weights_combine(traced, schema.relations, _written_basis_search())
+    helpers = render_hetero_helpers(renderer.sections, header["version"], relation_kinds(loaded.model), not name, basis)
     imports, check = imported(name, RUNTIME, RUNTIME, reserved, header["version"]) if name else ((), "")
     source = splice(loaded.source, loaded.class_name, method, helpers,
                     render_template("header.py.j2", **header), options.method_name, imports, check)

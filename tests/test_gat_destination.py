@@ -149,9 +149,10 @@ def test_one_helper_computes_the_fold_and_the_basis_once() -> None:
     computes; it is in a module only where one of them is."""
     from gnn_codegen.hetero_pipeline import hetero_helpers
 
-    both = hetero_helpers({"relation_sources"}, frozenset({"gat", "graph_conv"}))
+    both = hetero_helpers({"relation_sources"}, frozenset({"gat", "graph_conv"}), weight_basis=True)
     assert both.count("def _once_for(") == 1 and "_gat_folds" not in both and "_weight_bases" not in both
-    assert "_once_for(" in hetero_helpers({"relation_sources"}, frozenset({"graph_conv"}))
+    assert "_once_for(" in hetero_helpers({"relation_sources"}, frozenset({"graph_conv"}), weight_basis=True)
+    assert "_once_for" not in hetero_helpers({"relation_sources"}, frozenset({"graph_conv"}))  # no basis sought
     assert "_once_for(" in hetero_helpers({"relation_sources"}, frozenset({"gat"}))
     assert "_once_for" not in hetero_helpers({"hetero_conv"}, frozenset({"graph_conv"}))
     namespace: dict = {}

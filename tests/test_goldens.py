@@ -68,8 +68,9 @@ def test_hetero_helper_templates_render_black_formatted() -> None:
     sections = sorted(HETERO_SECTIONS)
     for used in [set(), set(sections), *({s} for s in sections)]:
         for kinds in [{"gat"}, {"graph_conv"}, {"gat", "graph_conv"}]:
-            helpers = render_hetero_helpers(used, "0.1.0", frozenset(kinds)).strip("\n") + "\n"
-            assert black.format_str(helpers, mode=black.Mode()) == helpers, (sorted(used), kinds)
+            for basis in (False, True):
+                helpers = render_hetero_helpers(used, "0.1.0", frozenset(kinds), weight_basis=basis).strip("\n") + "\n"
+                assert black.format_str(helpers, mode=black.Mode()) == helpers, (sorted(used), kinds, basis)
 
 
 def test_runtime_section_is_hashed_and_identical() -> None:
@@ -192,7 +193,7 @@ def _rendered_helpers(case: Case, defined: set[str]) -> str:
         assert sections <= set(HETERO_SECTIONS)
         # a relation kind's parts, as hetero_pipeline._RELATION_PARTS names them: any one defined
         kinds = frozenset(k for k, parts in _RELATION_PARTS.items() if any(f"_{p}" in defined for p in parts))
-        return hetero_helpers(sections, kinds)
+        return hetero_helpers(sections, kinds, weight_basis="_find_weight_basis" in defined)
     used = {s for s in SECTIONS if f"_{s}" in defined}
     return model_helpers(used, {s: f"_{s}" for s in SECTIONS}, "_block_as_graph" if "_block_as_graph" in defined else "")
 

@@ -21,9 +21,12 @@ PAPERS = 60
 RELATIONS = [("author", "writes", "paper"), ("paper", "cites", "paper"), ("field", "rev_has_topic", "paper")]
 
 
-def _helpers() -> dict:
+def _helpers(weight_basis: bool = True) -> dict:
+    """The helpers with the search for weights that are combinations of others (a model whose
+    weights hold some when generated: relation_weights.py), or without it."""
     namespace: dict = {}
-    helpers = render_hetero_helpers({"relation_sources"}, VERSION).split("# --- gnn-codegen runtime")[0]
+    helpers = render_hetero_helpers({"relation_sources"}, VERSION, weight_basis=weight_basis)
+    helpers = helpers.split("# --- gnn-codegen runtime")[0]
     exec("import dgl\nimport torch\n" + helpers, namespace)
     return namespace
 
@@ -55,12 +58,12 @@ class _Products(TorchFunctionMode):
 
 def _run(conv: dglnn.HeteroGraphConv, g: dgl.DGLGraph, width: int, mod_kwargs: dict | None,
          dtype: torch.dtype = torch.float32, inner: list | None = None,
-         added: dict | None = None) -> tuple[torch.Tensor, torch.Tensor, int]:
+         added: dict | None = None, weight_basis: bool = True) -> tuple[torch.Tensor, torch.Tensor, int]:
     """DGL's forward on g for papers, and the helper's, given each relation's source rows as
     map_sources makes them; and how many products the helper made. added: the helper's
     linear=(W,) (the papers' rows times W) and bias=, added to forward's result as
     rgcn-hetero's layer adds its self-loop and bias."""
-    helpers = _helpers()
+    helpers = _helpers(weight_basis)
     inputs = {t: torch.randn(g.num_nodes(t), width, dtype=dtype) for t in g.ntypes}
     conv = conv.to(dtype)
     mod_kwargs = {e: {k: v.to(dtype) for k, v in kw.items()} for e, kw in (mod_kwargs or {}).items()}
@@ -144,6 +147,21 @@ def test_basis_decomposed_weights_multiply_only_the_bases(dtype: torch.dtype, ba
     assert inner == [bases * 8]
     tolerance = 1e-5 if dtype == torch.float32 else 1e-12
     assert torch.allclose(got, expected, rtol=tolerance, atol=tolerance)
+
+
+@pytest.mark.parametrize("bases", [1, 2])
+def test_without_the_search_every_weight_is_multiplied(bases: int) -> None:
+    """The helpers written for a model whose weights held no combinations when generated, given
+    basis-decomposed weights: one product of K = relations x width, equal to forward."""
+    conv = dglnn.HeteroGraphConv({r: dglnn.GraphConv(8, 13, norm="right", weight=False, bias=False)
+                                  for _, r, _ in RELATIONS})
+    torch.manual_seed(bases)
+    stacked = torch.matmul(torch.randn(len(RELATIONS), bases), torch.randn(bases, 8 * 13)).view(-1, 8, 13)
+    weights = {r: {"weight": w.squeeze(0)} for (_, r, _), w in zip(RELATIONS, torch.split(stacked, 1))}
+    inner: list = []
+    got, expected, products = _run(conv, _graph(5), 8, weights, inner=inner, weight_basis=False)
+    assert inner == [len(RELATIONS) * 8] and "_find_weight_basis" not in _helpers(False)
+    assert torch.allclose(got, expected, rtol=1e-5, atol=1e-5)
 
 
 def test_weights_nearly_but_not_combinations_are_all_multiplied() -> None:

@@ -139,7 +139,7 @@ class GNNFiLM(nn.Module):
         batches.check_rows(feat=(feat, ("drug", "protein")))
         # the nodes of each type whose rows each layer computes: all of them, or for nodes=
         # those, and before each layer the in-neighbours of the nodes the layer computes
-        needed = batches.needed(nodes, layers=3, result="protein")
+        needed = batches.needed(nodes, layers=len(self.film_layers), result="protein")
 
         h = feat
         # Layers 1 to 3 of 3, in forward's loop: self.film_layers[i] (FiLMLayer, on each batch's

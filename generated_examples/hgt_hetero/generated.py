@@ -210,7 +210,7 @@ class HGT(nn.Module):
         batches.check_rows(inp=(inp, ("author", "field", "paper")))
         # the nodes of each type whose rows each layer computes: all of them, or for nodes=
         # those, and before each layer the in-neighbours of the nodes the layer computes
-        needed = batches.needed(nodes, layers=2, result="paper")
+        needed = batches.needed(nodes, layers=len(self.layers), result="paper")
 
         # Before layer 1: each node's own features, into author, field and paper.
         def prologue(inp_1, ntype):

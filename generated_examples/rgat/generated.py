@@ -102,7 +102,7 @@ class RGAT(nn.Module):
         batches.check_rows(x=(x, ("author", "field", "institution", "paper")))
         # the nodes of each type whose rows each layer computes: all of them, or for nodes=
         # those, and before each layer the in-neighbours of the nodes the layer computes
-        needed = batches.needed(nodes, layers=3, result="paper")
+        needed = batches.needed(nodes, layers=len(self.layers), result="paper")
 
         h = x
         # Layers 1 to 3 of 3, in forward's loop: self.layers[i] (HeteroGraphConv: a GATConv per
@@ -125,8 +125,8 @@ class RGAT(nn.Module):
             )
             h_next = {}
             for ntype in ntypes:
-                # each relation into ntype: its work on source rows, once per node: GATConv's fc and
-                # attention term
+                # source rows of each relation into ntype: GATConv's fc and attention term, once per
+                # node
                 h_src = batches.map_sources(
                     self.layers[i],
                     h,

@@ -113,6 +113,13 @@ def _evaluated(test: "_If", module: nn.Module) -> bool | None:
         return None
 
 
+def branches_around(module: nn.Module, reached_as: str, path: Path, line: int) -> tuple[SettingBranch, ...]:
+    """The setting branches of the module's forward around its line `line` of file `path`,
+    outermost first, the module reached as `reached_as` (`self.layers[0]`): for a renderer
+    that has no Program's ops (the heterogeneous one)."""
+    return tuple(_branches(module, reached_as, path, line))
+
+
 def _branches(module: nn.Module, reached_as: str, path: Path, line: int) -> list[SettingBranch]:
     source_path, tests = _tests(type(module))
     if source_path is None or not _same_file(source_path, path):

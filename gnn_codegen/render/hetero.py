@@ -26,10 +26,10 @@ from gnn_codegen.lower.spelling import locations
 from gnn_codegen.render.map_bindings import map_bindings
 from gnn_codegen.render.built import check_line
 from gnn_codegen.render.runtime_module import HETERO_RUNTIME as RUNTIME
-from gnn_codegen.render.squeezed_rows import hetero_checks as squeeze_checks
-from gnn_codegen.render.squeezed_rows import squeezes_every_axis, squeezes_first_axis
+from gnn_codegen.render.squeezed_rows import hetero_checks as squeeze_checks, squeezes_every_axis, squeezes_first_axis
 from gnn_codegen.render.hetero_docstring import _and, _describe_conv, _docstring
 from gnn_codegen.render.hetero_loops import fold_layers
+from gnn_codegen.render.hetero_loop_types import spelled_as_forward
 from gnn_codegen.render import forward_args, hetero_incremental as incremental
 from gnn_codegen.render.per_layer_values import values_of_weights
 from gnn_codegen.render.hetero_layer import HeteroLayerFunction, _reads_full_degrees, without_unused_type
@@ -147,7 +147,7 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
                  for k in range(len(stages))}
         folded = fold_layers(stages, self.outputs, calls, self.path, self.model, ("needed", *per_layer), result,
                              self.names.new)
-        stages, result = folded.stages, folded.result
+        lines, stages, result = spelled_as_forward(lines, folded, calls, self.schema_relations, graph, self.names.new)
         self.group_names |= set(folded.aliases)
         body += [f"    {line}" for line in lines]
         for stage, lines_of_stage in zip(range(len(stages)), stages):

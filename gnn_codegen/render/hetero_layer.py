@@ -4,6 +4,7 @@ destination type (the HeteroGraphConv call, its sources, the work done once per 
 from __future__ import annotations
 
 import re
+import textwrap
 from typing import Any
 
 import dgl.nn as dglnn
@@ -12,9 +13,9 @@ import torch.fx as fx
 
 from gnn_codegen.render.hetero_added_terms import AddedTerms, added_terms
 from gnn_codegen.render.hetero_expressions import Names, accessor, base_name
+from gnn_codegen.render.hetero_term_tests import term_test
 from gnn_codegen.cut.hetero import nodes_in
 from gnn_codegen.trace.hetero_tracer import hetero_conv
-from gnn_codegen.render.code import comment
 
 
 HETERO_CONV = "_hetero_conv"
@@ -72,8 +73,8 @@ class HeteroLayerFunction:
         weights = self.relation_weights.get((stage, path, source))
         if any(isinstance(m, dglnn.GraphConv) and m._in_feats > m._out_feats for m in mods):
             # DGL multiplies by W before the sum where the layer narrows (in_feats > out_feats)
-            work.append(f"GraphConv's weight{' (given in mod_kwargs)' if weights else ''}, applied before "
-                        "the sum as DGL does where a layer makes rows narrower")
+            work.append(f"times {'the relation' if weights else 'GraphConv'}'s weight{' (mod_kwargs)' if weights else ''} "
+                        "before the sum, as GraphConv does where a layer narrows")
         into_expr = "(ntype,)" if into is None else self.expr((into,), {})
         arguments = [accessor(self.model, path), source, f"work={RELATION_SOURCE}", f"into={into_expr}"]
         if _reads_full_degrees(module):
@@ -82,10 +83,9 @@ class HeteroLayerFunction:
             arguments.append(f"mod_kwargs={weights}")
         if self.subsets:
             arguments.append(f"nodes=needed[{stage - 1}]")
-        said = (f"each relation into {into or 'ntype'}: its work on source rows, once per node: {'; '.join(work)}"
-                if work else f"each relation into {into or 'ntype'}: its source rows, read where they are (GraphConv "
-                "does no work on them alone), not gathered per batch")
-        return [*comment(said, 84),
+        said = (f"source rows of each relation into {into or 'ntype'}: {'; '.join(work)}, once per node" if work
+                else f"source rows of each relation into {into or 'ntype'}: read where they are, not gathered per batch")
+        return [*(f"# {line}" for line in textwrap.wrap(said, 84, break_on_hyphens=False)),  # not out-/degrees
                 f"{name} = batches.map_sources({', '.join(arguments)})"]
 
     def _sources_once(self, node: fx.Node) -> bool:
@@ -268,7 +268,9 @@ class HeteroLayerFunction:
             self.sections.add("relation_sources")
             dst = f", {self.conv_dst[node]}" if self.conv_dst[node] else ""
             if added is not None:  # forward's terms added to the result (hetero_added_terms.py)
-                extra.append(f"linear=({self.expr(added.rows, env)}, {self.expr(added.weight, env)})")
+                linear = f"({self.expr(added.rows, env)}, {self.expr(added.weight, env)})"
+                test = term_test(added.folded[0], self.model)  # forward's `if self.self_loop:`
+                extra.append(f"linear={linear} if {test} else None" if test else f"linear={linear}")
                 extra += [f"bias={self.expr(added.bias, env)}"] if added.bias is not None else []
             weights = "".join(f", {e}" for e in extra)  # mod_kwargs: GraphConv's weights (_fixed_weights)
             return f"{HETERO_CONV_SOURCES}({accessor(self.model, path)}, block, {source}{dst}{weights})"

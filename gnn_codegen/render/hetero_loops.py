@@ -58,6 +58,8 @@ class Folded:
     stages: list[list[str]]
     result: str
     aliases: dict[str, str]
+    # each loop's first and last stage and its range as spelled (`len(self.layers)`, `1, 4`)
+    loops: tuple[tuple[int, int, str], ...] = ()
 
 
 def _parts(lines: list[str], output: str) -> _Parts | None:
@@ -152,6 +154,17 @@ def _words(lines: list[str]) -> set[str]:
 _RUNNING, _COUNTER = "_h_loop_", "_i_loop_"
 
 
+def needed_counted_by_loop(lines: list[str], loops: tuple[tuple[int, int, str], ...], stages: int) -> list[str]:
+    """`needed = batches.needed(nodes, layers=len(self.layers))` where one loop over the user's
+    layers from the first runs every stage (the count as the loop spells it, which its fold
+    checked against the model), not the count as a number."""
+    whole = [spelled for first, last, spelled in loops if (first, last) == (1, stages) and "," not in spelled]
+    if not whole:
+        return lines
+    pattern = re.compile(rf"^(needed = batches\.needed\(nodes, layers=){stages}\b")
+    return [pattern.sub(lambda m: m.group(1) + whole[0], line) for line in lines]
+
+
 def fold_layers(stages: list[list[str]], outputs: dict[int, list[str]], calls: dict[int, list[fx.Node]],
                 path: Path, model: torch.nn.Module, indexed: tuple[str, ...], result: str,
                 new_name: Callable[[str], str]) -> Folded:
@@ -162,6 +175,7 @@ def fold_layers(stages: list[list[str]], outputs: dict[int, list[str]], calls: d
     allocates a name of the method."""
     stages = [list(lines) for lines in stages]
     aliases: dict[str, str] = {}
+    loops: list[tuple[int, int, str]] = []
     layers = _Layers(_RUNNING, _COUNTER, indexed)
 
     def output(k: int) -> str | None:
@@ -235,21 +249,22 @@ def fold_layers(stages: list[list[str]], outputs: dict[int, list[str]], calls: d
         if folded is None:
             k += 1
             continue
-        stages, result, stop, running, following = folded
+        stages, result, stop, running, following, loop_range = folded
         aliases[running] = following
+        loops.append((k, stop, loop_range))
         parts = parsed()  # the layers after it read the loop's names now
         k = stop + 1
-    return Folded(stages, result, aliases)
+    return Folded(stages, result, aliases, tuple(loops))
 
 
 def _fold(start: int, end: int, last: tuple[list[str], list[str]] | None, base: int, source: str,
           regular: tuple[list[str], list[str]], stages: list[list[str]], parts: dict[int, _Parts | None],
           outputs: dict[int, list[str]], calls: dict[int, list[fx.Node]], path: Path, model: torch.nn.Module,
           layers: _Layers, new_name: Callable[[str], str], result: str, aliases: dict[str, str]
-          ) -> tuple[list[list[str]], str, int, str, str] | None:
+          ) -> tuple[list[list[str]], str, int, str, str, str] | None:
     """Layers start..end (and end + 1, `last`, where given) as one loop: the stages and result
-    after it, the loop's last layer, its dict's name and its next layer's; None where the run
-    is too short or its last layer does not join."""
+    after it, the loop's last layer, its dict's name and its next layer's, and its range as
+    spelled; None where the run is too short or its last layer does not join."""
     stop_layer = end + 1 if last is not None else end
     count = stop_layer - start + 1
     looped_by_user = written_as_loop([calls[k] for k in range(start, stop_layer + 1)], path)
@@ -338,4 +353,4 @@ def _fold(start: int, end: int, last: tuple[list[str], list[str]] | None, base: 
     renamed = lambda line: _code(line, pattern, lambda m: running + (m.group(1) or ""))  # noqa: E731
     for k in range(stop_layer + 1, len(stages)):
         stages[k] = [renamed(line) for line in stages[k]]
-    return stages, renamed(result), stop_layer, running, following
+    return stages, renamed(result), stop_layer, running, following, loop_range

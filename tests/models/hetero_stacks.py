@@ -92,3 +92,37 @@ class GATStack(nn.Module):
             if i == self.middle:
                 h = dgl.apply_each(h, torch.tanh)
         return h
+
+
+class SelfLoopRelLayer(RelLayer):
+    """RelLayer with DGL's rgcn-hetero `self_loop` setting: the self-loop term only under
+    `if self.self_loop:`, as its forward tests it."""
+
+    def __init__(self, in_feat, out_feat, rel_names, activation=None, self_loop=True):
+        super().__init__(in_feat, out_feat, rel_names, activation)
+        self.self_loop = self_loop
+
+    def forward(self, g, inputs):
+        weights = torch.split(self.weight, 1, dim=0)
+        wdict = {rel: {"weight": w.squeeze(0)} for rel, w in zip(self.rel_names, weights)}
+        hs = self.conv(g, inputs, mod_kwargs=wdict)
+
+        def _apply(ntype, h):
+            if self.self_loop:
+                h = h + torch.matmul(inputs[ntype], self.loop_weight)
+            h = h + self.h_bias
+            if self.activation:
+                h = self.activation(h)
+            return h
+
+        return {ntype: _apply(ntype, h) for ntype, h in hs.items()}
+
+
+class SelfLoopRelStack(RelStack):
+    """RelStack of SelfLoopRelLayers, each with its self-loop."""
+
+    def __init__(self, rel_names, num_layers=3):
+        super().__init__(rel_names, num_layers=num_layers)
+        self.layers = nn.ModuleList(
+            SelfLoopRelLayer(layer.loop_weight.shape[0], layer.loop_weight.shape[1], rel_names, layer.activation)
+            for layer in self.layers)

@@ -4,7 +4,6 @@ batch-norm flags as benchmarking-gnns writes its layers, PairNorms held one per 
 ModuleList and zipped with the convolutions, and a norm picked by name from a ModuleDict."""
 
 import dgl.nn as dglnn
-import torch
 import torch.nn as nn
 import torch.nn.functional as F
 

@@ -250,9 +250,6 @@ class Program:
     # forward's loops and the counts of those over a count the model holds (`for j in
     # range(self.num_etypes)`): lower.loop_ranges.LoopRange, each
     loop_ranges: tuple[Any, ...] = ()
-    # loops over a list a module holds (`for metapath in self.metapaths`), in any class of the
-    # user's file, with each module's list: lower.held_lists.HeldLoop, each
-    held_loops: tuple[Any, ...] = ()
     # a function attribute some modules of a class hold and this one sets to None,
     # `self.layers[2].activation`: lower.module_lengths.unset_functions
     unset_functions: tuple[str, ...] = ()

@@ -27,7 +27,6 @@ from gnn_codegen.errors import (
 )
 from gnn_codegen.write.format import format_source
 from gnn_codegen.lower.module_lengths import hop_counts, module_lengths, tested_functions, unset_functions
-from gnn_codegen.lower.held_lists import held_loops
 from gnn_codegen.lower.loop_ranges import loop_ranges
 from gnn_codegen.lower.setting_tests import setting_branches
 from gnn_codegen.lower.edge_masks import fold_edge_masks
@@ -263,8 +262,7 @@ def _proven_program(loaded: LoadedModel, feat_dims: dict[str, tuple[int, ...]], 
                               hop_counts=hop_counts(loaded.model), unset_functions=unset_functions(loaded.model),
                               tested_functions=tested_functions(loaded.model),
                               setting_branches=setting_branches(loaded.model, program.ops),
-                              loop_ranges=loop_ranges(loaded.source, loaded.path, loaded.model),
-                              held_loops=held_loops(loaded.source, loaded.path, loaded.model))
+                              loop_ranges=loop_ranges(loaded.source, loaded.path, loaded.model))
             program = take_row_axes(take_row_ranges(simplify(functionalize(fold_edge_masks(program)))))
             attrs, probe_values = infer_attributes(traced, program, loaded.model, feat_dims, leaves)
             program = one_order(without_unit_weights(one_dtype_witness(program, attrs), attrs), attrs)

@@ -191,13 +191,9 @@ def test_the_loops_end_as_the_list_gives_it() -> None:
 
 
 def test_batches_over_derived_graphs_are_named_alike() -> None:
-    """han: the method's batches are over the first metapath's graph, the first of the list
-    forward's loop makes (held_graph_lists.py): `batches` does the whole-graph work, and each
-    graph's batches are an item of one list, `graph_batches[1]`, not named for a metapath
-    (metapaths written one by one keep `batches_pa_ap` beside `batches_pf_fp`:
-    test_held_graph_lists.py)."""
+    """han: the method's batches are over the first metapath's graph; named for it, as the
+    second metapath's are (`batches_pa_ap` beside `batches_pf_fp`, not `batches`)."""
     han = _golden("han")
-    assert re.search(r"\bbatches = _FullNeighbourBatches\(\s+self,\s+graphs\[0\],", han), han
-    assert "graph_batches = [batches, *(batches.over(graph) for graph in graphs[1:])]" in han, han
-    assert "batches.sum_nodes(" in han and "return batches.result(" in han, han
-    assert not re.search(r"\bbatches_\w+\b", han), han
+    assert re.search(r"\bbatches_pa_ap = _FullNeighbourBatches\(", han), han
+    assert "batches_pf_fp = batches_pa_ap.over(g_pf_fp)" in han, han
+    assert not re.search(r"\bbatches\.", han), han

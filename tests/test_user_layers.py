@@ -1,8 +1,8 @@
 """A user's layer of several convolutions, each on a graph forward derives (HAN's metapath
 GATs, an R-GAT's GAT per edge type, a GraphConv per relation), reads as the user's layer
 (issue 37, render/user_layers.py): each generated layer is labelled "self.layers[0], metapath
-2 of 2", not "Layer 2 of 4", the rows sent on each graph are named for it, `feat0_pa_ap`, or
-an item of a list, `feat0[1]`, where forward makes the graphs in one loop, not `feat0_2`; and a counted local a layer's function returns takes the name the method binds it
+2 of 2", not "Layer 2 of 4", the rows sent on each graph are named for it, `feat0_pa_ap`, not
+`feat0_2`; and a counted local a layer's function returns takes the name the method binds it
 to, `x_skip1`, never `x_skip_2` beside the parameter `x_skip0` (render/local_names.py); the
 rows a user's layer reads are numbered for it, `feat1_pa_ap`, `x_skip1`, not for the pass that
 computes them (render/buffer_names.py)."""
@@ -111,11 +111,9 @@ def _golden(name: str) -> str:
 def test_the_han_golden_names_each_metapath() -> None:
     han = _golden("han")
     assert [label for label in _labels_of(han) if "metapath" in label] == [
-        f"self.layers[{i}], metapath {j + 1} of 2: self.layers[{i}].gats[{j}] (GATConv), on graphs[{j}]."
-        for i in (0, 1) for j in range(2)]
-    # the rows sent on each graph: an item of the layer's list (graph_rows.py), `feat1[1]`
-    assert "def layer_4(block, feat1, el1, z1, feat1_dst):" in han, han
-    assert "source_rows=dict(feat1=feat1[1], el1=el1[1])" in han, han
+        f"self.layers[{i}], metapath {j + 1} of 2: self.layers[{i}].gats[{j}] (GATConv), on g_{m}."
+        for i in (0, 1) for j, m in enumerate(("pa_ap", "pf_fp"))]
+    assert "def layer_4(block, feat1_pf_fp, el1_pf_fp, z1, feat1_pf_fp_dst):" in han, han
     assert not re.search(r"\b(feat|el)\d_\d\b", han), han
     assert not re.search(r"Layer \d of 4", han), han
 

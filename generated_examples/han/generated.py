@@ -118,15 +118,11 @@ class HAN(nn.Module):
                 " derives a graph from its graph, metapath_reachable_graph at "
                 "`self._metapath_graphs = {`: call it with a dgl.DGLGraph"
             )
-        # as forward derives them from its graph in its comprehension over
-        # self.layers[0].metapaths, once for the whole graph, each with its batches
-        graphs = [
-            dgl.metapath_reachable_graph(g, metapath)
-            for metapath in self.layers[0].metapaths
-        ]
-        batches = _FullNeighbourBatches(
+        # as forward derives it from its graph, once for the whole graph
+        g_pa_ap = dgl.metapath_reachable_graph(g, ("pa", "ap"))
+        batches_pa_ap = _FullNeighbourBatches(
             self,
-            graphs[0],
+            g_pa_ap,
             batch_size=batch_size,
             device=device,
             max_memory=max_memory,
@@ -136,114 +132,120 @@ class HAN(nn.Module):
             keep_layers=keep_layers,
             derived=True,
         )
-        graph_batches = [batches, *(batches.over(graph) for graph in graphs[1:])]
+        # as forward derives it from its graph, once for the whole graph
+        g_pf_fp = dgl.metapath_reachable_graph(g, ("pf", "fp"))
+        batches_pf_fp = batches_pa_ap.over(g_pf_fp)
         # forward's rows are the nodes of the type where its metapaths start and end
-        if {t for mg in graphs for t in mg.ntypes} != {graphs[0].ntypes[0]}:
+        if {t for mg in (g_pa_ap, g_pf_fp) for t in mg.ntypes} != {g_pa_ap.ntypes[0]}:
             raise ValueError(
                 "the metapaths must start and end at one node type, the same for all"
             )
-        batches.check_rows(nodes={"h": h})
+        batches_pa_ap.check_rows(nodes={"h": h})
         # the nodes whose rows each layer computes: all of them; for nodes= those, and before
         # each layer the in-neighbours of the nodes the layer computes; for changed= those,
         # and after each layer their out-neighbours
-        needed = batches.needed(nodes, layers=graph_batches * 2)
+        needed = batches_pa_ap.needed(
+            nodes, layers=[batches_pa_ap, batches_pf_fp, batches_pa_ap, batches_pf_fp]
+        )
 
         # Before the first layer, once per node: self.layers[0].gats[0] (GATConv),
         # self.layers[0].gats[1] (GATConv).
         def prologue(h):
-            feat0, el0 = [], []
-            for j in range(len(graphs)):
-                # self.layers[0].gats[j]'s fc and attention term on each source row, once per node
-                feat, el = _gat_conv_source(self.layers[0].gats[j], h)
-                feat0.append(feat)
-                el0.append(el)
-            return feat0, el0
+            # self.layers[0].gats[0]'s fc and attention term on each source row, once per node
+            feat0_pa_ap, el0_pa_ap = _gat_conv_source(self.layers[0].gats[0], h)
+            # self.layers[0].gats[1]'s fc and attention term on each source row, once per node
+            feat0_pf_fp, el0_pf_fp = _gat_conv_source(self.layers[0].gats[1], h)
+            return feat0_pa_ap, el0_pa_ap, feat0_pf_fp, el0_pf_fp
 
-        feat0, el0 = batches.map_nodes(prologue, h)
+        feat0_pa_ap, el0_pa_ap, feat0_pf_fp, el0_pf_fp = batches_pa_ap.map_nodes(
+            prologue, h
+        )
 
-        # self.layers[0], metapath 1 of 2: self.layers[0].gats[0] (GATConv), on graphs[0].
-        def layer_1(block, feat0, el0, feat0_dst):
+        # self.layers[0], metapath 1 of 2: self.layers[0].gats[0] (GATConv), on g_pa_ap.
+        def layer_1(block, feat0_pa_ap, el0_pa_ap, feat0_pa_ap_dst):
             return _gat_conv_aggregate(
-                self.layers[0].gats[0], block, feat0, el0, feat0_dst
+                self.layers[0].gats[0], block, feat0_pa_ap, el0_pa_ap, feat0_pa_ap_dst
             ).flatten(1)
 
         # in_place=True: source rows are read where they are stored, not gathered per
         # batch (the layer reads them only in messages)
-        z0 = graph_batches[0].map(
+        z0 = batches_pa_ap.map(
             layer_1,
-            source_rows=dict(feat0=feat0[0], el0=el0[0]),
-            destination_rows=dict(feat0_dst=feat0[0]),
+            source_rows=dict(feat0_pa_ap=feat0_pa_ap, el0_pa_ap=el0_pa_ap),
+            destination_rows=dict(feat0_pa_ap_dst=feat0_pa_ap),
             in_place=True,
         )
+        del feat0_pa_ap, el0_pa_ap
 
-        # self.layers[0], metapath 2 of 2: self.layers[0].gats[1] (GATConv), on graphs[1].
-        def layer_2(block, feat0, el0, z0, feat0_dst):
+        # self.layers[0], metapath 2 of 2: self.layers[0].gats[1] (GATConv), on g_pf_fp.
+        def layer_2(block, feat0_pf_fp, el0_pf_fp, z0, feat0_pf_fp_dst):
             z = _gat_conv_aggregate(
-                self.layers[0].gats[1], block, feat0, el0, feat0_dst
+                self.layers[0].gats[1], block, feat0_pf_fp, el0_pf_fp, feat0_pf_fp_dst
             ).flatten(1)
             hidden = torch.stack([z0, z], dim=1)
             return hidden, self.layers[0].attention.score(hidden)
 
-        hidden0, score0 = graph_batches[1].map(
+        hidden0, score0 = batches_pf_fp.map(
             layer_2,
-            source_rows=dict(feat0=feat0[1], el0=el0[1]),
-            destination_rows=dict(z0=z0, feat0_dst=feat0[1]),
+            source_rows=dict(feat0_pf_fp=feat0_pf_fp, el0_pf_fp=el0_pf_fp),
+            destination_rows=dict(z0=z0, feat0_pf_fp_dst=feat0_pf_fp),
             in_place=True,
         )
-        del feat0, el0, z0
+        del feat0_pf_fp, el0_pf_fp, z0
 
         # score0.mean(0) over all nodes, which the pass before layer 3 reads: summed in a pass
         # over ranges of the stored rows
-        importance0 = batches.sum_nodes(score0) / score0.shape[0]
+        importance0 = batches_pa_ap.sum_nodes(score0) / score0.shape[0]
         beta0 = torch.softmax(importance0, dim=0)
         del score0
 
         # Before layer 3, once per node, from what layer 2 stored.
         def before_layer_3(hidden0):
             hidden = (beta0.expand((hidden0.shape[0],) + beta0.shape) * hidden0).sum(1)
-            feat1, el1 = [], []
-            for j in range(len(graphs)):
-                # self.layers[1].gats[j]'s fc and attention term on each source row, once per node
-                feat, el = _gat_conv_source(self.layers[1].gats[j], hidden)
-                feat1.append(feat)
-                el1.append(el)
-            return feat1, el1
+            # self.layers[1].gats[0]'s fc and attention term on each source row, once per node
+            feat1_pa_ap, el1_pa_ap = _gat_conv_source(self.layers[1].gats[0], hidden)
+            # self.layers[1].gats[1]'s fc and attention term on each source row, once per node
+            feat1_pf_fp, el1_pf_fp = _gat_conv_source(self.layers[1].gats[1], hidden)
+            return feat1_pa_ap, el1_pa_ap, feat1_pf_fp, el1_pf_fp
 
-        feat1, el1 = batches.map_nodes(before_layer_3, hidden0)
+        feat1_pa_ap, el1_pa_ap, feat1_pf_fp, el1_pf_fp = batches_pa_ap.map_nodes(
+            before_layer_3, hidden0
+        )
         del hidden0
 
-        # self.layers[1], metapath 1 of 2: self.layers[1].gats[0] (GATConv), on graphs[0].
-        def layer_3(block, feat1, el1, feat1_dst):
+        # self.layers[1], metapath 1 of 2: self.layers[1].gats[0] (GATConv), on g_pa_ap.
+        def layer_3(block, feat1_pa_ap, el1_pa_ap, feat1_pa_ap_dst):
             return _gat_conv_aggregate(
-                self.layers[1].gats[0], block, feat1, el1, feat1_dst
+                self.layers[1].gats[0], block, feat1_pa_ap, el1_pa_ap, feat1_pa_ap_dst
             ).flatten(1)
 
-        z1 = graph_batches[0].map(
+        z1 = batches_pa_ap.map(
             layer_3,
-            source_rows=dict(feat1=feat1[0], el1=el1[0]),
-            destination_rows=dict(feat1_dst=feat1[0]),
+            source_rows=dict(feat1_pa_ap=feat1_pa_ap, el1_pa_ap=el1_pa_ap),
+            destination_rows=dict(feat1_pa_ap_dst=feat1_pa_ap),
             in_place=True,
         )
+        del feat1_pa_ap, el1_pa_ap
 
-        # self.layers[1], metapath 2 of 2: self.layers[1].gats[1] (GATConv), on graphs[1].
-        def layer_4(block, feat1, el1, z1, feat1_dst):
+        # self.layers[1], metapath 2 of 2: self.layers[1].gats[1] (GATConv), on g_pf_fp.
+        def layer_4(block, feat1_pf_fp, el1_pf_fp, z1, feat1_pf_fp_dst):
             z = _gat_conv_aggregate(
-                self.layers[1].gats[1], block, feat1, el1, feat1_dst
+                self.layers[1].gats[1], block, feat1_pf_fp, el1_pf_fp, feat1_pf_fp_dst
             ).flatten(1)
             hidden = torch.stack([z1, z], dim=1)
             return hidden, self.layers[1].attention.score(hidden)
 
-        hidden1, score1 = graph_batches[1].map(
+        hidden1, score1 = batches_pf_fp.map(
             layer_4,
-            source_rows=dict(feat1=feat1[1], el1=el1[1]),
-            destination_rows=dict(z1=z1, feat1_dst=feat1[1]),
+            source_rows=dict(feat1_pf_fp=feat1_pf_fp, el1_pf_fp=el1_pf_fp),
+            destination_rows=dict(z1=z1, feat1_pf_fp_dst=feat1_pf_fp),
             in_place=True,
         )
-        del feat1, el1, z1
+        del feat1_pf_fp, el1_pf_fp, z1
 
         # score1.mean(0) over all nodes, which the pass after the last layer reads: summed in
         # a pass over ranges of the stored rows
-        importance1 = batches.sum_nodes(score1) / score1.shape[0]
+        importance1 = batches_pa_ap.sum_nodes(score1) / score1.shape[0]
         beta1 = torch.softmax(importance1, dim=0)
         del score1
 
@@ -255,8 +257,8 @@ class HAN(nn.Module):
         # nodes= from here on: every layer and pass above computes all nodes whatever
         # nodes= asks, since score0.mean(0) and score1.mean(0) over all nodes read every
         # node's rows
-        out = batches.map_nodes(after_last_layer, hidden1, nodes=needed[4])
-        return batches.result(out, nodes=nodes)
+        out = batches_pa_ap.map_nodes(after_last_layer, hidden1, nodes=needed[4])
+        return batches_pa_ap.result(out, nodes=nodes)
 
 
 # --- gnn-codegen convolution helpers 0.1.0, sha256 47555a01bb46 -------------------------------

@@ -26,9 +26,6 @@ class GraphList:
     loop: LoopRange
     template: Op  # the first graph's op with the loop's value as its variable
     var: str = ""  # the variable forward's line assigns: a graph's (`subg`) or the list's
-    # the list a module holds that the loop runs over, `self.layers[0].metapaths`, where it is
-    # not a count (held_graph_lists.py)
-    over: str = ""
 
 
 def _with_value(value: object, var: str, expected: str) -> tuple[object, int]:

@@ -68,9 +68,7 @@ def listed_rows(r: Renderer) -> dict[int, list[RowList]]:
             for j, value in enumerate(values):
                 r.buffer[value] = f"{name}[{j}]"
             count = listed.loop.spelled or f"len({r.listed_graphs[listed.ops[0]][1]})"
-            # a loop over a held list's items (held_graph_lists.py) has no index of forward's: `j`
-            index = "j" if listed.over else listed.loop.var or "j"
-            lists.setdefault(stage.index, []).append(RowList(name, values, count, index))
+            lists.setdefault(stage.index, []).append(RowList(name, values, count, listed.loop.var or "j"))
     return lists
 
 
@@ -130,20 +128,13 @@ def _returning_lists(function: "LayerFunction", stores: list[str] | tuple[str, .
     return replace(function, body=folded if folded is not None else body)
 
 
-# a module as the generated code reaches it, `self.convs[1][2]`, `self.layers[0].gats[1].fc`
-_CHAIN = re.compile(r"\bself(?:\.\w+|\[\d+\])+")
+# a module of a list as the generated code reaches it, its last index apart: `self.convs[1]`, `[2]`
+_LAST_INDEX = re.compile(r"\b(self(?:\.\w+)+(?:\[\d+\])*)\[(\d+)\]")
 
 
 def indexed(text: str, j: int, var: str) -> str:
-    """text with each module's last index that is j written as var: `self.convs[1][j]`, and
-    `self.layers[0].gats[j]`, the index of a list inside a module of a list."""
-    def last_index(match: re.Match[str]) -> str:
-        chain = match.group(0)
-        at = chain.rfind("[")
-        if at < 0 or chain[at + 1:chain.index("]", at)] != str(j):
-            return chain
-        return f"{chain[:at]}[{var}]{chain[chain.index(']', at) + 1:]}"
-    return _CHAIN.sub(last_index, text)
+    """text with each module's last index that is j written as var: `self.convs[1][j]`."""
+    return _LAST_INDEX.sub(lambda m: f"{m.group(1)}[{var}]" if int(m.group(2)) == j else m.group(0), text)
 
 
 def looped(body: list[str], lists: list[RowList], local: dict[str, str]) -> list[str] | None:

@@ -29,7 +29,6 @@ from gnn_codegen.render.templating import render_template
 from gnn_codegen.render.stored_names import source_only
 from gnn_codegen.render.user_layers import parts
 from gnn_codegen.render.graph_lists import GraphList, graph_lists
-from gnn_codegen.render.held_graph_lists import held_graph_lists, unheld
 from gnn_codegen.render.graph_pass_loops import fold_graph_passes
 from gnn_codegen.render.graph_layer_loops import fold_graph_layers
 from gnn_codegen.render.graph_rows import grouped, listed_rows, returning_lists
@@ -132,9 +131,10 @@ class Renderer(BufferNames, LayerCalls, Preamble, MethodDocstring):
         self.derived = [op for op in derived if op.name not in self.nested_graphs]
         self.graph_name = {program.graph: self.params[0]}
         self.runtimes = {program.graph: self.batches}
-        # a heterogeneous graph that forward only reads through its metapaths (metapaths.py) or
-        # its relations' graphs (relation_graphs.py): the batches of the first metapath's graph,
-        # whose nodes are forward's rows, are the method's own (`batches`)
+        # a heterogeneous graph that forward only reads through its metapaths (metapaths.py):
+        # the batches of the first metapath's graph, whose nodes are forward's rows, are the
+        # method's own (`batches`)
+        # ...or through its relations' graphs (relation_graphs.py), whose nodes are forward's rows too
         self.metapaths = [op for op in self.derived if metapath_of(op) or op.target == RELATION_GRAPH]
         self.over_metapaths = bool(self.metapaths) and all(
             metapath_of(program.op(u)) or program.op(u).target == RELATION_GRAPH for u in self.users[program.graph])
@@ -145,7 +145,6 @@ class Renderer(BufferNames, LayerCalls, Preamble, MethodDocstring):
         # a name the user's line gives the one graph it derives (`sg = ...`), not a line that
         # makes several (`graphs = [dgl.edge_subgraph(g, etype == r) for r in ...]`)
         lines_made = Counter(op.location for op in self.derived)
-        held = held_graph_lists(program, self.derived, iterated)  # over a module's list: held_graph_lists.py
         batches = self.batches  # each derived graph's batches: `batches_pf_fp`
         for op in self.derived:
             path = metapath_of(op)
@@ -164,15 +163,16 @@ class Renderer(BufferNames, LayerCalls, Preamble, MethodDocstring):
             if self.over_metapaths and op is self.metapaths[0]:
                 # where the other graphs have batches of their own, these are named for their
                 # graph as those are (`batches_pa_ap` beside `batches_pf_fp`)
-                if any(other.name in iterated for other in self.derived if other is not op) and not held:
+                if any(other.name in iterated for other in self.derived if other is not op):
                     self.batches = self.names.take(f"{batches}_{suffix}")
                 self.runtimes[op.name] = self.batches
             elif op.name in iterated:
                 self.runtimes[op.name] = self.names.take(f"{batches}_{suffix}")
-        # graphs forward derives in a loop, one per value of its variable: one list, each with its batches
-        # in a list beside it (graph_lists.py); a graph's own name (`feat0_etype_1`) stays in plain_graph_name
+        # graphs forward derives in a loop, one per value of its variable: one list, each with
+        # its batches in a list beside it (graph_lists.py); a graph's own name (for the rows
+        # sent on it, `feat0_etype_1`) stays its name in plain_graph_name
         self.plain_graph_name = dict(self.graph_name)
-        self.graph_lists = held + ([] if self.over_metapaths else graph_lists(program, unheld(self.derived, held), iterated))
+        self.graph_lists = [] if self.over_metapaths else graph_lists(program, self.derived, iterated)
         self.listed_graphs: dict[str, tuple[GraphList, str, str]] = {}  # op -> (list, graphs, batches)
         for listed in self.graph_lists:
             # forward's name for its list where it makes one (`subgraphs = [... for r in ...]`)

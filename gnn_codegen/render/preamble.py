@@ -212,9 +212,6 @@ class Preamble:
         elif self.over_metapaths and metapath_of(self.metapaths[0]):
             graphs = [self.graph_name[op.name] for op in self.metapaths]
             spelled = f"({graphs[0]},)" if len(graphs) == 1 else f"({', '.join(graphs)})"
-            listed, listed_name, _ = self.listed_graphs.get(self.metapaths[0].name, (None, "", ""))
-            if listed is not None and list(listed.ops) == [op.name for op in self.metapaths]:
-                spelled = listed_name  # all of them in one list: `graphs`
             lines += comment("forward's rows are the nodes of the type where its metapaths start and end")
             lines += [f"if {{t for mg in {spelled} for t in mg.ntypes}} != {{{graphs[0]}.ntypes[0]}}:",
                       "    raise ValueError(\"the metapaths must start and end at one node type, the same for all\")"]
@@ -234,15 +231,10 @@ class Preamble:
         var, each = self.names.take(loop.var), self.names.take(graphs.removesuffix("s") if graphs.endswith("s") else "graph")
         template = listed.template if var == loop.var else _renamed(listed.template, loop.var, var)
         how = "in its comprehension" if loop.comprehension else "in its loop"
-        lines = [*comment(f"as forward derives them from its graph {how} over {listed.over or loop.var}, once for "
-                          "the whole graph, each with its batches"),
-                 f"{graphs} = [{self._graph_expression(template)} for {var} in {listed.over or f'range({loop.spelled})'}]"]
-        if not (self.over_metapaths and name == self.metapaths[0].name):
-            return lines + [f"{batches_list} = [{self.batches}.over({each}) for {each} in {graphs}]"]
-        # the first graph's nodes are forward's rows (metapaths.py): its batches are the method's own
-        return lines + [f"{self.batches} = {self._runtime_call(f'{graphs}[0]')}"
-                        f"{incremental.runtime_arguments(self.changed, self.keep_layers, derived=True)})",
-                        f"{batches_list} = [{self.batches}, *({self.batches}.over({each}) for {each} in {graphs}[1:])]"]
+        return [*comment(f"as forward derives them from its graph {how} over {loop.var}, once for the "
+                         "whole graph, each with its batches"),
+                f"{graphs} = [{self._graph_expression(template)} for {var} in range({loop.spelled})]",
+                f"{batches_list} = [{self.batches}.over({each}) for {each} in {graphs}]"]
 
     def _needed_nodes(self) -> list[str]:
         """The line that works out which nodes each layer computes for `nodes`."""

@@ -109,5 +109,5 @@ def test_a_self_loop_on_embeddings_is_written_as_every_layers() -> None:
     source = (REPO / "generated_examples" / "entity_classify" / "generated.py").read_text()
     method = re.sub(r"\s+", "", source.split("def inference(")[1].split("# --- gnn-codegen")[0])
     assert "loop_term" not in method and "matmul" not in method, method
-    assert method.count("linear=(h_dst,self.layers[i].loop_weight)") == 1, method
+    assert method.count("linear=((h_dst,self.layers[i].loop_weight)ifself.layers[i].self_loopelseNone)") == 1, method
     assert "h=dict(self.embeds.items())" in method and "foriinrange(len(self.layers)):" in method

@@ -26,8 +26,11 @@ def _generated(name: str, monkeypatch: pytest.MonkeyPatch, init: str = "{}"):
 
 def test_a_users_layer_flags_show_where_its_code_is_written(monkeypatch: pytest.MonkeyPatch) -> None:
     """The user's own layer's `if self.batch_norm:` is kept as its test; `if self.residual:`,
-    whose statement the test cannot wrap (forward's `h` is the input there), is named."""
-    method = inference_method(_generated("GCNNet", monkeypatch).source)
+    whose statement the test cannot wrap (forward's `h` is the input there), is named. The
+    model's file named by its absolute path, as a user may name it: its lines are then the
+    user's own, not library lines (a relative path made them differ from the frames' absolute
+    ones, and the tests saw the branches where a user with an absolute path did not)."""
+    method = inference_method(generated_and_checked(str(REPO / MODELS), "GCNNet", "{}", monkeypatch).source)
     assert "if self.layers[i].batch_norm:  # as the module's forward tests it" in method, method
     assert "GCNLayer.forward's `if self.residual:` branch, the one this" in method, method
 

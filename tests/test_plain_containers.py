@@ -26,7 +26,8 @@ MODEL = "tests/models/plain_containers.py"
 # what the generated method must call, as forward reaches it
 CALLS = {
     "SAGEInDict": ['self.layers["first"]', 'self.norms["first"](', 'self.layers["second"]'],
-    "GCNWithPlainSkips": ["_graph_conv_aggregate(self.convs[0], block", "self.skips[2](h)"],
+    # one loop since the first skip runs in the prologue (cut/prologue_work.py)
+    "GCNWithPlainSkips": ["_graph_conv_aggregate(self.convs[i], block", "self.skips[i + 1](h)"],
     "EncoderHoldingAList": ["_gat_conv_source(self.encoder.layers[0], x)", "self.encoder.layers[1], block"],
     "PlainListOfActivations": ["self.acts[0](self.conv1(block", "self.acts[1](self.conv2(block"],
     "PerViewHeads": ["self.filters[2], block, feat0_6", "self.heads[1]("],

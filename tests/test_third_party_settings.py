@@ -73,3 +73,12 @@ def test_the_zipped_loop_gives_forwards_rows_for_nodes_and_changed(monkeypatch: 
 def test_a_norm_picked_by_name_is_exact(monkeypatch: pytest.MonkeyPatch, norm: str) -> None:
     """Each name the constructor takes gives its own exact module (checked in _generated)."""
     _generated("NamedNormGCN", monkeypatch, f'{{"norm": "{norm}"}}')
+
+
+def test_the_model_file_named_relatively_or_absolutely_gives_one_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    """lower/spelling.locations: the user's lines are the user's however the file is named (a
+    relative name made them read as library lines, and the branches above showed or not)."""
+    relative = generated_and_checked(MODELS, "GCNNet", "{}", monkeypatch).source
+    absolute = generated_and_checked(str(REPO / MODELS), "GCNNet", "{}", monkeypatch).source
+    body = slice(relative.index('"""'), None)  # below the header, which names the file as given
+    assert relative[body] == absolute[absolute.index('"""'):]

@@ -48,7 +48,9 @@ def locations(node: fx.Node, path: Path) -> tuple[str, str]:
     for filename, line, code in reversed(frames(node)):
         resolved = _resolved(filename)
         if not naming and not resolved.startswith(_OWN_DIR):
-            naming = f"{filename}:{line} (`{without_comment(code)}`)"
+            # the user's file as the user named it: a relative path would otherwise differ
+            # from the frame's absolute one, and the user's own line read as library code
+            naming = f"{path if resolved == own else filename}:{line} (`{without_comment(code)}`)"
         if resolved == own:
             user = f"{path}:{line} (`{without_comment(code)}`)"
             break

@@ -8,15 +8,12 @@ ending under `if i == len(self.layers) - 1:`; passes that differ stay apart."""
 from __future__ import annotations
 
 import ast
-import copy
 import re
 from pathlib import Path
 
 import pytest
 
-from gnn_codegen.analysis.perturb import perturb
 from gnn_codegen.pipeline import GenerateOptions, generate_all
-from gnn_codegen.verify.harness import generated_model, import_source, make_inputs, random_graph_for
 from tests.subset_runs import assert_nodes_and_changed_rows
 
 _CHEB_LOOP = '''
@@ -157,20 +154,8 @@ def test_user_layers_alike_by_chance_stay_apart(tmp_path: Path, source) -> None:
     assert "layer_4" in method
 
 
-def _prepared(tmp_path: Path, source: str, k: int, layers: int, **init):
-    generated = _generate(tmp_path, source, k, layers, **init)
-    reference = copy.deepcopy(generated.loaded.model)
-    perturb(reference, 0)
-    reference.eval()
-    module = import_source(generated.source, generated.loaded.path.parent)
-    model = generated_model(generated, module, reference)
-    g = random_graph_for(generated, 61, seed=0, zero_in_degree=False)
-    inputs = make_inputs(generated, 61, 0, g.num_edges())
-    return generated, model, reference, g, inputs
-
-
 @pytest.mark.parametrize("source, k, layers", [(_CHEB_LOOP, 3, 3), (_TAG_LOOP, 2, 2)])
 def test_the_loop_gives_forwards_rows_for_nodes_and_changed(tmp_path: Path, source, k, layers) -> None:
     """`needed[2 * i + 1]`: each pass computes the rows the passes after it read, for nodes=
     and for changed= as for a full run."""
-    assert_nodes_and_changed_rows(*_prepared(tmp_path, source, k, layers), tmp_path)
+    assert_nodes_and_changed_rows(_generate(tmp_path, source, k, layers), tmp_path)

@@ -155,6 +155,12 @@ class Op:
     # (accessor, class name), `("self.norm", "PairNorm")`; () for forward's own lines
     module_call: tuple[str, str] = ()
 
+    @property
+    def innermost_line(self) -> str:
+        """The innermost line that made the op: the library line forward was traced into,
+        else the user's own (a location, `path:LINE (`code`)`)."""
+        return self.library_line or self.location
+
     def refs(self) -> Iterator[str]:
         yield from iter_refs(self.args)
         yield from iter_refs(tuple(v for _, v in self.kwargs))

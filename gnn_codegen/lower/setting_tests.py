@@ -62,7 +62,7 @@ def setting_branches(model: nn.Module, ops: tuple[Op, ...]) -> tuple[tuple[str, 
         return paths.get(owner, "") if owner else ""
 
     def line(op: Op) -> tuple[str, int]:
-        where = location_parts(op.library_line or op.location)
+        where = location_parts(op.innermost_line)
         return (where.path, int(where.line)) if where.line else ("", 0)
 
     traced: dict[tuple[str, str], list[int]] = {}  # (module, file) -> the lines traced there

@@ -68,20 +68,20 @@ class MethodDocstring:
         before, the division here), the sentence that says so: it runs in its own order, which
         the reader need not re-derive; none for none."""
         # the line that made each op: inside a module forward is traced into, that module's line
-        made_before = {name: _line_of(self.program.op(name)) for name in before.stores}
+        made_before = {name: self.program.op(name).innermost_line for name in before.stores}
         over_all = {name for name, _ in stage.reductions} | set(stage.once)
         over_all |= {name for s in self.plan.stages for name in s.once}
         for placed in stage.ops:
             op = self.program.op(placed.name)
             reads = set(op.refs())
-            line = quoted_code(_line_of(op))
+            line = quoted_code(op.innermost_line)
             if not line or not reads & over_all:
                 continue
-            if any(made_before.get(r) == _line_of(op) for r in reads):
+            if any(made_before.get(r) == op.innermost_line for r in reads):
                 value = self.buffer.get(next(iter(sorted(reads & over_all))), "")
                 that = "the pass before" if before.node_pass else f"layer {before.layer}"
                 whose = f"{op.module_call[1]}'s " if op.module_call else ""
-                stored = [self.buffer[r] for r in sorted(reads) if made_before.get(r) == _line_of(op)]
+                stored = [self.buffer[r] for r in sorted(reads) if made_before.get(r) == op.innermost_line]
                 kept = f" ({', '.join(stored)})" if stored else ""
                 # the ops are the line's as traced, none reordered: each part runs in the line's order
                 return comment(f"{whose}`{line}` needs {value or 'a value'} over all nodes: the part that reads "
@@ -147,8 +147,6 @@ class MethodDocstring:
 _SOURCE_WORK = f"on each source row{ONCE_PER_NODE}"
 
 
-def _line_of(op: Op) -> str:
-    return op.library_line or op.location
 
 
 def _computes(ops: list[Op]) -> str:

@@ -77,7 +77,7 @@ class SettingBranches:
         leading, statements = written[:count], written[count:]
         branches = list(self.by_op.get(op.name, ()))
         wraps = [b for b in branches if b.alone and b.taken and b.condition and self._wrappable(statements)]
-        line = location_parts(op.library_line or op.location).line
+        line = location_parts(op.innermost_line).line
         skipped = []
         for branch in branches:
             key = (branch.module, branch.line)

@@ -18,7 +18,7 @@ import torch
 from gnn_codegen import errors
 from gnn_codegen.verify.harness import generated_model, import_source
 from gnn_codegen.pipeline import GenerateOptions, generate_all
-from gnn_codegen.verify.check import check
+from gnn_codegen.verify.check import ATOL, RTOL, check
 from tests.cases import REPO
 
 MODEL = "tests/models/plain_containers.py"
@@ -93,12 +93,17 @@ def test_inference_equals_forward_for_the_users_own_instance(monkeypatch: pytest
             for p in layer.parameters():
                 p.add_(torch.randn_like(p))
     model.eval()
-    g = dgl.rand_graph(40, 200)
+    # a seeded graph (dgl.rand_graph draws with OpenMP), and the tool's own tolerance: with these
+    # weights outputs reach 5, where batches summing attention in another order move the last
+    # float bits by up to 5e-5 (300 graphs measured)
+    edges = torch.randint(0, 40, (2, 200), generator=torch.Generator().manual_seed(3))
+    g = dgl.graph((edges[0], edges[1]), num_nodes=40)
     x = torch.randn(40, 8)
     expected = model(g, x)
-    assert torch.allclose(model.inference(g, x, batch_size=9, device="cpu"), expected, atol=1e-5)
+    assert torch.allclose(model.inference(g, x, batch_size=9, device="cpu"), expected, atol=ATOL, rtol=RTOL)
     nodes = torch.tensor([3, 17, 0, 39])
-    assert torch.allclose(model.inference(g, x, batch_size=9, device="cpu", nodes=nodes), expected[nodes], atol=1e-5)
+    assert torch.allclose(model.inference(g, x, batch_size=9, device="cpu", nodes=nodes), expected[nodes],
+                          atol=ATOL, rtol=RTOL)
 
 
 def test_a_dropout_left_in_training_mode_in_a_plain_list_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -50,3 +50,21 @@ def test_the_source_rows_comment_is_one_sentence() -> None:
     assert comment is not None, method
     text = " ".join(line.strip().removeprefix("#").strip() for line in comment.group(1).strip().splitlines())
     assert text.startswith("source rows of each relation into ntype: ") and "its work on source rows" not in text
+
+
+def test_layers_on_lines_of_their_own_read_their_types_from_the_graph_too() -> None:
+    """rgcn_hetero's style, `h = self.layers[1](g, h)` on its own line: each layer's types are
+    read as forward's HeteroGraphConv gives them, from the dict that layer reads; one name for
+    the types, rebound per layer. A layer that computes fewer types than its relations go into
+    (forward reads the users' rows alone) keeps its own."""
+    generated = generated_from(MODELS, "RelWrittenOut")
+    method = _method(generated.source)
+    assert "into = {d for s, _, d in g.canonical_etypes if s in inputs}" in method
+    assert "into = {d for s, _, d in g.canonical_etypes if s in h1}" in method
+    assert method.count("for ntype in (t for t in g.ntypes if t in into):") == 2 and 'for ntype in ("' not in method
+    _equals_forward(generated)
+    generated = generated_from(MODELS, "RelWrittenOutToUsers")
+    method = _method(generated.source)
+    assert method.count("for ntype in (t for t in g.ntypes if t in into):") == 1
+    assert 'into=("user",)' in _code(method) and 'h2["user"] = batches.map(' in method
+    _equals_forward(generated)

@@ -99,7 +99,9 @@ class RGCN(nn.Module):
             return F.relu(h)
 
         h1 = {}
-        for ntype in ("author", "field", "institution", "paper"):
+        # forward's hs.items(): the types a relation from a type of inputs goes into
+        into = {d for s, _, d in graph.canonical_etypes if s in inputs}
+        for ntype in (t for t in graph.ntypes if t in into):  # in the graph's order
             # source rows of each relation into ntype: GraphConv's norm by the full graph's
             # out-degrees, once per node
             inputs_src = batches.map_sources(
@@ -124,7 +126,9 @@ class RGCN(nn.Module):
             return _hetero_conv_sources(self.conv2, block, h1_src)
 
         h2 = {}
-        for ntype in ("author", "field", "institution", "paper"):
+        # forward's hs.items(): the types a relation from a type of h1 goes into
+        into = {d for s, _, d in graph.canonical_etypes if s in h1}
+        for ntype in (t for t in graph.ntypes if t in into):  # in the graph's order
             # source rows of each relation into ntype: GraphConv's norm by the full graph's
             # out-degrees; times GraphConv's weight before the sum, as GraphConv does where a
             # layer narrows, once per node

@@ -1,7 +1,8 @@
 """Stage 6, render (heterogeneous): the node types a loop over the user's layers computes
-(hetero_loops.py), read as forward's HeteroGraphConv gives them, `hs.items()`: each type a
-relation from a type of the loop's dict goes into, in the graph's order, rather than a tuple
-of type names. Written so only where, in every layer of the loop, that rule gives exactly the
+(hetero_loops.py), or a layer forward calls on its own line, read as forward's HeteroGraphConv
+gives them, `hs.items()`: each type a relation from a type of the loop's (the layer's) dict goes
+into, in the graph's order, rather than a tuple of type names. Written so only where, in every
+layer of the loop, that rule gives exactly the
 types the plan computes (the layer's every result is read: not a last layer into fewer types),
 so the loop runs the same types as before; the graph's relations and the dict's types are
 checked at inference's entry (check_graph, check_rows, check_built) as before."""
@@ -17,6 +18,8 @@ import torch.fx as fx
 from gnn_codegen.render.hetero_loops import Folded, needed_counted_by_loop
 
 _TYPES_LOOP = re.compile(r"^(    )for ntype in (\(.*\)):$")  # the loop body's, as _fold writes it
+_UNROLLED_TYPES_LOOP = re.compile(r"^()for ntype in (\(.*\)):$")  # an unrolled layer's
+_SOURCES_READ = re.compile(r"^    \w+ = batches\.map_sources\(self[\w.\[\]]*, (\w+), ")  # the dict it reads
 _CARRIED = re.compile(r"^    (\w+) = (\w+)$")  # `h = h_next`, the loop's last line
 
 
@@ -40,28 +43,38 @@ def types_as_forward_gives(stages: list[list[str]], loops: Sequence[tuple[int, i
     module's docstring); new_name(base) allocates a name of the method."""
     stages = [list(lines) for lines in stages]
     ntypes = sorted({t for s, _, d in relations for t in (s, d)})  # DGL's order, g.ntypes
+    into: list[str] = []  # the one name every rewritten loop binds, allocated at the first
+
+    def spell(lines: list[str], at: int, found: re.Match[str], running: str, first: int, last: int) -> None:
+        try:
+            written = list(ast.literal_eval(found.group(2)))
+        except (ValueError, SyntaxError):
+            return
+        if running in ("s", "d", "t", graph):  # the comprehensions' own names
+            return
+        if not all(_given_types(calls.get(k, []), relations, ntypes) == written for k in range(first, last + 1)):
+            return
+        into[:] = into or [new_name("into")]
+        indent = found.group(1)
+        lines[at:at + 1] = [
+            f"{indent}# forward's hs.items(): the types a relation from a type of {running} goes into",
+            f"{indent}{into[0]} = {{d for s, _, d in {graph}.canonical_etypes if s in {running}}}",
+            f"{indent}for ntype in (t for t in {graph}.ntypes if t in {into[0]}):  # in the graph's order",
+        ]
+
+    looped = {k for first, last, _ in loops for k in range(first, last + 1)}
     for first, last, _ in loops:
         lines = stages[first]
         at = next((j for j, line in enumerate(lines) if _TYPES_LOOP.match(line)), None)
         carried = next((m for line in reversed(lines) if (m := _CARRIED.match(line))), None)
-        if at is None or carried is None or not carried.group(2).startswith(carried.group(1)):
-            continue
-        if carried.group(1) in ("s", "d", "t", graph):  # the comprehensions' own names
-            continue
-        found = _TYPES_LOOP.match(lines[at])
-        assert found is not None
-        try:
-            written = list(ast.literal_eval(found.group(2)))
-        except (ValueError, SyntaxError):
-            continue
-        if not all(_given_types(calls.get(k, []), relations, ntypes) == written for k in range(first, last + 1)):
-            continue
-        indent, running, into = found.group(1), carried.group(1), new_name("into")
-        lines[at:at + 1] = [
-            f"{indent}# forward's hs.items(): the types a relation from a type of {running} goes into",
-            f"{indent}{into} = {{d for s, _, d in {graph}.canonical_etypes if s in {running}}}",
-            f"{indent}for ntype in (t for t in {graph}.ntypes if t in {into}):  # in the graph's order",
-        ]
+        if at is not None and carried is not None and carried.group(2).startswith(carried.group(1)):
+            spell(lines, at, _TYPES_LOOP.match(lines[at]), carried.group(1), first, last)
+    # a layer forward calls on its own line: the dict its relations' source rows are read from
+    for k, lines in enumerate(stages):
+        at = next((j for j, line in enumerate(lines) if _UNROLLED_TYPES_LOOP.match(line)), None)
+        read = next((m for line in lines[at or 0:] if (m := _SOURCES_READ.match(line))), None)
+        if k and k not in looped and at is not None and read is not None:
+            spell(lines, at, _UNROLLED_TYPES_LOOP.match(lines[at]), read.group(1), k, k)
     return stages
 
 

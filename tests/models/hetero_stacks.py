@@ -126,3 +126,12 @@ class SelfLoopRelStack(RelStack):
         self.layers = nn.ModuleList(
             SelfLoopRelLayer(layer.loop_weight.shape[0], layer.loop_weight.shape[1], rel_names, layer.activation)
             for layer in self.layers)
+
+
+class RelWrittenOutToUsers(RelWrittenOut):
+    """As RelWrittenOut, forward returning the users' rows alone: its last layer computes one type
+    of the two its relations go into."""
+
+    def forward(self, g, inputs):
+        h = self.layers[0](g, inputs)
+        return self.layers[1](g, h)["user"]

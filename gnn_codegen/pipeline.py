@@ -48,6 +48,7 @@ from gnn_codegen.cut.plan import build_plan
 from gnn_codegen.analysis.probe import prove_message_passing
 from gnn_codegen.render.method import render
 from gnn_codegen.render.built import built_digest
+from gnn_codegen.render.in_eval import in_eval
 from gnn_codegen.render.assumptions import decision_notes
 from gnn_codegen.lower.row_axis import take_row_axes
 from gnn_codegen.lower.row_ranges import refuse_other_rows, take_row_ranges
@@ -139,7 +140,7 @@ def _generate_all(target: str, options: GenerateOptions) -> Generated:
         header = {"version": VERSION, "target": target, "command": regenerate_command(target, options),
                   "verified": options.verify, "method": options.method_name, "runtime_module": options.runtime_module,
                   "runtime_hash": runtime_hash(VERSION, HETERO_RUNTIME) if options.runtime_module else None,
-                  "built": built_digest(loaded.model)}  # the instance traced, as inference checks it
+                  "built": built_digest(loaded.model), "in_eval": in_eval(loaded.model)}  # the instance traced
         return generate_hetero(loaded, options, feat_dims, header, warnings)
     if options.forward_args is not None:
         raise OptionsError(
@@ -177,7 +178,8 @@ def _generate_all(target: str, options: GenerateOptions) -> Generated:
     header = {"version": VERSION, "target": target, "command": regenerate_command(target, options),
               "verified": options.verify, "method": options.method_name,
               "runtime_module": options.runtime_module, "runtime_hash": runtime_hash(VERSION) if options.runtime_module else None,
-              "built": built_digest(loaded.model)}  # the instance traced, as inference checks it (built.py)
+              "built": built_digest(loaded.model),  # the instance traced, as inference checks it (built.py)
+              "in_eval": in_eval(loaded.model)}
     rendered = render(program, attrs, plan, module_names, header)
     source = splice(loaded.source, loaded.class_name, rendered.method, rendered.helpers, rendered.header,
                     options.method_name, rendered.imports, rendered.after_imports)

@@ -69,7 +69,9 @@ class APPNP(nn.Module):
         batch_size, device, max_memory, progress, nodes, storage, changed and keep_layers: what
         each does is in _FullNeighbourBatches's docstring (below the runtime's banner).
         """
-        self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode
+        # forward in eval mode: no dropout in self.feat_drop and
+        # self.propagate.edge_drop
+        self.eval()
         # a model built otherwise (other layer counts, widths, k, ...): ValueError
         _FullNeighbourBatches.check_built(self, "22bdd6da4d05f35d")
         batches = _FullNeighbourBatches(

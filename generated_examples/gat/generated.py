@@ -74,7 +74,9 @@ class GAT(nn.Module):
         batch_size, device, max_memory, progress, nodes, storage, changed and keep_layers: what
         each does is in _FullNeighbourBatches's docstring (below the runtime's banner).
         """
-        self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode
+        # forward in eval mode: no dropout in self.gat_layers[i].feat_drop and
+        # self.gat_layers[i].attn_drop
+        self.eval()
         # a model built otherwise (other layer counts, widths, k, ...): ValueError
         _FullNeighbourBatches.check_built(self, "b4130f20e76e8263")
         batches = _FullNeighbourBatches(

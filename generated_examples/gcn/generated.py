@@ -57,7 +57,7 @@ class GCN(nn.Module):
         batch_size, device, max_memory, progress, nodes, storage, changed and keep_layers: what
         each does is in _FullNeighbourBatches's docstring (below the runtime's banner).
         """
-        self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode
+        self.eval()  # forward in eval mode: no dropout in self.dropout
         # a model built otherwise (other layer counts, widths, k, ...): ValueError
         _FullNeighbourBatches.check_built(self, "ac5b8f04f11089c1")
         batches = _FullNeighbourBatches(

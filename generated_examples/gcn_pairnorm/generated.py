@@ -98,7 +98,7 @@ class DeepGCN(nn.Module):
         batch_size, device, max_memory, progress, nodes, storage, changed and keep_layers: what
         each does is in _FullNeighbourBatches's docstring (below the runtime's banner).
         """
-        self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode
+        self.eval()  # forward in eval mode: no dropout in self.dropout
         # a model built otherwise (other layer counts, widths, k, ...): ValueError
         _FullNeighbourBatches.check_built(self, "8997c3df9d25c4af")
         batches = _FullNeighbourBatches(

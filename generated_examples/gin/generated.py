@@ -74,7 +74,10 @@ class GIN(nn.Module):
         batch_size, device, max_memory, progress, nodes, storage, changed and keep_layers: what
         each does is in _FullNeighbourBatches's docstring (below the runtime's banner).
         """
-        self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode
+        # forward in eval mode: no dropout in self.drop;
+        # self.ginlayers[i].apply_func.batch_norm and self.batch_norms[i] with their
+        # running statistics
+        self.eval()
         # a model built otherwise (other layer counts, widths, k, ...): ValueError
         _FullNeighbourBatches.check_built(self, "9609e4b6914e242c")
         batches = _FullNeighbourBatches(

@@ -101,7 +101,7 @@ class GNNFiLM(nn.Module):
         batch_size, device, max_memory, progress, nodes, storage, changed and keep_layers: what
         each does is in _HeteroBatches's docstring (below the runtime's banner).
         """
-        self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode
+        self.eval()  # forward in eval mode: no dropout in self.film_layers[i].dropout
         # a model built otherwise (other layer counts, widths, k, ...): ValueError
         _HeteroBatches.check_built(self, "b928471446fcd337")
         if out_key != "protein":  # the out_key it was generated and checked for

@@ -109,7 +109,9 @@ class HAN(nn.Module):
         batch_size, device, max_memory, progress, nodes, storage, changed and keep_layers: what
         each does is in _FullNeighbourBatches's docstring (below the runtime's banner).
         """
-        self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode
+        # forward in eval mode: no dropout in self.layers[i].gats[j].feat_drop and
+        # self.layers[i].gats[j].attn_drop
+        self.eval()
         # a model built otherwise (other layer counts, widths, k, ...): ValueError
         _FullNeighbourBatches.check_built(self, "d6ce9e1a16787b36")
         if isinstance(g, dgl.distributed.DistGraph):

@@ -168,7 +168,7 @@ class HGT(nn.Module):
         batch_size, device, max_memory, progress, nodes, storage, changed and keep_layers: what
         each does is in _HeteroBatches's docstring (below the runtime's banner).
         """
-        self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode
+        self.eval()  # forward in eval mode: no dropout in self.layers[i].dropout
         # a model built otherwise (other layer counts, widths, k, ...): ValueError
         _HeteroBatches.check_built(self, "5f04f5d0c9b9e75f")
         if out_key != "paper":  # the out_key it was generated and checked for

@@ -72,7 +72,7 @@ class RGAT(nn.Module):
         batch_size, device, max_memory, progress, nodes, storage, changed and keep_layers: what
         each does is in _HeteroBatches's docstring (below the runtime's banner).
         """
-        self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode
+        self.eval()  # forward in eval mode: no dropout in self.dropout
         # a model built otherwise (other layer counts, widths, k, ...): ValueError
         _HeteroBatches.check_built(self, "cd64ef1d01ca60ef")
         batches = _HeteroBatches(

@@ -100,7 +100,9 @@ class RGAT(nn.Module):
         batch_size, device, max_memory, progress, nodes, storage, changed and keep_layers: what
         each does is in _FullNeighbourBatches's docstring (below the runtime's banner).
         """
-        self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode
+        # forward in eval mode: no dropout in self.mlp[3] and self.dropout;
+        # self.norms[i] and self.mlp[1] with their running statistics
+        self.eval()
         # a model built otherwise (other layer counts, widths, k, ...): ValueError
         _FullNeighbourBatches.check_built(self, "0049b00406b1467e")
         if isinstance(g, dgl.distributed.DistGraph):

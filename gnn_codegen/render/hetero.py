@@ -134,7 +134,7 @@ class HeteroRenderer(HeteroLayerFunction, ExpressionWriter):
                             any(self.on_subgraphs(k) for k in range(1, plan.num_stages + 1)), RUNTIME,
                             header.get("runtime_module"),
                             incremental.paragraph(self.subsets, self.count_lines)),
-                "    self.eval()  # no dropout, BatchNorm's running statistics: forward in eval mode"]
+                *(f"    {line}" for line in header["in_eval"])]
         stages = [self._stage(stage) for stage in range(plan.num_stages + 1)]
         result = self._result()
         # computed in every layer alike by forward: one loop over the layers (per_layer_values.py)

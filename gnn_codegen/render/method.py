@@ -21,6 +21,7 @@ from gnn_codegen.trace.relation_graphs import RELATION_GRAPH, suffix as relation
 from gnn_codegen.trace.several_graphs import GRAPH_ITEM, in_forwards_order
 from gnn_codegen.names import NameAllocator
 from gnn_codegen.cut.plan import Plan, Stage, inline_ops
+from gnn_codegen.render.in_eval import NEITHER
 from gnn_codegen.render.layer import LayerWriter
 from gnn_codegen.render import type_offsets as by_type
 from gnn_codegen.render.runtime_module import DIST_RUNTIME, RUNTIME, imported
@@ -67,10 +68,11 @@ class Rendered:
 
 class Renderer(BufferNames, LayerCalls, Preamble, MethodDocstring):
     def __init__(self, program: Program, attrs: Attributes, plan: Plan, module_names: set[str],
-                 runtime_module: str | None = None, built: str | None = None):
+                 runtime_module: str | None = None, built: str | None = None, in_eval: tuple[str, ...] = NEITHER):
         self.program, self.attrs, self.plan = program, attrs, plan
-        self.built = built  # the digest of how the model traced was built (built.py)
-        self.runtime_module = runtime_module  # the runtime is imported from it (--runtime-module)
+        # how the model traced was built (built.py), what eval() changes in it (in_eval.py), the
+        # module the runtime is imported from (--runtime-module)
+        self.built, self.in_eval, self.runtime_module = built, in_eval, runtime_module
         self.inline = inline_ops(program, attrs)
         self.users = program.consumers()
         self.origins: list[tuple[str, str]] = []
@@ -351,7 +353,7 @@ class Renderer(BufferNames, LayerCalls, Preamble, MethodDocstring):
             preamble=preamble,
             stages=stages,
             before_return=before_return,
-            result=returned,
+            result=returned, in_eval=self.in_eval,
         )
 
     def _finished(self, stage: Stage) -> list[str]:
@@ -360,8 +362,7 @@ class Renderer(BufferNames, LayerCalls, Preamble, MethodDocstring):
         return [op.mp.within.rpartition(" (")[0] for op in ops
                 if op.kind == "mp" and op.mp is not None and op.mp.within and op.mp.hop == op.mp.hops]
 
-    def _output_names(self) -> list[str]:
-        """forward's results, in the order it returns them."""
+    def _output_names(self) -> list[str]:  # forward's results, in the order it returns them
         return list(iter_refs(self.program.output))
 
     def default_helper_names(self) -> bool:
@@ -380,10 +381,10 @@ class Renderer(BufferNames, LayerCalls, Preamble, MethodDocstring):
 
 def render(program: Program, attrs: Attributes, plan: Plan, module_names: set[str],
            header: dict[str, Any]) -> Rendered:
-    r = Renderer(program, attrs, plan, module_names, header.get("runtime_module"), header.get("built"))
-    method = r.method()
-    r, method = with_states_started(program, attrs, plan, r, method, lambda *parts: Renderer(
-        *parts, module_names, header.get("runtime_module"), header.get("built")))  # GeniePath's zeros
+    said = (header.get("runtime_module"), header.get("built"), header.get("in_eval", NEITHER))
+    r = Renderer(program, attrs, plan, module_names, *said)
+    r, method = with_states_started(program, attrs, plan, r, r.method(),
+                                    lambda *parts: Renderer(*parts, module_names, *said))  # GeniePath's zeros
     check_no_capture(method, r.reserved)
     imports, check = (imported(header["runtime_module"], RUNTIME, r.runtime, module_names | r.reserved, header["version"])
                       if header.get("runtime_module") else ((), ""))
@@ -397,4 +398,3 @@ def render(program: Program, attrs: Attributes, plan: Plan, module_names: set[st
         imports=imports,
         after_imports=check,
     )
-

@@ -1,0 +1,84 @@
+"""Stage 6, render: what `self.eval()` at inference's start changes in this model, said on its
+line: the dropouts that drop nothing and the batch norms that read their running statistics,
+by the names forward calls them (`self.dropout`, `self.layers[0].feat_drop`), where a generic
+"no dropout, BatchNorm's running statistics" was noise in a model with neither and hid the
+dropout a model has. Dropouts of p=0 (GATConv's defaults) change nothing and are not named."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+import torch.nn as nn
+
+SHOWN = 2  # names said per kind; the rest are counted
+WIDTH = 80  # black's 88 columns less the method body's indent
+
+NEITHER = ("self.eval()  # forward in eval mode (the model has no dropout or batch norm)",)
+
+
+def in_eval(model: nn.Module) -> tuple[str, ...]:
+    """inference's `self.eval()` line for `model`, with what it changes said after it, or above
+    it where that is longer than a line."""
+    said = _changed(model)
+    if said is None:
+        return NEITHER
+    if len(f"self.eval()  # {said}") <= WIDTH:
+        return (f"self.eval()  # {said}",)
+    return (*(f"# {line}" for line in textwrap.wrap(said, WIDTH - 2, break_on_hyphens=False)), "self.eval()")
+
+
+def _changed(model: nn.Module) -> str | None:
+    dropped, normed = [], []
+    for path, module in model.named_modules():
+        if isinstance(module, nn.modules.dropout._DropoutNd) and module.p > 0:
+            dropped.append(spelled(model, path))
+        elif isinstance(module, nn.modules.batchnorm._BatchNorm) and module.track_running_stats:
+            normed.append(spelled(model, path))
+    parts = ([f"no dropout in {_listed(dropped)}"] if dropped else []) + (
+        [f"{_listed(normed)} with {'its' if len(normed) == 1 else 'their'} running statistics"] if normed else [])
+    return f"forward in eval mode: {'; '.join(parts)}" if parts else None
+
+
+def spelled(model: nn.Module, path: str) -> str:
+    """A submodule's dotted path ("layers.0.feat_drop") as Python reaches it from self."""
+    text, module = "self", model
+    for part in path.split("."):
+        if isinstance(module, nn.ModuleDict):
+            text += f'["{part}"]'
+        elif isinstance(module, (nn.ModuleList, nn.Sequential)) and part.isdigit():
+            text += f"[{part}]"
+        else:
+            text += f".{part}"
+        module = module._modules[part]
+    return text
+
+
+def _listed(names: list[str]) -> str:
+    names = _indexed(names)
+    shown = names[:SHOWN]
+    more = len(names) - len(shown)
+    if more:
+        return f"{', '.join(shown)} and {more} more"
+    return shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} and {shown[-1]}"
+
+
+def _indexed(names: list[str]) -> list[str]:
+    """Names alike but for their list indices said once, each index that differs among them as
+    i, j (`self.layers[i].feat_drop` for the dropout of every layer; `self.blocks[i][1]`), in
+    order of first appearance."""
+    index = re.compile(r"\[\d+\]")
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        groups.setdefault(index.sub("[]", name), []).append(name)
+    said: dict[str, str] = {}
+    for alike in groups.values():
+        columns = list(zip(*(index.findall(n) for n in alike)))
+        letters = iter("ijkl")
+        varying = {k: next(letters, "n") for k, values in enumerate(columns) if len(set(values)) > 1}
+        position = iter(range(len(columns)))
+        for name in alike:
+            said[name] = index.sub(lambda m: f"[{varying[k]}]" if (k := next(position)) in varying else m.group(0),
+                                   name) if len(alike) > 1 else name
+            position = iter(range(len(columns)))
+    return list(dict.fromkeys(said[n] for n in names))

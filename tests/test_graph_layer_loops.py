@@ -82,7 +82,7 @@ def test_residual_gcn_with_a_first_linear_skip_is_one_loop() -> None:
     assert "self.res_linears[i + 1](h)" in method, method
     # the loop carries forward's `h`, returned as it is (render/carried_names.py)
     assert re.search(r"\)\n +return batches\.result\(h, nodes=nodes\)", method), method
-    assert "h = batches.map(" in method and "out = " not in method, method
+    assert "h, linear = batches.map(" in method and "out = " not in method, method
 
 
 def test_without_a_prologue_the_first_skip_stays_in_its_pass() -> None:

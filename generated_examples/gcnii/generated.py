@@ -107,18 +107,16 @@ class GCNII(nn.Module):
             norm = norm.unsqueeze(1)
             return h, norm, h * norm
 
-        h0, norm, feat = batches.map_nodes(
-            prologue, in_degrees, features, nodes=needed[0]
-        )
+        h0, norm, h = batches.map_nodes(prologue, in_degrees, features, nodes=needed[0])
         del in_degrees
 
         # Layers 1 to 8 of 8, each the same function of the layer before with its own module,
         # [i] of the loop below: self.convs[0] (GCN2Conv) to self.convs[7] (GCN2Conv).
         for i in range(len(self.convs)):
 
-            def layer_i(block, feat, norm, h0, i=i):
+            def layer_i(block, h, norm, h0, i=i):
                 with block.local_scope():
-                    block.srcdata["h"] = feat
+                    block.srcdata["h"] = h
                     block.update_all(
                         dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
                     )
@@ -145,16 +143,14 @@ class GCNII(nn.Module):
 
             # in_place=True: source rows are read where they are stored, not gathered per
             # batch (the layer reads them only in messages)
-            feat = batches.map(
+            h = batches.map(
                 layer_i,
-                source_rows=dict(feat=feat),
+                source_rows=dict(h=h),
                 destination_rows=dict(norm=norm, h0=h0),
                 in_place=True,
                 nodes=needed[i + 1],
             )
-        # the last layer returns forward's output, self.fcs[1](rst), as feat
-        out = feat
-        return batches.result(out, nodes=nodes)
+        return batches.result(h, nodes=nodes)
 
 
 # --- gnn-codegen runtime 0.1.0, sha256 fe041b82c3e8 -------------------------------------------

@@ -119,9 +119,7 @@ class GIN(nn.Module):
                 in_place=True,
                 nodes=needed[i + 1],
             )
-        # the last layer returns forward's output, self.classify(h), as h
-        out = h
-        return batches.result(out, nodes=nodes)
+        return batches.result(h, nodes=nodes)
 
 
 # --- gnn-codegen runtime 0.1.0, sha256 fe041b82c3e8 -------------------------------------------

@@ -110,9 +110,7 @@ class SGC(nn.Module):
                 in_place=True,
                 nodes=needed[k],
             )
-        # the last layer returns forward's output, self.net.fc(h), as feat
-        out = feat
-        return batches.result(out, nodes=nodes)
+        return batches.result(feat, nodes=nodes)
 
 
 # --- gnn-codegen runtime 0.1.0, sha256 fe041b82c3e8 -------------------------------------------

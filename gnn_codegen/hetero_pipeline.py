@@ -22,6 +22,7 @@ from gnn_codegen.trace.hetero_defaults import trace_with_defaults
 from gnn_codegen.trace.hetero import parse_forward_args
 from gnn_codegen.load.model import LoadedModel
 from gnn_codegen.write.splice import ends_with_helpers, splice
+from gnn_codegen.render.in_eval import in_eval
 from gnn_codegen.render.templating import render_template
 from gnn_codegen.render.runtime_module import imported, runtime_module_of, variant_source
 from gnn_codegen.render.helpers_section import model_helpers, under_banner
@@ -114,7 +115,8 @@ def generate_hetero(loaded: LoadedModel, options: GenerateOptions, feat_dims: di
     namespace = vars(loaded.module)
     reserved = {n for n in namespace if not n.startswith("__")} | {"torch", "dgl"}
     renderer = HeteroRenderer(plan, namespace, reserved)
-    method = renderer.method({**header, "relations": schema.relations})
+    method = renderer.method({**header, "relations": schema.relations,
+                              "in_eval": in_eval(loaded.model, traced.graph_module)})
     name = options.runtime_module  # the runtime imported from NAME.py, checked on import
     # the basis search only where the weights forward gives the relations now hold combinations (a
     # basis decomposition, a weight shared): it finds none in others. Weights that become

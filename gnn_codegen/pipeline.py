@@ -140,7 +140,7 @@ def _generate_all(target: str, options: GenerateOptions) -> Generated:
         header = {"version": VERSION, "target": target, "command": regenerate_command(target, options),
                   "verified": options.verify, "method": options.method_name, "runtime_module": options.runtime_module,
                   "runtime_hash": runtime_hash(VERSION, HETERO_RUNTIME) if options.runtime_module else None,
-                  "built": built_digest(loaded.model), "in_eval": in_eval(loaded.model)}  # the instance traced
+                  "built": built_digest(loaded.model)}  # the instance traced, as inference checks it
         return generate_hetero(loaded, options, feat_dims, header, warnings)
     if options.forward_args is not None:
         raise OptionsError(
@@ -179,7 +179,7 @@ def _generate_all(target: str, options: GenerateOptions) -> Generated:
               "verified": options.verify, "method": options.method_name,
               "runtime_module": options.runtime_module, "runtime_hash": runtime_hash(VERSION) if options.runtime_module else None,
               "built": built_digest(loaded.model),  # the instance traced, as inference checks it (built.py)
-              "in_eval": in_eval(loaded.model)}
+              "in_eval": in_eval(loaded.model, traced.graph_module)}
     rendered = render(program, attrs, plan, module_names, header)
     source = splice(loaded.source, loaded.class_name, rendered.method, rendered.helpers, rendered.header,
                     options.method_name, rendered.imports, rendered.after_imports)

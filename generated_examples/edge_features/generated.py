@@ -55,7 +55,7 @@ class EdgeAwareGNN(nn.Module):
         batch_size, device, max_memory, progress, nodes, storage, changed and keep_layers: what
         each does is in _FullNeighbourBatches's docstring (below the runtime's banner).
         """
-        self.eval()  # forward in eval mode (the model has no dropout or batch norm)
+        self.eval()  # forward in eval mode (it runs no dropout or batch norm)
         # a model built otherwise (other layer counts, widths, k, ...): ValueError
         _FullNeighbourBatches.check_built(self, "05f26ce277f1c742")
         batches = _FullNeighbourBatches(

@@ -121,7 +121,7 @@ class EntityClassify(nn.Module):
         batch_size, device, max_memory, progress, nodes, storage, changed and keep_layers: what
         each does is in _HeteroBatches's docstring (below the runtime's banner).
         """
-        self.eval()  # forward in eval mode (the model has no dropout or batch norm)
+        self.eval()  # forward in eval mode (it runs no dropout or batch norm)
         # a model built otherwise (other layer counts, widths, k, ...): ValueError
         _HeteroBatches.check_built(self, "3e1906692f0fbfac")
         batches = _HeteroBatches(

@@ -74,7 +74,7 @@ class GCNII(nn.Module):
         batch_size, device, max_memory, progress, nodes, storage, changed and keep_layers: what
         each does is in _FullNeighbourBatches's docstring (below the runtime's banner).
         """
-        self.eval()  # forward in eval mode (the model has no dropout or batch norm)
+        self.eval()  # forward in eval mode: no dropout in forward's F.dropout
         # a model built otherwise (other layer counts, widths, k, ...): ValueError
         _FullNeighbourBatches.check_built(self, "4040acddb33a8d6a")
         batches = _FullNeighbourBatches(

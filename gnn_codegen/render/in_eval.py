@@ -9,18 +9,23 @@ from __future__ import annotations
 import re
 import textwrap
 
+import torch.fx as fx
 import torch.nn as nn
+import torch.nn.functional as F
 
 SHOWN = 2  # names said per kind; the rest are counted
 WIDTH = 80  # black's 88 columns less the method body's indent
 
-NEITHER = ("self.eval()  # forward in eval mode (the model has no dropout or batch norm)",)
+NEITHER = ("self.eval()  # forward in eval mode (it runs no dropout or batch norm)",)
+
+# forward's calls that drop in training mode (`F.dropout(h, self.dropout, self.training)`, GCNII's)
+_DROPPING = (F.dropout, F.dropout1d, F.dropout2d, F.dropout3d, F.alpha_dropout, F.feature_alpha_dropout)
 
 
-def in_eval(model: nn.Module) -> tuple[str, ...]:
-    """inference's `self.eval()` line for `model`, with what it changes said after it, or above
-    it where that is longer than a line."""
-    said = _changed(model)
+def in_eval(model: nn.Module, traced: fx.GraphModule) -> tuple[str, ...]:
+    """inference's `self.eval()` line for `model`, whose forward traced as `traced`, with what
+    it changes said after it, or above it where that is longer than a line."""
+    said = _changed(model, any(n.op == "call_function" and n.target in _DROPPING for n in traced.graph.nodes))
     if said is None:
         return NEITHER
     if len(f"self.eval()  # {said}") <= WIDTH:
@@ -28,13 +33,14 @@ def in_eval(model: nn.Module) -> tuple[str, ...]:
     return (*(f"# {line}" for line in textwrap.wrap(said, WIDTH - 2, break_on_hyphens=False)), "self.eval()")
 
 
-def _changed(model: nn.Module) -> str | None:
+def _changed(model: nn.Module, functional: bool) -> str | None:
     dropped, normed = [], []
     for path, module in model.named_modules():
         if isinstance(module, nn.modules.dropout._DropoutNd) and module.p > 0:
             dropped.append(spelled(model, path))
         elif isinstance(module, nn.modules.batchnorm._BatchNorm) and module.track_running_stats:
             normed.append(spelled(model, path))
+    dropped += ["forward's F.dropout"] if functional else []
     parts = ([f"no dropout in {_listed(dropped)}"] if dropped else []) + (
         [f"{_listed(normed)} with {'its' if len(normed) == 1 else 'their'} running statistics"] if normed else [])
     return f"forward in eval mode: {'; '.join(parts)}" if parts else None

@@ -69,7 +69,7 @@ def test_a_user_layer_of_a_gat_per_edge_type_reads_as_the_users_layers(monkeypat
         for i in (0, 1) for j in (0, 1)]
     method = _method(source)
     # the rows of self.layers[1] numbered for it, not for the pass that computes them (feat2, h2)
-    assert "def layer_3(block, feat1_etype_0, el1_etype_0, h1, feat1_etype_0_dst):" in method, method
+    assert "def layer1_etype_0(block, feat1_etype_0, el1_etype_0, h1, feat1_etype_0_dst):" in method, method
     # the next layer's skip, a second `h` in layer 2's function, as the method binds it
     assert "h1 = self.layers[1].skip(h)" in method, method
     # the sum over edge types keeps its name, as forward's `h = h + gat(...)`
@@ -127,7 +127,7 @@ def test_the_han_golden_names_each_metapath() -> None:
     assert [label for label in _labels_of(han) if "metapath" in label] == [
         f"self.layers[{i}], metapath {j + 1} of 2: self.layers[{i}].gats[{j}] (GATConv), on g_{m}."
         for i in (0, 1) for j, m in enumerate(("pa_ap", "pf_fp"))]
-    assert "def layer_4(block, feat1_pf_fp, el1_pf_fp, z1, feat1_pf_fp_dst):" in han, han
+    assert "def layer1_pf_fp(block, feat1_pf_fp, el1_pf_fp, z1, feat1_pf_fp_dst):" in han, han
     assert not re.search(r"\b(feat|el)\d_\d\b", han), han
     assert not re.search(r"Layer \d of 4", han), han
 

@@ -164,7 +164,7 @@ class HAN(nn.Module):
         )
 
         # self.layers[0], metapath 1 of 2: self.layers[0].gats[0] (GATConv), on g_pa_ap.
-        def layer_1(block, feat0_pa_ap, el0_pa_ap, feat0_pa_ap_dst):
+        def layer0_pa_ap(block, feat0_pa_ap, el0_pa_ap, feat0_pa_ap_dst):
             return _gat_conv_aggregate(
                 self.layers[0].gats[0], block, feat0_pa_ap, el0_pa_ap, feat0_pa_ap_dst
             ).flatten(1)
@@ -172,7 +172,7 @@ class HAN(nn.Module):
         # in_place=True: source rows are read where they are stored, not gathered per
         # batch (the layer reads them only in messages)
         z0 = batches_pa_ap.map(
-            layer_1,
+            layer0_pa_ap,
             source_rows=dict(feat0_pa_ap=feat0_pa_ap, el0_pa_ap=el0_pa_ap),
             destination_rows=dict(feat0_pa_ap_dst=feat0_pa_ap),
             in_place=True,
@@ -180,7 +180,7 @@ class HAN(nn.Module):
         del feat0_pa_ap, el0_pa_ap
 
         # self.layers[0], metapath 2 of 2: self.layers[0].gats[1] (GATConv), on g_pf_fp.
-        def layer_2(block, feat0_pf_fp, el0_pf_fp, z0, feat0_pf_fp_dst):
+        def layer0_pf_fp(block, feat0_pf_fp, el0_pf_fp, z0, feat0_pf_fp_dst):
             z = _gat_conv_aggregate(
                 self.layers[0].gats[1], block, feat0_pf_fp, el0_pf_fp, feat0_pf_fp_dst
             ).flatten(1)
@@ -188,21 +188,21 @@ class HAN(nn.Module):
             return hidden, self.layers[0].attention.score(hidden)
 
         hidden0, score0 = batches_pf_fp.map(
-            layer_2,
+            layer0_pf_fp,
             source_rows=dict(feat0_pf_fp=feat0_pf_fp, el0_pf_fp=el0_pf_fp),
             destination_rows=dict(z0=z0, feat0_pf_fp_dst=feat0_pf_fp),
             in_place=True,
         )
         del feat0_pf_fp, el0_pf_fp, z0
 
-        # score0.mean(0) over all nodes, which the pass before layer 3 reads: summed in a pass
-        # over ranges of the stored rows
+        # score0.mean(0) over all nodes, which the pass before self.layers[1] reads: summed in
+        # a pass over ranges of the stored rows
         importance0 = batches_pa_ap.sum_nodes(score0) / score0.shape[0]
         beta0 = torch.softmax(importance0, dim=0)
         del score0
 
-        # Before layer 3, once per node, from what layer 2 stored.
-        def before_layer_3(hidden0):
+        # Before self.layers[1], once per node, from what self.layers[0] stored.
+        def before_layer1(hidden0):
             hidden = (beta0.expand((hidden0.shape[0],) + beta0.shape) * hidden0).sum(1)
             # self.layers[1].gats[0]'s fc and attention term on each source row, once per node
             feat1_pa_ap, el1_pa_ap = _gat_conv_source(self.layers[1].gats[0], hidden)
@@ -211,18 +211,18 @@ class HAN(nn.Module):
             return feat1_pa_ap, el1_pa_ap, feat1_pf_fp, el1_pf_fp
 
         feat1_pa_ap, el1_pa_ap, feat1_pf_fp, el1_pf_fp = batches_pa_ap.map_nodes(
-            before_layer_3, hidden0
+            before_layer1, hidden0
         )
         del hidden0
 
         # self.layers[1], metapath 1 of 2: self.layers[1].gats[0] (GATConv), on g_pa_ap.
-        def layer_3(block, feat1_pa_ap, el1_pa_ap, feat1_pa_ap_dst):
+        def layer1_pa_ap(block, feat1_pa_ap, el1_pa_ap, feat1_pa_ap_dst):
             return _gat_conv_aggregate(
                 self.layers[1].gats[0], block, feat1_pa_ap, el1_pa_ap, feat1_pa_ap_dst
             ).flatten(1)
 
         z1 = batches_pa_ap.map(
-            layer_3,
+            layer1_pa_ap,
             source_rows=dict(feat1_pa_ap=feat1_pa_ap, el1_pa_ap=el1_pa_ap),
             destination_rows=dict(feat1_pa_ap_dst=feat1_pa_ap),
             in_place=True,
@@ -230,7 +230,7 @@ class HAN(nn.Module):
         del feat1_pa_ap, el1_pa_ap
 
         # self.layers[1], metapath 2 of 2: self.layers[1].gats[1] (GATConv), on g_pf_fp.
-        def layer_4(block, feat1_pf_fp, el1_pf_fp, z1, feat1_pf_fp_dst):
+        def layer1_pf_fp(block, feat1_pf_fp, el1_pf_fp, z1, feat1_pf_fp_dst):
             z = _gat_conv_aggregate(
                 self.layers[1].gats[1], block, feat1_pf_fp, el1_pf_fp, feat1_pf_fp_dst
             ).flatten(1)
@@ -238,7 +238,7 @@ class HAN(nn.Module):
             return hidden, self.layers[1].attention.score(hidden)
 
         hidden1, score1 = batches_pf_fp.map(
-            layer_4,
+            layer1_pf_fp,
             source_rows=dict(feat1_pf_fp=feat1_pf_fp, el1_pf_fp=el1_pf_fp),
             destination_rows=dict(z1=z1, feat1_pf_fp_dst=feat1_pf_fp),
             in_place=True,

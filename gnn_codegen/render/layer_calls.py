@@ -27,6 +27,7 @@ from gnn_codegen.lower.row_ranges import RowRange, spelled_result
 from gnn_codegen.render.code import comment
 from gnn_codegen.render.layer import LayerFunction, LayerWriter
 from gnn_codegen.render.stored_names import stored_name
+from gnn_codegen.render.user_layer_words import stage_name
 from gnn_codegen.render.written_as_loop import same_lines, written_as_loop
 
 # an item of a list a loop appends to (`feats_by_layer[0]`, layer_loops.py)
@@ -186,8 +187,9 @@ class LayerCalls:
                 raise internal(f"{name} is placed as a reduction over nodes but is none")
             stored = self.buffer[value]
             spelled = f"{stored}.{reduction.how}({'0' if reduction.over_rows_only else ''})"
-            where = self.plan.stage_name(stage)  # layer 2, the pass after the last layer
-            where = where if where.startswith("layer ") else f"the {where}"
+            # layer 2, the pass after the last layer, the pass before self.layers[1]
+            where = stage_name(self.plan, self.parts, stage)
+            where = where if where.startswith(("layer ", "self")) else f"the {where}"
             how = {"sum_nodes": "summed in a pass", "var_nodes": "in two passes (the mean, the squared "
                    "deviations from it)"}.get(reduction.runtime_method, "in a pass")
             lines += comment(f"{spelled} over all nodes, which {where} reads: {how} over ranges of the "

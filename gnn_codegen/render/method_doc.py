@@ -11,6 +11,8 @@ from gnn_codegen.ir import Op, quoted_code
 from gnn_codegen.lower.row_ranges import range_docstring
 from gnn_codegen.render.code import comment
 from gnn_codegen.render.runtime_section import parameters_sentence
+from gnn_codegen.render.user_layer_words import between_user_layers, owner_index, part_function_name
+from gnn_codegen.render.user_layers import graph_suffix
 from gnn_codegen.render import type_offsets as by_type
 from gnn_codegen.trace.write_out import ONCE_PER_NODE
 
@@ -24,10 +26,18 @@ class MethodDocstring:
         return gap.index(position) + 1, len(gap)
 
     def _function_name(self, stage: Stage, position: int) -> str:
+        # a pass of a user's layer of a convolution per graph, or between two: named for them
+        between = between_user_layers(self.plan, self.parts, stage)
         if stage.node_pass:
             which, _ = self._pass_number(stage, position)
             name = f"before_layer_{stage.layer + 1}" if stage.layer < self.plan.num_layers else "after_last_layer"
+            name = f"before_layer{owner_index(between[1])}" if between else name
             return name if which == 1 else f"{name}_pass_{which}"
+        part = self.parts.get(stage.index)
+        if part is not None and stage.graph:
+            name = part_function_name(part, graph_suffix(self.plain_graph_name[stage.graph], self.params[0]))
+            if name is not None:
+                return name
         return "prologue" if stage.index == 0 else f"layer_{stage.layer}"
 
     def _describe(self, stage: Stage, position: int, last: Stage | None = None, counter: str = "") -> list[str]:
@@ -36,13 +46,16 @@ class MethodDocstring:
             which, count = self._pass_number(stage, position)
             # a line of the user's split at a value over all nodes, its first part in the stage before
             split = self._split_line(stage, self.plan.stages[position - 1]) if position else []
+            # between two user's layers of a convolution per graph: their names, not pass counts
+            between = between_user_layers(self.plan, self.parts, stage)
+            previous, following = (between[0].owner, between[1].owner) if between else (
+                f"layer {stage.layer}", f"layer {stage.layer + 1}")
             if which > 1:
-                where = f"layer {stage.layer + 1}" if stage.layer < self.plan.num_layers else "the last layer"
+                where = following if stage.layer < self.plan.num_layers else "the last layer"
                 return comment(f"{'Before' if stage.layer < self.plan.num_layers else 'After'} {where}, pass "
                                f"{which} of {count}, once per node, from what the pass before it stored.") + split
             if stage.layer < self.plan.num_layers:
-                return comment(f"Before layer {stage.layer + 1}, once per node, from what layer {stage.layer} "
-                               "stored.") + split
+                return comment(f"Before {following}, once per node, from what {previous} stored.") + split
             return comment("After the last layer, once per node, from what the layers stored.") + split
         if stage.index == 0:
             what = ", ".join(f"{op.accessor} ({op.class_name})" for op in ops if op.kind == "module" or op.helper)

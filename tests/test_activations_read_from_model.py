@@ -62,7 +62,7 @@ def test_a_model_whose_attribute_holds_another_function_is_refused(monkeypatch: 
 
 
 @pytest.mark.parametrize("example, called", [
-    ("appnp", "self.activation("), ("dagnn", "self.mlp[0].activation("), ("gcnii", "self.convs[i]._activation("),
+    ("appnp", "self.activation("), ("dagnn", "self.mlp[0].activation("),
     ("chebnet", "self.layers[i].activation("), ("tagcn", "self.layers[i]._activation("),
     ("entity_classify", "self.layers[i].activation("),
 ])

@@ -13,8 +13,10 @@ import torch
 
 from gnn_codegen.analysis.known_modules import EXACT, sources_in_place
 from gnn_codegen.pipeline import GenerateOptions, generate_all
+from gnn_codegen.trace.write_out import HELPERS
 from gnn_codegen.verify.check import check
 from tests.cases import EXAMPLES
+from tests.models.gcn2_settings import ACTIVATIONS, SETTINGS
 from tests.row_counter import RowCounter
 
 # pytest -m long (CI runs it after the README's quick command): every verified module kind in
@@ -126,3 +128,29 @@ def test_sources_in_place_only_where_no_work_per_source_row(kind: str) -> None:
     # widening first layers (6 -> 10) of the aggregating kinds; narrowing second layers (10 -> 4)
     # of SAGEConv / GraphConv transform source rows first, GINConv never does
     assert claims == [kind in IN_PLACE, kind.startswith("GINConv")]
+
+
+@pytest.mark.parametrize("settings", SETTINGS, ids=lambda s: "-".join(f"{k}={v}" for k, v in s.items()) or "default")
+def test_gcn2_conv_helper_equals_dgls_module_on_blocks(settings: dict) -> None:
+    """GCN2Conv written out (trace/gcn2_write_out.py), in each of its settings: on each block of
+    all in-edges of some destination nodes, _gcn2_conv_aggregate given the source
+    rows scaled by the whole graph's norm (and the destination rows of feat_0 and the norm)
+    equals DGL's GCN2Conv on the whole graph at those nodes."""
+    torch.manual_seed(0)
+    options = {k: ACTIVATIONS[v] if k == "activation" else v for k, v in settings.items()}
+    conv = dgl.nn.GCN2Conv(5, layer=2, alpha=0.3, lambda_=0.8, **options).eval()
+    with torch.no_grad():
+        for p in conv.parameters():
+            p.uniform_(-1, 1)
+    g = dgl.rand_graph(60, 240)
+    if not settings.get("allow_zero_in_degree"):
+        g = dgl.add_self_loop(g)
+    feat, feat_0 = torch.randn(60, 5), torch.randn(60, 5)
+    with torch.no_grad():
+        expected = conv(g, feat, feat_0)
+        norm = g.in_degrees().to(feat).clamp(min=1).pow(-0.5).unsqueeze(1)
+        for dst in (torch.arange(60), torch.tensor([3, 17, 41, 59]), torch.arange(10, 30)):
+            block = dgl.to_block(dgl.in_subgraph(g, dst), dst)
+            src = block.srcdata[dgl.NID]
+            got = HELPERS["gcn2_conv_aggregate"](conv, block, (feat * norm)[src], feat_0[dst], norm[dst])
+            torch.testing.assert_close(got, expected[dst], atol=1e-5, rtol=1e-5)

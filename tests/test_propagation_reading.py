@@ -23,24 +23,29 @@ def _exact(generated) -> None:
     assert result.ok, f"max |difference| {result.max_abs_diff}"
 
 
-@pytest.fixture(scope="module")
-def gcnii():
-    """GCNII of five GCN2Conv layers, each with its own beta (log(lambda / layer + 1))."""
+def _generated(name: str):
     import os
     old = os.getcwd()
     os.chdir(REPO)
     try:
-        return generate_all("tests/models/multi_hop.py:ShallowGCNII",
+        return generate_all(f"tests/models/multi_hop.py:{name}",
                             GenerateOptions(init='{"in_size": 8, "hid_size": 6, "out_size": 3, "num_layers": 5}'))
     finally:
         os.chdir(old)
 
 
-def test_gcn2conv_constants_are_read_from_the_module(gcnii) -> None:
-    method = _method(gcnii.source)
+@pytest.fixture(scope="module")
+def gcnii():
+    """GCNII of five GCN2Conv layers, each with its own beta (log(lambda / layer + 1))."""
+    return _generated("ShallowGCNII")
+
+
+def test_gcn2conv_constants_are_read_from_the_module() -> None:
+    """GCN2Conv traced into (with edge weights: without, its helper reads them, conv.beta)."""
+    method = _method(_generated("WeightedGCNII").source)
     assert "(1 - self.convs[i].beta)" in method and "self.convs[i].beta * " in method
     assert "(1 - self.convs[i].alpha)" in method
-    # no folded float of alpha (0.2) or beta in the layers' code
+    # no folded float of alpha (0.1) or beta in the layers' code
     assert not re.findall(r"\b0\.\d{3,}", method), re.findall(r"\b0\.\d{3,}", method)
 
 
@@ -52,7 +57,7 @@ def test_the_in_degree_norm_is_computed_and_stored_once(gcnii) -> None:
 
 def test_layers_alike_but_for_their_module_index_are_one_loop(gcnii) -> None:
     method = _method(gcnii.source)
-    assert method.count("def layer_i(") == 1 and "self.convs[i].weight1" in method
+    assert method.count("def layer_i(") == 1 and "_gcn2_conv_aggregate(self.convs[i], " in method
     # the count from the module list the loop indexes (len(self.convs)), not a number; the
     # last GCN2Conv, which also runs output_fc, in the loop too (last_copies.py)
     assert re.search(r"for i in range\(len\(self\.convs\)\):", method)

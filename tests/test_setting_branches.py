@@ -1,6 +1,6 @@
 """Branches a written-out module's forward takes on its settings, shown where its code is
 written (issue 37, render/setting_branches.py, lower/setting_tests.py): an `if` with no else is
-kept as forward's test around its statements (`if self.convs[0]._bias:`), a branch between
+kept as forward's test around its statements (`if self.layers[0]._bias:`), a branch between
 whole bodies (a PairNorm's `mode`) is said in one line that names it and that check_built
 refuses another setting, and an `if` this build skips is said where its body would be. Each
 generated module equals its forward; another setting is refused at entry."""
@@ -43,17 +43,14 @@ def test_a_branch_between_bodies_is_said_once(name: str, branch: str, monkeypatc
 
 def test_an_if_without_else_keeps_forward_test(monkeypatch: pytest.MonkeyPatch) -> None:
     method = inference_method(_generated("InitialResidualGCN", monkeypatch).source)
-    assert re.search(r"if self\.convs\[(0|i)\]\._bias:  # as the module's forward tests it\n"
-                     r"\s+rst = rst \+ self\.convs\[(0|i)\]\.bias\n", method), method
-    assert "if self.convs[0]._activation is not None:" in method or \
-        "if self.convs[i]._activation is not None:" in method, method
-    # the branch GCN2Conv chooses between two bodies: said, not kept
-    assert "`if self._project_initial_features:` branch" in _one_line(method), method
+    assert re.search(r"if self\.layers\[(0|1|i)\]\._bias:  # as the module's forward tests it\n"
+                     r"\s+(\w+) = \2 \+ self\.layers\[(0|1|i)\]\.bias\n", method), method
+    assert re.search(r"if self\.layers\[(0|1|i)\]\._activation is not None:", method), method
 
 
 def test_an_if_this_build_skips_is_said(monkeypatch: pytest.MonkeyPatch) -> None:
     method = _one_line(inference_method(_generated("InitialResidualGCNWithoutBias", monkeypatch).source))
-    assert ("GCN2Conv.forward's `if self._bias:` is false in this build, left out "
+    assert ("MaybeBiased.forward's `if self._bias:` is false in this build, left out "
             "(check_built above refuses another _bias)") in method, method
     assert ".bias" not in method.replace("._bias", ""), method
 
@@ -100,8 +97,6 @@ def test_only_tests_of_settings_count() -> None:
 
 @pytest.mark.parametrize("example, said", [
     ("gcn_pairnorm", "PairNorm.forward's `if self.mode == \"PN\":` branch, the one this build takes"),
-    ("gcnii", "if self.convs[i]._bias:  # as the module's forward tests it"),
-    ("gcnii", "GCN2Conv.forward's `if self._project_initial_features:` branch"),
     ("sgc", "SGConv.forward's `if self.norm is not None:` and `if self._cached:` are false in this build"),
     ("dagnn", "if self.mlp[0].activation:  # as the module's forward tests it"),
     ("tagcn", "if self.layers[i]._activation is not None:"),  # TAGConv's own test, not `if ...:`

@@ -71,6 +71,10 @@ class GCNII(nn.Module):
         """self.forward(g, features) in eval mode, computed one layer at a time over batches of
         batch_size destination nodes, each with the block of all its in-edges.
 
+        A layer's function may end with the next layer's work on each source row (a Linear, an
+        attention term: its comment names the module): it runs there once per node, as the rows
+        are made, instead of on every batch that reads them.
+
         batch_size, device, max_memory, progress, nodes, storage, changed and keep_layers: what
         each does is in _FullNeighbourBatches's docstring (below the runtime's banner).
         """
@@ -90,10 +94,6 @@ class GCNII(nn.Module):
         )
         batches.check_rows(nodes={"features": features})
         in_degrees = g.in_degrees()  # of the whole graph, once
-        if (in_degrees == 0).any():  # as forward's own check
-            raise dgl.DGLError(
-                "There are 0-in-degree nodes in g, which forward refuses: add self-loops"
-            )
         # the nodes whose rows each layer computes: all of them; for nodes= those, and before
         # each layer the in-neighbours of the nodes the layer computes; for changed= those,
         # and after each layer their out-neighbours
@@ -102,9 +102,8 @@ class GCNII(nn.Module):
         # Before the first layer, once per node: self.fcs[0] (Linear).
         def prologue(in_degrees, features):
             h = F.relu(self.fcs[0](features))
-            degs = in_degrees.to(h).clamp(min=1)
-            norm = torch.pow(degs, -0.5)
-            norm = norm.unsqueeze(1)
+            norm = torch.pow(in_degrees.to(h).clamp(min=1), -0.5).unsqueeze(1)
+            # self.convs[0]'s norm by in-degree on each source row, once per node
             return h, norm, h * norm
 
         h0, norm, h = batches.map_nodes(prologue, in_degrees, features, nodes=needed[0])
@@ -115,31 +114,12 @@ class GCNII(nn.Module):
         for i in range(len(self.convs)):
 
             def layer_i(block, h, norm, h0, i=i):
-                with block.local_scope():
-                    block.srcdata["h"] = h
-                    block.update_all(
-                        dgl.function.copy_u("h", "m"), dgl.function.sum("m", "h")
-                    )
-                    h = block.dstdata["h"]
-                h = h * norm
-                h = h * (1 - self.convs[i].alpha)
-                feat_0 = h0 * self.convs[i].alpha
-                feat_sum = h + feat_0
-                # GCN2Conv.forward's `if self._project_initial_features:` branch,
-                # the one this build takes (check_built above refuses another
-                # _project_initial_features)
-                feat_proj_sum = feat_sum @ self.convs[i].weight1
-                rst = (1 - self.convs[i].beta) * feat_sum
-                rst = rst + self.convs[i].beta * feat_proj_sum
-                if self.convs[i]._bias:  # as the module's forward tests it
-                    rst = rst + self.convs[i].bias
-                # as the module's forward tests it
-                if self.convs[i]._activation is not None:
-                    rst = self.convs[i]._activation(rst)
+                h = _gcn2_conv_aggregate(self.convs[i], block, h, h0, norm)
                 # the last layer: what forward does after the loop, not the next layer's work
                 if i == len(self.convs) - 1:
-                    return self.fcs[1](rst)
-                return rst * norm
+                    return self.fcs[1](h)
+                # self.convs[i + 1]'s norm by in-degree on each source row, once per node
+                return h * norm
 
             # in_place=True: source rows are read where they are stored, not gathered per
             # batch (the layer reads them only in messages)
@@ -151,6 +131,108 @@ class GCNII(nn.Module):
                 nodes=needed[i + 1],
             )
         return batches.result(h, nodes=nodes)
+
+
+# --- gnn-codegen convolution helpers 0.1.0, sha256 2e734eb1643f -------------------------------
+# Everything below this banner, down to the runtime's banner, is library code: gnn-codegen's
+# helpers for the DGL modules this model's layers call, each module's forward split into its
+# work once per source row and the rest on each batch's block (a documented function per part,
+# read like DGL's forward). They are this version's templates (convs.py.j2, hetero_convs.py.j2)
+# rendered for the set of helpers this module calls, and hold no model-specific code; the sha256
+# is of the text below the banner's last line (blank lines before the next banner left out), for
+# anyone to recompute. Like DGL's forward they read its modules' private attributes (conv._norm,
+# conv._activation, ...): this module was generated and checked against forward with dgl 1.1.3:
+# regenerate it after upgrading DGL. Tested by:
+#   tests/test_goldens.py::test_helper_section_is_rendered_and_hashed
+#   tests/test_known_modules.py (each written-out convolution equals DGL's on blocks)
+#   tests/test_rel_graph_conv.py, test_attention_weighted_sum.py, test_block_as_graph.py
+#   tests/test_relation_sum.py, test_relation_product.py (HeteroGraphConv)
+#   tests/test_equivalence.py, test_hetero.py (every example equals its forward)
+# ----------------------------------------------------------------------------------------------
+
+
+def _gcn2_conv_aggregate(conv, block, feat_src, feat_0, norm):
+    """GCN2Conv.forward on a block, without edge weights, given its source rows scaled as
+    forward scales them, feat * norm (norm: in-degree ** -0.5 of the whole graph, clamped
+    to 1, a column per node): the sum over in-edges, the norm again on the destination rows
+    (`norm`: theirs; a block's destinations have all their in-edges), then the initial
+    residual from feat_0 (forward's feat_0, the destination rows), the identity-mapped
+    projection (weight1 of the sum, or of each part with weight2 where the module does not
+    project the initial features), bias and activation, each as the module is built."""
+    feat, in_degrees = _in_edge_sum(block, feat_src)
+    _check_in_degrees(conv, block, in_degrees)
+    feat = feat * norm
+    feat = feat * (1 - conv.alpha)
+    feat_0 = feat_0 * conv.alpha  # the initial residual
+    feat_sum = feat + feat_0
+    if conv._project_initial_features:
+        feat_proj_sum = feat_sum @ conv.weight1
+    else:
+        feat_proj_sum = feat @ conv.weight1 + feat_0 @ conv.weight2
+    rst = (1 - conv.beta) * feat_sum + conv.beta * feat_proj_sum
+    if conv._bias:
+        rst = rst + conv.bias
+    if conv._activation is not None:
+        rst = conv._activation(rst)
+    return rst
+
+
+def _check_in_degrees(conv, block, in_degrees=None):
+    """The check of DGL's forward for a layer built with allow_zero_in_degree=False
+    (in_degrees: the block's, where the caller has them)."""
+    if conv._allow_zero_in_degree:
+        return
+    if in_degrees is None:
+        in_degrees = block.in_degrees()
+    if (in_degrees == 0).any():
+        raise dgl.DGLError(
+            f"There are 0-in-degree nodes in the graph, which {type(conv).__name__} refuses "
+            "(allow_zero_in_degree=False): add self-loops (g = dgl.add_self_loop(g))."
+        )
+
+
+def _in_edge_sum(block, feat_src, edge_weight=None, source_weight=None):
+    """dgl.ops.copy_u_sum(block, feat_src), or dgl.ops.u_mul_e_sum(block, feat_src, w) where
+    edge_weight (w, a number per edge) or source_weight (w[e] = source_weight[source of e])
+    is given: each destination node's sum over its in-edges of its sources' rows. On a CPU,
+    for a matrix of float rows and a block that keeps its in-edges by destination (CSC, as
+    DGL's own sum reads them), torch's embedding_bag over them: the same sums in the same
+    order (to the bit without weights; with them each product may be fused into its sum),
+    1.6-1.8x as fast as DGL 1.1's sum and 5x a sparse CSR product (a batch of 4096 nodes,
+    64-wide rows of 400k sources, one thread, measured). The in-degrees the CSC gives, or
+    None (DGL's sum: the caller asks the block)."""
+    # the host's CPU alone (not a device that is one: the tests' simulated GPU)
+    fast = len(block.canonical_etypes) == 1 and feat_src.device == torch.device("cpu")
+    fast = fast and feat_src.dim() == 2
+    fast = fast and feat_src.dtype in (torch.float32, torch.float64)
+    if edge_weight is not None:  # a number per edge of feat_src's dtype, else DGL's
+        fast = fast and edge_weight.dtype == feat_src.dtype
+        edges = block.num_edges() if fast else None
+        fast = fast and tuple(edge_weight.shape) in ((edges,), (edges, 1))
+    if fast and "csc" in sum(block.formats().values(), []):
+        indptr, indices, edge_ids = block.adj_tensors("csc")
+        weights = None
+        if source_weight is not None:
+            weights = source_weight.reshape(-1)[indices].to(feat_src.dtype)
+        elif edge_weight is not None:  # in the CSC's order: by the edge IDs it gives
+            weights = edge_weight.reshape(-1)  # (no IDs given: already in that order)
+            weights = weights[edge_ids] if len(edge_ids) == len(indices) else weights
+        rst = torch.nn.functional.embedding_bag(
+            indices,
+            feat_src,
+            indptr,
+            mode="sum",
+            per_sample_weights=weights,
+            include_last_offset=True,
+        )
+        return rst, indptr[1:] - indptr[:-1]
+    if source_weight is not None:
+        src, _ = block.edges()
+        edge_weight = source_weight[src].view(-1, *(1,) * (feat_src.dim() - 1))
+        edge_weight = edge_weight.to(feat_src.dtype)
+    if edge_weight is None:
+        return dgl.ops.copy_u_sum(block, feat_src), None
+    return dgl.ops.u_mul_e_sum(block, feat_src, edge_weight), None
 
 
 # --- gnn-codegen runtime 0.1.0, sha256 fe041b82c3e8 -------------------------------------------

@@ -1,6 +1,6 @@
-"""Stage 2b, write out: the traced calls of DGL's GraphConv, SAGEConv("mean") and GATConv into
-the two parts of their forward() (templates/convs.py.j2): the work on every source row, an op
-like any other between layers, and the rest on each batch's block, a message-passing op.
+"""Stage 2b, write out: the traced calls of DGL's GraphConv, SAGEConv("mean"), GATConv and
+GCN2Conv (gcn2_write_out.py) into the two parts of their forward() (templates/convs.py.j2): the
+work on every source row, an op like any other, and the rest on each block, a message-passing op.
 
 Called on a block, such a convolution transforms each of the block's source rows (GraphConv
 scales by out-degree and may multiply by its weight, a narrowing SAGEConv applies fc_neigh,
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import inspect
 import operator
+from functools import partial
 from types import SimpleNamespace
 from typing import Any, Callable
 
@@ -29,6 +30,7 @@ import dgl.nn as dglnn
 import torch
 import torch.fx as fx
 
+from gnn_codegen.trace.gcn2_write_out import write_out_gcn2_conv
 from gnn_codegen.trace.graph_lineage import is_graph_node
 from gnn_codegen.render.templating import exec_template
 
@@ -40,7 +42,7 @@ ONCE_PER_NODE = ", once per node"
 SECTIONS = (
     "sage_conv_source", "sage_conv_mean", "graph_conv_source", "graph_conv_aggregate", "gat_conv_source",
     "gat_conv_aggregate", "gat_conv_attention", "gat_conv_destination", "gat_fold", "gat_folded",
-    "attention_term", "attention_weighted_sum", "check_in_degrees", "rel_graph_conv",
+    "attention_term", "attention_weighted_sum", "check_in_degrees", "rel_graph_conv", "gcn2_conv_aggregate",
     # the sum over a block's in-edges that GraphConv's and SAGEConv's parts share
     "in_edge_sum",
     # a value computed once for the same tensors (gat_fold's; the heterogeneous helpers'
@@ -61,6 +63,7 @@ MESSAGE_PASSING = {
     "gat_conv_attention": ("graph", "src", "src", "dst", "dst", "edge"),
     "with_graph_out_degrees": ("graph", "src", "src"),
     "rel_graph_conv": ("graph", "src", "dst"),  # etypes= and norm=: rows of edges
+    "gcn2_conv_aggregate": ("graph", "src", "dst", "dst"),  # feat_0 and the norm: destination rows
 }
 # helpers around a user's module, which probe.py proves exact on blocks as it does the module
 PROVEN_ON_BLOCKS = frozenset({"with_graph_out_degrees", "with_graph_data"})
@@ -73,6 +76,7 @@ NEEDS = {
     "once_for": ("once_for_values",),
     "graph_conv_aggregate": ("check_in_degrees", "in_edge_sum"),
     "sage_conv_mean": ("in_edge_sum",),
+    "gcn2_conv_aggregate": ("check_in_degrees", "in_edge_sum"),
 }
 
 
@@ -139,6 +143,10 @@ def write_out(gm: fx.GraphModule, graph_arg: str, out_degrees_of_graph: frozense
         if node.op != "call_module":
             continue
         module = modules[str(node.target)]
+        if type(module) is dglnn.GCN2Conv:  # its own call, (g, feat, feat_0): gcn2_write_out.py
+            _replace(graph, node, lambda: write_out_gcn2_conv(graph, node, _module(graph, node), graphs, partial(
+                _helper, graph), _named, _source_note(node, "norm by in-degree")))
+            continue
         recipe = {dglnn.GraphConv: _graph_conv, dglnn.SAGEConv: _sage_conv, dglnn.GATConv: _gat_conv,
                   dglnn.RelGraphConv: _rel_graph_conv}.get(type(module))
         if type(module) in out_degrees_of_graph:
@@ -147,19 +155,24 @@ def write_out(gm: fx.GraphModule, graph_arg: str, out_degrees_of_graph: frozense
         call = _Call.of(node, graphs, 4 if recipe is _rel_graph_conv else 3) if recipe else None
         if recipe is None or call is None:
             continue
-        before = set(graph.nodes)
-        with graph.inserting_before(node):
-            result = recipe(graph, node, module, call)
-        if result is None:
-            continue
-        for created in graph.nodes:
-            if created not in before:  # messages quote the user's line of the call
-                created.stack_trace = node.stack_trace
-        node.replace_all_uses_with(result)
-        graph.erase_node(node)
+        _replace(graph, node, lambda: recipe(graph, node, module, call))
     graph.lint()
     gm.recompile()
     return gm
+
+
+def _replace(graph: fx.Graph, node: fx.Node, make: Callable[[], fx.Node | None]) -> None:
+    """node's uses read make()'s result, made before node, and node goes (None: it stays)."""
+    before = set(graph.nodes)
+    with graph.inserting_before(node):
+        result = make()
+    if result is None:
+        return
+    for created in graph.nodes:
+        if created not in before:  # messages quote the user's line of the call
+            created.stack_trace = node.stack_trace
+    node.replace_all_uses_with(result)
+    graph.erase_node(node)
 
 
 class _Call:

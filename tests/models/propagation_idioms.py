@@ -1,6 +1,6 @@
 """Propagation modules of dgl.nn as their users call them, for tests/test_propagation_idioms.py:
 ChebConv with lambda_max given (the constants it builds per call), GCN2Conv's initial residual
-(`feat_0[: feat.size(0)]`), TAGConv's and APPNPConv's norm reshape, SGConv's in-degree check."""
+traced into with edge weights (`feat_0[: feat.size(0)]`), TAGConv's and APPNPConv's norm reshape, SGConv's in-degree check."""
 
 import torch.nn as nn
 import torch.nn.functional as F
@@ -30,6 +30,17 @@ class InitialResidual(nn.Module):
         h0 = F.relu(self.inp(x))
         h = F.relu(self.conv1(g, h0, h0))
         return self.out(self.conv2(g, h, h0))
+
+
+class WeightedInitialResidual(InitialResidual):
+    """InitialResidual over the graph's edge weights: GCN2Conv traced into (its EdgeWeightNorm
+    over the whole graph), where without weights it is written out (trace/gcn2_write_out.py)."""
+
+    def forward(self, g, x):
+        w = g.edata["w"]
+        h0 = F.relu(self.inp(x))
+        h = F.relu(self.conv1(g, h0, h0, edge_weight=w))
+        return self.out(self.conv2(g, h, h0, edge_weight=w))
 
 
 class TopologyAdaptive(nn.Module):

@@ -1,9 +1,10 @@
 """Models whose modules' forwards branch on their settings, as people write them: a PairNorm
-with a mode switch between whole bodies, DGL's GCN2Conv built with and without its bias, and a
+with a mode switch between whole bodies, a layer built with and without its bias, and a
 layer that applies its activation only when it has one. The generated code keeps each test or
 says which branch it is (render/setting_branches.py)."""
 
 import dgl.nn as dglnn
+import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -54,22 +55,41 @@ class ScaledAndCentredGCN(NormedGCN):
         super().__init__(in_size, hid_size, out_size, mode="PN-SCS")
 
 
+class MaybeBiased(nn.Module):
+    """A layer whose forward tests its settings as DGL's GCN2Conv's did before gnn-codegen
+    called a helper for it: `if self._bias:` and `if self._activation is not None:`."""
+
+    def __init__(self, in_size, out_size, bias=True, activation=F.relu):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(in_size, out_size) / in_size**0.5)
+        self._bias = bias
+        if bias:
+            self.bias = nn.Parameter(torch.randn(out_size) / 10)
+        else:
+            self.register_parameter("bias", None)
+        self._activation = activation
+
+    def forward(self, h):
+        rst = h @ self.weight
+        if self._bias:
+            rst = rst + self.bias
+        if self._activation is not None:
+            rst = self._activation(rst)
+        return rst
+
+
 class InitialResidualGCN(nn.Module):
     def __init__(self, in_size, hid_size, out_size, bias=True):
         super().__init__()
-        self.fc = nn.Linear(in_size, hid_size)
-        self.convs = nn.ModuleList(GCN2Conv(hid_size, layer=i + 1, bias=bias, activation=F.relu)
-                                   for i in range(2))
-        self.out = nn.Linear(hid_size, out_size)
+        self.conv = dglnn.GraphConv(in_size, hid_size)
+        self.layers = nn.ModuleList(MaybeBiased(hid_size, hid_size, bias) for _ in range(2))
+        self.out = dglnn.GraphConv(hid_size, out_size)
 
     def forward(self, g, x):
-        h = h0 = F.relu(self.fc(x))
-        for conv in self.convs:
-            h = conv(g, h, h0)
-        return self.out(h)
-
-
-GCN2Conv = dglnn.GCN2Conv
+        h = h0 = self.conv(g, x)
+        for layer in self.layers:
+            h = layer(h) + h0
+        return self.out(g, h)
 
 
 class InitialResidualGCNWithoutBias(InitialResidualGCN):

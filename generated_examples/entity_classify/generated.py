@@ -183,7 +183,7 @@ class EntityClassify(nn.Module):
                 return h
 
             h_next = {}
-            # forward's hs.items(): the types a relation from a type of h goes into
+            # HeteroGraphConv's result types: those relations from h go into
             into = {d for s, _, d in g.canonical_etypes if s in h}
             for ntype in (t for t in g.ntypes if t in into):  # in the graph's order
                 # source rows of each relation into ntype: read where they are, not gathered per

@@ -99,7 +99,7 @@ class RGCN(nn.Module):
             return F.relu(h)
 
         h1 = {}
-        # forward's hs.items(): the types a relation from a type of inputs goes into
+        # HeteroGraphConv's result types: those relations from inputs go into
         into = {d for s, _, d in graph.canonical_etypes if s in inputs}
         for ntype in (t for t in graph.ntypes if t in into):  # in the graph's order
             # source rows of each relation into ntype: GraphConv's norm by the full graph's
@@ -126,7 +126,7 @@ class RGCN(nn.Module):
             return _hetero_conv_sources(self.conv2, block, h1_src)
 
         h2 = {}
-        # forward's hs.items(): the types a relation from a type of h1 goes into
+        # HeteroGraphConv's result types: those relations from h1 go into
         into = {d for s, _, d in graph.canonical_etypes if s in h1}
         for ntype in (t for t in graph.ntypes if t in into):  # in the graph's order
             # source rows of each relation into ntype: GraphConv's norm by the full graph's

@@ -57,7 +57,7 @@ def types_as_forward_gives(stages: list[list[str]], loops: Sequence[tuple[int, i
         into[:] = into or [new_name("into")]
         indent = found.group(1)
         lines[at:at + 1] = [
-            f"{indent}# forward's hs.items(): the types a relation from a type of {running} goes into",
+            f"{indent}# HeteroGraphConv's result types: those relations from {running} go into",
             f"{indent}{into[0]} = {{d for s, _, d in {graph}.canonical_etypes if s in {running}}}",
             f"{indent}for ntype in (t for t in {graph}.ntypes if t in {into[0]}):  # in the graph's order",
         ]

@@ -35,7 +35,7 @@ def _generated(settings: dict, monkeypatch: pytest.MonkeyPatch, name: str = "GCN
 def test_each_setting_calls_the_helper_and_equals_forward(settings: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     generated = _generated(settings, monkeypatch)
     method = inference_method(generated.source)
-    assert "_gcn2_conv_aggregate(self.convs[i], block, h, h0, norm)" in method, method
+    assert "_gcn2_conv_aggregate(self.convs[i], block, feat, h0, norm)" in method, method
     assert not [p for p in PRIVATE if p in method], method
     assert "update_all" not in method and "_check_in_degrees" not in method, method
     assert "def _gcn2_conv_aggregate(conv, block, feat_src, feat_0, norm):" in generated.source

@@ -3,9 +3,8 @@ layer's included (issue 37, reviewer on rgat_mag240m: `if i == 0 and j == 0: x_s
 self.skips[i](x_skip)` beside `x_skip_next = self.skips[i + 1](x_skip)`, one thing in two
 places, and the logits returned as `x_skip`). The first layer's skip runs where later layers'
 runs, where its input rows are made: the prologue (cut/prologue_work.py), so the loop's body has
-no case for the first layer; forward's output made in the loop's carried name is returned under
-that name, forward's for the value its loop carries, with no alias after the loop
-(render/carried_names.py). Every module here is checked exact by the
+no case for the first layer; forward's output made in the loop's carried name is bound under
+its own after the loop (render/loop_results.py). Every module here is checked exact by the
 generator before it is returned, with nodes= too below."""
 
 from __future__ import annotations
@@ -63,12 +62,11 @@ def test_lsc_rgat_runs_the_first_skip_in_the_prologue() -> None:
     assert len(re.findall(r"self\.skips\[[^\]]+\]\(", method)) == 2 and "x_skip_next = self.skips[i + 1](x_skip)" in method, method
 
 
-def test_lsc_rgat_returns_its_output_under_the_loops_name_with_no_alias() -> None:
+def test_lsc_rgat_returns_its_output_under_a_name_of_its_own() -> None:
     method = _method(_case("RGAT"))
     assert "return self.mlp(x_skip), None, None" in method, method
-    assert re.search(r"\)\n +feat, el = feat_next, el_next\n +return batches\.result\(x_skip, nodes=nodes\)",
-                     method), method
-    assert "out = x_skip" not in method and "returns forward's" not in method, method
+    assert re.search(r"\n +out = x_skip\n +return batches\.result\(out, nodes=nodes\)", method), method
+    assert "# the last layer's pass returns forward's output, self.mlp(x_skip), as x_skip" in method, method
 
 
 def test_residual_gcn_with_a_first_linear_skip_is_one_loop() -> None:
@@ -80,9 +78,7 @@ def test_residual_gcn_with_a_first_linear_skip_is_one_loop() -> None:
     assert "for i in range(len(self.layers)):" in method, method
     assert len(re.findall(r"^ +def layer_\w*\(", method, re.M)) == 1, method
     assert "self.res_linears[i + 1](h)" in method, method
-    # the loop carries forward's `h`, returned as it is (render/carried_names.py)
-    assert re.search(r"\)\n +return batches\.result\(h, nodes=nodes\)", method), method
-    assert "h, linear = batches.map(" in method and "out = " not in method, method
+    assert re.search(r"\n +out = feat\n +return batches\.result\(out, nodes=nodes\)", method), method
 
 
 def test_without_a_prologue_the_first_skip_stays_in_its_pass() -> None:

@@ -84,14 +84,14 @@ class GCN(nn.Module):
             # row, once per node
             return _graph_conv_source(self.layers[0], features, out_degrees)
 
-        h = batches.map_nodes(prologue, features, out_degrees, nodes=needed[0])
+        feat = batches.map_nodes(prologue, features, out_degrees, nodes=needed[0])
 
         # Layers 1 to 3 of 3, each the same function of the layer before with its own module,
         # [i] of the loop below: self.layers[0] (GraphConv) to self.layers[2] (GraphConv).
         for i in range(len(self.layers)):
 
-            def layer_i(block, h, out_degrees, i=i):
-                h = _graph_conv_aggregate(self.layers[i], block, h)
+            def layer_i(block, feat, out_degrees, i=i):
+                h = _graph_conv_aggregate(self.layers[i], block, feat)
                 # the last layer: no next one to prepare rows for
                 if i == len(self.layers) - 1:
                     return h
@@ -103,13 +103,15 @@ class GCN(nn.Module):
 
             # in_place=True: source rows are read where they are stored, not gathered per
             # batch (the layer reads them only in messages)
-            h = batches.map(
+            feat = batches.map(
                 layer_i,
-                source_rows=dict(h=h),
+                source_rows=dict(feat=feat),
                 destination_rows=dict(out_degrees=out_degrees),
                 in_place=True,
                 nodes=needed[i + 1],
             )
+        # the last layer returns forward's h as feat
+        h = feat
         return batches.result(h, nodes=nodes)
 
 

@@ -89,12 +89,12 @@ class WeightedGCN(nn.Module):
 
         # Layers 1 to 3 of 3, each the same function of the layer before with its own module,
         # [i] of the loop below: self.layers[0] (GraphConv) to self.layers[2] (GraphConv).
-        h = features
+        feat = features
         for i in range(len(self.layers)):
 
-            def layer_i(block, h, norm_weight, i=i):
+            def layer_i(block, feat, norm_weight, i=i):
                 h = _graph_conv_aggregate(
-                    self.layers[i], block, h, edge_weight=norm_weight
+                    self.layers[i], block, feat, edge_weight=norm_weight
                 )
                 # the last layer: no next one to prepare rows for
                 if i == len(self.layers) - 1:
@@ -105,13 +105,15 @@ class WeightedGCN(nn.Module):
 
             # in_place=True: source rows are read where they are stored, not gathered per
             # batch (the layer reads them only in messages)
-            h = batches.map(
+            feat = batches.map(
                 layer_i,
-                source_rows=dict(h=h),
+                source_rows=dict(feat=feat),
                 edge_rows=dict(norm_weight=norm_weight),
                 in_place=True,
                 nodes=needed[i + 1],
             )
+        # the last layer returns forward's h as feat
+        h = feat
         return batches.result(h, nodes=nodes)
 
 

@@ -94,15 +94,15 @@ class MixedNormGCN(nn.Module):
             # row, once per node
             return _graph_conv_source(self.convs[0], x, out_degrees)
 
-        h = batches.map_nodes(prologue, x, out_degrees, nodes=needed[0])
+        feat = batches.map_nodes(prologue, x, out_degrees, nodes=needed[0])
         del out_degrees
 
         # Layers 1 to 3 of 3, each the same function of the layer before with its own module,
         # [i] of the loop below: self.convs[0] (GraphConv) to self.convs[2] (GraphConv).
         for i in range(len(self.convs)):
 
-            def layer_i(block, h, i=i):
-                h = _graph_conv_aggregate(self.convs[i], block, h)
+            def layer_i(block, feat, i=i):
+                h = _graph_conv_aggregate(self.convs[i], block, feat)
                 # the last layer: no next one to prepare rows for
                 if i == len(self.convs) - 1:
                     return h
@@ -114,9 +114,11 @@ class MixedNormGCN(nn.Module):
 
             # in_place=True: source rows are read where they are stored, not gathered per
             # batch (the layer reads them only in messages)
-            h = batches.map(
-                layer_i, source_rows=dict(h=h), in_place=True, nodes=needed[i + 1]
+            feat = batches.map(
+                layer_i, source_rows=dict(feat=feat), in_place=True, nodes=needed[i + 1]
             )
+        # the last layer returns forward's h as feat
+        h = feat
         return batches.result(h, nodes=nodes)
 
 

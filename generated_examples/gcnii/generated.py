@@ -106,15 +106,17 @@ class GCNII(nn.Module):
             # self.convs[0]'s norm by in-degree on each source row, once per node
             return h, norm, h * norm
 
-        h0, norm, h = batches.map_nodes(prologue, in_degrees, features, nodes=needed[0])
+        h0, norm, feat = batches.map_nodes(
+            prologue, in_degrees, features, nodes=needed[0]
+        )
         del in_degrees
 
         # Layers 1 to 8 of 8, each the same function of the layer before with its own module,
         # [i] of the loop below: self.convs[0] (GCN2Conv) to self.convs[7] (GCN2Conv).
         for i in range(len(self.convs)):
 
-            def layer_i(block, h, norm, h0, i=i):
-                h = _gcn2_conv_aggregate(self.convs[i], block, h, h0, norm)
+            def layer_i(block, feat, norm, h0, i=i):
+                h = _gcn2_conv_aggregate(self.convs[i], block, feat, h0, norm)
                 # the last layer: what forward does after the loop, not the next layer's work
                 if i == len(self.convs) - 1:
                     return self.fcs[1](h)
@@ -123,14 +125,16 @@ class GCNII(nn.Module):
 
             # in_place=True: source rows are read where they are stored, not gathered per
             # batch (the layer reads them only in messages)
-            h = batches.map(
+            feat = batches.map(
                 layer_i,
-                source_rows=dict(h=h),
+                source_rows=dict(feat=feat),
                 destination_rows=dict(norm=norm, h0=h0),
                 in_place=True,
                 nodes=needed[i + 1],
             )
-        return batches.result(h, nodes=nodes)
+        # the last layer returns forward's output, self.fcs[1](h), as feat
+        out = feat
+        return batches.result(out, nodes=nodes)
 
 
 # --- gnn-codegen convolution helpers 0.1.0, sha256 2e734eb1643f -------------------------------

@@ -136,7 +136,9 @@ class GeniePath(nn.Module):
                 in_place=True,
                 nodes=needed[i + 1],
             )
-        return batches.result(x, nodes=nodes)
+        # the last layer returns forward's output, self.linear2(x), as x
+        out = x
+        return batches.result(out, nodes=nodes)
 
 
 # --- gnn-codegen convolution helpers 0.1.0, sha256 6bbaf6b0fa97 -------------------------------

@@ -119,7 +119,9 @@ class GIN(nn.Module):
                 in_place=True,
                 nodes=needed[i + 1],
             )
-        return batches.result(h, nodes=nodes)
+        # the last layer returns forward's output, self.classify(h), as h
+        out = h
+        return batches.result(out, nodes=nodes)
 
 
 # --- gnn-codegen runtime 0.1.0, sha256 fe041b82c3e8 -------------------------------------------

@@ -194,7 +194,9 @@ class RGAT(nn.Module):
                     nodes=needed[i * self.num_etypes + j + 1],
                 )
             feat, el = feat_next, el_next
-        return batches.result(x_skip, nodes=nodes)
+        # the last layer's pass returns forward's output, self.mlp(x_skip), as x_skip
+        out = x_skip
+        return batches.result(out, nodes=nodes)
 
 
 # --- gnn-codegen convolution helpers 0.1.0, sha256 47555a01bb46 -------------------------------

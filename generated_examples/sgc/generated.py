@@ -110,7 +110,9 @@ class SGC(nn.Module):
                 in_place=True,
                 nodes=needed[k],
             )
-        return batches.result(feat, nodes=nodes)
+        # the last layer returns forward's output, self.net.fc(h), as feat
+        out = feat
+        return batches.result(out, nodes=nodes)
 
 
 # --- gnn-codegen runtime 0.1.0, sha256 fe041b82c3e8 -------------------------------------------

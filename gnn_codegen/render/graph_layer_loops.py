@@ -10,8 +10,8 @@ the next layer's rows (the runtime's map returns None for them, fewer_stored.py)
 `feat_next`. The first layer's work before its graphs (its skip) runs in the prologue where one
 runs (cut/prologue_work.py), as later layers' runs at the end of the layer before; where it is
 still in the first pass, it is joined under `if i == 0 and j == 0:` (_first_work). forward's
-output, made by the last pass in the carried name's place, is returned under that name, as
-forward names the value its loop carries (`x_skip`), with no alias after the loops.
+output, made in the carried name's place, is bound under its own after the loops
+(loop_results.py).
 
 Every pass is still one call of map on the same rows (plan and cut unchanged). Passes are
 compared as text once their indices and numbered names are the loops' (names renamed only where
@@ -33,6 +33,7 @@ from gnn_codegen.render.fewer_stored import padded
 from gnn_codegen.render.last_copies import Ending, split
 from gnn_codegen.render.layer import LayerFunction
 from gnn_codegen.render.module_index import last_of, spelled_stop
+from gnn_codegen.render.loop_results import output_named
 
 # the Renderer (method.py): read for its graph lists, row lists and names
 Renderer = Any
@@ -317,11 +318,14 @@ def _run_at(r: Renderer, dicts: list[dict], at: int) -> list[dict] | None:
         return None
     entry = {name: loop for name, loop in shapes[0][0][6].items() if loop in (carried, *lists)}
     before = [_renamed_bound(d, entry) for d in dicts[:at]]
-    # the last layer's result is the carried tensor's last value: the method reads it so (and
-    # returns it so, where it is forward's output: named as forward's loop names it)
+    # the last layer's result is the carried tensor's last value: the method reads it so, or,
+    # where it is forward's output, under the name the method would give it (`out`, not x_skip)
     final_stage = r.stages_of[dicts[end - 1]["position"]]
+    named_result: list[str] = []
     for value in final_stage.stores[:len(final[3])][:1]:
-        r.buffer[value] = carried
+        named_result = output_named(r, value, carried, final[2])
+        if not named_result:
+            r.buffer[value] = carried
     # the loop's end from the list whose modules the passes run, `len(self.convs)`
     stop = spelled_stop(_written(dicts[at]["function"], list(regular[2]), var_i, var_j), var_i, rounds,
                         dict(r.program.module_lengths))
@@ -341,6 +345,7 @@ def _run_at(r: Renderer, dicts: list[dict], at: int) -> list[dict] | None:
     after = [*said, f"        {targets} = {out(regular[4])}"]
     if lists:
         after.append(f"    {', '.join(lists)} = {', '.join(f'{name}{_NEXT}' for name in lists)}")
+    after += named_result
     folded = {**dicts[at],
               "comment": _comment(r, dicts[at + count], rounds, count, var_i, var_j, out),
               "opening": [*starts, f"for {var_i} in range({stop}):", f"    for {var_j} in range({spelled_count}):"],

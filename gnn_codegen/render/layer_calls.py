@@ -11,10 +11,10 @@ from dataclasses import replace
 from typing import Any
 
 from gnn_codegen.render.activation_test import activation_tested, forward_tested
-from gnn_codegen.render.carried_names import carries_out, forward_carried, free_for, loop_name, method_values
 from gnn_codegen.render.last_copies import merged
 from gnn_codegen.render.fewer_stored import padded
 from gnn_codegen.render.layer_loops import LayerLoop, fold
+from gnn_codegen.render.loop_results import layer_loop_output, renamed_outputs
 from gnn_codegen.render.period_loops import fold_periods
 from gnn_codegen.render.map_bindings import map_bindings
 from gnn_codegen.render.module_index import every_hop, spelled_hops, spelled_stop, uses_name
@@ -49,6 +49,7 @@ class LayerCalls:
                 if value in self.buffer:
                     readers[self.buffer[value]] += 2
         self.rebound: set[str] = set()
+        self.loop_outputs: dict[str, str] = {}  # loop_results.renamed_outputs
         callers = self._callers_tensors()
         private = {value for value, name in self.buffer.items() if name not in callers}
 
@@ -71,25 +72,16 @@ class LayerCalls:
         def rebinds(value: str) -> bool:  # forward's input read by one layer alone (the loop's first)
             return value in self.program.inputs and self.buffer[value] not in outputs and readers[self.buffer[value]] == 1
 
-        bound = method_values(self.program, self.plan)
-
-        def carried(loop: LayerLoop, values: tuple[str, ...], name: str, running: str) -> str:
-            """forward's name for the value the loop carries, or a plain one (carried_names.py)."""
-            out = [carries_out(v, loop.end, stages, self.plan.outputs) for v in loop.chained]
-            forward = forward_carried(self.program, stages[loop.start:loop.end + 1])
-            chosen = loop_name(name, running, values, loop.chained, forward, out,
-                               lambda n: free_for(n, values, self.buffer, bound, self.names.taken, self.program.inputs))
-            self.names.taken.add(chosen)
-            return chosen
-
+        named = dict(self.buffer)  # forward's output a loop carries keeps this name after it
         functions, loops = fold(stages, functions, self.buffer, private, dict(readers), take_name, rewrite,
                                 lambda start, end: written_as_loop(self.program, stages, start, end), rebinds,
                                 lambda regular, last: same_lines(self.program, stages, regular, last),
-                                lambda start, end: every_hop(self.program, stages[start:end + 1]), carried)
+                                lambda start, end: every_hop(self.program, stages[start:end + 1]))
         # a loop's variable that took the name of the caller's tensor it starts from is freed as
         # the method's own (`del h` unbinds the name only: the caller's tensor is the caller's)
         self.rebound = {self.buffer[values[-1]] for loop in loops for values in loop.chained
                         if values[0] in self.program.inputs and self.buffer[values[0]] == self.buffer[values[-1]]}
+        self.loop_outputs = renamed_outputs(loops, named, self.buffer, self.plan.outputs, len(functions) - 1)
         return functions, loops
 
     def _loop_lines(self, loop: LayerLoop, runs, function: LayerFunction, which: str | None):
@@ -154,6 +146,8 @@ class LayerCalls:
             self.layer_count = stop  # every layer in it: `needed` counts them as it does (preamble.py)
         said = [f"    {line}" for line in self._in_place_comment(function)]
         body = [*said, f"    {targets} = {call}", *appends]
+        if loop.end == len(runs) - 1:  # forward's output under its own name, not the loop's
+            body += layer_loop_output(self, self.loop_outputs, loop.ending.last if loop.ending else None)
         return function, which, header if in_loop else [], body if in_loop else [*header, *body]
 
     def _nodes_from_here(self, runs: list[tuple[Stage, LayerWriter]], folded: dict[str, str] | None = None

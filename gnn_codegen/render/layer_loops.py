@@ -242,14 +242,12 @@ def fold(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, 
          readers: dict[str, int], take_name, rewrite,
          looped=lambda start, end: False, rebinds=lambda value: False,
          last_copies=lambda regular, last: False,
-         own_hops=lambda start, end: False,
-         carried=lambda loop, values, name, running: name) -> tuple[list[LayerFunction], list[LayerLoop]]:
+         own_hops=lambda start, end: False) -> tuple[list[LayerFunction], list[LayerLoop]]:
     """Finds the loops, gives each loop's chained values one name (take_name(base, value) allocates
     it), and writes the functions again (rewrite()); a loop whose functions did not come out
     identical, but for their names, leaves every layer apart, with the names put back; one whose
     last layer does not come out as the others' code but for its ending is found again without
-    last copies. carried(loop, values, name, running): the name a loop's variable takes in
-    place of the one it would (carried_names.loop_name: forward's, or a plain one)."""
+    last copies."""
     loops = find_loops(stages, functions, buffer, private, readers, looped, last_copies, own_hops)
     if not loops:
         return functions, []
@@ -272,7 +270,6 @@ def fold(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, 
                 claimed.add(name)
             else:
                 name = take_name(running, last) if named in private else buffer[named]
-                name = carried(loop, values, name, running)
             if named in private and rebinds(first) and buffer[first] == running:
                 # the caller's `h`, read by the loop's first layer alone: the loop's `h` takes its
                 # name, `h = batches.map(...)` as forward's `h = layer(g, h)`, not `h_2 = h`
@@ -300,7 +297,7 @@ def fold(stages: list[Stage], functions: list[LayerFunction], buffer: dict[str, 
             buffer.clear()
             buffer.update(before)
             return fold(stages, functions, buffer, private, readers, take_name, rewrite, looped, rebinds,
-                        own_hops=own_hops, carried=carried)
+                        own_hops=own_hops)
         written[loop.end] = replace(written[loop.end - 1], body=list(split.regular))
         loops[at] = replace(loop, ending=split.ending)
     for loop in loops:  # module indices from the loop's variable (module_index.py)

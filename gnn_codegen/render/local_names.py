@@ -6,8 +6,7 @@ the base's value is dead from the counted one's first assignment until its last 
 function computes what it did. A counted local that keeps its counter and is returned takes
 the name the method binds it to instead: `x_skip3 = self.skips[1](x_skip)`, returned and
 bound as `x_skip3`, not `x_skip_2` beside the parameter `x_skip2` (a counter that says nothing,
-beside a name numbered by layer); where the function holds that name itself (a loop's function,
-whose parameter is the carried `x_skip` it computes the next of), `x_skip_next`."""
+beside a name numbered by layer)."""
 
 from __future__ import annotations
 
@@ -117,11 +116,6 @@ def bound_names(params: list[str], body: list[str], returned: dict[str, str],
         if local in counted and local in seen and outer.isidentifier() and outer not in seen \
                 and outer not in renames.values():
             renames[local] = outer
-        elif local in counted and local in seen and counted[local] == outer and f"{outer}_next" not in seen \
-                and f"{outer}_next" not in renames.values():
-            # the next value of the name the function reads (a loop's carried `x_skip`, whose
-            # next layer's skip it computes while its own is still read): `x_skip_next`
-            renames[local] = f"{outer}_next"
     # ...and the returned locals whose counted siblings those are (`feat` beside `feat_2`, both
     # returned): named as they are bound too, so that no result reads as the first of a count
     bases = {counted[local] for local in renames}

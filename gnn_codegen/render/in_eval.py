@@ -13,6 +13,8 @@ import torch.fx as fx
 import torch.nn as nn
 import torch.nn.functional as F
 
+from gnn_codegen.lower.accessors import accessor
+
 SHOWN = 2  # names said per kind; the rest are counted
 WIDTH = 80  # black's 88 columns less the method body's indent
 
@@ -37,27 +39,13 @@ def _changed(model: nn.Module, functional: bool) -> str | None:
     dropped, normed = [], []
     for path, module in model.named_modules():
         if isinstance(module, nn.modules.dropout._DropoutNd) and module.p > 0:
-            dropped.append(spelled(model, path))
+            dropped.append(accessor(model, path))
         elif isinstance(module, nn.modules.batchnorm._BatchNorm) and module.track_running_stats:
-            normed.append(spelled(model, path))
+            normed.append(accessor(model, path))
     dropped += ["forward's F.dropout"] if functional else []
     parts = ([f"no dropout in {_listed(dropped)}"] if dropped else []) + (
         [f"{_listed(normed)} with {'its' if len(normed) == 1 else 'their'} running statistics"] if normed else [])
     return f"forward in eval mode: {'; '.join(parts)}" if parts else None
-
-
-def spelled(model: nn.Module, path: str) -> str:
-    """A submodule's dotted path ("layers.0.feat_drop") as Python reaches it from self."""
-    text, module = "self", model
-    for part in path.split("."):
-        if isinstance(module, nn.ModuleDict):
-            text += f'["{part}"]'
-        elif isinstance(module, (nn.ModuleList, nn.Sequential)) and part.isdigit():
-            text += f"[{part}]"
-        else:
-            text += f".{part}"
-        module = module._modules[part]
-    return text
 
 
 def _listed(names: list[str]) -> str:
@@ -79,12 +67,11 @@ def _indexed(names: list[str]) -> list[str]:
         groups.setdefault(index.sub("[]", name), []).append(name)
     said: dict[str, str] = {}
     for alike in groups.values():
-        columns = list(zip(*(index.findall(n) for n in alike)))
+        # each name as text, [index], text, ...: the indices at the odd positions, alike in number
+        pieces = [re.split(r"(\[\d+\])", name) for name in alike]
         letters = iter("ijkl")
-        varying = {k: next(letters, "n") for k, values in enumerate(columns) if len(set(values)) > 1}
-        position = iter(range(len(columns)))
-        for name in alike:
-            said[name] = index.sub(lambda m: f"[{varying[k]}]" if (k := next(position)) in varying else m.group(0),
-                                   name) if len(alike) > 1 else name
-            position = iter(range(len(columns)))
+        varying = {k: f"[{next(letters, 'n')}]" for k in range(1, len(pieces[0]), 2)
+                   if len({p[k] for p in pieces}) > 1}
+        for name, parts in zip(alike, pieces):
+            said[name] = "".join(varying.get(k, part) for k, part in enumerate(parts))
     return list(dict.fromkeys(said[n] for n in names))

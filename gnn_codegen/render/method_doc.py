@@ -160,8 +160,6 @@ class MethodDocstring:
 _SOURCE_WORK = f"on each source row{ONCE_PER_NODE}"
 
 
-
-
 def _computes(ops: list[Op]) -> str:
     """What a layer's message passing is: `self.conv1 (GATConv)`; for an update_all of a
     module traced into, that module and the hop (lower/hops.py): `self.layers[0] (TAGConv),

@@ -48,4 +48,3 @@ def write_out_gcn2_conv(graph: fx.Graph, node: fx.Node, conv: fx.Node, graphs: s
     norm = named(norm, "norm")
     feat_src = named(graph.call_function(operator.mul, (feat, norm)), "feat", source_note)
     return helper("gcn2_conv_aggregate", conv, g, feat_src, feat_0, norm)
-
